@@ -1,0 +1,139 @@
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::events::Payload;
+
+/// Where an event sits in the log: its partition and its offset in that partition.
+///
+/// Offsets grow strictly within a partition. In the embedded log they are also unique and
+/// growing across partitions, so an offset alone names an event there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Position {
+    /// The partition the event's key hashes to.
+    pub partition: u32,
+    /// The event's offset within its partition.
+    pub offset: u64,
+}
+
+/// What produced an event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Source {
+    /// `svc seed` from a file of papers.
+    Seed {
+        /// The file name the papers came from.
+        file: String,
+    },
+    /// A relay's or PDS's firehose.
+    Firehose {
+        /// The stream's base URL.
+        url: String,
+        /// The stream's sequence number of the frame.
+        seq: i64,
+    },
+    /// A repository fetched whole (backfill) or one record refreshed.
+    Backfill {
+        /// The host the repository was fetched from.
+        host: String,
+    },
+    /// A test or a tool that appended the event directly.
+    Manual {
+        /// Free text naming the tool.
+        note: String,
+    },
+}
+
+/// The kind of an event, derived from its payload. Its string form is part of the public
+/// log interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    /// A record was created.
+    RecordCreate,
+    /// A record was replaced.
+    RecordUpdate,
+    /// A record was deleted.
+    RecordDelete,
+    /// An account's handle or DID document changed.
+    Identity,
+    /// An account's hosting status changed.
+    Account,
+}
+
+impl EventKind {
+    /// Every kind, in a stable order.
+    pub const ALL: [EventKind; 5] = [
+        EventKind::RecordCreate,
+        EventKind::RecordUpdate,
+        EventKind::RecordDelete,
+        EventKind::Identity,
+        EventKind::Account,
+    ];
+
+    /// The kind's name on the wire and in the JSON view.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::RecordCreate => "repo.record.create",
+            EventKind::RecordUpdate => "repo.record.update",
+            EventKind::RecordDelete => "repo.record.delete",
+            EventKind::Identity => "repo.identity",
+            EventKind::Account => "repo.account",
+        }
+    }
+
+    /// Parses a kind name.
+    pub fn parse(s: &str) -> Option<EventKind> {
+        EventKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for EventKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An event as a producer hands it to the log: the log adds the position and the time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    /// The ordering key: the repository DID for repository events.
+    pub key: String,
+    /// What produced the event.
+    pub source: Source,
+    /// The event's content.
+    pub payload: Payload,
+}
+
+impl NewEvent {
+    /// A repository event keyed by its DID.
+    pub fn repo(source: Source, payload: Payload) -> NewEvent {
+        NewEvent { key: payload.did().to_owned(), source, payload }
+    }
+}
+
+/// An event as it sits in the log.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Envelope {
+    /// Where the event sits in the log.
+    pub position: Position,
+    /// The ordering key.
+    pub key: String,
+    /// The kind, derived from the payload.
+    pub kind: String,
+    /// The schema version the event was written with.
+    pub schema_version: u16,
+    /// When the log accepted the event. Read models use it as `indexedAt`, so a replay
+    /// reproduces it.
+    pub appended_at: DateTime<Utc>,
+    /// What produced the event.
+    pub source: Source,
+    /// The event's content, upcast to the current version.
+    pub payload: Payload,
+}
+
+impl Envelope {
+    /// The JSON view of the event, one line of `svc log tail`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+}

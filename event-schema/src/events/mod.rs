@@ -1,0 +1,52 @@
+//! Event payloads, one file per family.
+
+mod account;
+mod identity;
+mod record;
+
+pub use account::{AccountChange, AccountStatus};
+pub use identity::IdentityChange;
+pub use record::{RecordDelete, RecordWrite};
+
+use serde::Serialize;
+
+use crate::EventKind;
+
+/// The content of an event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Payload {
+    /// A record was created in a repository.
+    RecordCreate(RecordWrite),
+    /// A record in a repository was replaced.
+    RecordUpdate(RecordWrite),
+    /// A record was deleted from a repository.
+    RecordDelete(RecordDelete),
+    /// An account's handle or DID document changed.
+    Identity(IdentityChange),
+    /// An account's hosting status changed.
+    Account(AccountChange),
+}
+
+impl Payload {
+    /// The kind of event this payload makes.
+    pub fn kind(&self) -> EventKind {
+        match self {
+            Payload::RecordCreate(_) => EventKind::RecordCreate,
+            Payload::RecordUpdate(_) => EventKind::RecordUpdate,
+            Payload::RecordDelete(_) => EventKind::RecordDelete,
+            Payload::Identity(_) => EventKind::Identity,
+            Payload::Account(_) => EventKind::Account,
+        }
+    }
+
+    /// The DID of the repository or account the event is about.
+    pub fn did(&self) -> &str {
+        match self {
+            Payload::RecordCreate(w) | Payload::RecordUpdate(w) => &w.did,
+            Payload::RecordDelete(d) => &d.did,
+            Payload::Identity(i) => &i.did,
+            Payload::Account(a) => &a.did,
+        }
+    }
+}

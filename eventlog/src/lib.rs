@@ -1,0 +1,105 @@
+//! The event log: the source of truth of svc.
+//!
+//! One [`EventLog`] interface with an embedded implementation ([`EmbeddedLog`], on redb) and,
+//! later, a Kafka one. The log is partitioned by key: every event of one key lands in one
+//! partition, so a key's events are read in the order they were appended, and keys spread
+//! over partitions can be processed in parallel.
+//!
+//! Guarantees of every implementation:
+//! - [`EventLog::append`] returns only once the events are durable; every acknowledged
+//!   event survives a crash, exactly once.
+//! - Offsets grow strictly within a partition; a reader resumes from any offset.
+//! - Consumers keep checkpoints (the next offset to read) per partition.
+//!
+//! The log does not interpret payloads: it stores and returns [`event_schema::Envelope`]s.
+//!
+//! ```
+//! use event_schema::{IdentityChange, NewEvent, Payload, Source};
+//! use eventlog::{EmbeddedLog, EventLog};
+//! let dir = tempfile::tempdir().unwrap();
+//! let log = EmbeddedLog::open(dir.path(), 4).unwrap();
+//! let event = NewEvent::repo(
+//!     Source::Manual { note: "doc".into() },
+//!     Payload::Identity(IdentityChange { did: "did:plc:abc".into(), handle: None, display_name: None }),
+//! );
+//! let positions = log.append(&[event]).unwrap();
+//! let read = log.read(positions[0].partition, 0, 10).unwrap();
+//! assert_eq!(read[0].position, positions[0]);
+//! ```
+#![warn(missing_docs)]
+#![doc(test(attr(deny(warnings))))]
+
+mod embedded;
+mod error;
+pub mod test_suite;
+
+use event_schema::{Envelope, NewEvent, Position};
+
+pub use embedded::EmbeddedLog;
+pub use error::LogError;
+
+/// A durable, partitioned, append-only log of events.
+///
+/// Calls block on I/O: async callers run them on a blocking thread.
+pub trait EventLog: Send + Sync {
+    /// The number of partitions, fixed when the log was created.
+    fn partitions(&self) -> u32;
+
+    /// Appends events durably, in order, and returns their positions.
+    ///
+    /// # Errors
+    /// [`LogError`] when the log cannot store the events; then none of them was stored.
+    fn append(&self, events: &[NewEvent]) -> Result<Vec<Position>, LogError>;
+
+    /// Reads up to `max` events of `partition` from offset `from` (inclusive), in order.
+    ///
+    /// # Errors
+    /// [`LogError::UnknownPartition`] for a partition the log does not have; a stored event
+    /// that cannot be decoded is [`LogError::Corrupt`].
+    fn read(&self, partition: u32, from: u64, max: usize) -> Result<Vec<Envelope>, LogError>;
+
+    /// The offset the next event appended to `partition` will get at the earliest: reading
+    /// from it returns nothing yet.
+    fn end_offset(&self, partition: u32) -> Result<u64, LogError>;
+
+    /// Stores a consumer's checkpoint: the next offset it will read from `partition`.
+    fn commit_checkpoint(&self, consumer: &str, partition: u32, next_offset: u64) -> Result<(), LogError>;
+
+    /// A consumer's stored checkpoint for `partition`, if it has one.
+    fn checkpoint(&self, consumer: &str, partition: u32) -> Result<Option<u64>, LogError>;
+
+    /// A receiver that changes whenever events are appended; readers wait on it instead of
+    /// polling.
+    fn appended(&self) -> tokio::sync::watch::Receiver<u64>;
+
+    /// Checks that the log can serve reads (for readiness probes).
+    fn check(&self) -> Result<(), LogError>;
+
+    /// Reads up to `max` events of every partition from offset `from`, merged in append
+    /// order. For tools that tap the whole log, such as `svc log tail`.
+    fn read_merged(&self, from: u64, max: usize) -> Result<Vec<Envelope>, LogError> {
+        let mut all = Vec::new();
+        for p in 0..self.partitions() {
+            all.extend(self.read(p, from, max)?);
+        }
+        all.sort_by_key(|e| (e.appended_at, e.position.offset, e.position.partition));
+        all.truncate(max);
+        Ok(all)
+    }
+
+    /// The end offsets of all partitions (see [`EventLog::end_offset`]).
+    fn end_offsets(&self) -> Result<Vec<u64>, LogError> {
+        (0..self.partitions()).map(|p| self.end_offset(p)).collect()
+    }
+}
+
+/// The partition an ordering key belongs to: a stable hash (FNV-1a, 32 bits) modulo the
+/// partition count. Stable across builds and platforms, since it decides where data lives.
+pub fn partition_for(key: &str, partitions: u32) -> u32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in key.as_bytes() {
+        hash ^= u32::from(*byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    hash % partitions.max(1)
+}

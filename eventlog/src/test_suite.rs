@@ -1,0 +1,116 @@
+//! The conformance suite every [`EventLog`] implementation must pass. Each backend's tests
+//! call [`run_all`] with a factory that makes a fresh, empty log.
+
+use std::collections::HashMap;
+
+use event_schema::{IdentityChange, NewEvent, Payload, Source};
+
+use crate::{EventLog, LogError};
+
+/// Makes a fresh, empty log for one test.
+pub type LogFactory<'a> = dyn Fn() -> Box<dyn EventLog> + 'a;
+
+/// `n` identity events over `n / 3 + 1` distinct keys, for tests.
+pub fn identity_events(n: usize) -> Vec<NewEvent> {
+    (0..n)
+        .map(|i| {
+            NewEvent::repo(
+                Source::Manual { note: "test-suite".into() },
+                Payload::Identity(IdentityChange {
+                    did: format!("did:plc:key{}", i % (n / 3 + 1)),
+                    handle: Some(format!("h{i}.test")),
+                    display_name: None,
+                }),
+            )
+        })
+        .collect()
+}
+
+/// Runs every conformance test.
+pub fn run_all(make: &LogFactory<'_>) {
+    append_then_read_in_order_per_key(make());
+    read_resumes_from_any_offset(make());
+    checkpoints_are_per_consumer_and_partition(make());
+    unknown_partition_is_an_error(make());
+    appended_notifies_readers(make());
+}
+
+fn read_all(log: &dyn EventLog) -> Vec<event_schema::Envelope> {
+    let mut out = Vec::new();
+    for p in 0..log.partitions() {
+        out.extend(log.read(p, 0, usize::MAX).unwrap());
+    }
+    out
+}
+
+/// Every appended event comes back once, at the position the append returned, and the
+/// events of one key come back in append order.
+pub fn append_then_read_in_order_per_key(log: Box<dyn EventLog>) {
+    let events = identity_events(30);
+    let mut positions = log.append(&events[..10]).unwrap();
+    positions.extend(log.append(&events[10..]).unwrap());
+    assert_eq!(positions.len(), 30);
+    let read = read_all(log.as_ref());
+    assert_eq!(read.len(), 30);
+    let mut by_position = HashMap::new();
+    for e in &read {
+        assert!(by_position.insert(e.position, e).is_none(), "position read twice");
+    }
+    for (i, pos) in positions.iter().enumerate() {
+        let e = by_position[pos];
+        assert_eq!(e.payload, events[i].payload);
+        assert_eq!(e.key, events[i].key);
+    }
+    let mut last: HashMap<&str, (u32, u64)> = HashMap::new();
+    for (i, pos) in positions.iter().enumerate() {
+        let key = events[i].key.as_str();
+        if let Some((p, o)) = last.insert(key, (pos.partition, pos.offset)) {
+            assert_eq!(p, pos.partition, "one key, one partition");
+            assert!(o < pos.offset, "offsets grow per key");
+        }
+    }
+}
+
+/// Reading from an offset returns exactly the events at or after it.
+pub fn read_resumes_from_any_offset(log: Box<dyn EventLog>) {
+    let positions = log.append(&identity_events(20)).unwrap();
+    for p in 0..log.partitions() {
+        let all = log.read(p, 0, usize::MAX).unwrap();
+        for (i, e) in all.iter().enumerate() {
+            let rest = log.read(p, e.position.offset, usize::MAX).unwrap();
+            assert_eq!(rest.len(), all.len() - i);
+            let page = log.read(p, e.position.offset, 1).unwrap();
+            assert_eq!(page.len(), 1);
+        }
+        let end = log.end_offset(p).unwrap();
+        assert!(log.read(p, end, 10).unwrap().is_empty());
+    }
+    assert_eq!(positions.len(), 20);
+}
+
+/// Checkpoints are kept per consumer and partition.
+pub fn checkpoints_are_per_consumer_and_partition(log: Box<dyn EventLog>) {
+    assert_eq!(log.checkpoint("a", 0).unwrap(), None);
+    log.commit_checkpoint("a", 0, 5).unwrap();
+    log.commit_checkpoint("b", 0, 7).unwrap();
+    log.commit_checkpoint("a", 0, 6).unwrap();
+    assert_eq!(log.checkpoint("a", 0).unwrap(), Some(6));
+    assert_eq!(log.checkpoint("b", 0).unwrap(), Some(7));
+    if log.partitions() > 1 {
+        assert_eq!(log.checkpoint("a", 1).unwrap(), None);
+    }
+}
+
+/// A partition outside the log is refused, not read as empty.
+pub fn unknown_partition_is_an_error(log: Box<dyn EventLog>) {
+    let p = log.partitions();
+    assert!(matches!(log.read(p, 0, 1), Err(LogError::UnknownPartition { .. })));
+}
+
+/// Appends wake readers waiting on [`EventLog::appended`].
+pub fn appended_notifies_readers(log: Box<dyn EventLog>) {
+    let mut rx = log.appended();
+    rx.borrow_and_update();
+    log.append(&identity_events(1)).unwrap();
+    assert!(rx.has_changed().unwrap());
+}
