@@ -1,1 +1,153 @@
+//! Read-model storage over wide-row semantics, the way ScyllaDB models data.
+//!
+//! A read model owns tables; a table holds rows addressed by a partition key and a
+//! clustering key, each row a map of named [`Value`] columns. Within a partition, rows are
+//! ordered by clustering key (bytes, compared lexicographically) and scanned in pages.
+//! Tables belong to a version of their read model ([`TableRef`]), so that a rebuild writes
+//! version N+1 beside N and [`Store::set_active_version`] swaps it in atomically.
+//!
+//! Guarantees:
+//! - [`Store::apply`] writes a [`Batch`] (rows, deletions and projection checkpoints)
+//!   atomically and durably: after a crash, either all of it or none of it is there.
+//! - A projection's checkpoint therefore never runs ahead of, or behind, its rows.
+//!
+//! ```
+//! use store::{Batch, Columns, EmbeddedStore, Store, TableRef, Value};
+//! let dir = tempfile::tempdir().unwrap();
+//! let store = EmbeddedStore::open(dir.path()).unwrap();
+//! let table = TableRef::new("eprints", 1, "by_author");
+//! let mut batch = Batch::default();
+//! let mut cols = Columns::new();
+//! cols.insert("title".into(), Value::Text("On Rows".into()));
+//! batch.put(&table, "did:plc:a", b"0001".to_vec(), cols);
+//! batch.checkpoint("eprints.v1", 0, 10);
+//! store.apply(batch).unwrap();
+//! let page = store.scan(&table, "did:plc:a", &store::Scan::first(10)).unwrap();
+//! assert_eq!(page.rows.len(), 1);
+//! assert_eq!(store.checkpoints("eprints.v1").unwrap().get(&0), Some(&10));
+//! ```
+#![warn(missing_docs)]
+#![doc(test(attr(deny(warnings))))]
 
+mod batch;
+mod embedded;
+mod error;
+pub mod test_suite;
+mod value;
+
+use std::collections::BTreeMap;
+
+pub use batch::{Batch, Op};
+pub use embedded::EmbeddedStore;
+pub use error::StoreError;
+pub use value::{Columns, Value};
+
+/// A table of one version of one read model.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TableRef {
+    /// The read model, e.g. `eprints`.
+    pub model: String,
+    /// The read model's version.
+    pub version: u32,
+    /// The table within the model, e.g. `by_author`.
+    pub name: String,
+}
+
+impl TableRef {
+    /// Names a table.
+    pub fn new(model: &str, version: u32, name: &str) -> TableRef {
+        TableRef { model: model.to_owned(), version, name: name.to_owned() }
+    }
+
+    /// The physical name: `<model>.v<version>.<name>`.
+    pub fn physical_name(&self) -> String {
+        format!("{}.v{}.{}", self.model, self.version, self.name)
+    }
+}
+
+/// One row returned by a scan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// The row's clustering key.
+    pub clustering: Vec<u8>,
+    /// The row's columns.
+    pub columns: Columns,
+}
+
+/// Which rows of a partition a scan returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scan {
+    /// Start strictly after this clustering key (the previous page's last row).
+    pub after: Option<Vec<u8>>,
+    /// At most this many rows.
+    pub limit: usize,
+    /// Descending clustering order instead of ascending.
+    pub reverse: bool,
+}
+
+impl Scan {
+    /// The first `limit` rows in ascending order.
+    pub fn first(limit: usize) -> Scan {
+        Scan { after: None, limit, reverse: false }
+    }
+}
+
+/// A page of rows and where the next page starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page {
+    /// The rows, in scan order.
+    pub rows: Vec<Row>,
+    /// The clustering key to pass as [`Scan::after`] for the next page, when there may be one.
+    pub next: Option<Vec<u8>>,
+}
+
+/// The state of one version of a read model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VersionState {
+    /// Being built; not served.
+    Building,
+    /// The one served.
+    Active,
+    /// Replaced by a newer version; kept until dropped.
+    Retired,
+}
+
+/// Read-model storage. Calls block on I/O: async callers run them on a blocking thread.
+pub trait Store: Send + Sync {
+    /// The row at `(partition, clustering)`, if any.
+    fn get(&self, table: &TableRef, partition: &str, clustering: &[u8]) -> Result<Option<Columns>, StoreError>;
+
+    /// A page of rows of one partition.
+    fn scan(&self, table: &TableRef, partition: &str, scan: &Scan) -> Result<Page, StoreError>;
+
+    /// Applies a batch atomically and durably.
+    fn apply(&self, batch: Batch) -> Result<(), StoreError>;
+
+    /// A consumer's checkpoints: the next log offset to read, per log partition.
+    fn checkpoints(&self, consumer: &str) -> Result<BTreeMap<u32, u64>, StoreError>;
+
+    /// The active version of a read model, if one was ever activated.
+    fn active_version(&self, model: &str) -> Result<Option<u32>, StoreError>;
+
+    /// Every version of a read model that exists, with its state.
+    fn versions(&self, model: &str) -> Result<BTreeMap<u32, VersionState>, StoreError>;
+
+    /// Registers a new version of a model in state [`VersionState::Building`] and returns
+    /// its number (one more than any version the model ever had).
+    fn create_version(&self, model: &str) -> Result<u32, StoreError>;
+
+    /// Makes `version` the active version of `model` in one atomic step; the previously
+    /// active version becomes [`VersionState::Retired`].
+    fn set_active_version(&self, model: &str, version: u32) -> Result<(), StoreError>;
+
+    /// Deletes every table, row and checkpoint of one version of a model.
+    fn drop_version(&self, model: &str, version: u32, tables: &[&str]) -> Result<(), StoreError>;
+
+    /// Checks that the store can serve reads (for readiness probes).
+    fn check(&self) -> Result<(), StoreError>;
+}
+
+/// The consumer name under which a version of a model keeps its checkpoints.
+pub fn consumer_name(model: &str, version: u32) -> String {
+    format!("{model}.v{version}")
+}

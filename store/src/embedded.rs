@@ -1,0 +1,268 @@
+//! The embedded store: one redb file in the data directory, one redb table per versioned
+//! read-model table, keyed by `(partition, clustering)`.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::path::Path;
+
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableError, TableHandle};
+
+use crate::{consumer_name, Batch, Columns, Op, Page, Row, Scan, Store, StoreError, TableRef, VersionState};
+
+type RowTable<'a> = TableDefinition<'a, (&'static str, &'static [u8]), &'static [u8]>;
+
+const CHECKPOINTS: TableDefinition<(&str, u32), u64> = TableDefinition::new("_checkpoints");
+const VERSIONS: TableDefinition<(&str, u32), u8> = TableDefinition::new("_versions");
+const ACTIVE: TableDefinition<&str, u32> = TableDefinition::new("_active");
+
+/// The store file's name inside the data directory.
+pub const STORE_FILE: &str = "store.redb";
+
+/// The embedded [`Store`] on one redb file.
+pub struct EmbeddedStore {
+    db: Database,
+}
+
+fn state_code(state: VersionState) -> u8 {
+    match state {
+        VersionState::Building => 0,
+        VersionState::Active => 1,
+        VersionState::Retired => 2,
+    }
+}
+
+fn state_from(code: u8) -> VersionState {
+    match code {
+        1 => VersionState::Active,
+        2 => VersionState::Retired,
+        _ => VersionState::Building,
+    }
+}
+
+fn encode_columns(columns: &Columns) -> Result<Vec<u8>, StoreError> {
+    let mut out = Vec::with_capacity(256);
+    ciborium::into_writer(columns, &mut out)
+        .map_err(|e| StoreError::Unavailable(format!("failed to encode row: {e}")))?;
+    Ok(out)
+}
+
+fn decode_columns(table: &str, bytes: &[u8]) -> Result<Columns, StoreError> {
+    ciborium::from_reader(bytes).map_err(|e| StoreError::Corrupt { table: table.to_owned(), reason: e.to_string() })
+}
+
+/// The smallest partition key greater than every `(partition, _)` key.
+fn partition_end(partition: &str) -> String {
+    format!("{partition}\0")
+}
+
+impl EmbeddedStore {
+    /// Opens the store in `dir`, creating it if needed.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when the file cannot be opened.
+    pub fn open(dir: &Path) -> Result<EmbeddedStore, StoreError> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| StoreError::Unavailable(format!("failed to create {}: {e}", dir.display())))?;
+        let db = Database::create(dir.join(STORE_FILE))?;
+        let txn = db.begin_write()?;
+        txn.open_table(CHECKPOINTS)?;
+        txn.open_table(VERSIONS)?;
+        txn.open_table(ACTIVE)?;
+        txn.commit()?;
+        Ok(EmbeddedStore { db })
+    }
+}
+
+impl Store for EmbeddedStore {
+    fn get(&self, table: &TableRef, partition: &str, clustering: &[u8]) -> Result<Option<Columns>, StoreError> {
+        let name = table.physical_name();
+        let txn = self.db.begin_read()?;
+        let t = match txn.open_table(RowTable::new(&name)) {
+            Ok(t) => t,
+            Err(TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        match t.get((partition, clustering))? {
+            Some(v) => Ok(Some(decode_columns(&name, v.value())?)),
+            None => Ok(None),
+        }
+    }
+
+    fn scan(&self, table: &TableRef, partition: &str, scan: &Scan) -> Result<Page, StoreError> {
+        let name = table.physical_name();
+        let txn = self.db.begin_read()?;
+        let t = match txn.open_table(RowTable::new(&name)) {
+            Ok(t) => t,
+            Err(TableError::TableDoesNotExist(_)) => return Ok(Page { rows: Vec::new(), next: None }),
+            Err(e) => return Err(e.into()),
+        };
+        let end = partition_end(partition);
+        let empty: &[u8] = &[];
+        let (lower, upper) = match (&scan.after, scan.reverse) {
+            (None, _) => (Bound::Included((partition, empty)), Bound::Excluded((end.as_str(), empty))),
+            (Some(after), false) => (Bound::Excluded((partition, after.as_slice())), Bound::Excluded((end.as_str(), empty))),
+            (Some(after), true) => (Bound::Included((partition, empty)), Bound::Excluded((partition, after.as_slice()))),
+        };
+        let range = t.range::<(&str, &[u8])>((lower, upper))?;
+        let mut rows = Vec::with_capacity(scan.limit.min(1024));
+        let mut push = |entry: Result<(redb::AccessGuard<'_, (&str, &[u8])>, redb::AccessGuard<'_, &[u8]>), redb::StorageError>| -> Result<bool, StoreError> {
+            let (k, v) = entry?;
+            let (_, clustering) = k.value();
+            rows.push(Row { clustering: clustering.to_vec(), columns: decode_columns(&name, v.value())? });
+            Ok(rows.len() < scan.limit)
+        };
+        if scan.limit > 0 {
+            if scan.reverse {
+                for entry in range.rev() {
+                    if !push(entry)? {
+                        break;
+                    }
+                }
+            } else {
+                for entry in range {
+                    if !push(entry)? {
+                        break;
+                    }
+                }
+            }
+        }
+        let next = if rows.len() == scan.limit && scan.limit > 0 { rows.last().map(|r| r.clustering.clone()) } else { None };
+        Ok(Page { rows, next })
+    }
+
+    fn apply(&self, batch: Batch) -> Result<(), StoreError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let txn = self.db.begin_write()?;
+        {
+            let mut names: BTreeMap<String, Vec<&Op>> = BTreeMap::new();
+            let mut checkpoints = txn.open_table(CHECKPOINTS)?;
+            for op in &batch.ops {
+                match op {
+                    Op::Put { table, .. } | Op::Delete { table, .. } => {
+                        names.entry(table.physical_name()).or_default().push(op)
+                    }
+                    Op::Checkpoint { consumer, partition, next_offset } => {
+                        checkpoints.insert((consumer.as_str(), *partition), *next_offset)?;
+                    }
+                }
+            }
+            // Ops on one table keep their relative order, which is all that matters: ops on
+            // different tables never touch the same row.
+            for (name, ops) in names {
+                let mut t = txn.open_table(RowTable::new(&name))?;
+                for op in ops {
+                    match op {
+                        Op::Put { partition, clustering, columns, .. } => {
+                            let bytes = encode_columns(columns)?;
+                            t.insert((partition.as_str(), clustering.as_slice()), bytes.as_slice())?;
+                        }
+                        Op::Delete { partition, clustering, .. } => {
+                            t.remove((partition.as_str(), clustering.as_slice()))?;
+                        }
+                        Op::Checkpoint { .. } => {}
+                    }
+                }
+            }
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
+    fn checkpoints(&self, consumer: &str) -> Result<BTreeMap<u32, u64>, StoreError> {
+        let txn = self.db.begin_read()?;
+        let t = txn.open_table(CHECKPOINTS)?;
+        let mut out = BTreeMap::new();
+        for entry in t.range((consumer, 0u32)..=(consumer, u32::MAX))? {
+            let (k, v) = entry?;
+            out.insert(k.value().1, v.value());
+        }
+        Ok(out)
+    }
+
+    fn active_version(&self, model: &str) -> Result<Option<u32>, StoreError> {
+        let txn = self.db.begin_read()?;
+        let t = txn.open_table(ACTIVE)?;
+        Ok(t.get(model)?.map(|v| v.value()))
+    }
+
+    fn versions(&self, model: &str) -> Result<BTreeMap<u32, VersionState>, StoreError> {
+        let txn = self.db.begin_read()?;
+        let t = txn.open_table(VERSIONS)?;
+        let mut out = BTreeMap::new();
+        for entry in t.range((model, 0u32)..=(model, u32::MAX))? {
+            let (k, v) = entry?;
+            out.insert(k.value().1, state_from(v.value()));
+        }
+        Ok(out)
+    }
+
+    fn create_version(&self, model: &str) -> Result<u32, StoreError> {
+        let txn = self.db.begin_write()?;
+        let version = {
+            let mut t = txn.open_table(VERSIONS)?;
+            let last = t.range((model, 0u32)..=(model, u32::MAX))?.next_back().transpose()?.map(|(k, _)| k.value().1);
+            let version = last.map_or(1, |v| v + 1);
+            t.insert((model, version), state_code(VersionState::Building))?;
+            version
+        };
+        txn.commit()?;
+        Ok(version)
+    }
+
+    fn set_active_version(&self, model: &str, version: u32) -> Result<(), StoreError> {
+        let txn = self.db.begin_write()?;
+        {
+            let mut versions = txn.open_table(VERSIONS)?;
+            if versions.get((model, version))?.is_none() {
+                return Err(StoreError::UnknownVersion { model: model.to_owned(), version });
+            }
+            let mut active = txn.open_table(ACTIVE)?;
+            let previous = active.insert(model, version)?.map(|v| v.value());
+            if let Some(prev) = previous.filter(|p| *p != version) {
+                versions.insert((model, prev), state_code(VersionState::Retired))?;
+            }
+            versions.insert((model, version), state_code(VersionState::Active))?;
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
+    fn drop_version(&self, model: &str, version: u32, tables: &[&str]) -> Result<(), StoreError> {
+        let txn = self.db.begin_write()?;
+        {
+            for name in tables {
+                let physical = TableRef::new(model, version, name).physical_name();
+                txn.delete_table(RowTable::new(&physical))?;
+            }
+            let consumer = consumer_name(model, version);
+            let mut checkpoints = txn.open_table(CHECKPOINTS)?;
+            checkpoints.retain_in((consumer.as_str(), 0u32)..=(consumer.as_str(), u32::MAX), |_, _| false)?;
+            txn.open_table(VERSIONS)?.remove((model, version))?;
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), StoreError> {
+        let txn = self.db.begin_read()?;
+        let t = txn.open_table(ACTIVE)?;
+        let _ = t.name();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conformance() {
+        crate::test_suite::run_all(&|| {
+            let dir = tempfile::tempdir().unwrap();
+            let store = EmbeddedStore::open(dir.path()).unwrap();
+            (Box::new(store) as Box<dyn Store>, Box::new(dir) as Box<dyn std::any::Any>)
+        });
+    }
+}
