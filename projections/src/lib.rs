@@ -1,1 +1,27 @@
+//! The projection runtime and the projections that build svc's read models from the log.
+//!
+//! A [`Projection`] turns events into one read model and persists its effects together with
+//! its checkpoints (the next log offset per partition), so a crash at any moment resumes
+//! exactly where the durable state ends. The [`Worker`] feeds it batches from the log,
+//! retries failures, and reports progress. Records that fail lexicon validation go to the
+//! model's dead letters with their reason; everything else goes on.
+//!
+//! Projections:
+//! - [`eprints::EprintsProjection`]: eprint detail, by-author listing and accounts, in the store.
+//! - [`search::SearchProjection`]: the tantivy full-text index.
+//!
+//! Every read model is versioned: a rebuild builds version N+1 beside N (see the `replay`
+//! crate). `indexedAt` is the time the event entered the log, so a replay reproduces it.
+#![warn(missing_docs)]
 
+pub mod deadletter;
+mod error;
+pub mod eprints;
+mod projection;
+pub mod search;
+pub mod submission;
+mod worker;
+
+pub use error::ProjectionError;
+pub use projection::{Checkpoints, Projection};
+pub use worker::{catch_up, Progress, Worker, WorkerConfig};

@@ -1,0 +1,198 @@
+//! Applying events to the eprints read model.
+
+use std::sync::Arc;
+
+use chrono::SecondsFormat;
+use event_schema::{Envelope, Payload, RecordDelete, RecordWrite};
+use lexicons::{Lexicons, SUBMISSION};
+use store::{consumer_name, Columns, Store, Value};
+use tracing::debug;
+
+use super::staged::Staged;
+use super::{accounts, author_counts, by_author, records, MODEL};
+use crate::submission::normalize;
+use crate::{deadletter, Checkpoints, Projection, ProjectionError};
+
+/// Builds the eprints read model (see the [module docs](super)).
+pub struct EprintsProjection {
+    store: Arc<dyn Store>,
+    lexicons: Arc<Lexicons>,
+    version: u32,
+}
+
+impl EprintsProjection {
+    /// A projection that builds `version` of the model in `store`.
+    pub fn new(store: Arc<dyn Store>, lexicons: Arc<Lexicons>, version: u32) -> EprintsProjection {
+        EprintsProjection { store, lexicons, version }
+    }
+}
+
+/// The by-author clustering key: newest sorts last, so a backwards scan is newest first.
+fn listing_key(indexed_at_micros: i64, offset: u64) -> Vec<u8> {
+    let mut k = (indexed_at_micros as u64).to_be_bytes().to_vec();
+    k.extend_from_slice(&offset.to_be_bytes());
+    k
+}
+
+fn text(c: &Columns, k: &str) -> Option<String> {
+    c.get(k).and_then(Value::as_text).map(str::to_owned)
+}
+
+/// Whether a write or delete at `rev` is not newer than what the model holds.
+fn is_stale(existing: Option<&Columns>, rev: &str) -> bool {
+    existing.and_then(|c| text(c, "rev")).is_some_and(|held| held.as_str() >= rev)
+}
+
+impl EprintsProjection {
+    fn unlist(&self, st: &mut Staged, existing: &Columns) -> Result<(), ProjectionError> {
+        if existing.get("deleted").and_then(Value::as_bool) == Some(true) {
+            return Ok(());
+        }
+        let listed: Vec<String> = text(existing, "listed").and_then(|l| serde_json::from_str(&l).ok()).unwrap_or_default();
+        let at = existing.get("listingAt").and_then(Value::as_int).unwrap_or_default();
+        let offset = existing.get("offset").and_then(Value::as_int).unwrap_or_default() as u64;
+        for did in listed {
+            st.delete(&by_author(self.version), &did, listing_key(at, offset));
+            self.add_count(st, &did, -1)?;
+        }
+        Ok(())
+    }
+
+    fn add_count(&self, st: &mut Staged, did: &str, delta: i64) -> Result<(), ProjectionError> {
+        let table = author_counts(self.version);
+        let current = st.get(self.store.as_ref(), &table, did, &[])?.and_then(|c| c.get("count").and_then(Value::as_int)).unwrap_or(0);
+        let mut c = Columns::new();
+        c.insert("count".into(), Value::Int((current + delta).max(0)));
+        st.put(&table, did, Vec::new(), c);
+        Ok(())
+    }
+
+    fn write(&self, st: &mut Staged, event: &Envelope, w: &RecordWrite) -> Result<(), ProjectionError> {
+        if w.collection != SUBMISSION {
+            return Ok(());
+        }
+        let uri = w.uri();
+        let dead = |st: &mut Staged, reason: String| {
+            let (clustering, cols) = deadletter::row(event, Some(uri.clone()), &reason);
+            st.put(&deadletter::table(MODEL, self.version), deadletter::partition(), clustering, cols);
+        };
+        if let Err(e) = self.lexicons.validate_record(&w.collection, &w.record) {
+            dead(st, e.to_string());
+            return Ok(());
+        }
+        let submission = match normalize(&w.record) {
+            Ok(s) => s,
+            Err(reason) => {
+                dead(st, format!("invalid: {reason}"));
+                return Ok(());
+            }
+        };
+        let table = records(self.version);
+        let existing = st.get(self.store.as_ref(), &table, &uri, &[])?;
+        if is_stale(existing.as_ref(), &w.rev) {
+            debug!(uri, rev = w.rev, "skipping stale record write");
+            return Ok(());
+        }
+        if let Some(existing) = &existing {
+            self.unlist(st, existing)?;
+        }
+        let indexed_at = event.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true);
+        let summary = submission.summary(&uri, &w.cid, &indexed_at);
+        let summary_text = summary.to_string();
+        let listed = submission.listed_dids(&w.did);
+        let at = event.appended_at.timestamp_micros();
+        for did in &listed {
+            let mut c = Columns::new();
+            c.insert("summary".into(), Value::Text(summary_text.clone()));
+            st.put(&by_author(self.version), did, listing_key(at, event.position.offset), c);
+            self.add_count(st, did, 1)?;
+        }
+        let mut c = Columns::new();
+        c.insert("uri".into(), Value::Text(uri.clone()));
+        c.insert("did".into(), Value::Text(w.did.clone()));
+        c.insert("cid".into(), Value::Text(w.cid.clone()));
+        c.insert("rev".into(), Value::Text(w.rev.clone()));
+        c.insert("record".into(), Value::Text(submission.record.to_string()));
+        c.insert("summary".into(), Value::Text(summary_text));
+        c.insert("indexedAt".into(), Value::Text(indexed_at));
+        c.insert("listed".into(), Value::Text(serde_json::to_string(&listed).unwrap_or_default()));
+        c.insert("listingAt".into(), Value::Int(at));
+        c.insert("offset".into(), Value::Int(event.position.offset as i64));
+        c.insert("deleted".into(), Value::Bool(false));
+        st.put(&table, &uri, Vec::new(), c);
+        Ok(())
+    }
+
+    fn delete(&self, st: &mut Staged, d: &RecordDelete) -> Result<(), ProjectionError> {
+        if d.collection != SUBMISSION {
+            return Ok(());
+        }
+        let uri = d.uri();
+        let table = records(self.version);
+        let existing = st.get(self.store.as_ref(), &table, &uri, &[])?;
+        if is_stale(existing.as_ref(), &d.rev) {
+            return Ok(());
+        }
+        if let Some(existing) = &existing {
+            self.unlist(st, existing)?;
+        }
+        let mut c = Columns::new();
+        c.insert("uri".into(), Value::Text(uri.clone()));
+        c.insert("rev".into(), Value::Text(d.rev.clone()));
+        c.insert("deleted".into(), Value::Bool(true));
+        st.put(&table, &uri, Vec::new(), c);
+        Ok(())
+    }
+
+    fn account(&self, st: &mut Staged, did: &str, update: impl FnOnce(&mut Columns)) -> Result<(), ProjectionError> {
+        let table = accounts(self.version);
+        let mut c = st.get(self.store.as_ref(), &table, did, &[])?.unwrap_or_default();
+        update(&mut c);
+        st.put(&table, did, Vec::new(), c);
+        Ok(())
+    }
+}
+
+impl Projection for EprintsProjection {
+    fn model(&self) -> &'static str {
+        MODEL
+    }
+
+    fn version(&self) -> u32 {
+        self.version
+    }
+
+    fn checkpoints(&self) -> Result<Checkpoints, ProjectionError> {
+        Ok(self.store.checkpoints(&consumer_name(MODEL, self.version))?)
+    }
+
+    fn apply_batch(&mut self, events: &[Envelope], next: &Checkpoints) -> Result<(), ProjectionError> {
+        let mut st = Staged::default();
+        for event in events {
+            match &event.payload {
+                Payload::RecordCreate(w) | Payload::RecordUpdate(w) => self.write(&mut st, event, w)?,
+                Payload::RecordDelete(d) => self.delete(&mut st, d)?,
+                Payload::Identity(i) => self.account(&mut st, &i.did, |c| {
+                    if let Some(h) = &i.handle {
+                        c.insert("handle".into(), Value::Text(h.clone()));
+                    }
+                    if let Some(n) = &i.display_name {
+                        c.insert("displayName".into(), Value::Text(n.clone()));
+                    }
+                })?,
+                Payload::Account(a) => self.account(&mut st, &a.did, |c| {
+                    c.insert("active".into(), Value::Bool(a.active));
+                    let status = a.status.as_ref().and_then(|s| serde_json::to_value(s).ok()).and_then(|v| v.as_str().map(str::to_owned));
+                    c.insert("status".into(), status.map_or(Value::Null, Value::Text));
+                })?,
+            }
+        }
+        let mut batch = st.into_batch();
+        let consumer = consumer_name(MODEL, self.version);
+        for (partition, offset) in next {
+            batch.checkpoint(&consumer, *partition, *offset);
+        }
+        self.store.apply(batch)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,42 @@
+//! The eprints read model: eprint detail, the by-author listing and the accounts that
+//! author summaries show, in the store.
+//!
+//! Tables of model `eprints` (partition key → clustering key: columns):
+//! - `records`: record URI → empty: uri, did, cid, rev, record (contract shape, JSON),
+//!   summary (JSON), indexedAt, listed (JSON array of DIDs), deleted, offset.
+//!   A deletion leaves a tombstone with its `rev`, so an older write replayed later is skipped.
+//! - `by_author`: DID → indexedAt (µs, big-endian) ‖ offset (big-endian): summary (JSON).
+//!   Scanned backwards for newest first.
+//! - `author_counts`: DID → empty: count.
+//! - `accounts`: DID → empty: handle, displayName, active, status.
+//! - `dead_letters`: see [`crate::deadletter`].
+
+mod apply;
+pub mod read;
+mod staged;
+
+pub use apply::EprintsProjection;
+
+use store::TableRef;
+
+/// The model name.
+pub const MODEL: &str = "eprints";
+
+/// The tables of the model, for dropping a version.
+pub const TABLES: &[&str] = &["records", "by_author", "author_counts", "accounts", "dead_letters"];
+
+pub(crate) fn records(version: u32) -> TableRef {
+    TableRef::new(MODEL, version, "records")
+}
+
+pub(crate) fn by_author(version: u32) -> TableRef {
+    TableRef::new(MODEL, version, "by_author")
+}
+
+pub(crate) fn author_counts(version: u32) -> TableRef {
+    TableRef::new(MODEL, version, "author_counts")
+}
+
+pub(crate) fn accounts(version: u32) -> TableRef {
+    TableRef::new(MODEL, version, "accounts")
+}

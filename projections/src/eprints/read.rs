@@ -1,0 +1,100 @@
+//! Reading the eprints read model (its active version).
+
+use serde_json::Value as Json;
+use store::{Columns, Scan, Store, Value};
+
+use super::{accounts, author_counts, by_author, records, MODEL};
+use crate::ProjectionError;
+
+/// An indexed eprint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Eprint {
+    /// The record's AT URI.
+    pub uri: String,
+    /// The repository DID.
+    pub did: String,
+    /// The record's CID.
+    pub cid: String,
+    /// The record in the contract's shape.
+    pub record: Json,
+    /// When the event that wrote it entered the log.
+    pub indexed_at: String,
+}
+
+/// An account as the read model knows it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Account {
+    /// The current handle, if known.
+    pub handle: Option<String>,
+    /// The display name, if known.
+    pub display_name: Option<String>,
+}
+
+/// A page of an author's eprints.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuthorPage {
+    /// Eprint summaries, newest first.
+    pub eprints: Vec<Json>,
+    /// Where the next page starts, if there may be one.
+    pub next: Option<Vec<u8>>,
+    /// How many eprints the author has in all.
+    pub total: i64,
+}
+
+fn text(c: &Columns, k: &str) -> Option<String> {
+    c.get(k).and_then(Value::as_text).map(str::to_owned)
+}
+
+fn parse(c: &Columns, k: &str) -> Result<Json, ProjectionError> {
+    let t = text(c, k).ok_or_else(|| ProjectionError::Corrupt(format!("eprint row without {k}")))?;
+    serde_json::from_str(&t).map_err(|e| ProjectionError::Corrupt(format!("eprint row {k}: {e}")))
+}
+
+/// Reads the active version of the eprints model.
+pub struct EprintsReader<'a> {
+    store: &'a dyn Store,
+    version: Option<u32>,
+}
+
+impl<'a> EprintsReader<'a> {
+    /// A reader of the model's active version at this moment.
+    pub fn new(store: &'a dyn Store) -> Result<EprintsReader<'a>, ProjectionError> {
+        Ok(EprintsReader { store, version: store.active_version(MODEL)? })
+    }
+
+    /// The eprint at `uri`, unless absent or deleted.
+    pub fn get(&self, uri: &str) -> Result<Option<Eprint>, ProjectionError> {
+        let Some(v) = self.version else { return Ok(None) };
+        let Some(row) = self.store.get(&records(v), uri, &[])? else { return Ok(None) };
+        if row.get("deleted").and_then(Value::as_bool) == Some(true) {
+            return Ok(None);
+        }
+        Ok(Some(Eprint {
+            uri: uri.to_owned(),
+            did: text(&row, "did").unwrap_or_default(),
+            cid: text(&row, "cid").unwrap_or_default(),
+            record: parse(&row, "record")?,
+            indexed_at: text(&row, "indexedAt").unwrap_or_default(),
+        }))
+    }
+
+    /// What the model knows of an account.
+    pub fn account(&self, did: &str) -> Result<Account, ProjectionError> {
+        let Some(v) = self.version else { return Ok(Account::default()) };
+        let row = self.store.get(&accounts(v), did, &[])?.unwrap_or_default();
+        Ok(Account { handle: text(&row, "handle"), display_name: text(&row, "displayName") })
+    }
+
+    /// A page of an author's eprints, newest first, starting after `after`.
+    pub fn by_author(&self, did: &str, limit: usize, after: Option<Vec<u8>>) -> Result<AuthorPage, ProjectionError> {
+        let Some(v) = self.version else { return Ok(AuthorPage { eprints: Vec::new(), next: None, total: 0 }) };
+        let page = self.store.scan(&by_author(v), did, &Scan { after, limit, reverse: true })?;
+        let eprints = page.rows.iter().map(|r| parse(&r.columns, "summary")).collect::<Result<Vec<_>, _>>()?;
+        let total = self
+            .store
+            .get(&author_counts(v), did, &[])?
+            .and_then(|c| c.get("count").and_then(Value::as_int))
+            .unwrap_or(0);
+        Ok(AuthorPage { eprints, next: page.next, total })
+    }
+}

@@ -1,0 +1,172 @@
+//! Applying events to the search index.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::SecondsFormat;
+use event_schema::{Envelope, Payload, RecordWrite};
+use lexicons::{Lexicons, SUBMISSION};
+use tantivy::collector::TopDocs;
+use tantivy::query::TermQuery;
+use tantivy::schema::{IndexRecordOption, Value as _};
+use tantivy::{IndexWriter, TantivyDocument, Term};
+use tracing::debug;
+
+use super::{SearchIndex, SearchIndexes, MODEL};
+use crate::submission::normalize;
+use crate::{Checkpoints, Projection, ProjectionError};
+
+/// Commit at least this often while events keep coming.
+const COMMIT_INTERVAL: Duration = Duration::from_millis(1000);
+/// The indexing memory budget, shared by the writer's threads.
+const WRITER_HEAP_BYTES: usize = 192 * 1024 * 1024;
+
+/// Builds one version of the search index.
+pub struct SearchProjection {
+    index: Arc<SearchIndex>,
+    writer: IndexWriter<TantivyDocument>,
+    lexicons: Arc<Lexicons>,
+    version: u32,
+    applied: Checkpoints,
+    committed: Checkpoints,
+    /// Revisions written since the last commit, which searches cannot see yet.
+    pending_revs: HashMap<String, Option<String>>,
+    last_commit: Instant,
+}
+
+fn parse_payload(payload: Option<&str>) -> Checkpoints {
+    payload.and_then(|p| serde_json::from_str::<Checkpoints>(p).ok()).unwrap_or_default()
+}
+
+impl SearchProjection {
+    /// Opens the writer of `version` and resumes from its last commit.
+    pub fn open(indexes: &SearchIndexes, lexicons: Arc<Lexicons>, version: u32) -> Result<SearchProjection, ProjectionError> {
+        let index = indexes.open(version)?;
+        let committed = parse_payload(index.index.load_metas()?.payload.as_deref());
+        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(4);
+        let writer = index.index.writer_with_num_threads(threads, WRITER_HEAP_BYTES)?;
+        Ok(SearchProjection {
+            index,
+            writer,
+            lexicons,
+            version,
+            applied: committed.clone(),
+            committed,
+            pending_revs: HashMap::new(),
+            last_commit: Instant::now(),
+        })
+    }
+
+    /// The revision of the indexed document at `uri`, if any.
+    fn current_rev(&self, uri: &str) -> Result<Option<String>, ProjectionError> {
+        if let Some(rev) = self.pending_revs.get(uri) {
+            return Ok(rev.clone());
+        }
+        let f = self.index.fields;
+        let searcher = self.index.reader.searcher();
+        let query = TermQuery::new(Term::from_field_text(f.uri, uri), IndexRecordOption::Basic);
+        let Some((_, addr)) = searcher.search(&query, &TopDocs::with_limit(1))?.into_iter().next() else { return Ok(None) };
+        let doc: TantivyDocument = searcher.doc(addr)?;
+        Ok(doc.get_first(f.rev).and_then(|v| v.as_str()).map(str::to_owned))
+    }
+
+    fn write(&mut self, event: &Envelope, w: &RecordWrite) -> Result<(), ProjectionError> {
+        if w.collection != SUBMISSION || self.lexicons.validate_record(&w.collection, &w.record).is_err() {
+            return Ok(());
+        }
+        let Ok(s) = normalize(&w.record) else { return Ok(()) };
+        let uri = w.uri();
+        if self.current_rev(&uri)?.is_some_and(|held| held >= w.rev) {
+            debug!(uri, rev = w.rev, "skipping stale record write");
+            return Ok(());
+        }
+        let f = self.index.fields;
+        let indexed_at = event.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true);
+        let mut doc = TantivyDocument::default();
+        doc.add_text(f.uri, &uri);
+        doc.add_text(f.rev, &w.rev);
+        doc.add_text(f.title, &s.title);
+        doc.add_text(f.abstract_text, &s.abstract_text);
+        for a in &s.authors {
+            doc.add_text(f.authors, &a.name);
+        }
+        for k in &s.keywords {
+            doc.add_text(f.keywords, k);
+        }
+        for code in &s.fields {
+            doc.add_text(f.fields_text, code);
+            doc.add_text(f.field, code);
+        }
+        for did in s.listed_dids(&w.did) {
+            doc.add_text(f.author_did, &did);
+        }
+        doc.add_i64(f.created, s.created_at.timestamp_micros());
+        doc.add_u64(f.citations, 0);
+        doc.add_u64(f.seq, event.position.offset);
+        doc.add_text(f.summary, s.summary(&uri, &w.cid, &indexed_at).to_string());
+        self.writer.delete_term(Term::from_field_text(f.uri, &uri));
+        self.writer.add_document(doc)?;
+        self.pending_revs.insert(uri, Some(w.rev.clone()));
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<(), ProjectionError> {
+        let payload = serde_json::to_string(&self.applied).map_err(|e| ProjectionError::Search(e.to_string()))?;
+        let mut prepared = self.writer.prepare_commit()?;
+        prepared.set_payload(&payload);
+        prepared.commit()?;
+        self.index.reload()?;
+        self.committed = self.applied.clone();
+        self.pending_revs.clear();
+        self.last_commit = Instant::now();
+        Ok(())
+    }
+}
+
+impl Projection for SearchProjection {
+    fn model(&self) -> &'static str {
+        MODEL
+    }
+
+    fn version(&self) -> u32 {
+        self.version
+    }
+
+    fn checkpoints(&self) -> Result<Checkpoints, ProjectionError> {
+        Ok(self.applied.clone())
+    }
+
+    fn durable_checkpoints(&self) -> Result<Checkpoints, ProjectionError> {
+        Ok(self.committed.clone())
+    }
+
+    fn apply_batch(&mut self, events: &[Envelope], next: &Checkpoints) -> Result<(), ProjectionError> {
+        for event in events {
+            match &event.payload {
+                Payload::RecordCreate(w) | Payload::RecordUpdate(w) => self.write(event, w)?,
+                Payload::RecordDelete(d) if d.collection == SUBMISSION => {
+                    let uri = d.uri();
+                    if self.current_rev(&uri)?.is_some_and(|held| held >= d.rev) {
+                        continue;
+                    }
+                    self.writer.delete_term(Term::from_field_text(self.index.fields.uri, &uri));
+                    self.pending_revs.insert(uri, None);
+                }
+                _ => {}
+            }
+        }
+        self.applied.extend(next.iter().map(|(p, o)| (*p, *o)));
+        if self.last_commit.elapsed() >= COMMIT_INTERVAL {
+            self.commit()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), ProjectionError> {
+        if self.applied != self.committed {
+            self.commit()?;
+        }
+        Ok(())
+    }
+}

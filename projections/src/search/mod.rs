@@ -1,0 +1,90 @@
+//! The search read model: a tantivy index per version under `<data>/search/v<N>/`.
+//!
+//! The index's commit payload holds the projection's checkpoints, so the index and its
+//! checkpoints are always committed together. The active version is the store's
+//! active-version pointer for model `search`.
+
+mod indexer;
+mod query;
+mod schema;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use tantivy::{Index, IndexReader, ReloadPolicy};
+
+pub use indexer::SearchProjection;
+pub use query::{SearchCursor, SearchRequest, SearchResults, SortOrder};
+pub use schema::SearchFields;
+
+use crate::ProjectionError;
+
+/// The model name.
+pub const MODEL: &str = "search";
+
+/// One version of the index, open for reading (and for writing by its projection).
+pub struct SearchIndex {
+    index: Index,
+    reader: IndexReader,
+    fields: SearchFields,
+}
+
+impl SearchIndex {
+    /// Makes the newest commit visible to searches.
+    pub fn reload(&self) -> Result<(), ProjectionError> {
+        Ok(self.reader.reload()?)
+    }
+
+    /// The number of documents (eprints) in the newest visible commit.
+    pub fn num_docs(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+}
+
+/// The index versions of one data directory, opened once and shared by the projection that
+/// writes them and the queries that read them.
+pub struct SearchIndexes {
+    root: PathBuf,
+    open: Mutex<HashMap<u32, Arc<SearchIndex>>>,
+}
+
+impl SearchIndexes {
+    /// The indexes under `root` (usually `<data>/search`).
+    pub fn new(root: &Path) -> SearchIndexes {
+        SearchIndexes { root: root.to_owned(), open: Mutex::new(HashMap::new()) }
+    }
+
+    fn dir(&self, version: u32) -> PathBuf {
+        self.root.join(format!("v{version}"))
+    }
+
+    /// Opens (creating if needed) one version of the index.
+    pub fn open(&self, version: u32) -> Result<Arc<SearchIndex>, ProjectionError> {
+        let mut open = self.open.lock().map_err(|_| ProjectionError::Search("index registry poisoned".into()))?;
+        if let Some(idx) = open.get(&version) {
+            return Ok(idx.clone());
+        }
+        let dir = self.dir(version);
+        std::fs::create_dir_all(&dir).map_err(|e| ProjectionError::Search(format!("failed to create {}: {e}", dir.display())))?;
+        let (schema, fields) = schema::build();
+        let mmap = tantivy::directory::MmapDirectory::open(&dir).map_err(|e| ProjectionError::Search(e.to_string()))?;
+        let index = Index::open_or_create(mmap, schema)?;
+        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+        let idx = Arc::new(SearchIndex { index, reader, fields });
+        open.insert(version, idx.clone());
+        Ok(idx)
+    }
+
+    /// Closes and deletes one version (after a newer one replaced it).
+    pub fn remove(&self, version: u32) -> Result<(), ProjectionError> {
+        if let Ok(mut open) = self.open.lock() {
+            open.remove(&version);
+        }
+        let dir = self.dir(version);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(|e| ProjectionError::Search(format!("failed to remove {}: {e}", dir.display())))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,204 @@
+//! Eprint submission records in the shape the API answers with.
+//!
+//! Records come from other people's repositories in two shapes: the one the public API
+//! shows (`abstract` a string, `fields`, `pdfBlob`) and the rich one of the record reference
+//! (`abstract` as rich-text items with `abstractPlainText`, `document`, `fieldUris`).
+//! [`normalize`] accepts both and yields the contract's shape, keeping every other field.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// An author as listed on an eprint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Author {
+    /// The display name.
+    pub name: String,
+    /// The author's DID, when they have an account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub did: Option<String>,
+    /// The 1-based position in the author list.
+    pub order: i64,
+}
+
+/// A submission reduced to what the read models need.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Submission {
+    /// The record in the contract's shape.
+    pub record: Value,
+    /// The title.
+    pub title: String,
+    /// The abstract as plain text.
+    pub abstract_text: String,
+    /// The authors in order.
+    pub authors: Vec<Author>,
+    /// Field codes.
+    pub fields: Vec<String>,
+    /// Author keywords.
+    pub keywords: Vec<String>,
+    /// When the author says the eprint was created.
+    pub created_at: DateTime<Utc>,
+}
+
+impl Submission {
+    /// The summary shown in listings and search results.
+    pub fn summary(&self, uri: &str, cid: &str, indexed_at: &str) -> Value {
+        serde_json::json!({
+            "uri": uri,
+            "cid": cid,
+            "title": self.title,
+            "authors": self.authors,
+            "abstract": self.abstract_text,
+            "fields": self.fields,
+            "createdAt": self.created_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            "indexedAt": indexed_at,
+        })
+    }
+
+    /// The DIDs this eprint is listed under: the repository owner's, then each author's,
+    /// without repeats.
+    pub fn listed_dids(&self, repo_did: &str) -> Vec<String> {
+        let mut dids = vec![repo_did.to_owned()];
+        for a in &self.authors {
+            if let Some(d) = &a.did {
+                if !dids.contains(d) {
+                    dids.push(d.clone());
+                }
+            }
+        }
+        dids
+    }
+}
+
+fn rich_text(items: &[Value]) -> Result<String, String> {
+    let mut parts = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let Value::Object(map) = item else { return Err(format!("abstract[{i}]: expected a rich-text item object")) };
+        let text = map
+            .get("content")
+            .or_else(|| map.get("label"))
+            .or_else(|| map.get("tag"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if !text.is_empty() {
+            parts.push(text);
+        }
+    }
+    Ok(parts.join(" "))
+}
+
+fn field_code(uri_or_code: &str) -> String {
+    match uri_or_code.strip_prefix("at://") {
+        Some(rest) => rest.rsplit('/').next().unwrap_or(rest).to_owned(),
+        None => uri_or_code.to_owned(),
+    }
+}
+
+fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect()).unwrap_or_default()
+}
+
+/// Normalizes a submission record that passed lexicon validation.
+///
+/// # Errors
+/// A reason, for a record whose parts have shapes no accepted form allows (for example an
+/// abstract that is neither a string nor rich-text items).
+pub fn normalize(record: &Value) -> Result<Submission, String> {
+    let Value::Object(src) = record else { return Err("record is not an object".into()) };
+    let title = src.get("title").and_then(Value::as_str).ok_or("title missing")?.to_owned();
+    let abstract_text = match (src.get("abstract"), src.get("abstractPlainText").and_then(Value::as_str)) {
+        (_, Some(plain)) => plain.to_owned(),
+        (Some(Value::String(s)), None) => s.clone(),
+        (Some(Value::Array(items)), None) => rich_text(items)?,
+        (None | Some(Value::Null), None) => String::new(),
+        (Some(_), None) => return Err("abstract: must be a string or an array of rich-text items".into()),
+    };
+    let authors: Vec<Author> = src
+        .get("authors")
+        .and_then(Value::as_array)
+        .ok_or("authors missing")?
+        .iter()
+        .enumerate()
+        .map(|(i, a)| Author {
+            name: a.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
+            did: a.get("did").and_then(Value::as_str).map(str::to_owned),
+            order: a.get("order").and_then(Value::as_i64).unwrap_or(i as i64 + 1),
+        })
+        .collect();
+    let mut fields = strings(src.get("fields"));
+    for uri in strings(src.get("fieldUris")) {
+        let code = field_code(&uri);
+        if !fields.contains(&code) {
+            fields.push(code);
+        }
+    }
+    let keywords = strings(src.get("keywords"));
+    let created_at = src
+        .get("createdAt")
+        .and_then(Value::as_str)
+        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+        .ok_or("createdAt: must be an RFC 3339 datetime")?
+        .with_timezone(&Utc);
+
+    let mut out = Map::new();
+    for (k, v) in src {
+        match k.as_str() {
+            "abstract" | "abstractPlainText" | "fields" | "document" | "pdfBlob" => {}
+            _ => {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    out.insert("abstract".into(), Value::String(abstract_text.clone()));
+    if let Some(rich @ Value::Array(_)) = src.get("abstract") {
+        out.insert("abstractRich".into(), rich.clone());
+    }
+    out.insert("fields".into(), Value::Array(fields.iter().cloned().map(Value::String).collect()));
+    if let Some(blob) = src.get("pdfBlob").or_else(|| src.get("document")) {
+        out.insert("pdfBlob".into(), blob.clone());
+    }
+    Ok(Submission { record: Value::Object(out), title, abstract_text, authors, fields, keywords, created_at })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn contract_shape_passes_through() {
+        let r = json!({"title": "T", "abstract": "A b.", "authors": [{"name": "N", "did": "did:plc:x", "order": 1}],
+                       "fields": ["cs.LG"], "createdAt": "2025-01-01T00:00:00Z"});
+        let s = normalize(&r).unwrap();
+        assert_eq!(s.abstract_text, "A b.");
+        assert_eq!(s.record["abstract"], "A b.");
+        assert_eq!(s.fields, vec!["cs.LG"]);
+        assert_eq!(s.listed_dids("did:plc:repo"), vec!["did:plc:repo", "did:plc:x"]);
+    }
+
+    #[test]
+    fn rich_shape_becomes_the_contract_shape() {
+        let blob = json!({"$type": "blob", "ref": {"$link": "bafkrei"}, "mimeType": "application/pdf", "size": 3});
+        let r = json!({"title": "T",
+            "abstract": [{"type": "text", "content": "Hello"}, {"type": "nodeRef", "uri": "at://x/y/z", "label": "graphs"}],
+            "document": blob.clone(),
+            "authors": [{"name": "N", "order": 1}],
+            "fieldUris": ["at://did:plc:gov/pub.svc.graph.node/cs-ai"],
+            "licenseSlug": "MIT",
+            "createdAt": "2025-01-01T00:00:00Z"});
+        let s = normalize(&r).unwrap();
+        assert_eq!(s.record["abstract"], "Hello graphs");
+        assert_eq!(s.record["pdfBlob"], blob);
+        assert_eq!(s.record["fields"], json!(["cs-ai"]));
+        assert_eq!(s.record["licenseSlug"], "MIT");
+        assert!(s.record.get("document").is_none());
+    }
+
+    #[test]
+    fn refuses_an_abstract_of_another_shape() {
+        let r = json!({"title": "T", "abstract": 3, "authors": [], "createdAt": "2025-01-01T00:00:00Z"});
+        assert!(normalize(&r).unwrap_err().starts_with("abstract"));
+    }
+}
