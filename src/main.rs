@@ -1,1 +1,28 @@
-fn main() {}
+//! `svc`: one binary, one subcommand per role. This file only parses the configuration,
+//! sets up logging and hands over to the command; the work lives in the crates.
+
+mod commands;
+mod config;
+mod telemetry;
+
+use clap::Parser;
+
+use crate::config::{Cli, Command, LogCommand};
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    cli.validate()?;
+    telemetry::init(cli.log_format);
+    match cli.command {
+        Command::Up(args) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| anyhow::anyhow!("failed to start the tokio runtime: {e}"))?;
+            runtime.block_on(commands::up::run(args))
+        }
+        Command::Seed(args) => commands::seed(args),
+        Command::Replay(args) => commands::replay(args),
+        Command::Log { command: LogCommand::Tail { data, from, limit } } => commands::log_tail(data, from, limit),
+    }
+}

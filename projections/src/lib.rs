@@ -14,6 +14,7 @@
 //! crate). `indexedAt` is the time the event entered the log, so a replay reproduces it.
 #![warn(missing_docs)]
 
+pub mod catalog;
 pub mod deadletter;
 mod error;
 pub mod eprints;

@@ -1,0 +1,143 @@
+//! The eprint operations, shared by XRPC and REST: parameters in, JSON out.
+
+use chrono::{DateTime, NaiveDate, Utc};
+use data_encoding::BASE64URL_NOPAD;
+use lexicons::formats;
+use projections::eprints::read::EprintsReader;
+use projections::search::{SearchCursor, SearchRequest, SortOrder};
+use serde_json::{json, Value};
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// Checks that `uri` is the AT URI of a record and returns it.
+pub fn parse_record_uri(field: &str, uri: &str) -> Result<(), ApiError> {
+    match formats::parse_at_uri(uri) {
+        Some(u) if u.collection.is_some() && u.rkey.is_some() => {
+            if !formats::is_did(u.authority) {
+                return Err(ApiError::invalid_param(field, "the AT URI must name its repository by DID"));
+            }
+            Ok(())
+        }
+        Some(_) => Err(ApiError::invalid_param(field, "the AT URI must name a collection and a record key")),
+        None => Err(ApiError::invalid_param(field, "must be a valid AT URI (at://did/collection/rkey)")),
+    }
+}
+
+/// Checks a DID parameter.
+pub fn check_did(field: &str, did: &str) -> Result<(), ApiError> {
+    if formats::is_did(did) {
+        Ok(())
+    } else {
+        Err(ApiError::invalid_param(field, "must be a valid DID"))
+    }
+}
+
+/// The eprint detail of `uri` (the `getSubmission` answer).
+pub fn get(state: &AppState, uri: &str, cid: Option<&str>) -> Result<Value, ApiError> {
+    parse_record_uri("uri", uri)?;
+    let reader = EprintsReader::new(state.store.as_ref())?;
+    let eprint = reader.get(uri)?.ok_or_else(|| ApiError::record_not_found(format!("no eprint at {uri}")))?;
+    if let Some(cid) = cid {
+        if cid != eprint.cid {
+            return Err(ApiError::record_not_found(format!("the indexed record at {uri} has CID {}, not {cid}", eprint.cid)));
+        }
+    }
+    let account = reader.account(&eprint.did)?;
+    let mut author = json!({"did": eprint.did, "handle": account.handle.unwrap_or_else(|| "handle.invalid".into())});
+    if let Some(name) = account.display_name {
+        author["displayName"] = json!(name);
+    }
+    Ok(json!({
+        "uri": eprint.uri,
+        "cid": eprint.cid,
+        "author": author,
+        "record": eprint.record,
+        "indexedAt": eprint.indexed_at,
+        "metrics": {"views": 0, "downloads": 0, "citations": 0},
+    }))
+}
+
+/// A page of an author's eprints: `{eprints, cursor?, total}`.
+pub fn list_by_author(state: &AppState, did: &str, limit: usize, cursor: Option<&str>) -> Result<Value, ApiError> {
+    check_did("author", did)?;
+    let after = cursor
+        .map(|c| BASE64URL_NOPAD.decode(c.as_bytes()).map_err(|_| ApiError::invalid_param("cursor", "not a cursor of this listing")))
+        .transpose()?;
+    if after.as_ref().is_some_and(|a| a.len() != 16) {
+        return Err(ApiError::invalid_param("cursor", "not a cursor of this listing"));
+    }
+    let page = EprintsReader::new(state.store.as_ref())?.by_author(did, limit, after)?;
+    let mut out = json!({"eprints": page.eprints, "total": page.total});
+    if let Some(next) = page.next {
+        out["cursor"] = json!(BASE64URL_NOPAD.encode(&next));
+    }
+    Ok(out)
+}
+
+/// A search as the API receives it, before validation of dates and cursor.
+#[derive(Debug, Default)]
+pub struct SearchArgs {
+    /// Words.
+    pub query: String,
+    /// Field codes.
+    pub fields: Vec<String>,
+    /// Author DIDs.
+    pub authors: Vec<String>,
+    /// `(parameter name, value)` of the lower date bound.
+    pub from: Option<(&'static str, String)>,
+    /// `(parameter name, value)` of the upper date bound.
+    pub to: Option<(&'static str, String)>,
+    /// The order.
+    pub sort: Option<SortOrder>,
+    /// Page size, already bounded.
+    pub limit: usize,
+    /// The cursor given back.
+    pub cursor: Option<String>,
+}
+
+/// Parses an ISO 8601 date or datetime; a bare date means its first (or, for an upper
+/// bound, its last) microsecond.
+fn parse_bound(field: &str, value: &str, upper: bool) -> Result<i64, ApiError> {
+    if let Ok(dt) = DateTime::parse_from_rfc3339(value) {
+        return Ok(dt.with_timezone(&Utc).timestamp_micros());
+    }
+    if let Ok(d) = NaiveDate::parse_from_str(value, "%Y-%m-%d") {
+        let start = d.and_hms_opt(0, 0, 0).map(|t| t.and_utc().timestamp_micros()).unwrap_or_default();
+        return Ok(if upper { start + 86_400_000_000 - 1 } else { start });
+    }
+    Err(ApiError::invalid_param(field, "must be an ISO 8601 date (YYYY-MM-DD) or datetime"))
+}
+
+/// Runs a search: `(hits, cursor?, total)`.
+pub fn search(state: &AppState, args: SearchArgs) -> Result<(Vec<Value>, Option<String>, usize), ApiError> {
+    for did in &args.authors {
+        check_did("authors", did)?;
+    }
+    let created_from = args.from.as_ref().map(|(f, v)| parse_bound(f, v, false)).transpose()?;
+    let created_to = args.to.as_ref().map(|(f, v)| parse_bound(f, v, true)).transpose()?;
+    if let (Some(a), Some(b)) = (created_from, created_to) {
+        if a > b {
+            return Err(ApiError::invalid_request("the date range ends before it starts"));
+        }
+    }
+    let sort = args.sort.unwrap_or(SortOrder::Relevance);
+    let cursor = args
+        .cursor
+        .as_deref()
+        .map(|c| SearchCursor::decode(c, sort).map_err(|_| ApiError::invalid_param("cursor", "not a cursor of this search")))
+        .transpose()?;
+    let Some(index) = state.search_index()? else { return Ok((Vec::new(), None, 0)) };
+    let request = SearchRequest {
+        query: args.query,
+        fields: args.fields,
+        authors: args.authors,
+        created_from,
+        created_to,
+        sort,
+        limit: args.limit,
+        cursor,
+    };
+    let results = tokio::task::block_in_place(|| index.search(&request))?;
+    Ok((results.hits, results.next.map(|c| c.encode()), results.total))
+}

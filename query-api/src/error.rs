@@ -1,0 +1,133 @@
+//! The one place where errors become HTTP responses: the XRPC envelope
+//! `{error, message, details?}` and the REST envelope `{error: {code, message, details?}}`.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use event_schema::{ClassifiedError, ErrorClass};
+use serde_json::{json, Value};
+use tracing::error;
+
+/// An error answered to a client.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    status: StatusCode,
+    /// The XRPC error name (`InvalidRequest`, `RecordNotFound`, …).
+    name: &'static str,
+    message: String,
+    details: Option<Value>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, name: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError { status, name, message: message.into(), details: None }
+    }
+
+    /// 400 `InvalidRequest`, naming the offending parameter.
+    pub fn invalid_param(field: &str, reason: impl Into<String>) -> ApiError {
+        let reason = reason.into();
+        ApiError {
+            details: Some(json!({"field": field, "reason": reason})),
+            ..ApiError::new(StatusCode::BAD_REQUEST, "InvalidRequest", format!("{field}: {reason}"))
+        }
+    }
+
+    /// 400 `InvalidRequest`.
+    pub fn invalid_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "InvalidRequest", message)
+    }
+
+    /// 404 `RecordNotFound`.
+    pub fn record_not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "RecordNotFound", message)
+    }
+
+    /// 404 `NotFound`: no such method or route.
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "NotFound", message)
+    }
+
+    /// 405 `InvalidRequest`: the method exists but not with this HTTP method.
+    pub fn wrong_method(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "InvalidRequest", message)
+    }
+
+    /// 501 `NotImplemented`: an operation of the contract this build does not serve yet.
+    pub fn not_implemented(nsid: &str) -> ApiError {
+        ApiError::new(StatusCode::NOT_IMPLEMENTED, "NotImplemented", format!("{nsid} is not implemented yet"))
+    }
+
+    /// Classifies a library error. Internal errors are logged here and never echoed.
+    pub fn from_error<E: ClassifiedError>(e: E) -> ApiError {
+        match e.error_class() {
+            ErrorClass::InvalidRequest => ApiError::invalid_request(e.to_string()),
+            ErrorClass::NotFound => ApiError::record_not_found(e.to_string()),
+            ErrorClass::Unavailable => {
+                error!(error = %e, "dependency unavailable");
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", "a dependency of the service is unavailable")
+            }
+            ErrorClass::Internal => {
+                error!(error = %e, "internal error");
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", "internal error")
+            }
+        }
+    }
+
+    /// The HTTP status.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The REST error code: the XRPC name in UPPER_SNAKE form.
+    fn rest_code(&self) -> &'static str {
+        match self.name {
+            "InvalidRequest" => "INVALID_REQUEST",
+            "RecordNotFound" | "NotFound" => "NOT_FOUND",
+            "NotImplemented" => "NOT_IMPLEMENTED",
+            "ServiceUnavailable" => "SERVICE_UNAVAILABLE",
+            _ => "INTERNAL_ERROR",
+        }
+    }
+
+    /// The response in the REST envelope.
+    pub fn into_rest(self) -> Response {
+        let mut body = json!({"code": self.rest_code(), "message": self.message});
+        if let Some(d) = self.details {
+            body["details"] = d;
+        }
+        (self.status, Json(json!({ "error": body }))).into_response()
+    }
+}
+
+impl<E: ClassifiedError> From<E> for ApiError {
+    fn from(e: E) -> Self {
+        ApiError::from_error(e)
+    }
+}
+
+/// XRPC envelope.
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut body = json!({"error": self.name, "message": self.message});
+        if let Some(d) = self.details {
+            body["details"] = d;
+        }
+        (self.status, Json(body)).into_response()
+    }
+}
+
+/// An [`ApiError`] answered in the REST envelope.
+#[derive(Debug)]
+pub struct RestError(pub ApiError);
+
+impl<E: Into<ApiError>> From<E> for RestError {
+    fn from(e: E) -> Self {
+        RestError(e.into())
+    }
+}
+
+impl IntoResponse for RestError {
+    fn into_response(self) -> Response {
+        self.0.into_rest()
+    }
+}

@@ -1,0 +1,105 @@
+//! `/api/v1/eprints`, `/api/v1/search`, `/api/v1/eprints/{uri}`, `/api/v1/authors/{did}/eprints`.
+
+use axum::extract::{Path, RawQuery, State};
+use axum::routing::get;
+use axum::{Json, Router};
+use projections::search::SortOrder;
+use serde_json::{json, Value};
+
+use crate::eprints::{self, SearchArgs};
+use crate::error::{ApiError, RestError};
+use crate::state::AppState;
+
+/// The REST eprint routes.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/eprints", get(search))
+        .route("/api/v1/search", get(search))
+        .route("/api/v1/eprints/{uri}", get(detail))
+        .route("/api/v1/eprints/{uri}/integrations", get(integrations))
+        .route("/api/v1/authors/{did}/eprints", get(by_author))
+}
+
+type Pairs = Vec<(String, String)>;
+
+fn pairs(query: Option<String>) -> Result<Pairs, ApiError> {
+    serde_urlencoded::from_str(query.as_deref().unwrap_or_default())
+        .map_err(|_| ApiError::invalid_request("the query string is not valid URL encoding"))
+}
+
+/// The single value of a parameter; given twice is an error.
+fn one<'a>(p: &'a Pairs, name: &str) -> Result<Option<&'a str>, ApiError> {
+    let mut values = p.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let first = values.next();
+    if values.next().is_some() {
+        return Err(ApiError::invalid_param(name, "given more than once"));
+    }
+    Ok(first)
+}
+
+/// Every value of a parameter, repeated or comma-separated.
+fn many(p: &Pairs, name: &str) -> Vec<String> {
+    p.iter()
+        .filter(|(k, _)| k == name)
+        .flat_map(|(_, v)| v.split(','))
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn limit(p: &Pairs) -> Result<usize, ApiError> {
+    match one(p, "limit")? {
+        None => Ok(25),
+        Some(v) => match v.parse::<i64>() {
+            Ok(n) if (1..=100).contains(&n) => Ok(n as usize),
+            Ok(_) => Err(ApiError::invalid_param("limit", "must be between 1 and 100")),
+            Err(_) => Err(ApiError::invalid_param("limit", "must be an integer")),
+        },
+    }
+}
+
+async fn search(State(state): State<AppState>, RawQuery(query): RawQuery) -> Result<Json<Value>, RestError> {
+    let p = pairs(query)?;
+    let sort = match one(&p, "sort")? {
+        None | Some("relevance") => SortOrder::Relevance,
+        Some("date") => SortOrder::Date,
+        Some("citations") => SortOrder::Citations,
+        Some(_) => return Err(ApiError::invalid_param("sort", "must be one of relevance, date, citations").into()),
+    };
+    let q = one(&p, "q")?.unwrap_or_default().to_owned();
+    if q.chars().count() > 1000 {
+        return Err(ApiError::invalid_param("q", "must be at most 1000 characters").into());
+    }
+    let args = SearchArgs {
+        query: q,
+        fields: many(&p, "field"),
+        authors: many(&p, "author"),
+        from: one(&p, "from")?.map(|v| ("from", v.to_owned())),
+        to: one(&p, "to")?.map(|v| ("to", v.to_owned())),
+        sort: Some(sort),
+        limit: limit(&p)?,
+        cursor: one(&p, "cursor")?.map(str::to_owned),
+    };
+    let (hits, cursor, total) = eprints::search(&state, args)?;
+    let mut out = json!({"results": hits, "total": total});
+    if let Some(c) = cursor {
+        out["cursor"] = json!(c);
+    }
+    Ok(Json(out))
+}
+
+async fn detail(State(state): State<AppState>, Path(uri): Path<String>) -> Result<Json<Value>, RestError> {
+    Ok(Json(eprints::get(&state, &uri, None)?))
+}
+
+async fn integrations(Path(uri): Path<String>) -> Result<Json<Value>, RestError> {
+    eprints::parse_record_uri("uri", &uri)?;
+    Err(ApiError::not_implemented("GET /api/v1/eprints/{uri}/integrations").into())
+}
+
+async fn by_author(State(state): State<AppState>, Path(did): Path<String>, RawQuery(query): RawQuery) -> Result<Json<Value>, RestError> {
+    let p = pairs(query)?;
+    eprints::check_did("did", &did)?;
+    Ok(Json(eprints::list_by_author(&state, &did, limit(&p)?, one(&p, "cursor")?)?))
+}

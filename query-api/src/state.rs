@@ -1,0 +1,48 @@
+//! What every handler can reach.
+
+use std::sync::Arc;
+
+use eventlog::EventLog;
+use lexicons::Lexicons;
+use projections::search::{SearchIndex, SearchIndexes, MODEL as SEARCH_MODEL};
+use projections::{Progress, ProjectionError};
+use store::Store;
+use tokio::sync::watch;
+
+/// The shared state of the API.
+#[derive(Clone)]
+pub struct AppState {
+    /// The event log (for readiness and lag).
+    pub log: Arc<dyn EventLog>,
+    /// The read-model store.
+    pub store: Arc<dyn Store>,
+    /// The search indexes of this node.
+    pub search: Arc<SearchIndexes>,
+    /// The lexicons.
+    pub lexicons: Arc<Lexicons>,
+    /// The service's identity and public address.
+    pub identity: ServiceIdentity,
+    /// Progress of this node's projection workers, by model.
+    pub progress: Vec<(&'static str, watch::Receiver<Progress>)>,
+    /// The rendered OpenAPI document.
+    pub openapi: Arc<serde_json::Value>,
+}
+
+/// The service's DID and the address clients reach it at.
+#[derive(Debug, Clone)]
+pub struct ServiceIdentity {
+    /// The service DID, e.g. `did:web:svc.example.com`.
+    pub did: String,
+    /// The public base URL, e.g. `https://svc.example.com`.
+    pub public_url: String,
+}
+
+impl AppState {
+    /// The active version of the search index, if one was activated.
+    pub fn search_index(&self) -> Result<Option<Arc<SearchIndex>>, ProjectionError> {
+        match self.store.active_version(SEARCH_MODEL)? {
+            Some(v) => Ok(Some(self.search.open(v)?)),
+            None => Ok(None),
+        }
+    }
+}
