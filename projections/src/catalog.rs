@@ -24,14 +24,24 @@ pub struct Context {
     pub lexicons: Arc<Lexicons>,
 }
 
+/// How a projection will be driven.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Following the log live: changes become visible within about a second.
+    Live,
+    /// Rebuilding a version nobody reads yet: visibility does not matter until the end, so
+    /// the search index commits only when flushed.
+    Rebuild,
+}
+
 /// Opens the projection that builds `version` of `model`.
 ///
 /// # Errors
 /// [`ProjectionError::Corrupt`] for an unknown model; otherwise what opening fails with.
-pub fn open(ctx: &Context, model: &str, version: u32) -> Result<Box<dyn Projection>, ProjectionError> {
+pub fn open(ctx: &Context, model: &str, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
     match model {
         eprints::MODEL => Ok(Box::new(EprintsProjection::new(ctx.store.clone(), ctx.lexicons.clone(), version))),
-        search::MODEL => Ok(Box::new(SearchProjection::open(&ctx.search, ctx.lexicons.clone(), version)?)),
+        search::MODEL => Ok(Box::new(SearchProjection::open(&ctx.search, ctx.lexicons.clone(), version, mode)?)),
         other => Err(ProjectionError::Corrupt(format!("unknown read model {other}"))),
     }
 }

@@ -44,16 +44,7 @@ pub struct Submission {
 impl Submission {
     /// The summary shown in listings and search results.
     pub fn summary(&self, uri: &str, cid: &str, indexed_at: &str) -> Value {
-        serde_json::json!({
-            "uri": uri,
-            "cid": cid,
-            "title": self.title,
-            "authors": self.authors,
-            "abstract": self.abstract_text,
-            "fields": self.fields,
-            "createdAt": self.created_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            "indexedAt": indexed_at,
-        })
+        summary_of(uri, cid, &self.record, indexed_at)
     }
 
     /// The DIDs this eprint is listed under: the repository owner's, then each author's,
@@ -69,6 +60,22 @@ impl Submission {
         }
         dids
     }
+}
+
+/// The summary of a normalized record (see [`normalize`]): uri, cid, title, authors,
+/// abstract, fields, createdAt, indexedAt.
+pub fn summary_of(uri: &str, cid: &str, record: &Value, indexed_at: &str) -> Value {
+    let get = |k: &str| record.get(k).cloned().unwrap_or(Value::Null);
+    serde_json::json!({
+        "uri": uri,
+        "cid": cid,
+        "title": get("title"),
+        "authors": get("authors"),
+        "abstract": get("abstract"),
+        "fields": get("fields"),
+        "createdAt": get("createdAt"),
+        "indexedAt": indexed_at,
+    })
 }
 
 fn rich_text(items: &[Value]) -> Result<String, String> {

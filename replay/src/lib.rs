@@ -43,7 +43,7 @@ pub enum ReplayError {
 }
 
 /// Events per batch during a rebuild: large, since nobody waits for visibility.
-const REBUILD_BATCH: usize = 8192;
+const REBUILD_BATCH: usize = 65536;
 
 /// Rebuilds one read model from position 0 and swaps it in.
 ///
@@ -56,7 +56,7 @@ pub fn rebuild(log: &dyn EventLog, ctx: &Context, model: &str) -> Result<Rebuild
     let new_version = ctx.store.create_version(model).map_err(|e| wrap(e.into()))?;
     info!(model, new_version, "rebuilding read model from position 0");
     let started = Instant::now();
-    let built = catalog::open(ctx, model, new_version).and_then(|mut projection| catch_up(log, projection.as_mut(), REBUILD_BATCH));
+    let built = catalog::open(ctx, model, new_version, catalog::Mode::Rebuild).and_then(|mut projection| catch_up(log, projection.as_mut(), REBUILD_BATCH));
     let events = match built {
         Ok(n) => n,
         Err(e) => {
@@ -73,10 +73,21 @@ pub fn rebuild(log: &dyn EventLog, ctx: &Context, model: &str) -> Result<Rebuild
     Ok(RebuildReport { model: model.to_owned(), old_version, new_version, events, elapsed })
 }
 
-/// Rebuilds every read model.
+/// Rebuilds every read model, each on its own thread (they share nothing but the log).
 ///
 /// # Errors
-/// The first failing rebuild; models rebuilt before it stay swapped in.
+/// The first failing rebuild; the models that succeeded stay swapped in.
 pub fn rebuild_all(log: &dyn EventLog, ctx: &Context) -> Result<Vec<RebuildReport>, ReplayError> {
-    catalog::MODELS.iter().map(|m| rebuild(log, ctx, m)).collect()
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = catalog::MODELS.iter().map(|m| scope.spawn(move || rebuild(log, ctx, m))).collect();
+        handles
+            .into_iter()
+            .zip(catalog::MODELS)
+            .map(|(h, m)| {
+                h.join().unwrap_or_else(|_| {
+                    Err(ReplayError::Projection { model: (*m).to_owned(), source: ProjectionError::Search("rebuild thread panicked".into()) })
+                })
+            })
+            .collect()
+    })
 }

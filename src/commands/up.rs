@@ -27,7 +27,7 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
     let mut progress = Vec::new();
     for model in catalog::MODELS {
         let version = catalog::ensure_active(&ctx, model)?;
-        let projection = catalog::open(&ctx, model, version).with_context(|| format!("failed to open projection {model}"))?;
+        let projection = catalog::open(&ctx, model, version, catalog::Mode::Live).with_context(|| format!("failed to open projection {model}"))?;
         let worker = Worker::new(log.clone(), projection, WorkerConfig { batch_size: args.batch_size, ..WorkerConfig::default() });
         progress.push((*model, worker.progress()));
         let token = cancel.clone();

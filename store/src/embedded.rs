@@ -88,6 +88,22 @@ impl Store for EmbeddedStore {
         }
     }
 
+    fn get_many(&self, table: &TableRef, keys: &[(String, Vec<u8>)]) -> Result<Vec<Option<Columns>>, StoreError> {
+        let name = table.physical_name();
+        let txn = self.db.begin_read()?;
+        let t = match txn.open_table(RowTable::new(&name)) {
+            Ok(t) => t,
+            Err(TableError::TableDoesNotExist(_)) => return Ok(vec![None; keys.len()]),
+            Err(e) => return Err(e.into()),
+        };
+        keys.iter()
+            .map(|(p, c)| match t.get((p.as_str(), c.as_slice()))? {
+                Some(v) => Ok(Some(decode_columns(&name, v.value())?)),
+                None => Ok(None),
+            })
+            .collect()
+    }
+
     fn scan(&self, table: &TableRef, partition: &str, scan: &Scan) -> Result<Page, StoreError> {
         let name = table.physical_name();
         let txn = self.db.begin_read()?;

@@ -117,6 +117,10 @@ pub trait Store: Send + Sync {
     /// The row at `(partition, clustering)`, if any.
     fn get(&self, table: &TableRef, partition: &str, clustering: &[u8]) -> Result<Option<Columns>, StoreError>;
 
+    /// The rows at several `(partition, clustering)` keys of one table, read at one
+    /// snapshot, in the order of `keys`.
+    fn get_many(&self, table: &TableRef, keys: &[(String, Vec<u8>)]) -> Result<Vec<Option<Columns>>, StoreError>;
+
     /// A page of rows of one partition.
     fn scan(&self, table: &TableRef, partition: &str, scan: &Scan) -> Result<Page, StoreError>;
 

@@ -36,6 +36,9 @@ pub fn put_get_delete(store: &dyn Store) {
     assert_eq!(store.get(&t, "p", b"k").unwrap(), Some(cols(1)));
     assert_eq!(store.get(&t, "p", b"x").unwrap(), None);
     assert_eq!(store.get(&TableRef::new("m", 9, "t"), "p", b"k").unwrap(), None);
+    let keys = vec![("p2".to_owned(), b"k".to_vec()), ("nope".to_owned(), b"k".to_vec()), ("p".to_owned(), b"k".to_vec())];
+    assert_eq!(store.get_many(&t, &keys).unwrap(), vec![Some(cols(2)), None, Some(cols(1))]);
+    assert_eq!(store.get_many(&TableRef::new("m", 9, "t"), &keys).unwrap(), vec![None, None, None]);
     let mut b = Batch::default();
     b.delete(&t, "p", b"k".to_vec());
     store.apply(b).unwrap();

@@ -97,13 +97,11 @@ impl EprintsProjection {
             self.unlist(st, existing)?;
         }
         let indexed_at = event.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true);
-        let summary = submission.summary(&uri, &w.cid, &indexed_at);
-        let summary_text = summary.to_string();
         let listed = submission.listed_dids(&w.did);
         let at = event.appended_at.timestamp_micros();
         for did in &listed {
             let mut c = Columns::new();
-            c.insert("summary".into(), Value::Text(summary_text.clone()));
+            c.insert("uri".into(), Value::Text(uri.clone()));
             st.put(&by_author(self.version), did, listing_key(at, event.position.offset), c);
             self.add_count(st, did, 1)?;
         }
@@ -113,7 +111,6 @@ impl EprintsProjection {
         c.insert("cid".into(), Value::Text(w.cid.clone()));
         c.insert("rev".into(), Value::Text(w.rev.clone()));
         c.insert("record".into(), Value::Text(submission.record.to_string()));
-        c.insert("summary".into(), Value::Text(summary_text));
         c.insert("indexedAt".into(), Value::Text(indexed_at));
         c.insert("listed".into(), Value::Text(serde_json::to_string(&listed).unwrap_or_default()));
         c.insert("listingAt".into(), Value::Int(at));

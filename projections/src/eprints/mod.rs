@@ -3,10 +3,10 @@
 //!
 //! Tables of model `eprints` (partition key → clustering key: columns):
 //! - `records`: record URI → empty: uri, did, cid, rev, record (contract shape, JSON),
-//!   summary (JSON), indexedAt, listed (JSON array of DIDs), deleted, offset.
+//!   indexedAt, listed (JSON array of DIDs), listingAt, deleted, offset.
 //!   A deletion leaves a tombstone with its `rev`, so an older write replayed later is skipped.
-//! - `by_author`: DID → indexedAt (µs, big-endian) ‖ offset (big-endian): summary (JSON).
-//!   Scanned backwards for newest first.
+//! - `by_author`: DID → indexedAt (µs, big-endian) ‖ offset (big-endian): uri.
+//!   Scanned backwards for newest first; summaries come from `records`.
 //! - `author_counts`: DID → empty: count.
 //! - `accounts`: DID → empty: handle, displayName, active, status.
 //! - `dead_letters`: see [`crate::deadletter`].

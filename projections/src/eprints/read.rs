@@ -4,6 +4,7 @@ use serde_json::Value as Json;
 use store::{Columns, Scan, Store, Value};
 
 use super::{accounts, author_counts, by_author, records, MODEL};
+use crate::submission::summary_of;
 use crate::ProjectionError;
 
 /// An indexed eprint.
@@ -89,7 +90,16 @@ impl<'a> EprintsReader<'a> {
     pub fn by_author(&self, did: &str, limit: usize, after: Option<Vec<u8>>) -> Result<AuthorPage, ProjectionError> {
         let Some(v) = self.version else { return Ok(AuthorPage { eprints: Vec::new(), next: None, total: 0 }) };
         let page = self.store.scan(&by_author(v), did, &Scan { after, limit, reverse: true })?;
-        let eprints = page.rows.iter().map(|r| parse(&r.columns, "summary")).collect::<Result<Vec<_>, _>>()?;
+        let keys: Vec<(String, Vec<u8>)> =
+            page.rows.iter().filter_map(|r| text(&r.columns, "uri")).map(|uri| (uri, Vec::new())).collect();
+        let mut eprints = Vec::with_capacity(keys.len());
+        for ((uri, _), row) in keys.iter().zip(self.store.get_many(&records(v), &keys)?) {
+            let Some(row) = row else { continue };
+            let record = parse(&row, "record")?;
+            let cid = text(&row, "cid").unwrap_or_default();
+            let indexed_at = text(&row, "indexedAt").unwrap_or_default();
+            eprints.push(summary_of(uri, &cid, &record, &indexed_at));
+        }
         let total = self
             .store
             .get(&author_counts(v), did, &[])?

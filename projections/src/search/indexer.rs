@@ -14,11 +14,12 @@ use tantivy::{IndexWriter, TantivyDocument, Term};
 use tracing::debug;
 
 use super::{SearchIndex, SearchIndexes, MODEL};
+use crate::catalog::Mode;
 use crate::submission::normalize;
 use crate::{Checkpoints, Projection, ProjectionError};
 
-/// Commit at least this often while events keep coming.
-const COMMIT_INTERVAL: Duration = Duration::from_millis(1000);
+/// Commit at least this often while events keep coming (live mode).
+const LIVE_COMMIT_INTERVAL: Duration = Duration::from_millis(1000);
 /// The indexing memory budget, shared by the writer's threads.
 const WRITER_HEAP_BYTES: usize = 192 * 1024 * 1024;
 
@@ -33,6 +34,8 @@ pub struct SearchProjection {
     /// Revisions written since the last commit, which searches cannot see yet.
     pending_revs: HashMap<String, Option<String>>,
     last_commit: Instant,
+    /// `None` in rebuild mode: commit only when flushed.
+    commit_interval: Option<Duration>,
 }
 
 fn parse_payload(payload: Option<&str>) -> Checkpoints {
@@ -41,7 +44,7 @@ fn parse_payload(payload: Option<&str>) -> Checkpoints {
 
 impl SearchProjection {
     /// Opens the writer of `version` and resumes from its last commit.
-    pub fn open(indexes: &SearchIndexes, lexicons: Arc<Lexicons>, version: u32) -> Result<SearchProjection, ProjectionError> {
+    pub fn open(indexes: &SearchIndexes, lexicons: Arc<Lexicons>, version: u32, mode: Mode) -> Result<SearchProjection, ProjectionError> {
         let index = indexes.open(version)?;
         let committed = parse_payload(index.index.load_metas()?.payload.as_deref());
         let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(4);
@@ -55,6 +58,7 @@ impl SearchProjection {
             committed,
             pending_revs: HashMap::new(),
             last_commit: Instant::now(),
+            commit_interval: (mode == Mode::Live).then_some(LIVE_COMMIT_INTERVAL),
         })
     }
 
@@ -157,7 +161,7 @@ impl Projection for SearchProjection {
             }
         }
         self.applied.extend(next.iter().map(|(p, o)| (*p, *o)));
-        if self.last_commit.elapsed() >= COMMIT_INTERVAL {
+        if self.commit_interval.is_some_and(|every| self.last_commit.elapsed() >= every) {
             self.commit()?;
         }
         Ok(())
