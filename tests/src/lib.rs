@@ -1,1 +1,198 @@
+//! The harness of svc's end-to-end tests: builds the `svc` binary once, runs its
+//! subcommands on a temporary data directory, and talks to `svc up` over HTTP.
 
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+/// The workspace root.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ sits in the workspace").to_owned()
+}
+
+/// The committed sample of papers.
+pub fn sample_papers() -> PathBuf {
+    workspace_root().join("fixtures/arxiv-sample-3k.jsonl.gz")
+}
+
+/// The `svc` binary: `SVC_BIN` if set, else built (once per test process) with cargo.
+pub fn svc_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Ok(bin) = std::env::var("SVC_BIN") {
+            return PathBuf::from(bin);
+        }
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--bin", "svc"])
+            .current_dir(workspace_root())
+            .status()
+            .expect("failed to run cargo build for the svc binary");
+        assert!(status.success(), "cargo build --bin svc failed");
+        let target = std::env::var("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|_| workspace_root().join("target"));
+        target.join("debug/svc")
+    })
+}
+
+/// Runs an `svc` subcommand to completion and returns its stdout.
+pub fn svc(args: &[&str]) -> Result<String> {
+    let out = Command::new(svc_bin()).args(args).env("RUST_LOG", "warn").output().context("failed to run svc")?;
+    if !out.status.success() {
+        bail!("svc {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(String::from_utf8(out.stdout)?)
+}
+
+/// Writes the first `n` papers of the sample (or of `src`) to a plain JSON-lines file.
+pub fn write_papers(dest: &Path, n: usize) -> Result<()> {
+    let file = std::fs::File::open(sample_papers())?;
+    let lines = BufReader::new(flate2::read::GzDecoder::new(file)).lines();
+    let mut out = std::fs::File::create(dest)?;
+    for line in lines.take(n) {
+        writeln!(out, "{}", line?)?;
+    }
+    Ok(())
+}
+
+/// A free port on the loopback interface.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port")
+}
+
+/// A running `svc up`, killed when dropped.
+pub struct Service {
+    child: Child,
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+    port: u16,
+    data_dir: PathBuf,
+    log_path: PathBuf,
+}
+
+impl Service {
+    /// Starts `svc up` on `data_dir` and waits until it answers readiness.
+    pub async fn start(data_dir: &Path) -> Result<Service> {
+        Service::start_on(data_dir, free_port()).await
+    }
+
+    /// Starts `svc up` on a given port.
+    pub async fn start_on(data_dir: &Path, port: u16) -> Result<Service> {
+        let log_path = data_dir.with_extension(format!("{port}.log"));
+        let log = std::fs::File::create(&log_path)?;
+        let child = Command::new(svc_bin())
+            .args(["up", "--data-dir"])
+            .arg(data_dir)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .context("failed to start svc up")?;
+        let svc = Service { child, base: format!("http://127.0.0.1:{port}"), port, data_dir: data_dir.to_owned(), log_path };
+        svc.wait_ready().await?;
+        Ok(svc)
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    async fn wait_ready(&self) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(r) = reqwest::get(format!("{}/health/readiness", self.base)).await {
+                if r.status().is_success() {
+                    return Ok(());
+                }
+            }
+            if Instant::now() > deadline {
+                bail!("svc did not become ready; its log:\n{}", std::fs::read_to_string(&self.log_path).unwrap_or_default());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until every projection has caught up with the log.
+    pub async fn wait_caught_up(&self) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let body: Value = reqwest::get(format!("{}/health/readiness", self.base)).await?.json().await?;
+            let projections = body["projections"].as_array().cloned().unwrap_or_default();
+            if !projections.is_empty() && projections.iter().all(|p| p["caughtUp"] == true) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("projections did not catch up: {body}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// GET a path; returns status, headers and the parsed JSON body.
+    pub async fn get(&self, path: &str) -> Result<(u16, reqwest::header::HeaderMap, Value)> {
+        let r = reqwest::get(format!("{}{}", self.base, path)).await?;
+        let status = r.status().as_u16();
+        let headers = r.headers().clone();
+        let text = r.text().await?;
+        let body = serde_json::from_str(&text).with_context(|| format!("{path} answered non-JSON: {text}"))?;
+        Ok((status, headers, body))
+    }
+
+    /// GET a path and return the raw body bytes (for byte-for-byte comparisons).
+    pub async fn get_bytes(&self, path: &str) -> Result<(u16, Vec<u8>)> {
+        let r = reqwest::get(format!("{}{}", self.base, path)).await?;
+        Ok((r.status().as_u16(), r.bytes().await?.to_vec()))
+    }
+
+    /// Kills the process at once (SIGKILL), as a crash would.
+    pub fn kill9(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Stops the process gracefully (SIGTERM) and waits for it.
+    pub fn stop(mut self) -> Result<()> {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status()?;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self.child.try_wait()?.is_none() {
+            if Instant::now() > deadline {
+                bail!("svc did not stop on SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// URL-encodes one path segment or query value.
+pub fn enc(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}

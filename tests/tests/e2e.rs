@@ -1,0 +1,186 @@
+//! Seed → up → query over HTTP, as a new user would; then crash and restart, then replay:
+//! the answers stay the same, byte for byte.
+
+use serde_json::Value;
+use tests::{enc, svc, write_papers, Service};
+
+const PAPERS: usize = 400;
+
+/// The queries whose answers must survive a crash and a replay unchanged.
+fn stable_paths(uri: &str, did: &str, title_words: &str) -> Vec<String> {
+    vec![
+        format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(uri)),
+        format!("/xrpc/pub.svc.eprint.listByAuthor?author={}", enc(did)),
+        format!("/xrpc/pub.svc.eprint.searchSubmissions?query={}", enc(title_words)),
+        format!("/xrpc/pub.svc.eprint.searchSubmissions?query=learning&sortBy=date&limit=7"),
+        format!("/xrpc/pub.svc.eprint.searchSubmissions?query=*&fields=cs.CV&limit=5"),
+        format!("/api/v1/eprints/{}", enc(uri)),
+        format!("/api/v1/search?q={}&limit=3", enc(title_words)),
+        format!("/api/v1/authors/{}/eprints", enc(did)),
+    ]
+}
+
+async fn snapshot(svc: &Service, paths: &[String]) -> Vec<(u16, Vec<u8>)> {
+    let mut out = Vec::new();
+    for p in paths {
+        out.push(svc.get_bytes(p).await.unwrap());
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn seed_query_crash_restart_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let papers = dir.path().join("papers.jsonl");
+    write_papers(&papers, PAPERS).unwrap();
+    let data = dir.path().join("data");
+    let data_s = data.to_str().unwrap();
+    let report: Value = serde_json::from_str(svc(&["seed", "--data-dir", data_s, papers.to_str().unwrap()]).unwrap().trim()).unwrap();
+    assert_eq!(report["papers"], PAPERS);
+
+    let service = Service::start(&data).await.unwrap();
+    service.wait_caught_up().await.unwrap();
+
+    // The search finds a paper by words of its title.
+    let first: Value = serde_json::from_str(std::fs::read_to_string(&papers).unwrap().lines().nth(17).unwrap()).unwrap();
+    let title = first["title"].as_str().unwrap().split_whitespace().collect::<Vec<_>>().join(" ");
+    let title_words: String = title.split(' ').take(6).collect::<Vec<_>>().join(" ");
+    let (status, _, found) = service.get(&format!("/xrpc/pub.svc.eprint.searchSubmissions?query={}", enc(&title_words))).await.unwrap();
+    assert_eq!(status, 200, "{found}");
+    let hit = found["submissions"].as_array().unwrap().iter().find(|h| h["title"] == title.as_str()).cloned();
+    let hit = hit.unwrap_or_else(|| panic!("{title:?} not among hits of {title_words:?}: {found}"));
+    assert_eq!(found["submissions"][0]["title"], title.as_str(), "the paper is the best match for its own title");
+    let uri = hit["uri"].as_str().unwrap().to_owned();
+    let did = uri.trim_start_matches("at://").split('/').next().unwrap().to_owned();
+
+    // getSubmission, listByAuthor and the REST routes agree on it.
+    let (status, _, detail) = service.get(&format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(&uri))).await.unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(detail["uri"], uri.as_str());
+    assert_eq!(detail["record"]["title"], title.as_str());
+    assert_eq!(detail["record"]["abstract"], hit["abstract"]);
+    assert_eq!(detail["author"]["did"], did.as_str());
+    assert!(detail["author"]["handle"].as_str().unwrap().ends_with(".arxiv.test"));
+    assert_eq!(detail["record"]["fields"], first["categories"]);
+    assert_eq!(detail["record"]["createdAt"], format!("{}T00:00:00.000Z", first["date"].as_str().unwrap()).as_str());
+    assert_eq!(detail["cid"], hit["cid"]);
+    assert_eq!(detail["indexedAt"], hit["indexedAt"]);
+    for key in ["views", "downloads", "citations"] {
+        assert!(detail["metrics"][key].is_u64());
+    }
+    let (_, _, rest_detail) = service.get(&format!("/api/v1/eprints/{}", enc(&uri))).await.unwrap();
+    assert_eq!(rest_detail, detail);
+    let (_, _, listed) = service.get(&format!("/xrpc/pub.svc.eprint.listByAuthor?author={}", enc(&did))).await.unwrap();
+    let listed_hit = listed["eprints"].as_array().unwrap().iter().find(|e| e["uri"] == uri.as_str()).expect("listed under its author");
+    assert_eq!(listed_hit, &hit);
+    assert!(listed["total"].as_u64().unwrap() >= 1);
+    let (_, _, rest_listed) = service.get(&format!("/api/v1/authors/{}/eprints", enc(&did))).await.unwrap();
+    assert_eq!(rest_listed, listed);
+    let (_, _, alias) = service.get(&format!("/xrpc/pub.svc.eprint.listByAuthor?did={}", enc(&did))).await.unwrap();
+    assert_eq!(alias, listed);
+    let (_, _, rest_search) = service.get(&format!("/api/v1/eprints?q={}", enc(&title_words))).await.unwrap();
+    assert_eq!(rest_search["results"], found["submissions"]);
+    let (_, _, rest_alias) = service.get(&format!("/api/v1/search?q={}", enc(&title_words))).await.unwrap();
+    assert_eq!(rest_alias, rest_search);
+
+    // Filters: by field, by author, by date.
+    let (_, _, by_field) = service.get("/xrpc/pub.svc.eprint.searchSubmissions?query=*&fields=cs.CV&limit=100").await.unwrap();
+    assert!(by_field["total"].as_u64().unwrap() > 0);
+    for h in by_field["submissions"].as_array().unwrap() {
+        assert!(h["fields"].as_array().unwrap().iter().any(|f| f == "cs.CV"));
+    }
+    let (_, _, by_author) = service.get(&format!("/xrpc/pub.svc.eprint.searchSubmissions?query=*&authors={}", enc(&did))).await.unwrap();
+    assert_eq!(by_author["total"], listed["total"]);
+    let day = first["date"].as_str().unwrap();
+    let (_, _, by_day) = service.get(&format!("/xrpc/pub.svc.eprint.searchSubmissions?query=*&dateFrom={day}&dateTo={day}&limit=100")).await.unwrap();
+    assert!(by_day["submissions"].as_array().unwrap().iter().any(|h| h["uri"] == uri.as_str()));
+    for h in by_day["submissions"].as_array().unwrap() {
+        assert!(h["createdAt"].as_str().unwrap().starts_with(day));
+    }
+
+    // Security headers and CORS on every response, errors included.
+    for path in ["/health/liveness", "/xrpc/pub.svc.eprint.getSubmission", "/api/v1/eprints/nope", "/nowhere"] {
+        let (_, headers, _) = service.get(path).await.unwrap();
+        assert_eq!(headers["x-content-type-options"], "nosniff", "{path}");
+        assert_eq!(headers["x-frame-options"], "DENY");
+        assert_eq!(headers["content-security-policy"], "default-src 'self'");
+        assert_eq!(headers["strict-transport-security"], "max-age=31536000; includeSubDomains");
+        assert_eq!(headers["access-control-allow-origin"], "*");
+    }
+
+    // OpenAPI 3.1 lists every served route.
+    let (_, _, openapi) = service.get("/openapi.json").await.unwrap();
+    assert_eq!(openapi["openapi"], "3.1.0");
+    for path in [
+        "/xrpc/pub.svc.eprint.getSubmission",
+        "/xrpc/pub.svc.eprint.searchSubmissions",
+        "/xrpc/pub.svc.eprint.listByAuthor",
+        "/api/v1/eprints",
+        "/api/v1/eprints/{uri}",
+        "/api/v1/search",
+        "/api/v1/authors/{did}/eprints",
+        "/health/liveness",
+        "/health/readiness",
+        "/.well-known/did.json",
+        "/openapi.json",
+    ] {
+        assert!(openapi["paths"].get(path).is_some(), "{path} missing from openapi.json");
+    }
+    let (_, _, did_doc) = service.get("/.well-known/did.json").await.unwrap();
+    assert_eq!(did_doc["id"], "did:web:localhost");
+
+    // Crash and restart: the same answers.
+    let paths = stable_paths(&uri, &did, &title_words);
+    let before = snapshot(&service, &paths).await;
+    assert!(before.iter().all(|(s, _)| *s == 200));
+    let port = service.port();
+    service.kill9();
+    let service = Service::start_on(&data, port).await.unwrap();
+    service.wait_caught_up().await.unwrap();
+    assert_eq!(snapshot(&service, &paths).await, before, "answers changed after kill -9 and restart");
+
+    // Stop, replay, start: the same answers, byte for byte.
+    service.stop().unwrap();
+    let replayed = svc(&["replay", "--data-dir", data_s]).unwrap();
+    assert_eq!(replayed.lines().count(), 2, "{replayed}");
+    for line in replayed.lines() {
+        let r: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(r["newVersion"], 2, "{line}");
+    }
+    let service = Service::start_on(&data, port).await.unwrap();
+    service.wait_caught_up().await.unwrap();
+    assert_eq!(snapshot(&service, &paths).await, before, "answers changed after replay");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn log_tail_prints_every_event_once_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let papers = dir.path().join("papers.jsonl");
+    write_papers(&papers, 20).unwrap();
+    let data = dir.path().join("data");
+    let data_s = data.to_str().unwrap();
+    let report: Value = serde_json::from_str(svc(&["seed", "--data-dir", data_s, papers.to_str().unwrap()]).unwrap().trim()).unwrap();
+    let events = report["events"].as_u64().unwrap() as usize;
+    let out = svc(&["log", "tail", "--data-dir", data_s]).unwrap();
+    let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), events);
+    for (i, e) in lines.iter().enumerate() {
+        assert_eq!(e["position"]["offset"], i as u64);
+        assert_eq!(e["schemaVersion"], 1);
+        assert!(e["appendedAt"].is_string() && e["key"].as_str().unwrap().starts_with("did:plc:"));
+        assert!(["repo.identity", "repo.record.create"].contains(&e["kind"].as_str().unwrap()));
+    }
+    let some = svc(&["log", "tail", "--data-dir", data_s, "--from", "5", "--limit", "3"]).unwrap();
+    let some: Vec<Value> = some.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(some, lines[5..8].to_vec());
+    // Seeding is deterministic: a second data directory gets the same events.
+    let data2 = dir.path().join("data2");
+    svc(&["seed", "--data-dir", data2.to_str().unwrap(), papers.to_str().unwrap()]).unwrap();
+    let again: Vec<Value> = svc(&["log", "tail", "--data-dir", data2.to_str().unwrap()]).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        v.as_object_mut().unwrap().remove("appendedAt");
+        v
+    };
+    assert_eq!(again.iter().map(strip).collect::<Vec<_>>(), lines.iter().map(strip).collect::<Vec<_>>());
+}
