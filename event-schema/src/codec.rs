@@ -73,8 +73,8 @@ pub fn encode(event: &NewEvent, appended_at: DateTime<Utc>) -> Result<Vec<u8>, C
 /// does not know.
 pub fn decode(position: Position, bytes: &[u8]) -> Result<Envelope, CodecError> {
     let raw: StoredRaw = ciborium::from_reader(bytes).map_err(|e| CodecError::Decode(e.to_string()))?;
-    let appended_at = DateTime::from_timestamp_micros(raw.at)
-        .ok_or_else(|| CodecError::Decode(format!("append time {} out of range", raw.at)))?;
+    let appended_at =
+        DateTime::from_timestamp_micros(raw.at).ok_or_else(|| CodecError::Decode(format!("append time {} out of range", raw.at)))?;
     let payload = upcast(raw.v, &raw.kind, raw.payload)?;
     Ok(Envelope {
         position,

@@ -61,13 +61,8 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every kind, in a stable order.
-    pub const ALL: [EventKind; 5] = [
-        EventKind::RecordCreate,
-        EventKind::RecordUpdate,
-        EventKind::RecordDelete,
-        EventKind::Identity,
-        EventKind::Account,
-    ];
+    pub const ALL: [EventKind; 5] =
+        [EventKind::RecordCreate, EventKind::RecordUpdate, EventKind::RecordDelete, EventKind::Identity, EventKind::Account];
 
     /// The kind's name on the wire and in the JSON view.
     pub fn as_str(self) -> &'static str {

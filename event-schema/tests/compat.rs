@@ -16,8 +16,7 @@ fn golden_files_decode_to_their_expected_json() {
             }
             let bytes = std::fs::read(&path).unwrap();
             let expected_path = path.with_extension("expected.json");
-            let expected: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(&expected_path).unwrap()).unwrap();
+            let expected: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&expected_path).unwrap()).unwrap();
             let decoded = codec::decode(Position { partition: 0, offset: 1 }, &bytes).unwrap();
             assert_eq!(decoded.to_json(), expected, "{}", path.display());
             checked += 1;

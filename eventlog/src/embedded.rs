@@ -117,8 +117,7 @@ impl EventLog for EmbeddedLog {
             let (key, value) = entry?;
             let (partition, offset) = key.value();
             let position = Position { partition, offset };
-            let envelope = codec::decode(position, value.value())
-                .map_err(|source| LogError::Corrupt { partition, offset, source })?;
+            let envelope = codec::decode(position, value.value()).map_err(|source| LogError::Corrupt { partition, offset, source })?;
             out.push(envelope);
         }
         Ok(out)
@@ -172,7 +171,8 @@ mod tests {
     fn conformance() {
         let dir = tempfile::tempdir().unwrap();
         crate::test_suite::run_all(&|| {
-            let sub = dir.path().join(format!("log-{}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()));
+            let sub =
+                dir.path().join(format!("log-{}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()));
             Box::new(EmbeddedLog::open(&sub, 4).unwrap())
         });
     }

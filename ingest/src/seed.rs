@@ -115,7 +115,11 @@ pub fn paper_events(paper: &Paper, source: &Source, seen: &mut HashSet<String>) 
         if seen.insert(account.did.clone()) {
             events.push(NewEvent::repo(
                 source.clone(),
-                Payload::Identity(IdentityChange { did: account.did.clone(), handle: Some(account.handle), display_name: Some(name.clone()) }),
+                Payload::Identity(IdentityChange {
+                    did: account.did.clone(),
+                    handle: Some(account.handle),
+                    display_name: Some(name.clone()),
+                }),
             ));
         }
         authors.push(json!({"name": name, "did": account.did, "order": i + 1}));

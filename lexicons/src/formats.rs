@@ -40,11 +40,7 @@ pub fn is_nsid(s: &str) -> bool {
 
 /// Whether `s` is a valid record key.
 pub fn is_record_key(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 512
-        && s != "."
-        && s != ".."
-        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"._:~-".contains(&b))
+    !s.is_empty() && s.len() <= 512 && s != "." && s != ".." && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"._:~-".contains(&b))
 }
 
 /// A parsed AT URI: `at://<authority>[/<collection>[/<rkey>]]`.
@@ -110,7 +106,9 @@ pub fn is_uri(s: &str) -> bool {
 
 /// Whether `s` is a TID (13 base32-sortable characters).
 pub fn is_tid(s: &str) -> bool {
-    s.len() == 13 && s.bytes().all(|b| b"234567abcdefghijklmnopqrstuvwxyz".contains(&b)) && !s.starts_with(|c: char| "klmnopqrstuvwxyz".contains(c))
+    s.len() == 13
+        && s.bytes().all(|b| b"234567abcdefghijklmnopqrstuvwxyz".contains(&b))
+        && !s.starts_with(|c: char| "klmnopqrstuvwxyz".contains(c))
 }
 
 /// Checks `value` against a lexicon string format; unknown formats pass.

@@ -102,12 +102,10 @@ impl Lexicons {
     pub fn methods(&self) -> Vec<(String, MethodKind)> {
         self.docs
             .iter()
-            .filter_map(|(id, doc)| {
-                match doc.pointer("/defs/main/type").and_then(Value::as_str) {
-                    Some("query") => Some((id.clone(), MethodKind::Query)),
-                    Some("procedure") => Some((id.clone(), MethodKind::Procedure)),
-                    _ => None,
-                }
+            .filter_map(|(id, doc)| match doc.pointer("/defs/main/type").and_then(Value::as_str) {
+                Some("query") => Some((id.clone(), MethodKind::Query)),
+                Some("procedure") => Some((id.clone(), MethodKind::Procedure)),
+                _ => None,
             })
             .collect()
     }

@@ -171,9 +171,7 @@ pub(crate) fn render(lex: &Lexicons, title: &str, version: &str, extra: &[ExtraR
             components.insert(component_name(nsid, def_name), schema(nsid, def));
         }
     }
-    let error_response = |description: &str| {
-        json!({"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/XrpcError"}}}})
-    };
+    let error_response = |description: &str| json!({"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/XrpcError"}}}});
     let mut paths = Map::new();
     for (nsid, kind) in lex.methods() {
         let Some(main) = lex.document(&nsid).and_then(|d| d.pointer("/defs/main")) else { continue };
@@ -181,7 +179,7 @@ pub(crate) fn render(lex: &Lexicons, title: &str, version: &str, extra: &[ExtraR
         let mut op = json!({
             "operationId": nsid,
             "summary": main.get("description").cloned().unwrap_or(json!(nsid)),
-            "tags": [nsid.rsplitn(2, '.').nth(1).unwrap_or("xrpc")],
+            "tags": [nsid.rsplit_once('.').map_or("xrpc", |(ns, _)| ns)],
             "responses": {
                 "200": {"description": "OK", "content": {"application/json": {"schema": output}}},
                 "400": error_response("InvalidRequest"),

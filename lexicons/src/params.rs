@@ -184,7 +184,10 @@ mod tests {
         let lex = Lexicons::builtin();
         let nsid = "pub.svc.eprint.searchSubmissions";
         let p = lex
-            .validate_params(nsid, &pairs(&[("query", "graphs"), ("fields", "cs.LG"), ("fields", "cs.AI"), ("limit", "5"), ("x", "ignored")]))
+            .validate_params(
+                nsid,
+                &pairs(&[("query", "graphs"), ("fields", "cs.LG"), ("fields", "cs.AI"), ("limit", "5"), ("x", "ignored")]),
+            )
             .unwrap();
         assert_eq!(p.str("query"), Some("graphs"));
         assert_eq!(p.strs("fields"), vec!["cs.LG", "cs.AI"]);

@@ -126,7 +126,8 @@ impl Validator<'_> {
         let Some(t) = value.get("$type").and_then(Value::as_str) else {
             return err(path, "union member must have a $type");
         };
-        let refs: Vec<&str> = schema.get("refs").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        let refs: Vec<&str> =
+            schema.get("refs").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
         let normalize = |r: &str| if let Some(name) = r.strip_prefix('#') { format!("{base}#{name}") } else { r.to_owned() };
         let wanted = t.strip_suffix("#main").unwrap_or(t);
         match refs.iter().find(|r| normalize(r).trim_end_matches("#main") == wanted) {

@@ -16,8 +16,8 @@
 
 pub mod catalog;
 pub mod deadletter;
-mod error;
 pub mod eprints;
+mod error;
 mod projection;
 pub mod search;
 pub mod submission;

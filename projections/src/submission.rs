@@ -82,12 +82,7 @@ fn rich_text(items: &[Value]) -> Result<String, String> {
     let mut parts = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let Value::Object(map) = item else { return Err(format!("abstract[{i}]: expected a rich-text item object")) };
-        let text = map
-            .get("content")
-            .or_else(|| map.get("label"))
-            .or_else(|| map.get("tag"))
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let text = map.get("content").or_else(|| map.get("label")).or_else(|| map.get("tag")).and_then(Value::as_str).unwrap_or_default();
         if !text.is_empty() {
             parts.push(text);
         }

@@ -8,11 +8,11 @@ use event_schema::{IdentityChange, NewEvent, Payload, RecordDelete, RecordWrite,
 use eventlog::{EmbeddedLog, EventLog};
 use lexicons::Lexicons;
 use projections::catalog::{self, Context, Mode};
+use projections::catch_up;
 use projections::eprints::read::EprintsReader;
 use projections::search::{SearchCursor, SearchIndexes, SearchRequest, SortOrder};
-use projections::{catch_up, Projection};
 use serde_json::json;
-use store::{EmbeddedStore, Store};
+use store::EmbeddedStore;
 
 fn src() -> Source {
     Source::Manual { note: "pipeline test".into() }
@@ -25,7 +25,14 @@ fn submission(title: &str, authors: &[(&str, &str)], day: u32) -> serde_json::Va
 }
 
 fn write(did: &str, rkey: &str, rev: &str, record: serde_json::Value, update: bool) -> NewEvent {
-    let w = RecordWrite { did: did.into(), collection: lexicons::SUBMISSION.into(), rkey: rkey.into(), cid: format!("bafyrei{rkey}{rev}"), rev: rev.into(), record };
+    let w = RecordWrite {
+        did: did.into(),
+        collection: lexicons::SUBMISSION.into(),
+        rkey: rkey.into(),
+        cid: format!("bafyrei{rkey}{rev}"),
+        rev: rev.into(),
+        record,
+    };
     NewEvent::repo(src(), if update { Payload::RecordUpdate(w) } else { Payload::RecordCreate(w) })
 }
 
@@ -59,19 +66,25 @@ fn search_all(env: &Env, query: &str, sort: SortOrder, limit: usize) -> (Vec<ser
     let index = env.ctx.search.open(v).unwrap();
     let mut hits = Vec::new();
     let mut cursor: Option<SearchCursor> = None;
-    let mut total = 0;
     loop {
-        let req = SearchRequest { query: query.into(), fields: vec![], authors: vec![], created_from: None, created_to: None, sort, limit, cursor };
+        let req = SearchRequest {
+            query: query.into(),
+            fields: vec![],
+            authors: vec![],
+            created_from: None,
+            created_to: None,
+            sort,
+            limit,
+            cursor,
+        };
         let page = index.search(&req).unwrap();
-        total = page.total;
         hits.extend(page.hits);
         match page.next {
             // Round-trip through the client-facing string form.
             Some(next) => cursor = Some(SearchCursor::decode(&next.encode(), sort).unwrap()),
-            None => break,
+            None => return (hits, page.total),
         }
     }
-    (hits, total)
 }
 
 #[test]
@@ -80,14 +93,25 @@ fn updates_deletes_and_stale_revisions() {
     let (a, b) = ("did:plc:aaaaaaaaaaaaaaaaaaaaaaaa", "did:plc:bbbbbbbbbbbbbbbbbbbbbbbb");
     env.log
         .append(&[
-            NewEvent::repo(src(), Payload::Identity(IdentityChange { did: a.into(), handle: Some("a.test".into()), display_name: Some("A".into()) })),
+            NewEvent::repo(
+                src(),
+                Payload::Identity(IdentityChange { did: a.into(), handle: Some("a.test".into()), display_name: Some("A".into()) }),
+            ),
             write(a, "3aaa", "3r01", submission("Original Title", &[("A", a), ("B", b)], 1), false),
             write(a, "3bbb", "3r02", submission("Second Paper", &[("A", a)], 2), false),
             // An update drops author B.
             write(a, "3aaa", "3r03", submission("Revised Title", &[("A", a)], 1), true),
             // A stale update (older rev) arrives late: skipped.
             write(a, "3aaa", "3r00", submission("Stale Title", &[("A", a), ("B", b)], 1), true),
-            NewEvent::repo(src(), Payload::RecordDelete(RecordDelete { did: a.into(), collection: lexicons::SUBMISSION.into(), rkey: "3bbb".into(), rev: "3r04".into() })),
+            NewEvent::repo(
+                src(),
+                Payload::RecordDelete(RecordDelete {
+                    did: a.into(),
+                    collection: lexicons::SUBMISSION.into(),
+                    rkey: "3bbb".into(),
+                    rev: "3r04".into(),
+                }),
+            ),
             NewEvent::repo(src(), Payload::Identity(IdentityChange { did: a.into(), handle: Some("a2.test".into()), display_name: None })),
         ])
         .unwrap();
@@ -113,7 +137,11 @@ fn updates_deletes_and_stale_revisions() {
 fn applying_a_prefix_twice_gives_the_same_read_model() {
     let env = env();
     let did = "did:plc:cccccccccccccccccccccccc";
-    let events: Vec<NewEvent> = (0..40).map(|i| write(did, &format!("3k{i:03}"), &format!("3r{i:03}"), submission(&format!("Paper {i}"), &[("C", did)], 1 + i % 28), false)).collect();
+    let events: Vec<NewEvent> = (0..40)
+        .map(|i| {
+            write(did, &format!("3k{i:03}"), &format!("3r{i:03}"), submission(&format!("Paper {i}"), &[("C", did)], 1 + i % 28), false)
+        })
+        .collect();
     env.log.append(&events).unwrap();
     let v = catalog::ensure_active(&env.ctx, "eprints").unwrap();
     let mut p = catalog::open(&env.ctx, "eprints", v, Mode::Live).unwrap();

@@ -52,14 +52,23 @@ pub fn extra_routes() -> Vec<ExtraRoute> {
         route("/api/v1/eprints/{uri}", op("rest.getEprint", "One eprint", json!([path("uri", "URL-encoded AT URI")]), true)),
         route(
             "/api/v1/eprints/{uri}/integrations",
-            op("rest.getIntegrations", "Integration data of an eprint (not implemented yet: 501)", json!([path("uri", "URL-encoded AT URI")]), true),
+            op(
+                "rest.getIntegrations",
+                "Integration data of an eprint (not implemented yet: 501)",
+                json!([path("uri", "URL-encoded AT URI")]),
+                true,
+            ),
         ),
         route(
             "/api/v1/authors/{did}/eprints",
             op(
                 "rest.listAuthorEprints",
                 "Eprints of an author, newest first",
-                json!([path("did", "author DID"), q("limit", json!({"type": "integer", "minimum": 1, "maximum": 100}), "page size"), q("cursor", json!({"type": "string"}), "cursor")]),
+                json!([
+                    path("did", "author DID"),
+                    q("limit", json!({"type": "integer", "minimum": 1, "maximum": 100}), "page size"),
+                    q("cursor", json!({"type": "string"}), "cursor")
+                ]),
                 true,
             ),
         ),

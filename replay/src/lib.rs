@@ -56,7 +56,8 @@ pub fn rebuild(log: &dyn EventLog, ctx: &Context, model: &str) -> Result<Rebuild
     let new_version = ctx.store.create_version(model).map_err(|e| wrap(e.into()))?;
     info!(model, new_version, "rebuilding read model from position 0");
     let started = Instant::now();
-    let built = catalog::open(ctx, model, new_version, catalog::Mode::Rebuild).and_then(|mut projection| catch_up(log, projection.as_mut(), REBUILD_BATCH));
+    let built = catalog::open(ctx, model, new_version, catalog::Mode::Rebuild)
+        .and_then(|mut projection| catch_up(log, projection.as_mut(), REBUILD_BATCH));
     let events = match built {
         Ok(n) => n,
         Err(e) => {
@@ -85,7 +86,10 @@ pub fn rebuild_all(log: &dyn EventLog, ctx: &Context) -> Result<Vec<RebuildRepor
             .zip(catalog::MODELS)
             .map(|(h, m)| {
                 h.join().unwrap_or_else(|_| {
-                    Err(ReplayError::Projection { model: (*m).to_owned(), source: ProjectionError::Search("rebuild thread panicked".into()) })
+                    Err(ReplayError::Projection {
+                        model: (*m).to_owned(),
+                        source: ProjectionError::Search("rebuild thread panicked".into()),
+                    })
                 })
             })
             .collect()

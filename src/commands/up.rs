@@ -27,7 +27,8 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
     let mut progress = Vec::new();
     for model in catalog::MODELS {
         let version = catalog::ensure_active(&ctx, model)?;
-        let projection = catalog::open(&ctx, model, version, catalog::Mode::Live).with_context(|| format!("failed to open projection {model}"))?;
+        let projection =
+            catalog::open(&ctx, model, version, catalog::Mode::Live).with_context(|| format!("failed to open projection {model}"))?;
         let worker = Worker::new(log.clone(), projection, WorkerConfig { batch_size: args.batch_size, ..WorkerConfig::default() });
         progress.push((*model, worker.progress()));
         let token = cancel.clone();
@@ -42,7 +43,10 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
         search: ctx.search.clone(),
         openapi: Arc::new(query_api::openapi::document(&ctx.lexicons)),
         lexicons: ctx.lexicons.clone(),
-        identity: ServiceIdentity { did: args.service_did.clone(), public_url: args.public_url.clone().unwrap_or_else(|| format!("http://{local}")) },
+        identity: ServiceIdentity {
+            did: args.service_did.clone(),
+            public_url: args.public_url.clone().unwrap_or_else(|| format!("http://{local}")),
+        },
         progress,
     };
     let app = query_api::app(state);

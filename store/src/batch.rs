@@ -70,9 +70,7 @@ impl Batch {
             Op::Put { table: t, partition: p, clustering: c, columns } if t == table && p == partition && c == clustering => {
                 Some(Some(columns))
             }
-            Op::Delete { table: t, partition: p, clustering: c } if t == table && p == partition && c == clustering => {
-                Some(None)
-            }
+            Op::Delete { table: t, partition: p, clustering: c } if t == table && p == partition && c == clustering => Some(None),
             _ => None,
         })
     }

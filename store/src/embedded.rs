@@ -9,6 +9,7 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableErro
 
 use crate::{consumer_name, Batch, Columns, Op, Page, Row, Scan, Store, StoreError, TableRef, VersionState};
 
+type RangeEntry<'a> = (redb::AccessGuard<'a, (&'static str, &'static [u8])>, redb::AccessGuard<'a, &'static [u8]>);
 type RowTable<'a> = TableDefinition<'a, (&'static str, &'static [u8]), &'static [u8]>;
 
 const CHECKPOINTS: TableDefinition<(&str, u32), u64> = TableDefinition::new("_checkpoints");
@@ -41,8 +42,7 @@ fn state_from(code: u8) -> VersionState {
 
 fn encode_columns(columns: &Columns) -> Result<Vec<u8>, StoreError> {
     let mut out = Vec::with_capacity(256);
-    ciborium::into_writer(columns, &mut out)
-        .map_err(|e| StoreError::Unavailable(format!("failed to encode row: {e}")))?;
+    ciborium::into_writer(columns, &mut out).map_err(|e| StoreError::Unavailable(format!("failed to encode row: {e}")))?;
     Ok(out)
 }
 
@@ -61,8 +61,7 @@ impl EmbeddedStore {
     /// # Errors
     /// [`StoreError::Unavailable`] when the file cannot be opened.
     pub fn open(dir: &Path) -> Result<EmbeddedStore, StoreError> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| StoreError::Unavailable(format!("failed to create {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::Unavailable(format!("failed to create {}: {e}", dir.display())))?;
         let db = Database::create(dir.join(STORE_FILE))?;
         let txn = db.begin_write()?;
         txn.open_table(CHECKPOINTS)?;
@@ -121,7 +120,7 @@ impl Store for EmbeddedStore {
         };
         let range = t.range::<(&str, &[u8])>((lower, upper))?;
         let mut rows = Vec::with_capacity(scan.limit.min(1024));
-        let mut push = |entry: Result<(redb::AccessGuard<'_, (&str, &[u8])>, redb::AccessGuard<'_, &[u8]>), redb::StorageError>| -> Result<bool, StoreError> {
+        let mut push = |entry: Result<RangeEntry<'_>, redb::StorageError>| -> Result<bool, StoreError> {
             let (k, v) = entry?;
             let (_, clustering) = k.value();
             rows.push(Row { clustering: clustering.to_vec(), columns: decode_columns(&name, v.value())? });
@@ -156,9 +155,7 @@ impl Store for EmbeddedStore {
             let mut checkpoints = txn.open_table(CHECKPOINTS)?;
             for op in &batch.ops {
                 match op {
-                    Op::Put { table, .. } | Op::Delete { table, .. } => {
-                        names.entry(table.physical_name()).or_default().push(op)
-                    }
+                    Op::Put { table, .. } | Op::Delete { table, .. } => names.entry(table.physical_name()).or_default().push(op),
                     Op::Checkpoint { consumer, partition, next_offset } => {
                         checkpoints.insert((consumer.as_str(), *partition), *next_offset)?;
                     }

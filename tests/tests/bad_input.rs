@@ -79,12 +79,28 @@ async fn invalid_records_are_dead_lettered_and_bad_requests_get_clear_errors() {
         ("/xrpc/pub.svc.eprint.getSubmission".into(), 400, "InvalidRequest"),
         ("/xrpc/pub.svc.eprint.getSubmission?uri=not-a-uri".into(), 400, "InvalidRequest"),
         ("/xrpc/pub.svc.eprint.getSubmission?uri=at%3A%2F%2Fdid%3Aplc%3Aabc".into(), 400, "InvalidRequest"),
-        (format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc("at://alice.test/pub.svc.eprint.submission/3abc")), 400, "InvalidRequest"),
-        (format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc("at://did:plc:a b/pub.svc.eprint.submission/3abc")), 400, "InvalidRequest"),
+        (
+            format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc("at://alice.test/pub.svc.eprint.submission/3abc")),
+            400,
+            "InvalidRequest",
+        ),
+        (
+            format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc("at://did:plc:a b/pub.svc.eprint.submission/3abc")),
+            400,
+            "InvalidRequest",
+        ),
         ("/xrpc/pub.svc.eprint.getSubmission?uri=%ZZ%00".into(), 400, "InvalidRequest"),
         (format!("/xrpc/pub.svc.eprint.getSubmission?uri={}&uri={}", enc(existing), enc(existing)), 400, "InvalidRequest"),
-        (format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc("at://did:plc:zzzz/pub.svc.eprint.submission/3abc")), 404, "RecordNotFound"),
-        (format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(&existing.replace("eprint.submission", "review.comment"))), 404, "RecordNotFound"),
+        (
+            format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc("at://did:plc:zzzz/pub.svc.eprint.submission/3abc")),
+            404,
+            "RecordNotFound",
+        ),
+        (
+            format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(&existing.replace("eprint.submission", "review.comment"))),
+            404,
+            "RecordNotFound",
+        ),
         (format!("/xrpc/pub.svc.eprint.getSubmission?uri={}&cid=bafyreiaaaaaaaaaaaaaaaaaa", enc(existing)), 404, "RecordNotFound"),
         (format!("/xrpc/pub.svc.eprint.getSubmission?uri={}&cid=nope", enc(existing)), 400, "InvalidRequest"),
         ("/xrpc/pub.svc.eprint.searchSubmissions".into(), 400, "InvalidRequest"),
@@ -119,7 +135,8 @@ async fn invalid_records_are_dead_lettered_and_bad_requests_get_clear_errors() {
     // A cursor of one sort order is refused by another.
     let (_, _, page) = service.get("/xrpc/pub.svc.eprint.searchSubmissions?query=*&limit=2").await.unwrap();
     let cursor = page["cursor"].as_str().unwrap();
-    let (status, _, _) = service.get(&format!("/xrpc/pub.svc.eprint.searchSubmissions?query=*&limit=2&sortBy=date&cursor={cursor}")).await.unwrap();
+    let (status, _, _) =
+        service.get(&format!("/xrpc/pub.svc.eprint.searchSubmissions?query=*&limit=2&sortBy=date&cursor={cursor}")).await.unwrap();
     assert_eq!(status, 400);
     // A query method refuses POST.
     let r = reqwest::Client::new().post(format!("{}/xrpc/pub.svc.eprint.getSubmission", service.base)).send().await.unwrap();

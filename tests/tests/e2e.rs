@@ -92,7 +92,8 @@ async fn seed_query_crash_restart_replay() {
     let (_, _, by_author) = service.get(&format!("/xrpc/pub.svc.eprint.searchSubmissions?query=*&authors={}", enc(&did))).await.unwrap();
     assert_eq!(by_author["total"], listed["total"]);
     let day = first["date"].as_str().unwrap();
-    let (_, _, by_day) = service.get(&format!("/xrpc/pub.svc.eprint.searchSubmissions?query=*&dateFrom={day}&dateTo={day}&limit=100")).await.unwrap();
+    let (_, _, by_day) =
+        service.get(&format!("/xrpc/pub.svc.eprint.searchSubmissions?query=*&dateFrom={day}&dateTo={day}&limit=100")).await.unwrap();
     assert!(by_day["submissions"].as_array().unwrap().iter().any(|h| h["uri"] == uri.as_str()));
     for h in by_day["submissions"].as_array().unwrap() {
         assert!(h["createdAt"].as_str().unwrap().starts_with(day));
@@ -176,7 +177,8 @@ async fn log_tail_prints_every_event_once_in_order() {
     // Seeding is deterministic: a second data directory gets the same events.
     let data2 = dir.path().join("data2");
     svc(&["seed", "--data-dir", data2.to_str().unwrap(), papers.to_str().unwrap()]).unwrap();
-    let again: Vec<Value> = svc(&["log", "tail", "--data-dir", data2.to_str().unwrap()]).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let again: Vec<Value> =
+        svc(&["log", "tail", "--data-dir", data2.to_str().unwrap()]).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let strip = |v: &Value| {
         let mut v = v.clone();
         v.as_object_mut().unwrap().remove("appendedAt");

@@ -90,8 +90,7 @@ impl<'a> EprintsReader<'a> {
     pub fn by_author(&self, did: &str, limit: usize, after: Option<Vec<u8>>) -> Result<AuthorPage, ProjectionError> {
         let Some(v) = self.version else { return Ok(AuthorPage { eprints: Vec::new(), next: None, total: 0 }) };
         let page = self.store.scan(&by_author(v), did, &Scan { after, limit, reverse: true })?;
-        let keys: Vec<(String, Vec<u8>)> =
-            page.rows.iter().filter_map(|r| text(&r.columns, "uri")).map(|uri| (uri, Vec::new())).collect();
+        let keys: Vec<(String, Vec<u8>)> = page.rows.iter().filter_map(|r| text(&r.columns, "uri")).map(|uri| (uri, Vec::new())).collect();
         let mut eprints = Vec::with_capacity(keys.len());
         for ((uri, _), row) in keys.iter().zip(self.store.get_many(&records(v), &keys)?) {
             let Some(row) = row else { continue };
@@ -100,11 +99,7 @@ impl<'a> EprintsReader<'a> {
             let indexed_at = text(&row, "indexedAt").unwrap_or_default();
             eprints.push(summary_of(uri, &cid, &record, &indexed_at));
         }
-        let total = self
-            .store
-            .get(&author_counts(v), did, &[])?
-            .and_then(|c| c.get("count").and_then(Value::as_int))
-            .unwrap_or(0);
+        let total = self.store.get(&author_counts(v), did, &[])?.and_then(|c| c.get("count").and_then(Value::as_int)).unwrap_or(0);
         Ok(AuthorPage { eprints, next: page.next, total })
     }
 }

@@ -91,15 +91,17 @@ impl SearchProjection {
         doc.add_text(f.uri, &uri);
         doc.add_text(f.rev, &w.rev);
         doc.add_text(f.title, &s.title);
-        doc.add_text(f.abstract_text, &s.abstract_text);
+        doc.add_text(f.all, &s.title);
+        doc.add_text(f.all, &s.abstract_text);
         for a in &s.authors {
             doc.add_text(f.authors, &a.name);
+            doc.add_text(f.all, &a.name);
         }
         for k in &s.keywords {
-            doc.add_text(f.keywords, k);
+            doc.add_text(f.all, k);
         }
         for code in &s.fields {
-            doc.add_text(f.fields_text, code);
+            doc.add_text(f.all, code);
             doc.add_text(f.field, code);
         }
         for did in s.listed_dids(&w.did) {

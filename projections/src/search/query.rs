@@ -12,9 +12,9 @@ use std::ops::Bound;
 use data_encoding::BASE64URL_NOPAD;
 use serde_json::Value as Json;
 use tantivy::collector::{Count, TopDocs};
-use tantivy::query::{AllQuery, BooleanQuery, Occur, Query, QueryParser, RangeQuery, TermQuery};
+use tantivy::query::{AllQuery, BooleanQuery, BoostQuery, Occur, Query, QueryParser, RangeQuery, TermQuery};
 use tantivy::schema::{IndexRecordOption, Value as _};
-use tantivy::{DocId, Score, SegmentReader, TantivyDocument, Term};
+use tantivy::{DocAddress, DocId, Score, Searcher, SegmentReader, TantivyDocument, Term};
 
 use super::SearchIndex;
 use crate::ProjectionError;
@@ -74,7 +74,9 @@ impl SearchCursor {
 /// A search.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchRequest {
-    /// Words to look for; empty or `*` matches everything.
+    /// Words to look for, all of which must match (in any text field); the query syntax of
+    /// tantivy (`title:graph`, `"exact phrase"`, `a OR b`, `-word`) is understood. Empty or
+    /// `*` matches everything.
     pub query: String,
     /// Field codes; a hit has at least one of them (when any are given).
     pub fields: Vec<String>,
@@ -116,17 +118,23 @@ impl SearchIndex {
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         let words = req.query.trim();
         if !(words.is_empty() || words == "*") {
-            let mut parser = QueryParser::for_index(&self.index, vec![f.title, f.abstract_text, f.authors, f.keywords, f.fields_text]);
-            parser.set_field_boost(f.title, 2.0);
-            parser.set_field_boost(f.authors, 1.5);
-            // Lenient: whatever users type becomes a query, never an error.
-            let (q, _errors) = parser.parse_query_lenient(words);
-            clauses.push((Occur::Must, q));
+            // Every word must match (in the combined field): what people expect of a
+            // scholarly search box, and far fewer documents to score than a disjunction.
+            // Lenient parsing: whatever users type becomes a query, never an error.
+            let mut all = QueryParser::for_index(&self.index, vec![f.all]);
+            all.set_conjunction_by_default();
+            let (must, _errors) = all.parse_query_lenient(words);
+            clauses.push((Occur::Must, must));
+            // Words in the title rank higher.
+            let (title, _errors) = QueryParser::for_index(&self.index, vec![f.title]).parse_query_lenient(words);
+            clauses.push((Occur::Should, Box::new(BoostQuery::new(title, 2.0))));
         }
         let any_of = |field, values: &[String]| -> Box<dyn Query> {
             let terms: Vec<(Occur, Box<dyn Query>)> = values
                 .iter()
-                .map(|v| (Occur::Should, Box::new(TermQuery::new(Term::from_field_text(field, v), IndexRecordOption::Basic)) as Box<dyn Query>))
+                .map(|v| {
+                    (Occur::Should, Box::new(TermQuery::new(Term::from_field_text(field, v), IndexRecordOption::Basic)) as Box<dyn Query>)
+                })
                 .collect();
             Box::new(BooleanQuery::new(terms))
         };
@@ -153,43 +161,83 @@ impl SearchIndex {
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResults, ProjectionError> {
         let query = self.build_query(req);
         let searcher = self.reader.searcher();
-        let sort = req.sort;
-        let cursor = req.cursor.map(|c| c.key);
         let limit = req.limit.max(1);
-        let collector = TopDocs::with_limit(limit + 1).tweak_score(move |segment: &SegmentReader| {
-            let fast = segment.fast_fields();
-            let seq = fast.u64("seq").ok();
-            let created = fast.i64("created").ok();
-            let citations = fast.u64("citations").ok();
-            move |doc: DocId, score: Score| -> (bool, SortKey) {
-                let seq = seq.as_ref().and_then(|c| c.first(doc)).unwrap_or(0);
-                let created = order_i64(created.as_ref().and_then(|c| c.first(doc)).unwrap_or(0));
-                let key = match sort {
-                    SortOrder::Relevance => (u64::from(score.max(0.0).to_bits()), 0, seq),
-                    SortOrder::Date => (created, 0, seq),
-                    SortOrder::Citations => (citations.as_ref().and_then(|c| c.first(doc)).unwrap_or(0), created, seq),
-                };
-                (cursor.is_none_or(|c| key < c), key)
-            }
-        });
-        let (top, total) = searcher.search(&query, &(collector, Count))?;
+        let top = match (req.sort, req.cursor) {
+            (SortOrder::Relevance, None) => match first_relevance_page(&searcher, query.as_ref(), limit + 1)? {
+                Some(top) => top,
+                None => keyed_top(&searcher, query.as_ref(), req.sort, None, limit + 1)?,
+            },
+            (sort, cursor) => keyed_top(&searcher, query.as_ref(), sort, cursor.map(|c| c.key), limit + 1)?,
+        };
+        let total = searcher.search(query.as_ref(), &Count)?;
+        let more = top.len() > limit;
         let mut hits = Vec::with_capacity(limit);
-        let mut last_key = None;
-        let mut more = false;
-        for ((after_cursor, key), addr) in top {
-            if !after_cursor {
-                continue;
-            }
-            if hits.len() == limit {
-                more = true;
-                break;
-            }
-            let doc: TantivyDocument = searcher.doc(addr)?;
+        for (_, addr) in top.iter().take(limit) {
+            let doc: TantivyDocument = searcher.doc(*addr)?;
             let summary = doc.get_first(self.fields.summary).and_then(|v| v.as_str()).unwrap_or("{}");
             hits.push(serde_json::from_str(summary).map_err(|e| ProjectionError::Corrupt(format!("search summary: {e}")))?);
-            last_key = Some(key);
         }
-        let next = if more { last_key.map(|key| SearchCursor { sort, key }) } else { None };
+        let next = if more { top.get(limit - 1).map(|(key, _)| SearchCursor { sort: req.sort, key: *key }) } else { None };
         Ok(SearchResults { hits, next, total })
     }
+}
+
+/// The `n` best hits after `cursor` by full sort key. Scores every matching document.
+fn keyed_top(
+    searcher: &Searcher,
+    query: &dyn Query,
+    sort: SortOrder,
+    cursor: Option<SortKey>,
+    n: usize,
+) -> Result<Vec<(SortKey, DocAddress)>, ProjectionError> {
+    let collector = TopDocs::with_limit(n).tweak_score(move |segment: &SegmentReader| {
+        let fast = segment.fast_fields();
+        let seq = fast.u64("seq").ok();
+        let created = fast.i64("created").ok();
+        let citations = fast.u64("citations").ok();
+        move |doc: DocId, score: Score| -> (bool, SortKey) {
+            let seq = seq.as_ref().and_then(|c| c.first(doc)).unwrap_or(0);
+            let key = match sort {
+                SortOrder::Relevance => (score_bits(score), 0, seq),
+                SortOrder::Date => (order_i64(created.as_ref().and_then(|c| c.first(doc)).unwrap_or(0)), 0, seq),
+                SortOrder::Citations => (
+                    citations.as_ref().and_then(|c| c.first(doc)).unwrap_or(0),
+                    order_i64(created.as_ref().and_then(|c| c.first(doc)).unwrap_or(0)),
+                    seq,
+                ),
+            };
+            (cursor.is_none_or(|c| key < c), key)
+        }
+    });
+    Ok(searcher.search(query, &collector)?.into_iter().filter(|((after, _), _)| *after).map(|((_, key), addr)| (key, addr)).collect())
+}
+
+/// Extra candidates fetched beyond the page, so that ties at the page's edge can be ordered
+/// by the full sort key.
+const TIE_MARGIN: usize = 16;
+
+/// The first page by relevance, the fast way: tantivy's top-k collector skips documents
+/// that cannot make the page (block-max WAND). Its ties are ordered by document address,
+/// which a rebuild can change, so the candidates are re-ordered by the full key; that is
+/// exact unless the score tie reaches the last candidate, when this returns `None` and
+/// the caller scores everything.
+fn first_relevance_page(searcher: &Searcher, query: &dyn Query, n: usize) -> Result<Option<Vec<(SortKey, DocAddress)>>, ProjectionError> {
+    let candidates = searcher.search(query, &TopDocs::with_limit(n + TIE_MARGIN))?;
+    let exhaustive = candidates.len() < n + TIE_MARGIN;
+    let mut keyed = Vec::with_capacity(candidates.len());
+    for (score, addr) in candidates {
+        let seq = searcher.segment_reader(addr.segment_ord).fast_fields().u64("seq")?.first(addr.doc_id).unwrap_or(0);
+        keyed.push(((score_bits(score), 0, seq), addr));
+    }
+    keyed.sort_by(|a, b| b.0.cmp(&a.0));
+    let floor = keyed.iter().map(|(k, _)| k.0).min();
+    if !exhaustive && keyed.get(n - 1).map(|(k, _)| k.0) == floor {
+        return Ok(None);
+    }
+    keyed.truncate(n);
+    Ok(Some(keyed))
+}
+
+fn score_bits(score: Score) -> u64 {
+    u64::from(score.max(0.0).to_bits())
 }

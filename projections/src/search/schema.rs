@@ -9,16 +9,14 @@ pub struct SearchFields {
     pub uri: Field,
     /// The repository revision that wrote the document (exact, stored).
     pub rev: Field,
-    /// The title, stemmed.
+    /// The title, stemmed: for `title:` queries and the title boost.
     pub title: Field,
-    /// The abstract, stemmed.
-    pub abstract_text: Field,
-    /// Author names.
+    /// Author names: for `authors:` queries.
     pub authors: Field,
-    /// Author keywords, stemmed.
-    pub keywords: Field,
-    /// Field codes as searchable text.
-    pub fields_text: Field,
+    /// Everything searchable in one stemmed field: title, abstract, author names, keywords
+    /// and field codes. Plain words match here, so that a word costs one posting list
+    /// instead of a union over five fields.
+    pub all: Field,
     /// Field codes, exact, for filters.
     pub field: Field,
     /// Author DIDs (repository owner and listed authors), exact, for filters.
@@ -45,10 +43,8 @@ pub(crate) fn build() -> (Schema, SearchFields) {
         uri: b.add_text_field("uri", STRING | STORED),
         rev: b.add_text_field("rev", STRING | STORED),
         title: b.add_text_field("title", text("en_stem")),
-        abstract_text: b.add_text_field("abstract", text("en_stem")),
         authors: b.add_text_field("authors", text("default")),
-        keywords: b.add_text_field("keywords", text("en_stem")),
-        fields_text: b.add_text_field("fields_text", text("default")),
+        all: b.add_text_field("all", text("en_stem")),
         field: b.add_text_field("field", STRING),
         author_did: b.add_text_field("author_did", STRING),
         created: b.add_i64_field("created", INDEXED | FAST),

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# The load test behind docs/performance.md. Measures, in one run on this machine:
+#   seed throughput, projection catch-up throughput, full replay time, getSubmission and
+#   searchSubmissions latency and requests/s under wrk beside an axum hello-world baseline,
+#   and svc's resident memory.
+# Usage: scripts/loadtest/run.sh [PAPERS_FILE] [DURATION] [CONNECTIONS]
+# Needs: wrk (Debian package `wrk`), python3, curl. Sends traffic to 127.0.0.1 only.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PAPERS=${1:-../shared/data/arxiv-75k.jsonl.gz}
+DURATION=${2:-15s}
+CONNS=${3:-32}
+PORT=${SVC_LOADTEST_PORT:-3311}
+BASE_PORT=${SVC_BASELINE_PORT:-3399}
+command -v wrk >/dev/null || { echo "wrk not found: apt-get install wrk" >&2; exit 1; }
+
+cargo build --release --bin svc -p svc >/dev/null 2>&1
+cargo build --release -p query-api --example hello_baseline >/dev/null 2>&1
+SVC=target/release/svc
+WORK=$(mktemp -d)
+DATA=$WORK/data
+cleanup() { kill "${SVC_PID:-}" "${BASE_PID:-}" 2>/dev/null || true; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+now() { date +%s.%N; }
+json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+wait_caught_up() {
+  until curl -sf "http://127.0.0.1:$PORT/health/readiness" 2>/dev/null |
+    python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if all(p["caughtUp"] for p in d["projections"]) else 1)' 2>/dev/null; do
+    sleep 0.05
+  done
+}
+start_svc() { RUST_LOG=warn $SVC up --data-dir "$DATA" --listen "127.0.0.1:$PORT" 2>>"$WORK/svc.log" & SVC_PID=$!; }
+
+echo "## machine"
+echo "- $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -r)"
+echo "- papers: $PAPERS"
+
+t0=$(now)
+seed=$($SVC seed --data-dir "$DATA" "$PAPERS" 2>/dev/null)
+t1=$(now)
+events=$(echo "$seed" | json 'd["events"]')
+start_svc
+wait_caught_up
+t2=$(now)
+python3 - "$events" "$t0" "$t1" "$t2" <<'PY'
+import sys
+ev, t0, t1, t2 = int(sys.argv[1]), *map(float, sys.argv[2:])
+print("\n## seed and project")
+print(f"- events: {ev}")
+print(f"- seed: {t1-t0:.2f} s ({ev/(t1-t0):,.0f} events/s)")
+print(f"- project (svc up until every projection caught up, includes start-up): {t2-t1:.2f} s ({ev/(t2-t1):,.0f} events/s)")
+print(f"- seed + project: {t2-t0:.2f} s ({ev/(t2-t0):,.0f} events/s)")
+PY
+rss_after_projection=$(awk '/VmHWM/{print $2" "$3}' /proc/$SVC_PID/status)
+
+kill "$SVC_PID"; wait "$SVC_PID" 2>/dev/null || true
+t3=$(now)
+$SVC replay --data-dir "$DATA" >"$WORK/replay.json" 2>/dev/null
+t4=$(now)
+echo
+echo "## replay"
+echo "- full replay of every read model (both in parallel): $(python3 -c "print(f'{$t4-$t3:.2f}')") s"
+sed 's/^/- /' "$WORK/replay.json"
+
+start_svc
+wait_caught_up
+# Request mixes: 1,000 eprint URIs, and searches built from their title words.
+curl -s "http://127.0.0.1:$PORT/xrpc/pub.svc.eprint.searchSubmissions?query=*&limit=100" >/dev/null
+python3 - "$PORT" "$WORK" <<'PY'
+import json, sys, urllib.parse, urllib.request
+port, work = sys.argv[1], sys.argv[2]
+base = f"http://127.0.0.1:{port}"
+uris, words, cursor = [], [], None
+while len(uris) < 1000:
+    q = f"{base}/xrpc/pub.svc.eprint.searchSubmissions?query=*&sortBy=date&limit=100" + (f"&cursor={cursor}" if cursor else "")
+    page = json.load(urllib.request.urlopen(q))
+    for h in page["submissions"]:
+        uris.append(h["uri"])
+        words.append(" ".join(h["title"].split()[:3]))
+    cursor = page.get("cursor")
+    if not cursor:
+        break
+with open(f"{work}/get.txt", "w") as f:
+    for u in uris:
+        f.write("/xrpc/pub.svc.eprint.getSubmission?uri=" + urllib.parse.quote(u, safe="") + "\n")
+with open(f"{work}/search.txt", "w") as f:
+    for w in words:
+        f.write("/xrpc/pub.svc.eprint.searchSubmissions?query=" + urllib.parse.quote(w, safe="") + "\n")
+with open(f"{work}/base.txt", "w") as f:
+    f.write("/\n")
+PY
+target/release/examples/hello_baseline "127.0.0.1:$BASE_PORT" & BASE_PID=$!
+sleep 0.5
+
+run_wrk() { # name port pathsfile
+  WRK_PATHS="$3" wrk -t2 -c"$CONNS" -d"$DURATION" --latency -s scripts/loadtest/paths.lua "http://127.0.0.1:$2" >"$WORK/$1.wrk"
+  python3 - "$1" "$WORK/$1.wrk" <<'PY'
+import re, sys
+name, text = sys.argv[1], open(sys.argv[2]).read()
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+def pct(p):
+    m = re.search(rf"\s{p}%\s+([\d.]+)(us|ms|s)", text)
+    v, u = float(m.group(1)), m.group(2)
+    return v / 1000 if u == "us" else v * 1000 if u == "s" else v
+non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+errors = re.search(r"Socket errors: (.*)", text)
+print(f"| {name} | {rps:,.0f} | {pct(50):.2f} | {pct(99):.2f} | {non2xx.group(1) if non2xx else 0} |")
+open(sys.argv[2] + ".rps", "w").write(str(rps))
+PY
+}
+echo
+echo "## HTTP under wrk (-t2 -c$CONNS -d$DURATION, same machine as the server)"
+echo
+echo "| target | requests/s | p50 ms | p99 ms | non-2xx |"
+echo "|---|---|---|---|---|"
+run_wrk baseline "$BASE_PORT" "$WORK/base.txt"
+run_wrk getSubmission "$PORT" "$WORK/get.txt"
+run_wrk searchSubmissions "$PORT" "$WORK/search.txt"
+python3 - "$WORK" <<'PY'
+import sys
+w = sys.argv[1]
+r = {n: float(open(f"{w}/{n}.wrk.rps").read()) for n in ["baseline", "getSubmission", "searchSubmissions"]}
+print(f"\n- getSubmission at {100*r['getSubmission']/r['baseline']:.0f}% of the baseline's requests/s")
+print(f"- searchSubmissions at {100*r['searchSubmissions']/r['baseline']:.0f}% of the baseline's requests/s")
+PY
+echo
+echo "## memory (svc up)"
+echo "- peak resident while projecting from zero: $rss_after_projection"
+echo "- resident after the load test: $(awk '/VmRSS/{print $2" "$3}' /proc/$SVC_PID/status) (peak $(awk '/VmHWM/{print $2" "$3}' /proc/$SVC_PID/status))"
