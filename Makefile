@@ -1,0 +1,32 @@
+# The single entry point for local work and CI. `make` lists the targets.
+.DEFAULT_GOAL := help
+.PHONY: help run seed fmt lint test test-nextest bench loadtest
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+run: ## run svc on the embedded defaults (./data, 127.0.0.1:3000)
+	cargo run --release -- up
+
+seed: ## seed ./data with the committed 2,990-paper sample
+	cargo run --release -- seed fixtures/arxiv-sample-3k.jsonl.gz
+
+fmt: ## format the code
+	cargo fmt --all
+
+lint: ## rustfmt check and clippy with warnings denied
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+
+test: ## the README's test command (what .ci/run runs)
+	cargo test --workspace
+
+test-nextest: ## the same tests under nextest, plus the doc tests nextest skips
+	cargo nextest run --workspace
+	cargo test --workspace --doc
+
+bench: ## criterion benches
+	cargo bench --workspace
+
+loadtest: ## the load test of docs/performance.md (needs wrk; uses ../shared/data)
+	scripts/loadtest/run.sh

@@ -1,0 +1,79 @@
+//! The embedded pipeline on real papers (the committed sample): log append and read, each
+//! projection's apply, and search queries.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use eventlog::{EmbeddedLog, EventLog};
+use projections::catalog::{self, Context, Mode};
+use projections::catch_up;
+use projections::search::{SearchIndexes, SearchRequest, SortOrder};
+
+fn sample() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/arxiv-sample-3k.jsonl.gz")
+}
+
+fn seeded(papers: usize) -> (tempfile::TempDir, Arc<EmbeddedLog>, usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(EmbeddedLog::open(dir.path(), 4).unwrap());
+    let report = ingest::seed::seed_file(&sample(), log.as_ref(), 1000, Some(papers)).unwrap();
+    (dir, log, report.events)
+}
+
+fn context(dir: &Path) -> Context {
+    Context {
+        store: Arc::new(store::EmbeddedStore::open(dir).unwrap()),
+        search: Arc::new(SearchIndexes::new(&dir.join("search"))),
+        lexicons: Arc::new(lexicons::Lexicons::builtin()),
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let (_dir, log, events) = seeded(1000);
+    let mut g = c.benchmark_group("pipeline");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(events as u64));
+    g.bench_function("log_read_all", |b| b.iter(|| (0..4).map(|p| log.read(p, 0, usize::MAX).unwrap().len()).sum::<usize>()));
+    for model in catalog::MODELS {
+        g.bench_function(format!("project_{model}"), |b| {
+            b.iter_batched(
+                || {
+                    let dir = tempfile::tempdir().unwrap();
+                    let ctx = context(dir.path());
+                    let v = catalog::ensure_active(&ctx, model).unwrap();
+                    let p = catalog::open(&ctx, model, v, Mode::Rebuild).unwrap();
+                    (dir, ctx, p)
+                },
+                |(_dir, _ctx, mut p)| catch_up(log.as_ref(), p.as_mut(), 8192).unwrap(),
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    g.finish();
+
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = context(dir.path());
+    let v = catalog::ensure_active(&ctx, "search").unwrap();
+    let mut p = catalog::open(&ctx, "search", v, Mode::Rebuild).unwrap();
+    catch_up(log.as_ref(), p.as_mut(), 8192).unwrap();
+    let index = ctx.search.open(v).unwrap();
+    let mut g = c.benchmark_group("search");
+    for (name, query, sort) in [("words", "neural networks", SortOrder::Relevance), ("all_by_date", "*", SortOrder::Date)] {
+        let req = SearchRequest {
+            query: query.into(),
+            fields: vec![],
+            authors: vec![],
+            created_from: None,
+            created_to: None,
+            sort,
+            limit: 25,
+            cursor: None,
+        };
+        g.bench_function(name, |b| b.iter(|| index.search(&req).unwrap()));
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
