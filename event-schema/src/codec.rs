@@ -37,14 +37,85 @@ struct StoredRef<'a> {
     payload: &'a Payload,
 }
 
-#[derive(Deserialize)]
-struct StoredRaw {
+/// A stored event as read: the payload already typed when its version and kind are
+/// current (the common case, decoded in one pass), kept raw for the upcasters otherwise.
+struct StoredRead {
     v: u16,
     key: String,
     kind: String,
     at: i64,
     source: Source,
-    payload: ciborium::Value,
+    payload: PayloadRead,
+}
+
+enum PayloadRead {
+    Current(Payload),
+    Raw(ciborium::Value),
+}
+
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "lowercase")]
+enum StoredField {
+    V,
+    Key,
+    Kind,
+    At,
+    Source,
+    Payload,
+    #[serde(other)]
+    Unknown,
+}
+
+impl<'de> Deserialize<'de> for StoredRead {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct StoredVisitor;
+        impl<'de> serde::de::Visitor<'de> for StoredVisitor {
+            type Value = StoredRead;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a stored event map")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<StoredRead, A::Error> {
+                use serde::de::Error;
+                let (mut v, mut key, mut kind, mut at, mut source, mut payload) = (None, None, None::<String>, None, None, None);
+                while let Some(field) = map.next_key::<StoredField>()? {
+                    match field {
+                        StoredField::V => v = Some(map.next_value::<u16>()?),
+                        StoredField::Key => key = Some(map.next_value()?),
+                        StoredField::Kind => kind = Some(map.next_value()?),
+                        StoredField::At => at = Some(map.next_value()?),
+                        StoredField::Source => source = Some(map.next_value()?),
+                        StoredField::Payload => {
+                            // Writers put `v` and `kind` before `payload`; when they are current,
+                            // decode the payload straight into its type.
+                            let current = (v == Some(CURRENT_SCHEMA_VERSION)).then(|| kind.as_deref().and_then(EventKind::parse)).flatten();
+                            payload = Some(match current {
+                                Some(EventKind::RecordCreate) => PayloadRead::Current(Payload::RecordCreate(map.next_value()?)),
+                                Some(EventKind::RecordUpdate) => PayloadRead::Current(Payload::RecordUpdate(map.next_value()?)),
+                                Some(EventKind::RecordDelete) => PayloadRead::Current(Payload::RecordDelete(map.next_value()?)),
+                                Some(EventKind::Identity) => PayloadRead::Current(Payload::Identity(map.next_value()?)),
+                                Some(EventKind::Account) => PayloadRead::Current(Payload::Account(map.next_value()?)),
+                                None => PayloadRead::Raw(map.next_value()?),
+                            });
+                        }
+                        StoredField::Unknown => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(StoredRead {
+                    v: v.ok_or_else(|| A::Error::missing_field("v"))?,
+                    key: key.ok_or_else(|| A::Error::missing_field("key"))?,
+                    kind: kind.ok_or_else(|| A::Error::missing_field("kind"))?,
+                    at: at.ok_or_else(|| A::Error::missing_field("at"))?,
+                    source: source.ok_or_else(|| A::Error::missing_field("source"))?,
+                    payload: payload.ok_or_else(|| A::Error::missing_field("payload"))?,
+                })
+            }
+        }
+        deserializer.deserialize_map(StoredVisitor)
+    }
 }
 
 /// Encodes an event for the log, stamped with the time the log accepted it.
@@ -72,10 +143,13 @@ pub fn encode(event: &NewEvent, appended_at: DateTime<Utc>) -> Result<Vec<u8>, C
 /// for an event written by a newer build, [`CodecError::UnknownKind`] for a kind this build
 /// does not know.
 pub fn decode(position: Position, bytes: &[u8]) -> Result<Envelope, CodecError> {
-    let raw: StoredRaw = ciborium::from_reader(bytes).map_err(|e| CodecError::Decode(e.to_string()))?;
+    let raw: StoredRead = ciborium::from_reader(bytes).map_err(|e| CodecError::Decode(e.to_string()))?;
     let appended_at =
         DateTime::from_timestamp_micros(raw.at).ok_or_else(|| CodecError::Decode(format!("append time {} out of range", raw.at)))?;
-    let payload = upcast(raw.v, &raw.kind, raw.payload)?;
+    let payload = match raw.payload {
+        PayloadRead::Current(p) => p,
+        PayloadRead::Raw(value) => upcast(raw.v, &raw.kind, value)?,
+    };
     Ok(Envelope {
         position,
         key: raw.key,
@@ -168,6 +242,36 @@ mod tests {
             assert_eq!(back.source, ev.source);
             assert_eq!(back.kind, ev.payload.kind().as_str());
             assert_eq!(back.appended_at, at());
+        }
+    }
+
+    #[test]
+    fn decodes_fields_in_any_order() {
+        // A writer that puts the payload before the kind goes through the upcast path.
+        #[derive(Serialize)]
+        struct Reordered<'a> {
+            payload: &'a Payload,
+            source: &'a Source,
+            at: i64,
+            kind: &'a str,
+            key: &'a str,
+            v: u16,
+            extra: u8,
+        }
+        for ev in samples() {
+            let r = Reordered {
+                payload: &ev.payload,
+                source: &ev.source,
+                at: 7,
+                kind: ev.payload.kind().as_str(),
+                key: &ev.key,
+                v: 1,
+                extra: 0,
+            };
+            let mut bytes = Vec::new();
+            ciborium::into_writer(&r, &mut bytes).unwrap();
+            let back = decode(Position { partition: 0, offset: 0 }, &bytes).unwrap();
+            assert_eq!(back.payload, ev.payload);
         }
     }
 
