@@ -14,9 +14,12 @@ use crate::{Checkpoints, Projection, ProjectionError};
 /// How a worker runs.
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
-    /// Events per batch, spread over the log's partitions. Larger batches mean fewer
-    /// commits (throughput) and more work redone after a crash.
+    /// Events per batch, spread over the log's partitions, once caught up. Larger batches
+    /// mean fewer commits (throughput) and more work redone after a crash.
     pub batch_size: usize,
+    /// While the worker is behind (its batches come back full), the batch size doubles up
+    /// to this, and drops back to `batch_size` once caught up.
+    pub max_batch_size: usize,
     /// Attempts of a failing batch before the worker stops.
     pub max_attempts: u32,
     /// The first retry's delay; each retry doubles it.
@@ -25,7 +28,7 @@ pub struct WorkerConfig {
 
 impl Default for WorkerConfig {
     fn default() -> Self {
-        WorkerConfig { batch_size: 2000, max_attempts: 5, retry_base: Duration::from_millis(100) }
+        WorkerConfig { batch_size: 2000, max_batch_size: 32_768, max_attempts: 5, retry_base: Duration::from_millis(100) }
     }
 }
 
@@ -110,11 +113,11 @@ impl Worker {
         info!(model, version, "projection worker started");
         let mut applied_total = 0u64;
         let mut attempt = 0u32;
+        let mut batch_size = config.batch_size;
         loop {
             let mut appended = log.appended();
             appended.borrow_and_update();
             let log2 = log.clone();
-            let batch_size = config.batch_size;
             let started = Instant::now();
             let (back, result) = tokio::task::spawn_blocking(move || {
                 let result = step(log2.as_ref(), projection.as_mut(), batch_size).and_then(|n| {
@@ -132,6 +135,11 @@ impl Worker {
                 Ok(n) => {
                     attempt = 0;
                     applied_total += n as u64;
+                    batch_size = if n >= batch_size {
+                        (batch_size * 2).min(config.max_batch_size.max(config.batch_size))
+                    } else {
+                        config.batch_size
+                    };
                     if n > 0 {
                         tracing::debug!(model, version, events = n, elapsed_ms = started.elapsed().as_millis() as u64, "applied batch");
                     }

@@ -118,7 +118,8 @@ fn updates_deletes_and_stale_revisions() {
     project_all(&env);
     let reader = EprintsReader::new(env.ctx.store.as_ref()).unwrap();
     let uri = format!("at://{a}/pub.svc.eprint.submission/3aaa");
-    assert_eq!(reader.get(&uri).unwrap().unwrap().record["title"], "Revised Title");
+    let record: serde_json::Value = serde_json::from_str(reader.get(&uri).unwrap().unwrap().record.get()).unwrap();
+    assert_eq!(record["title"], "Revised Title");
     assert!(reader.get(&format!("at://{a}/pub.svc.eprint.submission/3bbb")).unwrap().is_none());
     let page = reader.by_author(a, 10, None).unwrap();
     assert_eq!((page.total, page.eprints.len()), (1, 1));

@@ -5,10 +5,32 @@ use data_encoding::BASE64URL_NOPAD;
 use lexicons::formats;
 use projections::eprints::read::EprintsReader;
 use projections::search::{SearchCursor, SearchRequest, SortOrder};
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::error::ApiError;
 use crate::state::AppState;
+
+/// A response body, already serialized.
+pub type Body = Box<RawValue>;
+
+/// Serializes a response body.
+pub fn body<T: Serialize + ?Sized>(value: &T) -> Result<Body, ApiError> {
+    serde_json::value::to_raw_value(value).map_err(|e| ApiError::from_error(crate::error::Internal(e.to_string())))
+}
+
+/// The eprint detail, serialized around the stored record text without re-parsing it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Detail<'a> {
+    uri: &'a str,
+    cid: &'a str,
+    author: Value,
+    record: &'a RawValue,
+    indexed_at: &'a str,
+    metrics: Value,
+}
 
 /// Checks that `uri` is the AT URI of a record and returns it.
 pub fn parse_record_uri(field: &str, uri: &str) -> Result<(), ApiError> {
@@ -34,7 +56,7 @@ pub fn check_did(field: &str, did: &str) -> Result<(), ApiError> {
 }
 
 /// The eprint detail of `uri` (the `getSubmission` answer).
-pub fn get(state: &AppState, uri: &str, cid: Option<&str>) -> Result<Value, ApiError> {
+pub fn get(state: &AppState, uri: &str, cid: Option<&str>) -> Result<Body, ApiError> {
     parse_record_uri("uri", uri)?;
     let reader = EprintsReader::new(state.store.as_ref())?;
     let eprint = reader.get(uri)?.ok_or_else(|| ApiError::record_not_found(format!("no eprint at {uri}")))?;
@@ -48,14 +70,14 @@ pub fn get(state: &AppState, uri: &str, cid: Option<&str>) -> Result<Value, ApiE
     if let Some(name) = account.display_name {
         author["displayName"] = json!(name);
     }
-    Ok(json!({
-        "uri": eprint.uri,
-        "cid": eprint.cid,
-        "author": author,
-        "record": eprint.record,
-        "indexedAt": eprint.indexed_at,
-        "metrics": {"views": 0, "downloads": 0, "citations": 0},
-    }))
+    body(&Detail {
+        uri: &eprint.uri,
+        cid: &eprint.cid,
+        author,
+        record: &eprint.record,
+        indexed_at: &eprint.indexed_at,
+        metrics: json!({"views": 0, "downloads": 0, "citations": 0}),
+    })
 }
 
 /// A page of an author's eprints: `{eprints, cursor?, total}`.

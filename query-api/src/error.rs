@@ -8,6 +8,17 @@ use event_schema::{ClassifiedError, ErrorClass};
 use serde_json::{json, Value};
 use tracing::error;
 
+/// A fault of our own, described for the logs only.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Internal(pub String);
+
+impl ClassifiedError for Internal {
+    fn error_class(&self) -> ErrorClass {
+        ErrorClass::Internal
+    }
+}
+
 /// An error answered to a client.
 #[derive(Debug, Clone)]
 pub struct ApiError {

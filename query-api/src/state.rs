@@ -21,9 +21,9 @@ pub struct AppState {
     /// The lexicons.
     pub lexicons: Arc<Lexicons>,
     /// The service's identity and public address.
-    pub identity: ServiceIdentity,
+    pub identity: Arc<ServiceIdentity>,
     /// Progress of this node's projection workers, by model.
-    pub progress: Vec<(&'static str, watch::Receiver<Progress>)>,
+    pub progress: Arc<Vec<(&'static str, watch::Receiver<Progress>)>>,
     /// The rendered OpenAPI document.
     pub openapi: Arc<serde_json::Value>,
 }

@@ -43,11 +43,11 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
         search: ctx.search.clone(),
         openapi: Arc::new(query_api::openapi::document(&ctx.lexicons)),
         lexicons: ctx.lexicons.clone(),
-        identity: ServiceIdentity {
+        identity: Arc::new(ServiceIdentity {
             did: args.service_did.clone(),
             public_url: args.public_url.clone().unwrap_or_else(|| format!("http://{local}")),
-        },
-        progress,
+        }),
+        progress: Arc::new(progress),
     };
     let app = query_api::app(state);
     let token = cancel.clone();

@@ -8,7 +8,7 @@ use crate::submission::summary_of;
 use crate::ProjectionError;
 
 /// An indexed eprint.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Eprint {
     /// The record's AT URI.
     pub uri: String,
@@ -16,8 +16,8 @@ pub struct Eprint {
     pub did: String,
     /// The record's CID.
     pub cid: String,
-    /// The record in the contract's shape.
-    pub record: Json,
+    /// The record in the contract's shape, as stored JSON text (served without re-parsing).
+    pub record: Box<serde_json::value::RawValue>,
     /// When the event that wrote it entered the log.
     pub indexed_at: String,
 }
@@ -74,7 +74,8 @@ impl<'a> EprintsReader<'a> {
             uri: uri.to_owned(),
             did: text(&row, "did").unwrap_or_default(),
             cid: text(&row, "cid").unwrap_or_default(),
-            record: parse(&row, "record")?,
+            record: serde_json::value::RawValue::from_string(text(&row, "record").unwrap_or_else(|| "null".into()))
+                .map_err(|e| ProjectionError::Corrupt(format!("eprint row record: {e}")))?,
             indexed_at: text(&row, "indexedAt").unwrap_or_default(),
         }))
     }

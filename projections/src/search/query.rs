@@ -229,7 +229,7 @@ fn first_relevance_page(searcher: &Searcher, query: &dyn Query, n: usize) -> Res
         let seq = searcher.segment_reader(addr.segment_ord).fast_fields().u64("seq")?.first(addr.doc_id).unwrap_or(0);
         keyed.push(((score_bits(score), 0, seq), addr));
     }
-    keyed.sort_by(|a, b| b.0.cmp(&a.0));
+    keyed.sort_by_key(|(key, _)| std::cmp::Reverse(*key));
     let floor = keyed.iter().map(|(k, _)| k.0).min();
     if !exhaustive && keyed.get(n - 1).map(|(k, _)| k.0) == floor {
         return Ok(None);

@@ -6,7 +6,7 @@ use axum::{Json, Router};
 use projections::search::SortOrder;
 use serde_json::{json, Value};
 
-use crate::eprints::{self, SearchArgs};
+use crate::eprints::{self, Body, SearchArgs};
 use crate::error::{ApiError, RestError};
 use crate::state::AppState;
 
@@ -89,7 +89,7 @@ async fn search(State(state): State<AppState>, RawQuery(query): RawQuery) -> Res
     Ok(Json(out))
 }
 
-async fn detail(State(state): State<AppState>, Path(uri): Path<String>) -> Result<Json<Value>, RestError> {
+async fn detail(State(state): State<AppState>, Path(uri): Path<String>) -> Result<Json<Body>, RestError> {
     Ok(Json(eprints::get(&state, &uri, None)?))
 }
 

@@ -2,25 +2,25 @@
 
 use lexicons::Params;
 use projections::search::SortOrder;
-use serde_json::{json, Value};
+use serde_json::json;
 
-use crate::eprints::{self, SearchArgs};
+use crate::eprints::{self, body, Body, SearchArgs};
 use crate::error::ApiError;
 use crate::state::AppState;
 
 /// `pub.svc.eprint.getSubmission`: params `uri`, `cid?`.
-pub fn get_submission(state: &AppState, p: &Params) -> Result<Value, ApiError> {
+pub fn get_submission(state: &AppState, p: &Params) -> Result<Body, ApiError> {
     eprints::get(state, p.str("uri").unwrap_or_default(), p.str("cid"))
 }
 
 /// `pub.svc.eprint.listByAuthor`: params `author` (alias `did`), `limit`, `cursor`.
-pub fn list_by_author(state: &AppState, p: &Params) -> Result<Value, ApiError> {
+pub fn list_by_author(state: &AppState, p: &Params) -> Result<Body, ApiError> {
     let limit = p.int("limit").unwrap_or(25) as usize;
-    eprints::list_by_author(state, p.str("author").unwrap_or_default(), limit, p.str("cursor"))
+    body(&eprints::list_by_author(state, p.str("author").unwrap_or_default(), limit, p.str("cursor"))?)
 }
 
 /// `pub.svc.eprint.searchSubmissions`: `sortBy` wins over `sort` when both are sent.
-pub fn search_submissions(state: &AppState, p: &Params) -> Result<Value, ApiError> {
+pub fn search_submissions(state: &AppState, p: &Params) -> Result<Body, ApiError> {
     let sort = match (p.str("sortBy"), p.str("sort")) {
         (Some("date"), _) | (None, Some("recent")) => SortOrder::Date,
         (Some("citations"), _) => SortOrder::Citations,
@@ -41,5 +41,5 @@ pub fn search_submissions(state: &AppState, p: &Params) -> Result<Value, ApiErro
     if let Some(c) = cursor {
         out["cursor"] = json!(c);
     }
-    Ok(out)
+    body(&out)
 }

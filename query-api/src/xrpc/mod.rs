@@ -12,6 +12,7 @@ use axum::routing::any;
 use axum::Router;
 use lexicons::{LexiconError, Params};
 
+use crate::eprints::Body;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -47,8 +48,8 @@ fn query_method(
     method: &Method,
     query: Option<String>,
     aliases: &[(&str, &str)],
-    handler: fn(&AppState, &Params) -> Result<serde_json::Value, ApiError>,
-) -> Result<serde_json::Value, ApiError> {
+    handler: fn(&AppState, &Params) -> Result<Body, ApiError>,
+) -> Result<Body, ApiError> {
     if method != Method::GET && method != Method::HEAD {
         return Err(ApiError::wrong_method(format!("{nsid} is a query: use GET")));
     }
