@@ -93,8 +93,8 @@ PY
 target/release/examples/hello_baseline "127.0.0.1:$BASE_PORT" & BASE_PID=$!
 sleep 0.5
 
-run_wrk() { # name port pathsfile
-  WRK_PATHS="$3" wrk -t2 -c"$CONNS" -d"$DURATION" --latency -s scripts/loadtest/paths.lua "http://127.0.0.1:$2" >"$WORK/$1.wrk"
+run_wrk() { # name port pathsfile [connections]
+  WRK_PATHS="$3" wrk -t2 -c"${4:-$CONNS}" -d"$DURATION" --latency -s scripts/loadtest/paths.lua "http://127.0.0.1:$2" >"$WORK/$1.wrk"
   python3 - "$1" "$WORK/$1.wrk" <<'PY'
 import re, sys
 name, text = sys.argv[1], open(sys.argv[2]).read()
@@ -110,13 +110,14 @@ open(sys.argv[2] + ".rps", "w").write(str(rps))
 PY
 }
 echo
-echo "## HTTP under wrk (-t2 -c$CONNS -d$DURATION, same machine as the server)"
+echo "## HTTP under wrk (-t2 -c$CONNS -d$DURATION unless noted, same machine as the server)"
 echo
 echo "| target | requests/s | p50 ms | p99 ms | non-2xx |"
 echo "|---|---|---|---|---|"
 run_wrk baseline "$BASE_PORT" "$WORK/base.txt"
 run_wrk getSubmission "$PORT" "$WORK/get.txt"
 run_wrk searchSubmissions "$PORT" "$WORK/search.txt"
+run_wrk "searchSubmissions -c4" "$PORT" "$WORK/search.txt" 4
 python3 - "$WORK" <<'PY'
 import sys
 w = sys.argv[1]

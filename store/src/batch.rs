@@ -61,17 +61,4 @@ impl Batch {
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
     }
-
-    /// What this batch would leave at `(table, partition, clustering)`: `Some(Some(row))`
-    /// for a pending put, `Some(None)` for a pending delete, `None` when the batch does not
-    /// touch the row. Lets a projection read its own pending writes.
-    pub fn pending(&self, table: &TableRef, partition: &str, clustering: &[u8]) -> Option<Option<&Columns>> {
-        self.ops.iter().rev().find_map(|op| match op {
-            Op::Put { table: t, partition: p, clustering: c, columns } if t == table && p == partition && c == clustering => {
-                Some(Some(columns))
-            }
-            Op::Delete { table: t, partition: p, clustering: c } if t == table && p == partition && c == clustering => Some(None),
-            _ => None,
-        })
-    }
 }
