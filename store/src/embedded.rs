@@ -103,6 +103,25 @@ impl Store for EmbeddedStore {
             .collect()
     }
 
+    fn count(&self, table: &TableRef, partition: &str) -> Result<u64, StoreError> {
+        let name = table.physical_name();
+        let txn = self.db.begin_read()?;
+        let t = match txn.open_table(RowTable::new(&name)) {
+            Ok(t) => t,
+            Err(TableError::TableDoesNotExist(_)) => return Ok(0),
+            Err(e) => return Err(e.into()),
+        };
+        let end = partition_end(partition);
+        let empty: &[u8] = &[];
+        let range = t.range::<(&str, &[u8])>((Bound::Included((partition, empty)), Bound::Excluded((end.as_str(), empty))))?;
+        let mut n = 0;
+        for entry in range {
+            entry?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
     fn scan(&self, table: &TableRef, partition: &str, scan: &Scan) -> Result<Page, StoreError> {
         let name = table.physical_name();
         let txn = self.db.begin_read()?;

@@ -121,6 +121,9 @@ pub trait Store: Send + Sync {
     /// snapshot, in the order of `keys`.
     fn get_many(&self, table: &TableRef, keys: &[(String, Vec<u8>)]) -> Result<Vec<Option<Columns>>, StoreError>;
 
+    /// The number of rows in one partition.
+    fn count(&self, table: &TableRef, partition: &str) -> Result<u64, StoreError>;
+
     /// A page of rows of one partition.
     fn scan(&self, table: &TableRef, partition: &str, scan: &Scan) -> Result<Page, StoreError>;
 

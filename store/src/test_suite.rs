@@ -76,6 +76,10 @@ pub fn scans_page_in_clustering_order(store: &dyn Store) {
         assert_eq!(seen, expected);
     }
     assert!(store.scan(&t, "zz", &Scan::first(5)).unwrap().rows.is_empty());
+    assert_eq!(store.count(&t, "a").unwrap(), 25);
+    assert_eq!(store.count(&t, "a\u{1}").unwrap(), 25);
+    assert_eq!(store.count(&t, "zz").unwrap(), 0);
+    assert_eq!(store.count(&TableRef::new("m", 7, "t"), "a").unwrap(), 0);
 }
 
 /// Rows and checkpoints of one batch land together.

@@ -9,7 +9,7 @@ use store::{consumer_name, Columns, Store, Value};
 use tracing::debug;
 
 use super::staged::Staged;
-use super::{accounts, author_counts, by_author, records, MODEL};
+use super::{accounts, by_author, records, MODEL};
 use crate::submission::normalize;
 use crate::{deadletter, Checkpoints, Projection, ProjectionError};
 
@@ -53,17 +53,7 @@ impl EprintsProjection {
         let offset = existing.get("offset").and_then(Value::as_int).unwrap_or_default() as u64;
         for did in listed {
             st.delete(&by_author(self.version), &did, listing_key(at, offset));
-            self.add_count(st, &did, -1)?;
         }
-        Ok(())
-    }
-
-    fn add_count(&self, st: &mut Staged, did: &str, delta: i64) -> Result<(), ProjectionError> {
-        let table = author_counts(self.version);
-        let current = st.get(self.store.as_ref(), &table, did, &[])?.and_then(|c| c.get("count").and_then(Value::as_int)).unwrap_or(0);
-        let mut c = Columns::new();
-        c.insert("count".into(), Value::Int((current + delta).max(0)));
-        st.put(&table, did, Vec::new(), c);
         Ok(())
     }
 
@@ -103,7 +93,6 @@ impl EprintsProjection {
             let mut c = Columns::new();
             c.insert("uri".into(), Value::Text(uri.clone()));
             st.put(&by_author(self.version), did, listing_key(at, event.position.offset), c);
-            self.add_count(st, did, 1)?;
         }
         let mut c = Columns::new();
         c.insert("uri".into(), Value::Text(uri.clone()));

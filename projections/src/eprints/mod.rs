@@ -6,8 +6,8 @@
 //!   indexedAt, listed (JSON array of DIDs), listingAt, deleted, offset.
 //!   A deletion leaves a tombstone with its `rev`, so an older write replayed later is skipped.
 //! - `by_author`: DID → indexedAt (µs, big-endian) ‖ offset (big-endian): uri.
-//!   Scanned backwards for newest first; summaries come from `records`.
-//! - `author_counts`: DID → empty: count.
+//!   Scanned backwards for newest first; summaries come from `records`; an author's total
+//!   is the partition's row count.
 //! - `accounts`: DID → empty: handle, displayName, active, status.
 //! - `dead_letters`: see [`crate::deadletter`].
 
@@ -23,7 +23,7 @@ use store::TableRef;
 pub const MODEL: &str = "eprints";
 
 /// The tables of the model, for dropping a version.
-pub const TABLES: &[&str] = &["records", "by_author", "author_counts", "accounts", "dead_letters"];
+pub const TABLES: &[&str] = &["records", "by_author", "accounts", "dead_letters"];
 
 pub(crate) fn records(version: u32) -> TableRef {
     TableRef::new(MODEL, version, "records")
@@ -31,10 +31,6 @@ pub(crate) fn records(version: u32) -> TableRef {
 
 pub(crate) fn by_author(version: u32) -> TableRef {
     TableRef::new(MODEL, version, "by_author")
-}
-
-pub(crate) fn author_counts(version: u32) -> TableRef {
-    TableRef::new(MODEL, version, "author_counts")
 }
 
 pub(crate) fn accounts(version: u32) -> TableRef {

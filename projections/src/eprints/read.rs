@@ -3,7 +3,7 @@
 use serde_json::Value as Json;
 use store::{Columns, Scan, Store, Value};
 
-use super::{accounts, author_counts, by_author, records, MODEL};
+use super::{accounts, by_author, records, MODEL};
 use crate::submission::summary_of;
 use crate::ProjectionError;
 
@@ -100,7 +100,7 @@ impl<'a> EprintsReader<'a> {
             let indexed_at = text(&row, "indexedAt").unwrap_or_default();
             eprints.push(summary_of(uri, &cid, &record, &indexed_at));
         }
-        let total = self.store.get(&author_counts(v), did, &[])?.and_then(|c| c.get("count").and_then(Value::as_int)).unwrap_or(0);
+        let total = self.store.count(&by_author(v), did)? as i64;
         Ok(AuthorPage { eprints, next: page.next, total })
     }
 }
