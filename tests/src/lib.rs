@@ -42,7 +42,12 @@ pub fn svc_bin() -> &'static Path {
 
 /// Runs an `svc` subcommand to completion and returns its stdout.
 pub fn svc(args: &[&str]) -> Result<String> {
-    let out = Command::new(svc_bin()).args(args).env("RUST_LOG", "warn").output().context("failed to run svc")?;
+    svc_with_env(args, &[])
+}
+
+/// Runs an `svc` subcommand with extra environment variables.
+pub fn svc_with_env(args: &[&str], env: &[(&str, &str)]) -> Result<String> {
+    let out = Command::new(svc_bin()).args(args).envs(env.iter().copied()).env("RUST_LOG", "warn").output().context("failed to run svc")?;
     if !out.status.success() {
         bail!("svc {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
     }

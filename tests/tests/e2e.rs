@@ -2,7 +2,7 @@
 //! the answers stay the same, byte for byte.
 
 use serde_json::Value;
-use tests::{enc, svc, write_papers, Service};
+use tests::{enc, svc, svc_with_env, write_papers, Service};
 
 const PAPERS: usize = 400;
 
@@ -171,6 +171,9 @@ async fn log_tail_prints_every_event_once_in_order() {
         assert!(e["appendedAt"].is_string() && e["key"].as_str().unwrap().starts_with("did:plc:"));
         assert!(["repo.identity", "repo.record.create"].contains(&e["kind"].as_str().unwrap()));
     }
+    // Flags are also read from SVC_* environment variables.
+    let from_env = svc_with_env(&["log", "tail"], &[("SVC_DATA_DIR", data_s)]).unwrap();
+    assert_eq!(from_env, out);
     let some = svc(&["log", "tail", "--data-dir", data_s, "--from", "5", "--limit", "3"]).unwrap();
     let some: Vec<Value> = some.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(some, lines[5..8].to_vec());
