@@ -16,7 +16,7 @@
 //! newer than what they hold), so nothing is doubled.
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use chrono::NaiveDate;
@@ -158,14 +158,11 @@ pub struct SeedReport {
 /// Opens a JSON-lines file, gzip or plain (told apart by the gzip magic bytes).
 fn open_lines(path: &Path) -> Result<Box<dyn BufRead>, IngestError> {
     let read_err = |source| IngestError::Read { path: path.display().to_string(), source };
-    let mut file = std::fs::File::open(path).map_err(read_err)?;
-    let mut magic = [0u8; 2];
-    let n = file.read(&mut magic).map_err(read_err)?;
-    let file = std::fs::File::open(path).map_err(read_err)?;
-    if n == 2 && magic == [0x1f, 0x8b] {
+    let mut file = BufReader::new(std::fs::File::open(path).map_err(read_err)?);
+    if file.fill_buf().map_err(read_err)?.starts_with(&[0x1f, 0x8b]) {
         Ok(Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(file))))
     } else {
-        Ok(Box::new(BufReader::new(file)))
+        Ok(Box::new(file))
     }
 }
 

@@ -136,13 +136,9 @@ impl Lexicons {
     /// # Errors
     /// [`LexiconError::Invalid`] naming the offending parameter.
     pub fn validate_params(&self, nsid: &str, raw: &[(String, String)]) -> Result<Params, LexiconError> {
-        let params = self
-            .docs
-            .get(nsid)
-            .and_then(|d| d.pointer("/defs/main/parameters"))
-            .cloned()
-            .unwrap_or_else(|| serde_json::json!({"type": "params", "properties": {}}));
-        params::parse(&params, raw).map_err(Into::into)
+        // A method without parameters accepts (and ignores) any.
+        let schema = self.docs.get(nsid).and_then(|d| d.pointer("/defs/main/parameters")).unwrap_or(&Value::Null);
+        params::parse(schema, raw).map_err(Into::into)
     }
 
     /// Renders the OpenAPI 3.1 document of every method, plus the given non-XRPC routes.

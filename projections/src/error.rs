@@ -16,6 +16,9 @@ pub enum ProjectionError {
     /// A search request could not be understood.
     #[error("invalid search: {0}")]
     InvalidSearch(String),
+    /// A projection task or thread panicked.
+    #[error("projection task failed: {0}")]
+    Panicked(String),
     /// A stored row does not have the shape this build wrote.
     #[error("corrupt read model: {0}")]
     Corrupt(String),
@@ -32,7 +35,7 @@ impl ClassifiedError for ProjectionError {
         match self {
             ProjectionError::Store(e) => e.error_class(),
             ProjectionError::Log(e) => e.error_class(),
-            ProjectionError::Search(_) | ProjectionError::Corrupt(_) => ErrorClass::Internal,
+            ProjectionError::Search(_) | ProjectionError::Corrupt(_) | ProjectionError::Panicked(_) => ErrorClass::Internal,
             ProjectionError::InvalidSearch(_) => ErrorClass::InvalidRequest,
         }
     }

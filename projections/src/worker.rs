@@ -129,7 +129,7 @@ impl Worker {
                 (projection, result)
             })
             .await
-            .map_err(|e| ProjectionError::Search(format!("projection task panicked: {e}")))?;
+            .map_err(|e| ProjectionError::Panicked(e.to_string()))?;
             projection = back;
             match result {
                 Ok(n) => {
@@ -175,9 +175,7 @@ impl Worker {
                 }
             }
         }
-        tokio::task::spawn_blocking(move || projection.flush())
-            .await
-            .map_err(|e| ProjectionError::Search(format!("projection task panicked: {e}")))??;
+        tokio::task::spawn_blocking(move || projection.flush()).await.map_err(|e| ProjectionError::Panicked(e.to_string()))??;
         info!(model, version, "projection worker stopped");
         Ok(())
     }

@@ -88,7 +88,7 @@ pub fn rebuild_all(log: &dyn EventLog, ctx: &Context) -> Result<Vec<RebuildRepor
                 h.join().unwrap_or_else(|_| {
                     Err(ReplayError::Projection {
                         model: (*m).to_owned(),
-                        source: ProjectionError::Search("rebuild thread panicked".into()),
+                        source: ProjectionError::Panicked("rebuild thread panicked".into()),
                     })
                 })
             })

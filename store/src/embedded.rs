@@ -10,6 +10,7 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableErro
 use crate::{consumer_name, Batch, Columns, Op, Page, Row, Scan, Store, StoreError, TableRef, VersionState};
 
 type RangeEntry<'a> = (redb::AccessGuard<'a, (&'static str, &'static [u8])>, redb::AccessGuard<'a, &'static [u8]>);
+type ReadRows = redb::ReadOnlyTable<(&'static str, &'static [u8]), &'static [u8]>;
 type RowTable<'a> = TableDefinition<'a, (&'static str, &'static [u8]), &'static [u8]>;
 
 const CHECKPOINTS: TableDefinition<(&str, u32), u64> = TableDefinition::new("_checkpoints");
@@ -50,6 +51,15 @@ fn decode_columns(table: &str, bytes: &[u8]) -> Result<Columns, StoreError> {
     ciborium::from_reader(bytes).map_err(|e| StoreError::Corrupt { table: table.to_owned(), reason: e.to_string() })
 }
 
+/// Opens a row table for reading; `None` when nothing was ever written to it.
+fn open_rows<'t>(txn: &'t redb::ReadTransaction, name: &'t str) -> Result<Option<ReadRows>, StoreError> {
+    match txn.open_table(RowTable::new(name)) {
+        Ok(t) => Ok(Some(t)),
+        Err(TableError::TableDoesNotExist(_)) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// The smallest partition key greater than every `(partition, _)` key.
 fn partition_end(partition: &str) -> String {
     format!("{partition}\0")
@@ -76,11 +86,7 @@ impl Store for EmbeddedStore {
     fn get(&self, table: &TableRef, partition: &str, clustering: &[u8]) -> Result<Option<Columns>, StoreError> {
         let name = table.physical_name();
         let txn = self.db.begin_read()?;
-        let t = match txn.open_table(RowTable::new(&name)) {
-            Ok(t) => t,
-            Err(TableError::TableDoesNotExist(_)) => return Ok(None),
-            Err(e) => return Err(e.into()),
-        };
+        let Some(t) = open_rows(&txn, &name)? else { return Ok(None) };
         match t.get((partition, clustering))? {
             Some(v) => Ok(Some(decode_columns(&name, v.value())?)),
             None => Ok(None),
@@ -90,11 +96,7 @@ impl Store for EmbeddedStore {
     fn get_many(&self, table: &TableRef, keys: &[(String, Vec<u8>)]) -> Result<Vec<Option<Columns>>, StoreError> {
         let name = table.physical_name();
         let txn = self.db.begin_read()?;
-        let t = match txn.open_table(RowTable::new(&name)) {
-            Ok(t) => t,
-            Err(TableError::TableDoesNotExist(_)) => return Ok(vec![None; keys.len()]),
-            Err(e) => return Err(e.into()),
-        };
+        let Some(t) = open_rows(&txn, &name)? else { return Ok(vec![None; keys.len()]) };
         keys.iter()
             .map(|(p, c)| match t.get((p.as_str(), c.as_slice()))? {
                 Some(v) => Ok(Some(decode_columns(&name, v.value())?)),
@@ -106,11 +108,7 @@ impl Store for EmbeddedStore {
     fn count(&self, table: &TableRef, partition: &str) -> Result<u64, StoreError> {
         let name = table.physical_name();
         let txn = self.db.begin_read()?;
-        let t = match txn.open_table(RowTable::new(&name)) {
-            Ok(t) => t,
-            Err(TableError::TableDoesNotExist(_)) => return Ok(0),
-            Err(e) => return Err(e.into()),
-        };
+        let Some(t) = open_rows(&txn, &name)? else { return Ok(0) };
         let end = partition_end(partition);
         let empty: &[u8] = &[];
         let range = t.range::<(&str, &[u8])>((Bound::Included((partition, empty)), Bound::Excluded((end.as_str(), empty))))?;
@@ -125,11 +123,7 @@ impl Store for EmbeddedStore {
     fn scan(&self, table: &TableRef, partition: &str, scan: &Scan) -> Result<Page, StoreError> {
         let name = table.physical_name();
         let txn = self.db.begin_read()?;
-        let t = match txn.open_table(RowTable::new(&name)) {
-            Ok(t) => t,
-            Err(TableError::TableDoesNotExist(_)) => return Ok(Page { rows: Vec::new(), next: None }),
-            Err(e) => return Err(e.into()),
-        };
+        let Some(t) = open_rows(&txn, &name)? else { return Ok(Page { rows: Vec::new(), next: None }) };
         let end = partition_end(partition);
         let empty: &[u8] = &[];
         let (lower, upper) = match (&scan.after, scan.reverse) {
