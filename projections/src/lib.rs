@@ -14,15 +14,19 @@
 //! crate). `indexedAt` is the time the event entered the log, so a replay reproduces it.
 #![warn(missing_docs)]
 
+mod batch;
 pub mod catalog;
 pub mod deadletter;
 pub mod eprints;
 mod error;
+mod fanout;
 mod projection;
 pub mod search;
 pub mod submission;
 mod worker;
 
+pub use batch::{BatchEvent, EventBatch};
 pub use error::ProjectionError;
+pub use fanout::catch_up_all;
 pub use projection::{Checkpoints, Projection};
 pub use worker::{catch_up, Progress, Worker, WorkerConfig};

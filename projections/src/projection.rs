@@ -1,8 +1,6 @@
 use std::collections::BTreeMap;
 
-use event_schema::Envelope;
-
-use crate::ProjectionError;
+use crate::{EventBatch, ProjectionError};
 
 /// The next log offset to read, per log partition.
 pub type Checkpoints = BTreeMap<u32, u64>;
@@ -29,9 +27,9 @@ pub trait Projection: Send {
         self.checkpoints()
     }
 
-    /// Applies a batch of events (in order per partition) and records `next` as the new
-    /// checkpoints.
-    fn apply_batch(&mut self, events: &[Envelope], next: &Checkpoints) -> Result<(), ProjectionError>;
+    /// Applies a batch of events (in order per partition) and records the batch's
+    /// [`EventBatch::next`] as the new checkpoints.
+    fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError>;
 
     /// Makes everything applied so far durable and visible. Called when the worker has caught
     /// up with the log; projections that persist in every batch need do nothing.

@@ -1,5 +1,5 @@
-//! The projection worker: feeds a projection batches from the log, retries failures and
-//! reports progress.
+//! The projection worker: feeds a group of projections batches from the log, read once for
+//! all of them, retries failures and reports progress.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,7 +9,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::{Checkpoints, Projection, ProjectionError};
+use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
 
 /// How a worker runs.
 #[derive(Debug, Clone)]
@@ -41,26 +41,56 @@ pub struct Progress {
     pub applied: u64,
 }
 
-/// Reads the next batch after the projection's checkpoints and applies it. Returns how many
-/// events it applied (0 when the projection has caught up with the log).
-fn step(log: &dyn EventLog, projection: &mut dyn Projection, batch_size: usize) -> Result<usize, ProjectionError> {
-    let checkpoints = projection.checkpoints()?;
+/// Reads the next batch after `checkpoints`, spread over the log's partitions; `None` when
+/// nothing follows them.
+pub(crate) fn read_batch(log: &dyn EventLog, checkpoints: &Checkpoints, batch_size: usize) -> Result<Option<EventBatch>, ProjectionError> {
     let per_partition = (batch_size / log.partitions().max(1) as usize).max(1);
     let mut events = Vec::new();
     let mut next = Checkpoints::new();
+    let mut more_to_come = false;
     for partition in 0..log.partitions() {
         let from = checkpoints.get(&partition).copied().unwrap_or(0);
         let read = log.read(partition, from, per_partition)?;
+        more_to_come |= read.len() == per_partition;
         if let Some(last) = read.last() {
             next.insert(partition, last.position.offset + 1);
         }
         events.extend(read);
     }
-    if events.is_empty() {
-        return Ok(0);
-    }
-    projection.apply_batch(&events, &next)?;
-    Ok(events.len())
+    Ok((!events.is_empty()).then(|| EventBatch::new(events, next).with_more_to_come(more_to_come)))
+}
+
+/// Where a group of projections reads next: per partition, the lowest of their checkpoints.
+pub(crate) fn lowest_checkpoints(log: &dyn EventLog, each: &[Checkpoints]) -> Checkpoints {
+    (0..log.partitions())
+        .map(|partition| (partition, each.iter().map(|c| c.get(&partition).copied().unwrap_or(0)).min().unwrap_or(0)))
+        .collect()
+}
+
+/// Applies one batch to every projection, each on its own thread.
+fn apply_to_all(projections: &mut [Box<dyn Projection>], batch: &EventBatch) -> Result<(), ProjectionError> {
+    let Some((first, rest)) = projections.split_first_mut() else { return Ok(()) };
+    std::thread::scope(|scope| {
+        let others: Vec<_> = rest.iter_mut().map(|p| scope.spawn(move || p.apply_batch(batch))).collect();
+        let mut result = first.apply_batch(batch);
+        for handle in others {
+            let r = handle.join().unwrap_or_else(|_| Err(ProjectionError::Panicked("projection thread panicked".into())));
+            result = result.and(r);
+        }
+        result
+    })
+}
+
+/// Reads the next batch after the group's lowest checkpoints and applies it to every
+/// projection of the group. Returns how many events it read (0 when every projection has
+/// caught up with the log). A projection ahead of the others re-applies the events it already
+/// has, which projections make harmless (see [`Projection`]).
+fn step(log: &dyn EventLog, projections: &mut [Box<dyn Projection>], batch_size: usize) -> Result<usize, ProjectionError> {
+    let each = projections.iter().map(|p| p.checkpoints()).collect::<Result<Vec<_>, _>>()?;
+    let from = lowest_checkpoints(log, &each);
+    let Some(batch) = read_batch(log, &from, batch_size)? else { return Ok(0) };
+    apply_to_all(projections, &batch)?;
+    Ok(batch.len())
 }
 
 /// Applies every event appended so far, then flushes. For rebuilds and tests; returns the
@@ -71,34 +101,37 @@ fn step(log: &dyn EventLog, projection: &mut dyn Projection, batch_size: usize) 
 pub fn catch_up(log: &dyn EventLog, projection: &mut dyn Projection, batch_size: usize) -> Result<u64, ProjectionError> {
     let mut total = 0u64;
     loop {
-        let n = step(log, projection, batch_size)?;
-        if n == 0 {
+        let Some(batch) = read_batch(log, &projection.checkpoints()?, batch_size)? else {
             projection.flush()?;
             return Ok(total);
-        }
-        total += n as u64;
+        };
+        projection.apply_batch(&batch)?;
+        total += batch.len() as u64;
     }
 }
 
-/// Runs one projection against the log until cancelled.
+/// Runs a group of projections against the log until cancelled: one reader reads and decodes
+/// each batch once, and every projection applies it on its own thread.
 pub struct Worker {
     log: Arc<dyn EventLog>,
-    projection: Box<dyn Projection>,
+    projections: Vec<Box<dyn Projection>>,
     config: WorkerConfig,
-    progress: watch::Sender<Progress>,
+    progress: Vec<watch::Sender<Progress>>,
 }
 
 impl Worker {
-    /// A worker for `projection`.
-    pub fn new(log: Arc<dyn EventLog>, projection: Box<dyn Projection>, config: WorkerConfig) -> Worker {
-        let checkpoints = projection.durable_checkpoints().unwrap_or_default();
-        let (progress, _) = watch::channel(Progress { checkpoints, applied: 0 });
-        Worker { log, projection, config, progress }
+    /// A worker for `projections`.
+    pub fn new(log: Arc<dyn EventLog>, projections: Vec<Box<dyn Projection>>, config: WorkerConfig) -> Worker {
+        let progress = projections
+            .iter()
+            .map(|p| watch::channel(Progress { checkpoints: p.durable_checkpoints().unwrap_or_default(), applied: 0 }).0)
+            .collect();
+        Worker { log, projections, config, progress }
     }
 
-    /// Progress updates, published after every batch.
-    pub fn progress(&self) -> watch::Receiver<Progress> {
-        self.progress.subscribe()
+    /// Progress updates per read model, published after every batch.
+    pub fn progress(&self) -> Vec<(&'static str, watch::Receiver<Progress>)> {
+        self.projections.iter().zip(&self.progress).map(|(p, tx)| (p.model(), tx.subscribe())).collect()
     }
 
     /// Applies events as they arrive until `cancel` fires; flushes before returning.
@@ -107,10 +140,9 @@ impl Worker {
     /// A batch that still fails after the configured attempts stops the worker: its error is
     /// returned, and the durable checkpoints stay before the failed batch.
     pub async fn run(self, cancel: CancellationToken) -> Result<(), ProjectionError> {
-        let Worker { log, mut projection, config, progress } = self;
-        let model = projection.model();
-        let version = projection.version();
-        info!(model, version, "projection worker started");
+        let Worker { log, mut projections, config, progress } = self;
+        let models: Vec<_> = projections.iter().map(|p| p.model()).collect();
+        info!(?models, "projection worker started");
         let mut applied_total = 0u64;
         let mut attempt = 0u32;
         let mut batch_size = config.batch_size;
@@ -120,17 +152,17 @@ impl Worker {
             let log2 = log.clone();
             let started = Instant::now();
             let (back, result) = tokio::task::spawn_blocking(move || {
-                let result = step(log2.as_ref(), projection.as_mut(), batch_size).and_then(|n| {
+                let result = step(log2.as_ref(), &mut projections, batch_size).and_then(|n| {
                     if n == 0 {
-                        projection.flush()?;
+                        projections.iter_mut().try_for_each(|p| p.flush())?;
                     }
                     Ok(n)
                 });
-                (projection, result)
+                (projections, result)
             })
             .await
             .map_err(|e| ProjectionError::Panicked(e.to_string()))?;
-            projection = back;
+            projections = back;
             match result {
                 Ok(n) => {
                     attempt = 0;
@@ -141,15 +173,17 @@ impl Worker {
                         config.batch_size
                     };
                     if n > 0 {
-                        tracing::debug!(model, version, events = n, elapsed_ms = started.elapsed().as_millis() as u64, "applied batch");
+                        tracing::debug!(events = n, elapsed_ms = started.elapsed().as_millis() as u64, "applied batch");
                     }
-                    let checkpoints = projection.durable_checkpoints()?;
-                    progress.send_if_modified(|p| {
-                        let changed = p.checkpoints != checkpoints;
-                        p.checkpoints = checkpoints;
-                        p.applied = applied_total;
-                        changed
-                    });
+                    for (projection, progress) in projections.iter().zip(&progress) {
+                        let checkpoints = projection.durable_checkpoints()?;
+                        progress.send_if_modified(|p| {
+                            let changed = p.checkpoints != checkpoints;
+                            p.checkpoints = checkpoints;
+                            p.applied = applied_total;
+                            changed
+                        });
+                    }
                     if n == 0 {
                         tokio::select! {
                             _ = appended.changed() => {}
@@ -163,11 +197,11 @@ impl Worker {
                 Err(e) => {
                     attempt += 1;
                     if attempt >= config.max_attempts {
-                        warn!(model, version, error = %e, attempt, "projection batch failed; stopping worker");
+                        warn!(?models, error = %e, attempt, "projection batch failed; stopping worker");
                         return Err(e);
                     }
                     let delay = config.retry_base * 2u32.saturating_pow(attempt - 1);
-                    warn!(model, version, error = %e, attempt, delay_ms = delay.as_millis() as u64, "projection batch failed; retrying");
+                    warn!(?models, error = %e, attempt, delay_ms = delay.as_millis() as u64, "projection batch failed; retrying");
                     tokio::select! {
                         _ = tokio::time::sleep(delay) => {}
                         _ = cancel.cancelled() => break,
@@ -175,8 +209,10 @@ impl Worker {
                 }
             }
         }
-        tokio::task::spawn_blocking(move || projection.flush()).await.map_err(|e| ProjectionError::Panicked(e.to_string()))??;
-        info!(model, version, "projection worker stopped");
+        tokio::task::spawn_blocking(move || projections.iter_mut().try_for_each(|p| p.flush()))
+            .await
+            .map_err(|e| ProjectionError::Panicked(e.to_string()))??;
+        info!(?models, "projection worker stopped");
         Ok(())
     }
 }

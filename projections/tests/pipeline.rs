@@ -8,9 +8,9 @@ use event_schema::{IdentityChange, NewEvent, Payload, RecordDelete, RecordWrite,
 use eventlog::{EmbeddedLog, EventLog};
 use lexicons::Lexicons;
 use projections::catalog::{self, Context, Mode};
-use projections::catch_up;
 use projections::eprints::read::EprintsReader;
 use projections::search::{SearchCursor, SearchIndexes, SearchRequest, SortOrder};
+use projections::{catch_up, catch_up_all, EventBatch, Projection};
 use serde_json::json;
 use store::EmbeddedStore;
 
@@ -149,9 +149,9 @@ fn applying_a_prefix_twice_gives_the_same_read_model() {
     // Apply the first half, then apply it again from the start, as after a crash before the
     // checkpoint was written, then the rest.
     let first_half: Vec<_> = (0..4).flat_map(|part| env.log.read(part, 0, 5).unwrap()).collect();
-    let next = p.checkpoints().unwrap();
-    p.apply_batch(&first_half, &next).unwrap();
-    p.apply_batch(&first_half, &next).unwrap();
+    let batch = EventBatch::new(first_half, p.checkpoints().unwrap());
+    p.apply_batch(&batch).unwrap();
+    p.apply_batch(&batch).unwrap();
     catch_up(env.log.as_ref(), p.as_mut(), 7).unwrap();
     let reader = EprintsReader::new(env.ctx.store.as_ref()).unwrap();
     let page = reader.by_author(did, 100, None).unwrap();
@@ -210,4 +210,41 @@ fn a_rebuilt_version_is_built_beside_the_active_one() {
     catalog::drop_version(&env.ctx, "eprints", v1).unwrap();
     let after = EprintsReader::new(store.as_ref()).unwrap().by_author(did, 10, None).unwrap();
     assert_eq!(before, after);
+}
+
+#[test]
+fn one_reader_feeds_projections_that_stand_at_different_checkpoints() {
+    let env = env();
+    let did = "did:plc:eeeeeeeeeeeeeeeeeeeeeeee";
+    let events: Vec<NewEvent> = (0..60)
+        .map(|i| {
+            write(
+                did,
+                &format!("3e{i:03}"),
+                &format!("3r{i:03}"),
+                submission(&format!("Shared read {i}"), &[("E", did)], 1 + i % 28),
+                false,
+            )
+        })
+        .collect();
+    env.log.append(&events).unwrap();
+    let mut models: Vec<_> = catalog::MODELS
+        .iter()
+        .map(|m| {
+            let v = catalog::ensure_active(&env.ctx, m).unwrap();
+            catalog::open(&env.ctx, m, v, Mode::Live).unwrap()
+        })
+        .collect();
+    // The eprints model is ahead (as after a crash between its store commit and the search
+    // index's commit): the shared reader starts at the search model's checkpoints, and the
+    // eprints model re-applies what it has without doubling anything.
+    let ahead: Vec<_> = (0..4).flat_map(|part| env.log.read(part, 0, 8).unwrap()).collect();
+    let next = ahead.iter().map(|e| (e.position.partition, e.position.offset + 1)).collect();
+    models[0].apply_batch(&EventBatch::new(ahead, next)).unwrap();
+    let results = catch_up_all(env.log.as_ref(), models.iter_mut().map(|m| m.as_mut() as &mut dyn Projection).collect(), 16);
+    assert!(results.iter().all(|r| *r.as_ref().unwrap() == 60), "{results:?}");
+    let reader = EprintsReader::new(env.ctx.store.as_ref()).unwrap();
+    let page = reader.by_author(did, 100, None).unwrap();
+    assert_eq!((page.total, page.eprints.len()), (60, 60));
+    assert_eq!(search_all(&env, "shared read", SortOrder::Date, 7).1, 60);
 }

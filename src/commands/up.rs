@@ -24,16 +24,16 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
     let cancel = CancellationToken::new();
     let mut tasks: JoinSet<anyhow::Result<()>> = JoinSet::new();
 
-    let mut progress = Vec::new();
+    let mut projections = Vec::new();
     for model in catalog::MODELS {
         let version = catalog::ensure_active(&ctx, model)?;
-        let projection =
-            catalog::open(&ctx, model, version, catalog::Mode::Live).with_context(|| format!("failed to open projection {model}"))?;
-        let worker = Worker::new(log.clone(), projection, WorkerConfig { batch_size: args.batch_size, ..WorkerConfig::default() });
-        progress.push((*model, worker.progress()));
-        let token = cancel.clone();
-        tasks.spawn(async move { worker.run(token).await.with_context(|| format!("projection {model} stopped")) });
+        projections
+            .push(catalog::open(&ctx, model, version, catalog::Mode::Live).with_context(|| format!("failed to open projection {model}"))?);
     }
+    let worker = Worker::new(log.clone(), projections, WorkerConfig { batch_size: args.batch_size, ..WorkerConfig::default() });
+    let progress = worker.progress();
+    let token = cancel.clone();
+    tasks.spawn(async move { worker.run(token).await.context("projection worker stopped") });
 
     let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("failed to listen on {}", args.listen))?;
     let local = listener.local_addr()?;

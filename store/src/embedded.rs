@@ -60,6 +60,14 @@ fn open_rows<'t>(txn: &'t redb::ReadTransaction, name: &'t str) -> Result<Option
     }
 }
 
+/// The row an op writes; checkpoints sort first (they are never among a table's ops).
+fn row_key(op: &Op) -> (&str, &[u8]) {
+    match op {
+        Op::Put { partition, clustering, .. } | Op::Delete { partition, clustering, .. } => (partition, clustering),
+        Op::Checkpoint { .. } => ("", &[]),
+    }
+}
+
 /// The smallest partition key greater than every `(partition, _)` key.
 fn partition_end(partition: &str) -> String {
     format!("{partition}\0")
@@ -174,9 +182,11 @@ impl Store for EmbeddedStore {
                     }
                 }
             }
-            // Ops on one table keep their relative order, which is all that matters: ops on
-            // different tables never touch the same row.
-            for (name, ops) in names {
+            // Ops on different tables never touch the same row, and within one table a
+            // stable sort by key keeps the order of ops on the same row: the batch lands in
+            // key order, near-sequentially in the B-tree, whatever order the events had.
+            for (name, mut ops) in names {
+                ops.sort_by(|a, b| row_key(a).cmp(&row_key(b)));
                 let mut t = txn.open_table(RowTable::new(&name))?;
                 for op in ops {
                     match op {

@@ -10,8 +10,8 @@ use tracing::debug;
 
 use super::staged::Staged;
 use super::{accounts, by_author, records, MODEL};
-use crate::submission::normalize;
-use crate::{deadletter, Checkpoints, Projection, ProjectionError};
+use crate::submission::Submission;
+use crate::{deadletter, Checkpoints, EventBatch, Projection, ProjectionError};
 
 /// Builds the eprints read model (see the [module docs](super)).
 pub struct EprintsProjection {
@@ -57,23 +57,19 @@ impl EprintsProjection {
         Ok(())
     }
 
-    fn write(&self, st: &mut Staged, event: &Envelope, w: &RecordWrite) -> Result<(), ProjectionError> {
-        if w.collection != SUBMISSION {
-            return Ok(());
-        }
+    fn write(
+        &self,
+        st: &mut Staged,
+        event: &Envelope,
+        w: &RecordWrite,
+        submission: Result<&Submission, &str>,
+    ) -> Result<(), ProjectionError> {
         let uri = w.uri();
-        let dead = |st: &mut Staged, reason: String| {
-            let (clustering, cols) = deadletter::row(event, Some(uri.clone()), &reason);
-            st.put(&deadletter::table(MODEL, self.version), deadletter::partition(), clustering, cols);
-        };
-        if let Err(e) = self.lexicons.validate_record(&w.collection, &w.record) {
-            dead(st, e.to_string());
-            return Ok(());
-        }
-        let submission = match normalize(&w.record) {
+        let submission = match submission {
             Ok(s) => s,
             Err(reason) => {
-                dead(st, format!("invalid: {reason}"));
+                let (clustering, cols) = deadletter::row(event, Some(uri), reason);
+                st.put(&deadletter::table(MODEL, self.version), deadletter::partition(), clustering, cols);
                 return Ok(());
             }
         };
@@ -152,11 +148,15 @@ impl Projection for EprintsProjection {
         Ok(self.store.checkpoints(&consumer_name(MODEL, self.version))?)
     }
 
-    fn apply_batch(&mut self, events: &[Envelope], next: &Checkpoints) -> Result<(), ProjectionError> {
+    fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError> {
         let mut st = Staged::default();
-        for event in events {
-            match &event.payload {
-                Payload::RecordCreate(w) | Payload::RecordUpdate(w) => self.write(&mut st, event, w)?,
+        for event in batch.iter() {
+            if let Some((w, submission)) = event.submission(&self.lexicons) {
+                self.write(&mut st, event.envelope, w, submission)?;
+                continue;
+            }
+            match &event.envelope.payload {
+                Payload::RecordCreate(_) | Payload::RecordUpdate(_) => {}
                 Payload::RecordDelete(d) => self.delete(&mut st, d)?,
                 Payload::Identity(i) => self.account(&mut st, &i.did, |c| {
                     if let Some(h) = &i.handle {
@@ -173,12 +173,12 @@ impl Projection for EprintsProjection {
                 })?,
             }
         }
-        let mut batch = st.into_batch();
+        let mut writes = st.into_batch();
         let consumer = consumer_name(MODEL, self.version);
-        for (partition, offset) in next {
-            batch.checkpoint(&consumer, *partition, *offset);
+        for (partition, offset) in batch.next() {
+            writes.checkpoint(&consumer, *partition, *offset);
         }
-        self.store.apply(batch)?;
+        self.store.apply(writes)?;
         Ok(())
     }
 }

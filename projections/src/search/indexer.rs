@@ -15,11 +15,14 @@ use tracing::debug;
 
 use super::{SearchIndex, SearchIndexes, MODEL};
 use crate::catalog::Mode;
-use crate::submission::normalize;
-use crate::{Checkpoints, Projection, ProjectionError};
+use crate::submission::Submission;
+use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
 
 /// Commit at least this often while events keep coming (live mode).
 const LIVE_COMMIT_INTERVAL: Duration = Duration::from_millis(1000);
+/// Commit this often while catching up (more events already wait in the log): every commit
+/// writes a segment, and many small segments cost merges and slow the catch-up down.
+const CATCH_UP_COMMIT_INTERVAL: Duration = Duration::from_secs(10);
 /// The indexing memory budget, shared by the writer's threads.
 const WRITER_HEAP_BYTES: usize = 192 * 1024 * 1024;
 
@@ -75,11 +78,7 @@ impl SearchProjection {
         Ok(doc.get_first(f.rev).and_then(|v| v.as_str()).map(str::to_owned))
     }
 
-    fn write(&mut self, event: &Envelope, w: &RecordWrite) -> Result<(), ProjectionError> {
-        if w.collection != SUBMISSION || self.lexicons.validate_record(&w.collection, &w.record).is_err() {
-            return Ok(());
-        }
-        let Ok(s) = normalize(&w.record) else { return Ok(()) };
+    fn write(&mut self, event: &Envelope, w: &RecordWrite, s: &Submission) -> Result<(), ProjectionError> {
         let uri = w.uri();
         if self.current_rev(&uri)?.is_some_and(|held| held >= w.rev) {
             debug!(uri, rev = w.rev, "skipping stale record write");
@@ -147,23 +146,30 @@ impl Projection for SearchProjection {
         Ok(self.committed.clone())
     }
 
-    fn apply_batch(&mut self, events: &[Envelope], next: &Checkpoints) -> Result<(), ProjectionError> {
-        for event in events {
-            match &event.payload {
-                Payload::RecordCreate(w) | Payload::RecordUpdate(w) => self.write(event, w)?,
-                Payload::RecordDelete(d) if d.collection == SUBMISSION => {
-                    let uri = d.uri();
-                    if self.current_rev(&uri)?.is_some_and(|held| held >= d.rev) {
-                        continue;
-                    }
-                    self.writer.delete_term(Term::from_field_text(self.index.fields.uri, &uri));
-                    self.pending_revs.insert(uri, None);
+    fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError> {
+        for event in batch.iter() {
+            if let Some((w, submission)) = event.submission(&self.lexicons) {
+                // Invalid records are the eprints model's dead letters; search skips them.
+                if let Ok(s) = submission {
+                    self.write(event.envelope, w, s)?;
                 }
-                _ => {}
+                continue;
+            }
+            if let Payload::RecordDelete(d) = &event.envelope.payload {
+                if d.collection != SUBMISSION {
+                    continue;
+                }
+                let uri = d.uri();
+                if self.current_rev(&uri)?.is_some_and(|held| held >= d.rev) {
+                    continue;
+                }
+                self.writer.delete_term(Term::from_field_text(self.index.fields.uri, &uri));
+                self.pending_revs.insert(uri, None);
             }
         }
-        self.applied.extend(next.iter().map(|(p, o)| (*p, *o)));
-        if self.commit_interval.is_some_and(|every| self.last_commit.elapsed() >= every) {
+        self.applied.extend(batch.next().iter().map(|(p, o)| (*p, *o)));
+        let interval = self.commit_interval.map(|every| if batch.more_to_come() { CATCH_UP_COMMIT_INTERVAL.max(every) } else { every });
+        if interval.is_some_and(|every| self.last_commit.elapsed() >= every) {
             self.commit()?;
         }
         Ok(())

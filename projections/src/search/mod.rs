@@ -7,6 +7,7 @@
 mod indexer;
 mod query;
 mod schema;
+mod stem;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -70,6 +71,7 @@ impl SearchIndexes {
         let (schema, fields) = schema::build();
         let mmap = tantivy::directory::MmapDirectory::open(&dir).map_err(|e| ProjectionError::Search(e.to_string()))?;
         let index = Index::open_or_create(mmap, schema)?;
+        index.tokenizers().register("en_stem", stem::en_stem());
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
         let idx = Arc::new(SearchIndex { index, reader, fields });
         open.insert(version, idx.clone());

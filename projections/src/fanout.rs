@@ -1,0 +1,87 @@
+//! Catching several projections up from one read of the log.
+//!
+//! Reading and decoding the log, and validating and normalizing its records, cost as much as
+//! a projection's own work. For rebuilds, one reader thread reads and decodes each batch once
+//! and hands it to every projection, each applying it on its own thread, while the reader
+//! already reads the next batches (the live [`crate::Worker`] reads once for its group too,
+//! but waits for a batch to be applied before reading the next).
+
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Arc;
+
+use eventlog::{EventLog, LogError};
+
+use crate::worker::{lowest_checkpoints, read_batch};
+use crate::{EventBatch, Projection, ProjectionError};
+
+/// Batches read ahead of the slowest projection: enough to keep every thread busy, few
+/// enough to bound memory.
+const READ_AHEAD: usize = 2;
+
+/// Applies every event appended so far to each projection, then flushes it; returns, per
+/// projection in order, the number of events read for it or its error. Reading starts at the
+/// lowest of their checkpoints (a projection ahead re-applies what it has, harmlessly). A
+/// projection that fails stops alone; the others go on.
+///
+/// # Errors
+/// A failed log read fails every projection that had not failed before it.
+pub fn catch_up_all(log: &dyn EventLog, projections: Vec<&mut dyn Projection>, batch_size: usize) -> Vec<Result<u64, ProjectionError>> {
+    let each = match projections.iter().map(|p| p.checkpoints()).collect::<Result<Vec<_>, _>>() {
+        Ok(each) => each,
+        Err(e) => {
+            return projections.iter().map(|_| Err(LogError::Unavailable(format!("failed to read checkpoints: {e}")).into())).collect()
+        }
+    };
+    let mut checkpoints = lowest_checkpoints(log, &each);
+    std::thread::scope(|scope| {
+        let mut senders = Vec::new();
+        let mut handles = Vec::new();
+        for projection in projections {
+            let (tx, rx) = sync_channel::<Arc<EventBatch>>(READ_AHEAD);
+            senders.push(Some(tx));
+            handles.push(scope.spawn(move || apply_all(projection, rx)));
+        }
+        let read_error = loop {
+            let batch = match read_batch(log, &checkpoints, batch_size) {
+                Ok(Some(batch)) => Arc::new(batch),
+                Ok(None) => break None,
+                Err(e) => break Some(e),
+            };
+            checkpoints.extend(batch.next().iter().map(|(p, o)| (*p, *o)));
+            for sender in &mut senders {
+                // A projection that failed has dropped its receiver: stop feeding it.
+                if sender.as_ref().is_some_and(|tx| tx.send(batch.clone()).is_err()) {
+                    *sender = None;
+                }
+            }
+            if senders.iter().all(Option::is_none) {
+                break None;
+            }
+        };
+        drop(senders);
+        handles
+            .into_iter()
+            .map(|h| {
+                let applied = join(h);
+                match (&read_error, applied) {
+                    (Some(e), Ok(_)) => Err(LogError::Unavailable(format!("the shared log reader failed: {e}")).into()),
+                    (_, result) => result,
+                }
+            })
+            .collect()
+    })
+}
+
+fn apply_all(projection: &mut dyn Projection, batches: Receiver<Arc<EventBatch>>) -> Result<u64, ProjectionError> {
+    let mut applied = 0u64;
+    for batch in batches {
+        projection.apply_batch(&batch)?;
+        applied += batch.len() as u64;
+    }
+    projection.flush()?;
+    Ok(applied)
+}
+
+fn join(handle: std::thread::ScopedJoinHandle<'_, Result<u64, ProjectionError>>) -> Result<u64, ProjectionError> {
+    handle.join().unwrap_or_else(|_| Err(ProjectionError::Panicked("projection thread panicked".into())))
+}
