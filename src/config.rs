@@ -54,6 +54,11 @@ pub struct DataArgs {
     /// Partitions of a new log (an existing log keeps its own count).
     #[arg(long, env = "SVC_PARTITIONS", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub partitions: u32,
+
+    /// The event log: `kafka://HOST:PORT[,HOST:PORT][?topic=NAME&replication=N&rdkafka.KEY=VALUE]`
+    /// for Kafka; unset, the embedded log in the data directory.
+    #[arg(long = "log", env = "SVC_LOG")]
+    pub log_url: Option<String>,
 }
 
 /// `svc up`.

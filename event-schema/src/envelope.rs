@@ -15,6 +15,15 @@ pub struct Position {
     pub offset: u64,
 }
 
+impl Position {
+    /// A number unique to this position across the whole log (the offset, then the
+    /// partition in the low 8 bits; logs have at most 256 partitions). Read models use it
+    /// as a stable tie-breaker and row key: offsets alone repeat across partitions on Kafka.
+    pub fn ordinal(&self) -> u64 {
+        (self.offset << 8) | u64::from(self.partition & 0xff)
+    }
+}
+
 /// What produced an event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]

@@ -1,7 +1,7 @@
 //! The event log: the source of truth of svc.
 //!
-//! One [`EventLog`] interface with an embedded implementation ([`EmbeddedLog`], on redb) and,
-//! later, a Kafka one. The log is partitioned by key: every event of one key lands in one
+//! One [`EventLog`] interface with an embedded implementation ([`EmbeddedLog`], on redb) and
+//! a Kafka one ([`KafkaLog`], on rdkafka). The log is partitioned by key: every event of one key lands in one
 //! partition, so a key's events are read in the order they were appended, and keys spread
 //! over partitions can be processed in parallel.
 //!
@@ -31,12 +31,15 @@
 
 mod embedded;
 mod error;
+mod kafka;
+pub mod tansu;
 pub mod test_suite;
 
 use event_schema::{Envelope, NewEvent, Position};
 
 pub use embedded::EmbeddedLog;
 pub use error::LogError;
+pub use kafka::{KafkaConfig, KafkaLog};
 
 /// A durable, partitioned, append-only log of events.
 ///
@@ -48,7 +51,9 @@ pub trait EventLog: Send + Sync {
     /// Appends events durably, in order, and returns their positions.
     ///
     /// # Errors
-    /// [`LogError`] when the log cannot store the events; then none of them was stored.
+    /// [`LogError`] when the log cannot store the events. The embedded log then stored none of
+    /// them; on Kafka a prefix may have been stored, which a retry appends again (projections
+    /// skip what they already hold).
     fn append(&self, events: &[NewEvent]) -> Result<Vec<Position>, LogError>;
 
     /// Reads up to `max` events of `partition` from offset `from` (inclusive), in order.

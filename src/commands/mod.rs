@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context as _;
-use eventlog::{EmbeddedLog, EventLog};
+use eventlog::{EmbeddedLog, EventLog, KafkaConfig, KafkaLog};
 use projections::catalog::Context;
 use projections::search::SearchIndexes;
 use store::EmbeddedStore;
@@ -17,6 +17,11 @@ use crate::config::{DataArgs, SeedArgs};
 
 /// Opens the embedded log of a data directory.
 pub fn open_log(data: &DataArgs) -> anyhow::Result<Arc<dyn EventLog>> {
+    if let Some(url) = &data.log_url {
+        let config = KafkaConfig::from_url(url, data.partitions)?;
+        let log = KafkaLog::open(config).with_context(|| format!("failed to open the Kafka log at {url}"))?;
+        return Ok(Arc::new(log));
+    }
     let log = EmbeddedLog::open(&data.data_dir, data.partitions)
         .with_context(|| format!("failed to open the event log in {} (is another svc using it?)", data.data_dir.display()))?;
     Ok(Arc::new(log))

@@ -45,6 +45,38 @@ pub fn svc(args: &[&str]) -> Result<String> {
     svc_with_env(args, &[])
 }
 
+/// The event log the `svc` processes of a test use.
+pub struct Backend {
+    /// `embedded` or `kafka`.
+    pub name: &'static str,
+    env: Vec<(String, String)>,
+    _broker: Option<eventlog::tansu::Tansu>,
+}
+
+impl Backend {
+    /// The embedded log in the data directory.
+    pub fn embedded() -> Backend {
+        Backend { name: "embedded", env: Vec::new(), _broker: None }
+    }
+
+    /// A Kafka log on a tansu broker of this test's own (stopped when dropped).
+    pub fn kafka() -> Backend {
+        let broker = eventlog::tansu::Tansu::start();
+        let url = format!("{}&topic=svc.e2e", broker.url());
+        Backend { name: "kafka", env: vec![("SVC_LOG".into(), url)], _broker: Some(broker) }
+    }
+
+    /// The environment that selects this backend.
+    pub fn env(&self) -> Vec<(&str, &str)> {
+        self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+    }
+
+    /// Runs an `svc` subcommand on this backend.
+    pub fn svc(&self, args: &[&str]) -> Result<String> {
+        svc_with_env(args, &self.env())
+    }
+}
+
 /// Runs an `svc` subcommand with extra environment variables.
 pub fn svc_with_env(args: &[&str], env: &[(&str, &str)]) -> Result<String> {
     let out = Command::new(svc_bin()).args(args).envs(env.iter().copied()).env("RUST_LOG", "warn").output().context("failed to run svc")?;
@@ -88,6 +120,11 @@ impl Service {
 
     /// Starts `svc up` on a given port.
     pub async fn start_on(data_dir: &Path, port: u16) -> Result<Service> {
+        Service::start_with(data_dir, port, &Backend::embedded()).await
+    }
+
+    /// Starts `svc up` on a given port and backend.
+    pub async fn start_with(data_dir: &Path, port: u16, backend: &Backend) -> Result<Service> {
         let log_path = data_dir.with_extension(format!("{port}.log"));
         let log = std::fs::File::create(&log_path)?;
         let child = Command::new(svc_bin())
@@ -95,6 +132,7 @@ impl Service {
             .arg(data_dir)
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .env("RUST_LOG", "info")
+            .envs(backend.env())
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

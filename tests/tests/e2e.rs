@@ -2,7 +2,7 @@
 //! the answers stay the same, byte for byte.
 
 use serde_json::Value;
-use tests::{enc, svc, svc_with_env, write_papers, Service};
+use tests::{enc, svc, svc_with_env, write_papers, Backend, Service};
 
 const PAPERS: usize = 400;
 
@@ -29,16 +29,26 @@ async fn snapshot(svc: &Service, paths: &[String]) -> Vec<(u16, Vec<u8>)> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn seed_query_crash_restart_replay() {
+async fn seed_query_crash_restart_replay_embedded() {
+    seed_query_crash_restart_replay(Backend::embedded()).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn seed_query_crash_restart_replay_kafka() {
+    seed_query_crash_restart_replay(Backend::kafka()).await;
+}
+
+async fn seed_query_crash_restart_replay(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
     let papers = dir.path().join("papers.jsonl");
     write_papers(&papers, PAPERS).unwrap();
     let data = dir.path().join("data");
     let data_s = data.to_str().unwrap();
-    let report: Value = serde_json::from_str(svc(&["seed", "--data-dir", data_s, papers.to_str().unwrap()]).unwrap().trim()).unwrap();
+    let report: Value =
+        serde_json::from_str(backend.svc(&["seed", "--data-dir", data_s, papers.to_str().unwrap()]).unwrap().trim()).unwrap();
     assert_eq!(report["papers"], PAPERS);
 
-    let service = Service::start(&data).await.unwrap();
+    let service = Service::start_with(&data, tests::free_port(), &backend).await.unwrap();
     service.wait_caught_up().await.unwrap();
 
     // The search finds a paper by words of its title.
@@ -136,19 +146,19 @@ async fn seed_query_crash_restart_replay() {
     assert!(before.iter().all(|(s, _)| *s == 200));
     let port = service.port();
     service.kill9();
-    let service = Service::start_on(&data, port).await.unwrap();
+    let service = Service::start_with(&data, port, &backend).await.unwrap();
     service.wait_caught_up().await.unwrap();
     assert_eq!(snapshot(&service, &paths).await, before, "answers changed after kill -9 and restart");
 
     // Stop, replay, start: the same answers, byte for byte.
     service.stop().unwrap();
-    let replayed = svc(&["replay", "--data-dir", data_s]).unwrap();
+    let replayed = backend.svc(&["replay", "--data-dir", data_s]).unwrap();
     assert_eq!(replayed.lines().count(), 2, "{replayed}");
     for line in replayed.lines() {
         let r: Value = serde_json::from_str(line).unwrap();
         assert_eq!(r["newVersion"], 2, "{line}");
     }
-    let service = Service::start_on(&data, port).await.unwrap();
+    let service = Service::start_with(&data, port, &backend).await.unwrap();
     service.wait_caught_up().await.unwrap();
     assert_eq!(snapshot(&service, &paths).await, before, "answers changed after replay");
 }

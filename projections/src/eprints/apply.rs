@@ -28,9 +28,9 @@ impl EprintsProjection {
 }
 
 /// The by-author clustering key: newest sorts last, so a backwards scan is newest first.
-fn listing_key(indexed_at_micros: i64, offset: u64) -> Vec<u8> {
+fn listing_key(indexed_at_micros: i64, ordinal: u64) -> Vec<u8> {
     let mut k = (indexed_at_micros as u64).to_be_bytes().to_vec();
-    k.extend_from_slice(&offset.to_be_bytes());
+    k.extend_from_slice(&ordinal.to_be_bytes());
     k
 }
 
@@ -50,9 +50,9 @@ impl EprintsProjection {
         }
         let listed: Vec<String> = text(existing, "listed").and_then(|l| serde_json::from_str(&l).ok()).unwrap_or_default();
         let at = existing.get("listingAt").and_then(Value::as_int).unwrap_or_default();
-        let offset = existing.get("offset").and_then(Value::as_int).unwrap_or_default() as u64;
+        let ordinal = existing.get("ordinal").and_then(Value::as_int).unwrap_or_default() as u64;
         for did in listed {
-            st.delete(&by_author(self.version), &did, listing_key(at, offset));
+            st.delete(&by_author(self.version), &did, listing_key(at, ordinal));
         }
         Ok(())
     }
@@ -88,7 +88,7 @@ impl EprintsProjection {
         for did in &listed {
             let mut c = Columns::new();
             c.insert("uri".into(), Value::Text(uri.clone()));
-            st.put(&by_author(self.version), did, listing_key(at, event.position.offset), c);
+            st.put(&by_author(self.version), did, listing_key(at, event.position.ordinal()), c);
         }
         let mut c = Columns::new();
         c.insert("uri".into(), Value::Text(uri.clone()));
@@ -99,7 +99,7 @@ impl EprintsProjection {
         c.insert("indexedAt".into(), Value::Text(indexed_at));
         c.insert("listed".into(), Value::Text(serde_json::to_string(&listed).unwrap_or_default()));
         c.insert("listingAt".into(), Value::Int(at));
-        c.insert("offset".into(), Value::Int(event.position.offset as i64));
+        c.insert("ordinal".into(), Value::Int(event.position.ordinal() as i64));
         c.insert("deleted".into(), Value::Bool(false));
         st.put(&table, &uri, Vec::new(), c);
         Ok(())

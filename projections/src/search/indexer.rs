@@ -108,7 +108,7 @@ impl SearchProjection {
         }
         doc.add_i64(f.created, s.created_at.timestamp_micros());
         doc.add_u64(f.citations, 0);
-        doc.add_u64(f.seq, event.position.offset);
+        doc.add_u64(f.seq, event.position.ordinal());
         doc.add_text(f.summary, s.summary(&uri, &w.cid, &indexed_at).to_string());
         self.writer.delete_term(Term::from_field_text(f.uri, &uri));
         self.writer.add_document(doc)?;

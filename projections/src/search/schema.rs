@@ -25,7 +25,8 @@ pub struct SearchFields {
     pub created: Field,
     /// Citation count, for sorting.
     pub citations: Field,
-    /// Log offset of the event that indexed the document: the stable tie-breaker.
+    /// The log position (`Position::ordinal`) of the event that indexed the document: the
+    /// stable tie-breaker, unique across partitions.
     pub seq: Field,
     /// The eprint summary (JSON) returned with hits.
     pub summary: Field,

@@ -1,0 +1,357 @@
+//! The Kafka log (rdkafka): one topic of repository events, keyed by DID.
+//!
+//! - **Topic and keys.** Repository events go to one topic (default `svc.repo-events`), the
+//!   message key is the event's ordering key (the repository DID) and the partition is
+//!   [`partition_for`] of it (FNV-1a modulo the partition count, the same as the embedded log),
+//!   so one key's events stay in one partition in append order. The value is the CBOR
+//!   envelope of `event-schema`; `appendedAt` is stamped by the appending process.
+//! - **Creation.** The topic is created when missing, with the configured partitions and
+//!   replication, `retention.ms = -1` and `retention.bytes = -1` (the log is the source of
+//!   truth: nothing expires). An existing topic keeps its partition count.
+//! - **Appends** go through an idempotent producer (`enable.idempotence`, `acks = all`); a call
+//!   returns once every event is acknowledged, with the positions of the delivery reports. If
+//!   an append fails, a prefix of it may be stored: callers retry, and projections skip what
+//!   they already hold.
+//! - **Positions** are Kafka's (partition, offset); offsets are per partition.
+//! - **Checkpoints** are Kafka consumer-group offsets: consumer `c` commits as group `c`, so
+//!   Kafka tooling shows every consumer's lag.
+//! - **Change notification.** A background thread polls the high watermarks (appends may come
+//!   from other processes) and wakes readers waiting on [`EventLog::appended`].
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use event_schema::{codec, Envelope, NewEvent, Position};
+use futures::executor::block_on;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
+use tokio::sync::watch;
+use tracing::{debug, warn};
+
+use crate::{partition_for, EventLog, LogError};
+
+/// How long one broker request may take before the call fails.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often the watcher thread polls the high watermarks.
+const WATCH_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Where and how to reach the Kafka log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KafkaConfig {
+    /// Bootstrap brokers, `host:port,host:port`.
+    pub brokers: String,
+    /// The repository-events topic.
+    pub topic: String,
+    /// Partitions of a topic this log creates.
+    pub partitions: u32,
+    /// Replication factor of a topic this log creates.
+    pub replication: i32,
+    /// librdkafka settings applied to every client, after svc's own (TLS, SASL, tuning).
+    pub client_settings: Vec<(String, String)>,
+}
+
+impl KafkaConfig {
+    /// Parses `kafka://HOST:PORT[,HOST:PORT][?topic=NAME&replication=N&rdkafka.KEY=VALUE…]`;
+    /// `partitions` is used when the topic has to be created. Every `rdkafka.KEY=VALUE` sets
+    /// librdkafka property `KEY` on every client (e.g. `rdkafka.security.protocol=ssl`).
+    ///
+    /// # Errors
+    /// [`LogError::Unavailable`] naming what is wrong with the URL.
+    pub fn from_url(url: &str, partitions: u32) -> Result<KafkaConfig, LogError> {
+        let bad = |why: &str| LogError::Unavailable(format!("invalid Kafka URL {url:?}: {why}"));
+        let rest = url.strip_prefix("kafka://").ok_or_else(|| bad("must start with kafka://"))?;
+        let (brokers, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let brokers = brokers.trim_end_matches('/');
+        if brokers.is_empty()
+            || brokers.split(',').any(|b| b.rsplit_once(':').is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err()))
+        {
+            return Err(bad("expected HOST:PORT[,HOST:PORT]"));
+        }
+        let mut config = KafkaConfig {
+            brokers: brokers.to_owned(),
+            topic: "svc.repo-events".into(),
+            partitions: partitions.max(1),
+            replication: 1,
+            client_settings: Vec::new(),
+        };
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            match pair.split_once('=') {
+                Some(("topic", t)) if !t.is_empty() => config.topic = t.to_owned(),
+                Some(("replication", n)) => {
+                    config.replication = n.parse().ok().filter(|n| *n > 0).ok_or_else(|| bad("replication must be a positive number"))?
+                }
+                Some((key, value)) if key.len() > "rdkafka.".len() && key.starts_with("rdkafka.") => {
+                    config.client_settings.push((key["rdkafka.".len()..].to_owned(), value.to_owned()));
+                }
+                _ => return Err(bad(&format!("unknown parameter {pair:?} (known: topic, replication, rdkafka.*)"))),
+            }
+        }
+        Ok(config)
+    }
+}
+
+fn unavailable(what: &str, e: impl std::fmt::Display) -> LogError {
+    LogError::Unavailable(format!("kafka: {what}: {e}"))
+}
+
+/// The Kafka [`EventLog`].
+pub struct KafkaLog {
+    config: KafkaConfig,
+    partitions: u32,
+    producer: FutureProducer,
+    /// Reads assign this consumer to one partition at a time.
+    reader: Mutex<BaseConsumer>,
+    /// One group member per consumer name, for committing and reading checkpoints.
+    committers: Mutex<std::collections::HashMap<String, Arc<BaseConsumer>>>,
+    appended_tx: Arc<watch::Sender<u64>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl KafkaLog {
+    /// Connects, creates the topic if it is missing, and starts watching for appends.
+    ///
+    /// # Errors
+    /// [`LogError::Unavailable`] when the brokers cannot be reached or the topic cannot be
+    /// created.
+    pub fn open(config: KafkaConfig) -> Result<KafkaLog, LogError> {
+        let admin: AdminClient<DefaultClientContext> = base_config(&config).create().map_err(|e| unavailable("admin client", e))?;
+        let topic = NewTopic::new(&config.topic, config.partitions as i32, TopicReplication::Fixed(config.replication))
+            .set("retention.ms", "-1")
+            .set("retention.bytes", "-1");
+        let opts = AdminOptions::new().operation_timeout(Some(REQUEST_TIMEOUT));
+        for result in block_on(admin.create_topics([&topic], &opts)).map_err(|e| unavailable("create topic", e))? {
+            match result {
+                Ok(name) => debug!(topic = name, partitions = config.partitions, "created topic"),
+                Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+                Err((name, code)) => return Err(unavailable(&format!("create topic {name}"), code)),
+            }
+        }
+        // librdkafka wants a group even for assigned reads; this one never commits.
+        let reader: BaseConsumer = base_config(&config)
+            .set("group.id", "svc.reader")
+            .set("fetch.wait.max.ms", "50")
+            .set("enable.auto.commit", "false")
+            .set("enable.partition.eof", "false")
+            .create()
+            .map_err(|e| unavailable("consumer", e))?;
+        let partitions = wait_for_partitions(&reader, &config.topic)?;
+        let producer: FutureProducer = base_config(&config)
+            .set("enable.idempotence", "true")
+            .set("acks", "all")
+            .set("linger.ms", "5")
+            .set("queue.buffering.max.messages", "1000000")
+            .create()
+            .map_err(|e| unavailable("producer", e))?;
+        let (appended_tx, _) = watch::channel(0);
+        let log = KafkaLog {
+            config,
+            partitions,
+            producer,
+            reader: Mutex::new(reader),
+            committers: Mutex::new(Default::default()),
+            appended_tx: Arc::new(appended_tx),
+            stop: Arc::new(AtomicBool::new(false)),
+        };
+        log.appended_tx.send_replace(log.total_end()?);
+        log.watch_appends()?;
+        Ok(log)
+    }
+
+    /// The sum of the partitions' high watermarks: grows with every append.
+    fn total_end(&self) -> Result<u64, LogError> {
+        (0..self.partitions).map(|p| self.end_offset(p)).sum()
+    }
+
+    fn watch_appends(&self) -> Result<(), LogError> {
+        let watcher: BaseConsumer = base_config(&self.config).create().map_err(|e| unavailable("watcher", e))?;
+        let (topic, partitions, tx, stop) = (self.config.topic.clone(), self.partitions, self.appended_tx.clone(), self.stop.clone());
+        std::thread::Builder::new()
+            .name("kafka-log-watch".into())
+            .spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let total: Result<u64, KafkaError> = (0..partitions)
+                        .map(|p| watcher.fetch_watermarks(&topic, p as i32, REQUEST_TIMEOUT).map(|(_, high)| high.max(0) as u64))
+                        .sum();
+                    match total {
+                        Ok(total) => {
+                            tx.send_if_modified(|seen| std::mem::replace(seen, total) != total);
+                        }
+                        Err(e) => warn!(error = %e, "kafka: polling the log's end failed"),
+                    }
+                    std::thread::sleep(WATCH_INTERVAL);
+                }
+            })
+            .map_err(|e| unavailable("watcher thread", e))?;
+        Ok(())
+    }
+
+    fn check_partition(&self, partition: u32) -> Result<(), LogError> {
+        if partition >= self.partitions {
+            return Err(LogError::UnknownPartition { partition, partitions: self.partitions });
+        }
+        Ok(())
+    }
+
+    fn committer(&self, consumer: &str) -> Result<Arc<BaseConsumer>, LogError> {
+        let mut committers = self.committers.lock().map_err(|_| unavailable("committers", "lock poisoned"))?;
+        if let Some(c) = committers.get(consumer) {
+            return Ok(c.clone());
+        }
+        let c: BaseConsumer = base_config(&self.config)
+            .set("group.id", consumer)
+            .set("enable.auto.commit", "false")
+            .create()
+            .map_err(|e| unavailable("committer", e))?;
+        let c = Arc::new(c);
+        committers.insert(consumer.to_owned(), c.clone());
+        Ok(c)
+    }
+
+    fn one_partition(&self, partition: u32, offset: Offset) -> Result<TopicPartitionList, LogError> {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&self.config.topic, partition as i32, offset).map_err(|e| unavailable("partition list", e))?;
+        Ok(tpl)
+    }
+}
+
+impl Drop for KafkaLog {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+fn base_config(config: &KafkaConfig) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", &config.brokers).set("client.id", "svc").set("socket.timeout.ms", "10000");
+    for (key, value) in &config.client_settings {
+        c.set(key, value);
+    }
+    c
+}
+
+/// The topic's partition count, once its metadata is visible (just after creation it may
+/// not be yet).
+fn wait_for_partitions(consumer: &BaseConsumer, topic: &str) -> Result<u32, LogError> {
+    let deadline = Instant::now() + REQUEST_TIMEOUT;
+    loop {
+        let metadata = consumer.fetch_metadata(Some(topic), REQUEST_TIMEOUT).map_err(|e| unavailable("metadata", e))?;
+        let found = metadata.topics().iter().find(|t| t.name() == topic).map(|t| (t.partitions().len(), t.error()));
+        match found {
+            Some((n, None)) if n > 0 => return Ok(n as u32),
+            _ if Instant::now() >= deadline => return Err(unavailable("metadata", format!("topic {topic} has no partitions yet"))),
+            _ => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
+impl EventLog for KafkaLog {
+    fn partitions(&self) -> u32 {
+        self.partitions
+    }
+
+    fn append(&self, events: &[NewEvent]) -> Result<Vec<Position>, LogError> {
+        let now = Utc::now();
+        let mut deliveries = Vec::with_capacity(events.len());
+        for event in events {
+            let bytes = codec::encode(event, now).map_err(LogError::Encode)?;
+            let partition = partition_for(&event.key, self.partitions) as i32;
+            let mut record = FutureRecord::to(&self.config.topic).partition(partition).key(event.key.as_bytes()).payload(bytes.as_slice());
+            loop {
+                match self.producer.send_result(record) {
+                    Ok(delivery) => break deliveries.push(delivery),
+                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                        record = back;
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    Err((e, _)) => return Err(unavailable("produce", e)),
+                }
+            }
+        }
+        let mut positions = Vec::with_capacity(deliveries.len());
+        for delivery in deliveries {
+            match block_on(delivery) {
+                Ok(Ok(d)) => positions.push(Position { partition: d.partition as u32, offset: d.offset as u64 }),
+                Ok(Err((e, _))) => return Err(unavailable("delivery", e)),
+                Err(_) => return Err(unavailable("delivery", "the producer was closed")),
+            }
+        }
+        let end: u64 = positions.len() as u64;
+        self.appended_tx.send_modify(|seen| *seen += end);
+        Ok(positions)
+    }
+
+    fn read(&self, partition: u32, from: u64, max: usize) -> Result<Vec<Envelope>, LogError> {
+        self.check_partition(partition)?;
+        let end = self.end_offset(partition)?;
+        if from >= end || max == 0 {
+            return Ok(Vec::new());
+        }
+        let last = end.min(from.saturating_add(max as u64)) - 1;
+        let reader = self.reader.lock().map_err(|_| unavailable("reader", "lock poisoned"))?;
+        reader.assign(&self.one_partition(partition, Offset::Offset(from as i64))?).map_err(|e| unavailable("assign", e))?;
+        let mut out = Vec::with_capacity((last - from + 1).min(65_536) as usize);
+        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        while out.len() < max {
+            let Some(message) = reader.poll(Duration::from_millis(100)) else {
+                if Instant::now() >= deadline {
+                    return Err(unavailable(
+                        "read",
+                        format!("no events from partition {partition} offset {from} within {REQUEST_TIMEOUT:?}"),
+                    ));
+                }
+                continue;
+            };
+            let message = message.map_err(|e| unavailable("fetch", e))?;
+            let offset = message.offset() as u64;
+            // Messages fetched for an earlier assignment may still be queued: skip them.
+            if message.partition() != partition as i32 || offset < from {
+                continue;
+            }
+            let position = Position { partition, offset };
+            let bytes = message.payload().unwrap_or_default();
+            out.push(codec::decode(position, bytes).map_err(|source| LogError::Corrupt { partition, offset, source })?);
+            if offset >= last {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    fn end_offset(&self, partition: u32) -> Result<u64, LogError> {
+        self.check_partition(partition)?;
+        let reader = self.reader.lock().map_err(|_| unavailable("reader", "lock poisoned"))?;
+        let (_, high) =
+            reader.fetch_watermarks(&self.config.topic, partition as i32, REQUEST_TIMEOUT).map_err(|e| unavailable("watermarks", e))?;
+        Ok(high.max(0) as u64)
+    }
+
+    fn commit_checkpoint(&self, consumer: &str, partition: u32, next_offset: u64) -> Result<(), LogError> {
+        self.check_partition(partition)?;
+        let tpl = self.one_partition(partition, Offset::Offset(next_offset as i64))?;
+        self.committer(consumer)?.commit(&tpl, CommitMode::Sync).map_err(|e| unavailable("commit checkpoint", e))
+    }
+
+    fn checkpoint(&self, consumer: &str, partition: u32) -> Result<Option<u64>, LogError> {
+        self.check_partition(partition)?;
+        let tpl = self.one_partition(partition, Offset::Invalid)?;
+        let committed = self.committer(consumer)?.committed_offsets(tpl, REQUEST_TIMEOUT).map_err(|e| unavailable("read checkpoint", e))?;
+        Ok(committed.elements().first().and_then(|e| match e.offset() {
+            Offset::Offset(n) if n >= 0 => Some(n as u64),
+            _ => None,
+        }))
+    }
+
+    fn appended(&self) -> watch::Receiver<u64> {
+        self.appended_tx.subscribe()
+    }
+
+    fn check(&self) -> Result<(), LogError> {
+        self.end_offset(0).map(|_| ())
+    }
+}

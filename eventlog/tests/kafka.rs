@@ -1,0 +1,64 @@
+//! The Kafka log against a real Kafka-protocol broker (tansu): the conformance suite, topic
+//! creation, reopening, and appends from another client waking readers.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use eventlog::tansu::Tansu;
+use eventlog::test_suite::{identity_events, run_all};
+use eventlog::{EventLog, KafkaConfig, KafkaLog};
+
+fn config(broker: &Tansu, topic: &str, partitions: u32) -> KafkaConfig {
+    KafkaConfig::from_url(&format!("{}&topic={topic}", broker.url()), partitions).unwrap()
+}
+
+#[test]
+fn conformance() {
+    let broker = Tansu::start();
+    let n = AtomicU32::new(0);
+    run_all(&|| {
+        let topic = format!("conformance-{}", n.fetch_add(1, Ordering::Relaxed));
+        Box::new(KafkaLog::open(config(&broker, &topic, 4)).unwrap())
+    });
+}
+
+#[test]
+fn reopening_keeps_events_and_the_partition_count() {
+    let broker = Tansu::start();
+    let events = identity_events(12);
+    let first = KafkaLog::open(config(&broker, "reopen", 3)).unwrap().append(&events).unwrap();
+    let log = KafkaLog::open(config(&broker, "reopen", 8)).unwrap();
+    assert_eq!(log.partitions(), 3);
+    let read: usize = (0..3).map(|p| log.read(p, 0, 100).unwrap().len()).sum();
+    assert_eq!(read, 12);
+    for pos in first {
+        let e = log.read(pos.partition, pos.offset, 1).unwrap();
+        assert_eq!(e[0].position, pos);
+    }
+}
+
+#[test]
+fn appends_by_another_client_wake_readers() {
+    let broker = Tansu::start();
+    let reader = KafkaLog::open(config(&broker, "watch", 2)).unwrap();
+    let writer = KafkaLog::open(config(&broker, "watch", 2)).unwrap();
+    let mut rx = reader.appended();
+    rx.borrow_and_update();
+    writer.append(&identity_events(3)).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !rx.has_changed().unwrap() {
+        assert!(std::time::Instant::now() < deadline, "reader was not woken by another client's append");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn bad_urls_are_refused_with_the_reason() {
+    for url in ["kafka://", "http://h:1", "kafka://host", "kafka://h:1?x=y", "kafka://h:notaport", "kafka://h:1?replication=0"] {
+        let e = KafkaConfig::from_url(url, 4).unwrap_err().to_string();
+        assert!(e.contains("invalid Kafka URL"), "{url}: {e}");
+    }
+    let c = KafkaConfig::from_url("kafka://a:1,b:2/?topic=t&replication=3&rdkafka.security.protocol=ssl", 4).unwrap();
+    assert_eq!((c.brokers.as_str(), c.topic.as_str(), c.replication, c.partitions), ("a:1,b:2", "t", 3, 4));
+    assert_eq!(c.client_settings, vec![("security.protocol".to_owned(), "ssl".to_owned())]);
+}
