@@ -1,6 +1,6 @@
 # The single entry point for local work and CI. `make` lists the targets.
 .DEFAULT_GOAL := help
-.PHONY: help run seed fmt lint test test-nextest bench loadtest
+.PHONY: help run seed fmt lint peers test test-nextest bench loadtest
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -18,10 +18,14 @@ lint: ## rustfmt check and clippy with warnings denied
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 
-test: ## the README's test command (what .ci/run runs)
-	cargo test --workspace
+peers: ## install the real servers the tests use into .peers/ (tansu)
+	scripts/peers.sh
+
+test: ## the README's test command (what .ci/run runs): peers, then every test
+	scripts/test.sh
 
 test-nextest: ## the same tests under nextest, plus the doc tests nextest skips
+	scripts/peers.sh
 	cargo nextest run --workspace
 	cargo test --workspace --doc
 

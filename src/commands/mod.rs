@@ -15,7 +15,7 @@ use tracing::info;
 
 use crate::config::{DataArgs, SeedArgs};
 
-/// Opens the embedded log of a data directory.
+/// Opens the event log: Kafka when `--log` is set, else the embedded log of the data directory.
 pub fn open_log(data: &DataArgs) -> anyhow::Result<Arc<dyn EventLog>> {
     if let Some(url) = &data.log_url {
         let config = KafkaConfig::from_url(url, data.partitions)?;
