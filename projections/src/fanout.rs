@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use eventlog::{EventLog, LogError};
 
-use crate::worker::{lowest_checkpoints, read_batch};
+use crate::worker::{join, lowest_checkpoints, read_batch};
 use crate::{EventBatch, Projection, ProjectionError};
 
 /// Batches read ahead of the slowest projection: enough to keep every thread busy, few
@@ -80,8 +80,4 @@ fn apply_all(projection: &mut dyn Projection, batches: Receiver<Arc<EventBatch>>
     }
     projection.flush()?;
     Ok(applied)
-}
-
-fn join(handle: std::thread::ScopedJoinHandle<'_, Result<u64, ProjectionError>>) -> Result<u64, ProjectionError> {
-    handle.join().unwrap_or_else(|_| Err(ProjectionError::Panicked("projection thread panicked".into())))
 }

@@ -67,6 +67,11 @@ pub(crate) fn lowest_checkpoints(log: &dyn EventLog, each: &[Checkpoints]) -> Ch
         .collect()
 }
 
+/// Waits for a projection thread; a panic becomes [`ProjectionError::Panicked`].
+pub(crate) fn join<T>(handle: std::thread::ScopedJoinHandle<'_, Result<T, ProjectionError>>) -> Result<T, ProjectionError> {
+    handle.join().unwrap_or_else(|_| Err(ProjectionError::Panicked("projection thread panicked".into())))
+}
+
 /// Applies one batch to every projection, each on its own thread.
 fn apply_to_all(projections: &mut [Box<dyn Projection>], batch: &EventBatch) -> Result<(), ProjectionError> {
     let Some((first, rest)) = projections.split_first_mut() else { return Ok(()) };
@@ -74,8 +79,7 @@ fn apply_to_all(projections: &mut [Box<dyn Projection>], batch: &EventBatch) -> 
         let others: Vec<_> = rest.iter_mut().map(|p| scope.spawn(move || p.apply_batch(batch))).collect();
         let mut result = first.apply_batch(batch);
         for handle in others {
-            let r = handle.join().unwrap_or_else(|_| Err(ProjectionError::Panicked("projection thread panicked".into())));
-            result = result.and(r);
+            result = result.and(join(handle));
         }
         result
     })
