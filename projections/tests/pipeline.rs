@@ -248,3 +248,124 @@ fn one_reader_feeds_projections_that_stand_at_different_checkpoints() {
     assert_eq!((page.total, page.eprints.len()), (60, 60));
     assert_eq!(search_all(&env, "shared read", SortOrder::Date, 7).1, 60);
 }
+
+/// An embedded store that cuts one batch short, the way a crash can leave a batch on a
+/// store without atomic batches (ScyllaDB): only the first `cut` writes land, no checkpoint.
+struct CutShort {
+    inner: EmbeddedStore,
+    cut: std::sync::Mutex<Option<usize>>,
+    last_len: std::sync::atomic::AtomicUsize,
+}
+
+impl store::Store for CutShort {
+    fn get(&self, t: &store::TableRef, p: &str, c: &[u8]) -> Result<Option<store::Columns>, store::StoreError> {
+        self.inner.get(t, p, c)
+    }
+    fn get_many(&self, t: &store::TableRef, keys: &[(String, Vec<u8>)]) -> Result<Vec<Option<store::Columns>>, store::StoreError> {
+        self.inner.get_many(t, keys)
+    }
+    fn count(&self, t: &store::TableRef, p: &str) -> Result<u64, store::StoreError> {
+        self.inner.count(t, p)
+    }
+    fn scan(&self, t: &store::TableRef, p: &str, s: &store::Scan) -> Result<store::Page, store::StoreError> {
+        self.inner.scan(t, p, s)
+    }
+    fn apply(&self, batch: store::Batch) -> Result<(), store::StoreError> {
+        let writes: Vec<store::Op> = batch.ops.iter().filter(|op| !matches!(op, store::Op::Checkpoint { .. })).cloned().collect();
+        self.last_len.store(writes.len(), std::sync::atomic::Ordering::SeqCst);
+        match self.cut.lock().unwrap().take() {
+            Some(cut) => {
+                self.inner.apply(store::Batch { ops: writes.into_iter().take(cut).collect() })?;
+                Err(store::StoreError::Unavailable("crashed mid-batch".into()))
+            }
+            None => self.inner.apply(batch),
+        }
+    }
+    fn checkpoints(&self, consumer: &str) -> Result<std::collections::BTreeMap<u32, u64>, store::StoreError> {
+        self.inner.checkpoints(consumer)
+    }
+    fn active_version(&self, model: &str) -> Result<Option<u32>, store::StoreError> {
+        self.inner.active_version(model)
+    }
+    fn versions(&self, model: &str) -> Result<std::collections::BTreeMap<u32, store::VersionState>, store::StoreError> {
+        self.inner.versions(model)
+    }
+    fn create_version(&self, model: &str) -> Result<u32, store::StoreError> {
+        self.inner.create_version(model)
+    }
+    fn set_active_version(&self, model: &str, version: u32) -> Result<(), store::StoreError> {
+        self.inner.set_active_version(model, version)
+    }
+    fn drop_version(&self, model: &str, version: u32, tables: &[&str]) -> Result<(), store::StoreError> {
+        self.inner.drop_version(model, version, tables)
+    }
+    fn check(&self) -> Result<(), store::StoreError> {
+        self.inner.check()
+    }
+}
+
+/// Records, listings and accounts of the eprints model, for comparing two builds.
+fn eprints_dump(store: &dyn store::Store, dids: &[&str], uris: &[String]) -> Vec<String> {
+    let reader = EprintsReader::new(store).unwrap();
+    let mut out = Vec::new();
+    for did in dids {
+        let page = reader.by_author(did, 100, None).unwrap();
+        out.push(format!("{did} lists {}: {:?}", page.total, page.eprints.iter().map(|e| (e["uri"].clone(), e["title"].clone())).collect::<Vec<_>>()));
+        let account = reader.account(did).unwrap();
+        out.push(format!("{did} account {:?} {:?}", account.handle, account.display_name));
+    }
+    for uri in uris {
+        out.push(format!("{uri}: {:?}", reader.get(uri).unwrap().map(|e| e.record.get().to_owned())));
+    }
+    out
+}
+
+#[test]
+fn a_batch_cut_short_is_completed_by_applying_it_again() {
+    let (a, b) = ("did:plc:aaaaaaaaaaaaaaaaaaaaaaaa", "did:plc:bbbbbbbbbbbbbbbbbbbbbbbb");
+    let delete = |rkey: &str, rev: &str| {
+        NewEvent::repo(src(), Payload::RecordDelete(RecordDelete { did: a.into(), collection: lexicons::SUBMISSION.into(), rkey: rkey.into(), rev: rev.into() }))
+    };
+    let handle = |did: &str, h: &str| NewEvent::repo(src(), Payload::Identity(IdentityChange { did: did.into(), handle: Some(h.into()), display_name: None }));
+    let before = [write(a, "3k1", "3r01", submission("One", &[("A", a), ("B", b)], 1), false), write(a, "3k2", "3r02", submission("Two", &[("A", a)], 2), false), handle(a, "a.test")];
+    let batch = [
+        write(a, "3k1", "3r03", submission("One revised", &[("A", a)], 1), true),
+        write(a, "3k1", "3r04", submission("One again", &[("A", a), ("B", b)], 1), true),
+        delete("3k2", "3r05"),
+        write(a, "3k3", "3r06", submission("Three", &[("B", b), ("A", a)], 3), false),
+        write(a, "3k2", "3r07", submission("Two reborn", &[("B", b)], 2), false),
+        write(b, "3k9", "3r01", submission("Nine", &[("B", b)], 9), false),
+        handle(a, "a2.test"),
+        handle(b, "b.test"),
+        write(a, "3k3", "3r08", submission("Three final", &[("A", a)], 3), true),
+    ];
+    let uris: Vec<String> = ["3k1", "3k2", "3k3"].iter().map(|k| format!("at://{a}/pub.svc.eprint.submission/{k}")).chain([format!("at://{b}/pub.svc.eprint.submission/3k9")]).collect();
+    // The log and store of one run; `cut` cuts the second batch after that many writes.
+    let run = |cut: Option<usize>| {
+        let dir = tempfile::tempdir().unwrap();
+        let log = EmbeddedLog::open(&dir.path().join("log"), 1).unwrap();
+        let store = Arc::new(CutShort {
+            inner: EmbeddedStore::open(&dir.path().join("store")).unwrap(),
+            cut: Default::default(),
+            last_len: Default::default(),
+        });
+        let ctx = Context { store: store.clone(), search: Arc::new(SearchIndexes::new(&dir.path().join("search"))), lexicons: Arc::new(Lexicons::builtin()) };
+        let v = catalog::ensure_active(&ctx, "eprints").unwrap();
+        let mut p = catalog::open(&ctx, "eprints", v, Mode::Live).unwrap();
+        log.append(&before).unwrap();
+        catch_up(&log, p.as_mut(), 100).unwrap();
+        log.append(&batch).unwrap();
+        *store.cut.lock().unwrap() = cut;
+        if cut.is_some() {
+            assert!(catch_up(&log, p.as_mut(), 100).is_err());
+        }
+        catch_up(&log, p.as_mut(), 100).unwrap();
+        (eprints_dump(store.as_ref(), &[a, b], &uris), store.last_len.load(std::sync::atomic::Ordering::SeqCst))
+    };
+    let (clean, writes) = run(None);
+    assert!(clean.iter().any(|l| l.contains("Three final")), "{clean:#?}");
+    assert!(writes > 10);
+    for cut in 0..=writes {
+        assert_eq!(run(Some(cut)).0, clean, "cut after {cut} of {writes} writes");
+    }
+}

@@ -13,6 +13,9 @@ pub enum Op {
         clustering: Vec<u8>,
         /// The row's columns.
         columns: Columns,
+        /// The log position (an ordinal) of the event that produced the write: a store
+        /// without atomic batches lets no older position overwrite a newer one.
+        position: u64,
     },
     /// Delete a row (a no-op if it is absent).
     Delete {
@@ -22,7 +25,13 @@ pub enum Op {
         partition: String,
         /// The clustering key.
         clustering: Vec<u8>,
+        /// The log position (an ordinal) of the event that produced the deletion.
+        position: u64,
     },
+    /// Every write before this one lands before any write after it. Stores that apply a
+    /// batch atomically ignore it; the others use it to order what a crash can leave half
+    /// done (see [`Batch::barrier`]).
+    Barrier,
     /// Set a consumer's checkpoint for one log partition.
     Checkpoint {
         /// The consumer, see [`crate::consumer_name`].
@@ -42,14 +51,23 @@ pub struct Batch {
 }
 
 impl Batch {
-    /// Adds a row write.
-    pub fn put(&mut self, table: &TableRef, partition: &str, clustering: Vec<u8>, columns: Columns) {
-        self.ops.push(Op::Put { table: table.clone(), partition: partition.to_owned(), clustering, columns });
+    /// Adds a row write made by the event at log position `position`.
+    pub fn put(&mut self, table: &TableRef, partition: &str, clustering: Vec<u8>, columns: Columns, position: u64) {
+        self.ops.push(Op::Put { table: table.clone(), partition: partition.to_owned(), clustering, columns, position });
     }
 
-    /// Adds a row deletion.
-    pub fn delete(&mut self, table: &TableRef, partition: &str, clustering: Vec<u8>) {
-        self.ops.push(Op::Delete { table: table.clone(), partition: partition.to_owned(), clustering });
+    /// Adds a row deletion made by the event at log position `position`.
+    pub fn delete(&mut self, table: &TableRef, partition: &str, clustering: Vec<u8>, position: u64) {
+        self.ops.push(Op::Delete { table: table.clone(), partition: partition.to_owned(), clustering, position });
+    }
+
+    /// Orders the writes: on a store that is not atomic across partitions (ScyllaDB), all
+    /// writes added before the barrier land before any added after it, and checkpoints land
+    /// after every write. A projection puts the rows it reads back to make decisions after
+    /// the rows derived from them, so that a crash mid-batch never leaves a decision row
+    /// whose derived rows are missing.
+    pub fn barrier(&mut self) {
+        self.ops.push(Op::Barrier);
     }
 
     /// Adds a checkpoint update.

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableError, TableHandle};
 
+use crate::value::{decode_columns, encode_columns};
 use crate::{consumer_name, Batch, Columns, Op, Page, Row, Scan, Store, StoreError, TableRef, VersionState};
 
 type RangeEntry<'a> = (redb::AccessGuard<'a, (&'static str, &'static [u8])>, redb::AccessGuard<'a, &'static [u8]>);
@@ -33,22 +34,17 @@ fn state_code(state: VersionState) -> u8 {
     }
 }
 
-fn state_from(code: u8) -> VersionState {
+/// The code of a dropped version: its entry stays so that its number is never reused.
+const DROPPED: u8 = 3;
+
+/// A version's state; `None` for a dropped one.
+fn state_from(code: u8) -> Option<VersionState> {
     match code {
-        1 => VersionState::Active,
-        2 => VersionState::Retired,
-        _ => VersionState::Building,
+        0 => Some(VersionState::Building),
+        1 => Some(VersionState::Active),
+        2 => Some(VersionState::Retired),
+        _ => None,
     }
-}
-
-fn encode_columns(columns: &Columns) -> Result<Vec<u8>, StoreError> {
-    let mut out = Vec::with_capacity(256);
-    ciborium::into_writer(columns, &mut out).map_err(|e| StoreError::Unavailable(format!("failed to encode row: {e}")))?;
-    Ok(out)
-}
-
-fn decode_columns(table: &str, bytes: &[u8]) -> Result<Columns, StoreError> {
-    ciborium::from_reader(bytes).map_err(|e| StoreError::Corrupt { table: table.to_owned(), reason: e.to_string() })
 }
 
 /// Opens a row table for reading; `None` when nothing was ever written to it.
@@ -64,7 +60,7 @@ fn open_rows<'t>(txn: &'t redb::ReadTransaction, name: &'t str) -> Result<Option
 fn row_key(op: &Op) -> (&str, &[u8]) {
     match op {
         Op::Put { partition, clustering, .. } | Op::Delete { partition, clustering, .. } => (partition, clustering),
-        Op::Checkpoint { .. } => ("", &[]),
+        Op::Checkpoint { .. } | Op::Barrier => ("", &[]),
     }
 }
 
@@ -180,6 +176,8 @@ impl Store for EmbeddedStore {
                     Op::Checkpoint { consumer, partition, next_offset } => {
                         checkpoints.insert((consumer.as_str(), *partition), *next_offset)?;
                     }
+                    // One transaction: everything lands together, so order needs no barrier.
+                    Op::Barrier => {}
                 }
             }
             // Ops on different tables never touch the same row, and within one table a
@@ -197,7 +195,7 @@ impl Store for EmbeddedStore {
                         Op::Delete { partition, clustering, .. } => {
                             t.remove((partition.as_str(), clustering.as_slice()))?;
                         }
-                        Op::Checkpoint { .. } => {}
+                        Op::Checkpoint { .. } | Op::Barrier => {}
                     }
                 }
             }
@@ -229,7 +227,9 @@ impl Store for EmbeddedStore {
         let mut out = BTreeMap::new();
         for entry in t.range((model, 0u32)..=(model, u32::MAX))? {
             let (k, v) = entry?;
-            out.insert(k.value().1, state_from(v.value()));
+            if let Some(state) = state_from(v.value()) {
+                out.insert(k.value().1, state);
+            }
         }
         Ok(out)
     }
@@ -251,7 +251,7 @@ impl Store for EmbeddedStore {
         let txn = self.db.begin_write()?;
         {
             let mut versions = txn.open_table(VERSIONS)?;
-            if versions.get((model, version))?.is_none() {
+            if versions.get((model, version))?.and_then(|code| state_from(code.value())).is_none() {
                 return Err(StoreError::UnknownVersion { model: model.to_owned(), version });
             }
             let mut active = txn.open_table(ACTIVE)?;
@@ -275,7 +275,10 @@ impl Store for EmbeddedStore {
             let consumer = consumer_name(model, version);
             let mut checkpoints = txn.open_table(CHECKPOINTS)?;
             checkpoints.retain_in((consumer.as_str(), 0u32)..=(consumer.as_str(), u32::MAX), |_, _| false)?;
-            txn.open_table(VERSIONS)?.remove((model, version))?;
+            let mut versions = txn.open_table(VERSIONS)?;
+            if versions.get((model, version))?.is_some() {
+                versions.insert((model, version), DROPPED)?;
+            }
         }
         txn.commit()?;
         Ok(())

@@ -7,6 +7,9 @@ pub enum StoreError {
     /// The storage failed or is unreachable.
     #[error("store unavailable: {0}")]
     Unavailable(String),
+    /// The store's configuration (URL, names) is invalid.
+    #[error("{0}")]
+    Config(String),
     /// A stored row could not be decoded.
     #[error("corrupt row in table {table}: {reason}")]
     Corrupt {
@@ -29,7 +32,7 @@ impl ClassifiedError for StoreError {
     fn error_class(&self) -> ErrorClass {
         match self {
             StoreError::Unavailable(_) => ErrorClass::Unavailable,
-            StoreError::Corrupt { .. } | StoreError::UnknownVersion { .. } => ErrorClass::Internal,
+            StoreError::Corrupt { .. } | StoreError::UnknownVersion { .. } | StoreError::Config(_) => ErrorClass::Internal,
         }
     }
 }

@@ -19,7 +19,7 @@
 //! let mut batch = Batch::default();
 //! let mut cols = Columns::new();
 //! cols.insert("title".into(), Value::Text("On Rows".into()));
-//! batch.put(&table, "did:plc:a", b"0001".to_vec(), cols);
+//! batch.put(&table, "did:plc:a", b"0001".to_vec(), cols, 7);
 //! batch.checkpoint("eprints.v1", 0, 10);
 //! store.apply(batch).unwrap();
 //! let page = store.scan(&table, "did:plc:a", &store::Scan::first(10)).unwrap();
@@ -32,6 +32,7 @@
 mod batch;
 mod embedded;
 mod error;
+mod scylla;
 pub mod test_suite;
 mod value;
 
@@ -40,6 +41,7 @@ use std::collections::BTreeMap;
 pub use batch::{Batch, Op};
 pub use embedded::EmbeddedStore;
 pub use error::StoreError;
+pub use scylla::{ScyllaConfig, ScyllaStore, DEFAULT_KEYSPACE};
 pub use value::{Columns, Value};
 
 /// A table of one version of one read model.

@@ -7,13 +7,36 @@ use crate::{Batch, Columns, Scan, Store, TableRef, Value, VersionState};
 /// Makes a fresh store for one test, with a guard to drop after it.
 pub type StoreFactory<'a> = dyn Fn() -> (Box<dyn Store>, Box<dyn std::any::Any>) + 'a;
 
+/// A conformance test.
+pub type Test = fn(&dyn Store);
+
+/// Every conformance test, by name.
+pub const ALL: &[(&str, Test)] = &[
+    ("put_get_delete", put_get_delete),
+    ("scans_page_in_clustering_order", scans_page_in_clustering_order),
+    ("batch_is_atomic_with_checkpoints", batch_is_atomic_with_checkpoints),
+    ("versions_swap_atomically", versions_swap_atomically),
+    ("dropping_a_version_removes_it", dropping_a_version_removes_it),
+    ("later_ops_on_a_row_win", later_ops_on_a_row_win),
+];
+
 /// Runs every conformance test.
 pub fn run_all(make: &StoreFactory<'_>) {
-    for test in [put_get_delete, scans_page_in_clustering_order, batch_is_atomic_with_checkpoints, versions_swap_atomically] {
+    run(make, ALL);
+}
+
+/// Runs the given conformance tests, each on a fresh store.
+pub fn run(make: &StoreFactory<'_>, tests: &[(&str, Test)]) {
+    for (name, test) in tests {
         let (store, _guard) = make();
+        eprintln!("store conformance: {name}");
         test(store.as_ref());
     }
 }
+
+/// The tests for stores that are not atomic across partitions and order writes by log
+/// position instead (ScyllaDB): an older position never overwrites a newer row.
+pub const BY_POSITION: &[(&str, Test)] = &[("older_positions_never_overwrite", older_positions_never_overwrite)];
 
 fn cols(n: i64) -> Columns {
     let mut c = Columns::new();
@@ -29,9 +52,9 @@ pub fn put_get_delete(store: &dyn Store) {
     let t = TableRef::new("m", 1, "t");
     let other = TableRef::new("m", 1, "u");
     let mut b = Batch::default();
-    b.put(&t, "p", b"k".to_vec(), cols(1));
-    b.put(&t, "p2", b"k".to_vec(), cols(2));
-    b.put(&other, "p", b"k".to_vec(), cols(3));
+    b.put(&t, "p", b"k".to_vec(), cols(1), 1);
+    b.put(&t, "p2", b"k".to_vec(), cols(2), 1);
+    b.put(&other, "p", b"k".to_vec(), cols(3), 1);
     store.apply(b).unwrap();
     assert_eq!(store.get(&t, "p", b"k").unwrap(), Some(cols(1)));
     assert_eq!(store.get(&t, "p", b"x").unwrap(), None);
@@ -40,7 +63,7 @@ pub fn put_get_delete(store: &dyn Store) {
     assert_eq!(store.get_many(&t, &keys).unwrap(), vec![Some(cols(2)), None, Some(cols(1))]);
     assert_eq!(store.get_many(&TableRef::new("m", 9, "t"), &keys).unwrap(), vec![None, None, None]);
     let mut b = Batch::default();
-    b.delete(&t, "p", b"k".to_vec());
+    b.delete(&t, "p", b"k".to_vec(), 2);
     store.apply(b).unwrap();
     assert_eq!(store.get(&t, "p", b"k").unwrap(), None);
     assert_eq!(store.get(&t, "p2", b"k").unwrap(), Some(cols(2)));
@@ -53,10 +76,10 @@ pub fn scans_page_in_clustering_order(store: &dyn Store) {
     let t = TableRef::new("m", 1, "t");
     let mut b = Batch::default();
     for i in 0..25i64 {
-        b.put(&t, "a", format!("{i:04}").into_bytes(), cols(i));
-        b.put(&t, "a\u{1}", format!("{i:04}").into_bytes(), cols(100 + i));
+        b.put(&t, "a", format!("{i:04}").into_bytes(), cols(i), 1);
+        b.put(&t, "a\u{1}", format!("{i:04}").into_bytes(), cols(100 + i), 1);
     }
-    b.put(&t, "", b"0".to_vec(), cols(-1));
+    b.put(&t, "", b"0".to_vec(), cols(-1), 1);
     store.apply(b).unwrap();
     for reverse in [false, true] {
         let mut seen = Vec::new();
@@ -86,20 +109,28 @@ pub fn scans_page_in_clustering_order(store: &dyn Store) {
 pub fn batch_is_atomic_with_checkpoints(store: &dyn Store) {
     let t = TableRef::new("m", 1, "t");
     let mut b = Batch::default();
-    b.put(&t, "p", b"1".to_vec(), cols(1));
+    b.put(&t, "p", b"0".to_vec(), cols(0), 1);
+    store.apply(b).unwrap();
+    let mut b = Batch::default();
+    b.put(&t, "p", b"1".to_vec(), cols(1), 2);
     b.checkpoint("m.v1", 0, 11);
     b.checkpoint("m.v1", 3, 7);
-    b.delete(&t, "p", b"1".to_vec());
+    b.delete(&t, "p", b"1".to_vec(), 3);
+    b.put(&t, "p", b"2".to_vec(), cols(2), 3);
     store.apply(b).unwrap();
     let cps = store.checkpoints("m.v1").unwrap();
     assert_eq!(cps.get(&0), Some(&11));
     assert_eq!(cps.get(&3), Some(&7));
     assert!(store.checkpoints("m.v2").unwrap().is_empty());
     assert_eq!(store.get(&t, "p", b"1").unwrap(), None);
+    assert_eq!(store.get(&t, "p", b"2").unwrap(), Some(cols(2)));
+    let mut b = Batch::default();
+    b.checkpoint("m.v1", 0, 12);
+    store.apply(b).unwrap();
+    assert_eq!(store.checkpoints("m.v1").unwrap().get(&0), Some(&12));
 }
 
-/// A new version is built beside the active one and swapped in atomically; dropping a
-/// version removes its rows and checkpoints.
+/// A new version is built beside the active one and swapped in atomically.
 pub fn versions_swap_atomically(store: &dyn Store) {
     assert_eq!(store.active_version("m").unwrap(), None);
     let v1 = store.create_version("m").unwrap();
@@ -109,7 +140,7 @@ pub fn versions_swap_atomically(store: &dyn Store) {
     assert_eq!(store.active_version("m").unwrap(), Some(v1));
     let t2 = TableRef::new("m", v2, "t");
     let mut b = Batch::default();
-    b.put(&t2, "p", b"k".to_vec(), cols(5));
+    b.put(&t2, "p", b"k".to_vec(), cols(5), 1);
     b.checkpoint(&crate::consumer_name("m", v2), 0, 3);
     store.apply(b).unwrap();
     store.set_active_version("m", v2).unwrap();
@@ -117,8 +148,66 @@ pub fn versions_swap_atomically(store: &dyn Store) {
     let versions = store.versions("m").unwrap();
     assert_eq!(versions[&v1], VersionState::Retired);
     assert_eq!(versions[&v2], VersionState::Active);
+    assert_eq!(store.get(&t2, "p", b"k").unwrap(), Some(cols(5)));
+    assert!(store.set_active_version("m", 99).is_err());
+}
+
+/// Dropping a version removes its rows and checkpoints, and its number is never reused.
+pub fn dropping_a_version_removes_it(store: &dyn Store) {
+    let v1 = store.create_version("m").unwrap();
+    store.set_active_version("m", v1).unwrap();
+    let v2 = store.create_version("m").unwrap();
+    let t2 = TableRef::new("m", v2, "t");
+    let mut b = Batch::default();
+    b.put(&t2, "p", b"k".to_vec(), cols(5), 1);
+    b.checkpoint(&crate::consumer_name("m", v2), 0, 3);
+    store.apply(b).unwrap();
     store.drop_version("m", v2, &["t"]).unwrap();
     assert_eq!(store.get(&t2, "p", b"k").unwrap(), None);
     assert!(store.checkpoints(&crate::consumer_name("m", v2)).unwrap().is_empty());
-    assert!(store.set_active_version("m", 99).is_err());
+    assert!(!store.versions("m").unwrap().contains_key(&v2));
+    assert_eq!(store.active_version("m").unwrap(), Some(v1));
+    assert!(store.create_version("m").unwrap() > v2);
+}
+
+/// Within one batch, the last op on a row wins, a delete followed by a put of the same row
+/// at the same position included.
+pub fn later_ops_on_a_row_win(store: &dyn Store) {
+    let t = TableRef::new("m", 1, "t");
+    let mut b = Batch::default();
+    b.put(&t, "p", b"k".to_vec(), cols(1), 5);
+    b.delete(&t, "p", b"k".to_vec(), 5);
+    b.put(&t, "p", b"k".to_vec(), cols(2), 5);
+    b.put(&t, "p", b"gone".to_vec(), cols(3), 5);
+    b.barrier();
+    b.delete(&t, "p", b"gone".to_vec(), 6);
+    store.apply(b).unwrap();
+    assert_eq!(store.get(&t, "p", b"k").unwrap(), Some(cols(2)));
+    assert_eq!(store.get(&t, "p", b"gone").unwrap(), None);
+}
+
+/// A write or delete from an older log position than the row's never overwrites it, and
+/// applying the same batch twice gives the same rows as once.
+pub fn older_positions_never_overwrite(store: &dyn Store) {
+    let t = TableRef::new("m", 1, "t");
+    let batch = |n: i64, position: u64| {
+        let mut b = Batch::default();
+        b.put(&t, "p", b"k".to_vec(), cols(n), position);
+        b
+    };
+    store.apply(batch(2, 20)).unwrap();
+    store.apply(batch(1, 10)).unwrap();
+    assert_eq!(store.get(&t, "p", b"k").unwrap(), Some(cols(2)));
+    let mut old_delete = Batch::default();
+    old_delete.delete(&t, "p", b"k".to_vec(), 15);
+    store.apply(old_delete).unwrap();
+    assert_eq!(store.get(&t, "p", b"k").unwrap(), Some(cols(2)));
+    let mut delete = Batch::default();
+    delete.delete(&t, "p", b"k".to_vec(), 30);
+    store.apply(delete.clone()).unwrap();
+    store.apply(batch(2, 20)).unwrap();
+    store.apply(delete).unwrap();
+    assert_eq!(store.get(&t, "p", b"k").unwrap(), None);
+    store.apply(batch(3, 40)).unwrap();
+    assert_eq!(store.get(&t, "p", b"k").unwrap(), Some(cols(3)));
 }

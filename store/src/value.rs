@@ -3,6 +3,8 @@ use std::collections::BTreeMap;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 
+use crate::StoreError;
+
 /// A column value. The set is small on purpose: each maps onto a CQL type
 /// (`boolean`, `bigint`, `double`, `text`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -88,3 +90,15 @@ impl<'de> Deserialize<'de> for Value {
 
 /// The columns of a row, by name.
 pub type Columns = BTreeMap<String, Value>;
+
+/// Encodes a row's columns as CBOR, the stored form of a row in every backend.
+pub(crate) fn encode_columns(columns: &Columns) -> Result<Vec<u8>, StoreError> {
+    let mut out = Vec::with_capacity(256);
+    ciborium::into_writer(columns, &mut out).map_err(|e| StoreError::Unavailable(format!("failed to encode row: {e}")))?;
+    Ok(out)
+}
+
+/// Decodes a row stored by [`encode_columns`]; `table` names it in the error.
+pub(crate) fn decode_columns(table: &str, bytes: &[u8]) -> Result<Columns, StoreError> {
+    ciborium::from_reader(bytes).map_err(|e| StoreError::Corrupt { table: table.to_owned(), reason: e.to_string() })
+}

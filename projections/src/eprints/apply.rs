@@ -38,21 +38,24 @@ fn text(c: &Columns, k: &str) -> Option<String> {
     c.get(k).and_then(Value::as_text).map(str::to_owned)
 }
 
-/// Whether a write or delete at `rev` is not newer than what the model holds.
+/// Whether a write or delete at `rev` is not newer than what the model holds. (A batch
+/// re-applied after a crash on a store without atomic batches finds its own decision rows
+/// only where all their derived rows have landed: see `Staged`.)
 fn is_stale(existing: Option<&Columns>, rev: &str) -> bool {
     existing.and_then(|c| text(c, "rev")).is_some_and(|held| held.as_str() >= rev)
 }
 
 impl EprintsProjection {
-    fn unlist(&self, st: &mut Staged, existing: &Columns) -> Result<(), ProjectionError> {
+    /// Removes the listing rows of the record as the model holds it.
+    fn unlist(&self, st: &mut Staged, existing: &Columns, position: u64) -> Result<(), ProjectionError> {
         if existing.get("deleted").and_then(Value::as_bool) == Some(true) {
             return Ok(());
         }
+        let ordinal = existing.get("ordinal").and_then(Value::as_int).unwrap_or_default() as u64;
         let listed: Vec<String> = text(existing, "listed").and_then(|l| serde_json::from_str(&l).ok()).unwrap_or_default();
         let at = existing.get("listingAt").and_then(Value::as_int).unwrap_or_default();
-        let ordinal = existing.get("ordinal").and_then(Value::as_int).unwrap_or_default() as u64;
         for did in listed {
-            st.delete(&by_author(self.version), &did, listing_key(at, ordinal));
+            st.delete(&by_author(self.version), &did, listing_key(at, ordinal), position);
         }
         Ok(())
     }
@@ -65,11 +68,12 @@ impl EprintsProjection {
         submission: Result<&Submission, &str>,
     ) -> Result<(), ProjectionError> {
         let uri = w.uri();
+        let position = event.position.ordinal();
         let submission = match submission {
             Ok(s) => s,
             Err(reason) => {
                 let (clustering, cols) = deadletter::row(event, Some(uri), reason);
-                st.put(&deadletter::table(MODEL, self.version), deadletter::partition(), clustering, cols);
+                st.put(&deadletter::table(MODEL, self.version), deadletter::partition(), clustering, cols, position);
                 return Ok(());
             }
         };
@@ -80,7 +84,7 @@ impl EprintsProjection {
             return Ok(());
         }
         if let Some(existing) = &existing {
-            self.unlist(st, existing)?;
+            self.unlist(st, existing, position)?;
         }
         let indexed_at = event.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true);
         let listed = submission.listed_dids(&w.did);
@@ -88,7 +92,7 @@ impl EprintsProjection {
         for did in &listed {
             let mut c = Columns::new();
             c.insert("uri".into(), Value::Text(uri.clone()));
-            st.put(&by_author(self.version), did, listing_key(at, event.position.ordinal()), c);
+            st.put(&by_author(self.version), did, listing_key(at, position), c, position);
         }
         let mut c = Columns::new();
         c.insert("uri".into(), Value::Text(uri.clone()));
@@ -99,13 +103,13 @@ impl EprintsProjection {
         c.insert("indexedAt".into(), Value::Text(indexed_at));
         c.insert("listed".into(), Value::Text(serde_json::to_string(&listed).unwrap_or_default()));
         c.insert("listingAt".into(), Value::Int(at));
-        c.insert("ordinal".into(), Value::Int(event.position.ordinal() as i64));
+        c.insert("ordinal".into(), Value::Int(position as i64));
         c.insert("deleted".into(), Value::Bool(false));
-        st.put(&table, &uri, Vec::new(), c);
+        st.put(&table, &uri, Vec::new(), c, position);
         Ok(())
     }
 
-    fn delete(&self, st: &mut Staged, d: &RecordDelete) -> Result<(), ProjectionError> {
+    fn delete(&self, st: &mut Staged, d: &RecordDelete, position: u64) -> Result<(), ProjectionError> {
         if d.collection != SUBMISSION {
             return Ok(());
         }
@@ -116,21 +120,22 @@ impl EprintsProjection {
             return Ok(());
         }
         if let Some(existing) = &existing {
-            self.unlist(st, existing)?;
+            self.unlist(st, existing, position)?;
         }
         let mut c = Columns::new();
         c.insert("uri".into(), Value::Text(uri.clone()));
         c.insert("rev".into(), Value::Text(d.rev.clone()));
+        c.insert("ordinal".into(), Value::Int(position as i64));
         c.insert("deleted".into(), Value::Bool(true));
-        st.put(&table, &uri, Vec::new(), c);
+        st.put(&table, &uri, Vec::new(), c, position);
         Ok(())
     }
 
-    fn account(&self, st: &mut Staged, did: &str, update: impl FnOnce(&mut Columns)) -> Result<(), ProjectionError> {
+    fn account(&self, st: &mut Staged, did: &str, position: u64, update: impl FnOnce(&mut Columns)) -> Result<(), ProjectionError> {
         let table = accounts(self.version);
         let mut c = st.get(self.store.as_ref(), &table, did, &[])?.unwrap_or_default();
         update(&mut c);
-        st.put(&table, did, Vec::new(), c);
+        st.put(&table, did, Vec::new(), c, position);
         Ok(())
     }
 }
@@ -155,10 +160,11 @@ impl Projection for EprintsProjection {
                 self.write(&mut st, event.envelope, w, submission)?;
                 continue;
             }
+            let position = event.envelope.position.ordinal();
             match &event.envelope.payload {
                 Payload::RecordCreate(_) | Payload::RecordUpdate(_) => {}
-                Payload::RecordDelete(d) => self.delete(&mut st, d)?,
-                Payload::Identity(i) => self.account(&mut st, &i.did, |c| {
+                Payload::RecordDelete(d) => self.delete(&mut st, d, position)?,
+                Payload::Identity(i) => self.account(&mut st, &i.did, position, |c| {
                     if let Some(h) = &i.handle {
                         c.insert("handle".into(), Value::Text(h.clone()));
                     }
@@ -166,7 +172,7 @@ impl Projection for EprintsProjection {
                         c.insert("displayName".into(), Value::Text(n.clone()));
                     }
                 })?,
-                Payload::Account(a) => self.account(&mut st, &a.did, |c| {
+                Payload::Account(a) => self.account(&mut st, &a.did, position, |c| {
                     c.insert("active".into(), Value::Bool(a.active));
                     let status = a.status.as_ref().and_then(|s| serde_json::to_value(s).ok()).and_then(|v| v.as_str().map(str::to_owned));
                     c.insert("status".into(), status.map_or(Value::Null, Value::Text));

@@ -3,7 +3,8 @@
 //!
 //! Tables of model `eprints` (partition key → clustering key: columns):
 //! - `records`: record URI → empty: uri, did, cid, rev, record (contract shape, JSON),
-//!   indexedAt, listed (JSON array of DIDs), listingAt, deleted, offset.
+//!   indexedAt, listed (JSON array of DIDs), listingAt, deleted, ordinal (the log position
+//!   of the event that made the row).
 //!   A deletion leaves a tombstone with its `rev`, so an older write replayed later is skipped.
 //! - `by_author`: DID → indexedAt (µs, big-endian) ‖ offset (big-endian): uri.
 //!   Scanned backwards for newest first; summaries come from `records`; an author's total

@@ -1,0 +1,66 @@
+//! The ScyllaDB store against real CQL servers.
+//!
+//! The kassandra test server (in-process, in-memory) speaks the CQL protocol but only a
+//! subset of the language: no write timestamps, no clustering-key ranges, `ORDER BY`,
+//! `LIMIT`, `COUNT` or `DROP TABLE`. The conformance tests that need none of those run
+//! against it on every `cargo test`; the whole suite runs against a real ScyllaDB when
+//! `SVC_TEST_SCYLLA=scylla://HOST:PORT` is set (`cargo test -p store -- --ignored`).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+use kassandra_tester::kassandra::session::KassandraSession;
+use kassandra_tester::KassandraTester;
+use store::test_suite::{self, Test};
+use store::{ScyllaConfig, ScyllaStore, Store};
+
+/// Starts a kassandra server on its own thread for the rest of the test process.
+fn kassandra() -> SocketAddr {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let _ = runtime.block_on(KassandraTester::new(KassandraSession::new()).in_scope(move |addr| {
+            tx.send(addr).unwrap();
+            std::future::pending::<Result<(), ()>>()
+        }));
+    });
+    rx.recv().expect("the CQL test server starts")
+}
+
+/// A fresh keyspace per test on one server.
+fn factory(nodes: String) -> impl Fn() -> (Box<dyn Store>, Box<dyn std::any::Any>) {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    move || {
+        let keyspace = format!("svc_test_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        let store = ScyllaStore::connect(&ScyllaConfig::from_url(&format!("scylla://{nodes}/{keyspace}")).unwrap()).unwrap();
+        (Box::new(store), Box::new(()))
+    }
+}
+
+/// What the kassandra test server supports of the conformance suite.
+const ON_KASSANDRA: &[&str] = &["put_get_delete", "batch_is_atomic_with_checkpoints", "versions_swap_atomically", "later_ops_on_a_row_win"];
+
+#[test]
+fn conformance_on_the_cql_test_server() {
+    let addr = kassandra();
+    let tests: Vec<(&str, Test)> = test_suite::ALL.iter().filter(|(name, _)| ON_KASSANDRA.contains(name)).copied().collect();
+    assert_eq!(tests.len(), ON_KASSANDRA.len());
+    test_suite::run(&factory(addr.to_string()), &tests);
+}
+
+#[test]
+fn connecting_to_nothing_is_a_clear_error() {
+    let config = ScyllaConfig::from_url("scylla://127.0.0.1:1/svc").unwrap();
+    let err = ScyllaStore::connect(&config).err().expect("no server listens there").to_string();
+    assert!(err.contains("cannot connect to 127.0.0.1:1"), "{err}");
+}
+
+#[test]
+#[ignore = "needs a real ScyllaDB: SVC_TEST_SCYLLA=scylla://HOST:PORT"]
+fn conformance_on_scylladb() {
+    let url = std::env::var("SVC_TEST_SCYLLA").expect("SVC_TEST_SCYLLA=scylla://HOST:PORT names the ScyllaDB to test against");
+    let nodes = url.trim_start_matches("scylla://").split('/').next().unwrap().to_owned();
+    test_suite::run_all(&factory(nodes.clone()));
+    test_suite::run(&factory(nodes), test_suite::BY_POSITION);
+}
