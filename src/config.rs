@@ -59,6 +59,12 @@ pub struct DataArgs {
     /// for Kafka; unset, the embedded log in the data directory.
     #[arg(long = "log", env = "SVC_LOG")]
     pub log_url: Option<String>,
+
+    /// The read-model store: `scylla://HOST:PORT[,HOST:PORT][/KEYSPACE][?replication_factor=N]`
+    /// for ScyllaDB; unset, the embedded store in the data directory. Search indexes stay in
+    /// the data directory either way (each query node keeps its own).
+    #[arg(long = "store", env = "SVC_STORE")]
+    pub store_url: Option<String>,
 }
 
 /// `svc up`.

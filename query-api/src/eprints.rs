@@ -55,17 +55,29 @@ pub fn check_did(field: &str, did: &str) -> Result<(), ApiError> {
     }
 }
 
+/// Runs store reads, which block on I/O (a network round trip on ScyllaDB), without
+/// stalling the other tasks of a multi-threaded runtime.
+fn blocking<T>(read: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(read),
+        _ => read(),
+    }
+}
+
 /// The eprint detail of `uri` (the `getSubmission` answer).
 pub fn get(state: &AppState, uri: &str, cid: Option<&str>) -> Result<Body, ApiError> {
     parse_record_uri("uri", uri)?;
-    let reader = EprintsReader::new(state.store.as_ref())?;
-    let eprint = reader.get(uri)?.ok_or_else(|| ApiError::record_not_found(format!("no eprint at {uri}")))?;
+    let (eprint, account) = blocking(|| -> Result<_, ApiError> {
+        let reader = EprintsReader::new(state.store.as_ref())?;
+        let eprint = reader.get(uri)?.ok_or_else(|| ApiError::record_not_found(format!("no eprint at {uri}")))?;
+        let account = reader.account(&eprint.did)?;
+        Ok((eprint, account))
+    })?;
     if let Some(cid) = cid {
         if cid != eprint.cid {
             return Err(ApiError::record_not_found(format!("the indexed record at {uri} has CID {}, not {cid}", eprint.cid)));
         }
     }
-    let account = reader.account(&eprint.did)?;
     let mut author = json!({"did": eprint.did, "handle": account.handle.unwrap_or_else(|| "handle.invalid".into())});
     if let Some(name) = account.display_name {
         author["displayName"] = json!(name);
@@ -89,7 +101,7 @@ pub fn list_by_author(state: &AppState, did: &str, limit: usize, cursor: Option<
     if after.as_ref().is_some_and(|a| a.len() != 16) {
         return Err(ApiError::invalid_param("cursor", "not a cursor of this listing"));
     }
-    let page = EprintsReader::new(state.store.as_ref())?.by_author(did, limit, after)?;
+    let page = blocking(|| EprintsReader::new(state.store.as_ref())?.by_author(did, limit, after))?;
     let mut out = json!({"eprints": page.eprints, "total": page.total});
     if let Some(next) = page.next {
         out["cursor"] = json!(BASE64URL_NOPAD.encode(&next));

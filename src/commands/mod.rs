@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use eventlog::{EmbeddedLog, EventLog, KafkaConfig, KafkaLog};
 use projections::catalog::Context;
 use projections::search::SearchIndexes;
-use store::EmbeddedStore;
+use store::{EmbeddedStore, ScyllaConfig, ScyllaStore, Store};
 use tracing::info;
 
 use crate::config::{DataArgs, SeedArgs};
@@ -27,12 +27,23 @@ pub fn open_log(data: &DataArgs) -> anyhow::Result<Arc<dyn EventLog>> {
     Ok(Arc::new(log))
 }
 
-/// Opens the read-model context (store, search indexes, lexicons) of a data directory.
-pub fn open_context(data: &DataArgs) -> anyhow::Result<Context> {
+/// Opens the read-model store: ScyllaDB when `--store` is set, else the embedded store of
+/// the data directory.
+pub fn open_store(data: &DataArgs) -> anyhow::Result<Arc<dyn Store>> {
+    if let Some(url) = &data.store_url {
+        let config = ScyllaConfig::from_url(url)?;
+        let store = ScyllaStore::connect(&config).with_context(|| format!("failed to open the ScyllaDB store at {url}"))?;
+        return Ok(Arc::new(store));
+    }
     let store = EmbeddedStore::open(&data.data_dir)
         .with_context(|| format!("failed to open the store in {} (is another svc using it?)", data.data_dir.display()))?;
+    Ok(Arc::new(store))
+}
+
+/// Opens the read-model context (store, search indexes, lexicons).
+pub fn open_context(data: &DataArgs) -> anyhow::Result<Context> {
     Ok(Context {
-        store: Arc::new(store),
+        store: open_store(data)?,
         search: Arc::new(SearchIndexes::new(&data.data_dir.join("search"))),
         lexicons: Arc::new(lexicons::Lexicons::builtin()),
     })

@@ -45,25 +45,77 @@ pub fn svc(args: &[&str]) -> Result<String> {
     svc_with_env(args, &[])
 }
 
-/// The event log the `svc` processes of a test use.
+/// The event log and store the `svc` processes of a test use.
 pub struct Backend {
-    /// `embedded` or `kafka`.
+    /// `embedded`, `kafka` or `kafka+scylla`.
     pub name: &'static str,
     env: Vec<(String, String)>,
     _broker: Option<eventlog::tansu::Tansu>,
+    _cql: Option<CqlTestServer>,
+}
+
+/// The kassandra CQL test server (in-memory), serving on a thread of this test process
+/// until dropped. It speaks CQL v4 but only a subset of the language: see
+/// `store/tests/scylla.rs` for what the ScyllaDB store can and cannot be tested with on it.
+pub struct CqlTestServer {
+    /// `127.0.0.1:<port>`.
+    pub addr: std::net::SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl CqlTestServer {
+    /// Starts a server with no data.
+    pub fn start() -> CqlTestServer {
+        use kassandra_tester::{kassandra::session::KassandraSession, KassandraTester};
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime for the CQL test server");
+            let mut stopped = Some(stopped);
+            let _ = runtime.block_on(KassandraTester::new(KassandraSession::new()).in_scope(move |addr| {
+                let _ = addr_tx.send(addr);
+                let stopped = stopped.take();
+                async move {
+                    if let Some(stopped) = stopped {
+                        let _ = stopped.await;
+                    }
+                    Ok::<(), ()>(())
+                }
+            }));
+        });
+        let addr = addr_rx.recv().expect("the CQL test server starts");
+        CqlTestServer { addr, stop: Some(stop) }
+    }
+}
+
+impl Drop for CqlTestServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
 }
 
 impl Backend {
     /// The embedded log in the data directory.
     pub fn embedded() -> Backend {
-        Backend { name: "embedded", env: Vec::new(), _broker: None }
+        Backend { name: "embedded", env: Vec::new(), _broker: None, _cql: None }
     }
 
     /// A Kafka log on a tansu broker of this test's own (stopped when dropped).
     pub fn kafka() -> Backend {
         let broker = eventlog::tansu::Tansu::start();
         let url = format!("{}&topic=svc.e2e", broker.url());
-        Backend { name: "kafka", env: vec![("SVC_LOG".into(), url)], _broker: Some(broker) }
+        Backend { name: "kafka", env: vec![("SVC_LOG".into(), url)], _broker: Some(broker), _cql: None }
+    }
+
+    /// A Kafka log on a tansu broker and the ScyllaDB store on a CQL test server, both of
+    /// this test's own.
+    pub fn kafka_scylla() -> Backend {
+        let mut backend = Backend::kafka();
+        let cql = CqlTestServer::start();
+        backend.env.push(("SVC_STORE".into(), format!("scylla://{}/svc_e2e", cql.addr)));
+        Backend { name: "kafka+scylla", _cql: Some(cql), ..backend }
     }
 
     /// The environment that selects this backend.

@@ -82,7 +82,8 @@ impl ScyllaStore {
             .build()
             .map_err(unavailable)?;
         let config = config.clone();
-        let db = runtime.block_on(async move {
+        // Spawned and waited for, not `block_on`: callers may be inside a runtime themselves.
+        let connecting = runtime.spawn(async move {
             let session = SessionBuilder::new()
                 .known_nodes(&config.nodes)
                 .connection_timeout(Duration::from_secs(5))
@@ -101,7 +102,8 @@ impl ScyllaStore {
             db.refresh_tables().await?;
             info!(nodes = config.nodes.join(","), keyspace = config.keyspace, "connected to the ScyllaDB store");
             Ok::<_, StoreError>(db)
-        })?;
+        });
+        let db = futures::executor::block_on(connecting).map_err(unavailable)??;
         Ok(ScyllaStore { runtime: Some(runtime), db: Arc::new(db) })
     }
 
