@@ -1,6 +1,6 @@
 # The single entry point for local work and CI. `make` lists the targets.
 .DEFAULT_GOAL := help
-.PHONY: help run seed fmt lint peers test test-nextest bench loadtest
+.PHONY: help run seed fmt lint peers test test-nextest bench loadtest loadtest-backends
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -34,3 +34,6 @@ bench: ## criterion benches
 
 loadtest: ## the load test of docs/performance.md (needs wrk; uses ../shared/data)
 	scripts/loadtest/run.sh
+
+loadtest-backends: peers ## seed and catch-up time on the embedded log vs Kafka (tansu), same run
+	scripts/loadtest/backends.sh
