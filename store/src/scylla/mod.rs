@@ -13,7 +13,7 @@ mod schema;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::stream::{self, StreamExt, TryStreamExt};
 use scylla::client::session::Session;
@@ -28,6 +28,9 @@ use schema::RowStatements;
 
 use crate::value::{decode_columns, encode_columns};
 use crate::{Batch, Columns, Op, Page, Row, Scan, Store, StoreError, TableRef, VersionState};
+
+/// How long a lookup of the keyspace's tables is trusted for tables it did not list.
+const TABLES_TTL: Duration = Duration::from_secs(1);
 
 /// Row writes in flight at once while applying a batch.
 const WRITE_CONCURRENCY: usize = 128;
@@ -44,6 +47,7 @@ struct Db {
     keyspace: String,
     prepared: Mutex<HashMap<String, PreparedStatement>>,
     tables: Mutex<HashSet<String>>,
+    tables_read_at: Mutex<Option<Instant>>,
 }
 
 fn unavailable(e: impl std::fmt::Display) -> StoreError {
@@ -94,7 +98,7 @@ impl ScyllaStore {
                 .build()
                 .await
                 .map_err(|e| unavailable(format!("cannot connect to {}: {e}", config.nodes.join(","))))?;
-            let db = Db { session, keyspace: config.keyspace.clone(), prepared: Mutex::default(), tables: Mutex::default() };
+            let db = Db { session, keyspace: config.keyspace.clone(), prepared: Mutex::default(), tables: Mutex::default(), tables_read_at: Mutex::default() };
             db.ddl(&schema::create_keyspace(&config.keyspace, config.replication_factor)).await?;
             for ddl in schema::create_bookkeeping(&config.keyspace) {
                 db.ddl(&ddl).await?;
@@ -153,15 +157,21 @@ impl Db {
         let rows = result.into_rows_result().map_err(unavailable)?;
         let names: HashSet<String> = rows.rows::<(String,)>().map_err(unavailable)?.filter_map(Result::ok).map(|(n,)| n).collect();
         *self.tables.lock().expect("tables") = names;
+        *self.tables_read_at.lock().expect("tables") = Some(Instant::now());
         Ok(())
     }
 
-    /// Whether a read-model table exists (looking again once when it is not known yet).
+    /// Whether a read-model table exists. A table not known yet is looked up again at most
+    /// once a second (another process may have created it), so reads of a table nobody has
+    /// written cost no schema query each.
     async fn exists(&self, name: &str) -> Result<bool, StoreError> {
         if self.tables.lock().expect("tables").contains(name) {
             return Ok(true);
         }
-        self.refresh_tables().await?;
+        let stale = self.tables_read_at.lock().expect("tables").is_none_or(|at| at.elapsed() >= TABLES_TTL);
+        if stale {
+            self.refresh_tables().await?;
+        }
         Ok(self.tables.lock().expect("tables").contains(name))
     }
 
