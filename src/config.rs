@@ -30,12 +30,20 @@ pub enum LogFormat {
 /// The subcommands, one per role or tool.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run every role in one process on the embedded log and store.
+    /// Run every role in one process (on the embedded log and store by default).
     Up(UpArgs),
+    /// The ingest role: append what the sources give to the log (for now a seed file).
+    Ingest(IngestArgs),
+    /// The projector role: build the shared read models, sharing the log's partitions with
+    /// every other projector of the same group.
+    Project(ProjectArgs),
+    /// The query role: serve the API from the shared read models and this node's own search
+    /// index, which it builds from its own reading of the log.
+    Serve(UpArgs),
     /// Turn a file of papers (arXiv JSON lines, plain or gzip) into events in the log.
     Seed(SeedArgs),
-    /// Rebuild every read model from position 0 into a new version, then swap it in.
-    Replay(DataArgs),
+    /// Rebuild read models from position 0 into new versions, then swap them in.
+    Replay(ReplayArgs),
     /// Read the event log.
     Log {
         /// What to do with the log.
@@ -67,7 +75,7 @@ pub struct DataArgs {
     pub store_url: Option<String>,
 }
 
-/// `svc up`.
+/// `svc up` and `svc serve`.
 #[derive(Debug, Clone, Args)]
 pub struct UpArgs {
     #[command(flatten)]
@@ -108,6 +116,58 @@ pub struct SeedArgs {
     pub batch: usize,
 }
 
+/// `svc ingest`.
+#[derive(Debug, Clone, Args)]
+pub struct IngestArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+
+    /// A file of papers to append first (arXiv JSON lines, plain or gzip).
+    #[arg(long, env = "SVC_SEED")]
+    pub seed: Option<PathBuf>,
+
+    /// Stop after this many papers of the seed file.
+    #[arg(long)]
+    pub limit: Option<usize>,
+
+    /// Papers per append (one durable write each).
+    #[arg(long, default_value_t = 1000)]
+    pub batch: usize,
+}
+
+/// `svc project`.
+#[derive(Debug, Clone, Args)]
+pub struct ProjectArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+
+    /// The work group: projectors of one group split the log's partitions between them.
+    #[arg(long, env = "SVC_GROUP", default_value = "svc.project")]
+    pub group: String,
+
+    /// Events per projection batch.
+    #[arg(long, env = "SVC_BATCH_SIZE", default_value_t = 2000)]
+    pub batch_size: usize,
+}
+
+/// `svc replay`.
+#[derive(Debug, Clone, Args)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+
+    /// A read model to rebuild (repeatable). Default: every model on the embedded store;
+    /// with `--store`, the shared models (each query node rebuilds its own search index).
+    #[arg(long = "model", value_name = "MODEL")]
+    pub models: Vec<String>,
+
+    /// Seconds to keep an old version after the swap before dropping it, so that live
+    /// workers in other processes move to the new one first. Default: 0 on the embedded store
+    /// (nothing else can have it open), 10 with `--store`.
+    #[arg(long)]
+    pub grace_seconds: Option<u64>,
+}
+
 /// `svc log …`.
 #[derive(Debug, Subcommand)]
 pub enum LogCommand {
@@ -135,13 +195,16 @@ pub enum ConfigError {
     /// A size must be positive.
     #[error("{0} must be at least 1")]
     Zero(&'static str),
+    /// `--model` names no read model.
+    #[error("--model {0:?} is not a read model (known: {known})", known = projections::catalog::MODELS.join(", "))]
+    UnknownModel(String),
 }
 
 impl Cli {
     /// Cross-field checks that clap cannot express.
     pub fn validate(&self) -> Result<(), ConfigError> {
         match &self.command {
-            Command::Up(up) => {
+            Command::Up(up) | Command::Serve(up) => {
                 if !lexicons::formats::is_did(&up.service_did) {
                     return Err(ConfigError::ServiceDid(up.service_did.clone()));
                 }
@@ -150,6 +213,13 @@ impl Cli {
                 }
             }
             Command::Seed(seed) if seed.batch == 0 => return Err(ConfigError::Zero("--batch")),
+            Command::Ingest(ingest) if ingest.batch == 0 => return Err(ConfigError::Zero("--batch")),
+            Command::Project(project) if project.batch_size == 0 => return Err(ConfigError::Zero("--batch-size")),
+            Command::Replay(replay) => {
+                if let Some(unknown) = replay.models.iter().find(|m| !projections::catalog::MODELS.contains(&m.as_str())) {
+                    return Err(ConfigError::UnknownModel(unknown.clone()));
+                }
+            }
             _ => {}
         }
         Ok(())

@@ -18,15 +18,16 @@ fn main() -> anyhow::Result<()> {
     cli.validate()?;
     telemetry::init(cli.log_format);
     match cli.command {
-        Command::Up(args) => {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| anyhow::anyhow!("failed to start the tokio runtime: {e}"))?;
-            runtime.block_on(commands::up::run(args))
-        }
+        Command::Up(args) => runtime()?.block_on(commands::up::up(args)),
+        Command::Project(args) => runtime()?.block_on(commands::up::project(args)),
+        Command::Serve(args) => runtime()?.block_on(commands::up::serve(args)),
+        Command::Ingest(args) => commands::ingest(args),
         Command::Seed(args) => commands::seed(args),
         Command::Replay(args) => commands::replay(args),
         Command::Log { command: LogCommand::Tail { data, from, limit } } => commands::log_tail(data, from, limit),
     }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| anyhow::anyhow!("failed to start the tokio runtime: {e}"))
 }

@@ -15,9 +15,14 @@
 //! - **Positions** are Kafka's (partition, offset); offsets are per partition.
 //! - **Checkpoints** are Kafka consumer-group offsets: consumer `c` commits as group `c`, so
 //!   Kafka tooling shows every consumer's lag.
+//! - **Work groups** ([`EventLog::join_group`]) are Kafka consumer groups on the topic
+//!   (round-robin assignment, 6 s session timeout): a member's consumer only takes part in
+//!   the group's rebalances, with its partitions paused, while the worker reads through the
+//!   log as usual; the projection checkpoints stay in the store, written with the rows.
 //! - **Change notification.** A background thread polls the high watermarks (appends may come
 //!   from other processes) and wakes readers waiting on [`EventLog::appended`].
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -26,15 +31,15 @@ use chrono::Utc;
 use event_schema::{codec, Envelope, NewEvent, Position};
 use futures::executor::block_on;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::client::{ClientContext, DefaultClientContext};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 use tokio::sync::watch;
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
-use crate::{partition_for, EventLog, LogError};
+use crate::{partition_for, EventLog, GroupMember, LogError};
 
 /// How long one broker request may take before the call fails.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -226,6 +231,97 @@ impl Drop for KafkaLog {
     }
 }
 
+/// Publishes a group member's partitions from librdkafka's rebalance callbacks, and pauses
+/// them: the member's consumer only holds the membership, the worker reads through the log.
+struct GroupContext {
+    group: String,
+    topic: String,
+    assigned: watch::Sender<BTreeSet<u32>>,
+}
+
+impl GroupContext {
+    fn partitions_of(&self, list: &TopicPartitionList) -> BTreeSet<u32> {
+        list.elements().iter().filter(|e| e.topic() == self.topic && e.partition() >= 0).map(|e| e.partition() as u32).collect()
+    }
+}
+
+impl ClientContext for GroupContext {}
+
+impl ConsumerContext for GroupContext {
+    fn pre_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        // Stop working on revoked partitions before the group hands them to someone else.
+        if let Rebalance::Revoke(list) = rebalance {
+            let revoked = self.partitions_of(list);
+            self.assigned.send_if_modified(|owned| {
+                let before = owned.len();
+                owned.retain(|p| !revoked.contains(p));
+                owned.len() != before
+            });
+        }
+    }
+
+    fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Error(e) = rebalance {
+            warn!(group = self.group, error = %e, "kafka: group rebalance failed");
+            return;
+        }
+        match consumer.assignment() {
+            Ok(list) => {
+                if let Err(e) = consumer.pause(&list) {
+                    warn!(group = self.group, error = %e, "kafka: pausing the member's partitions failed");
+                }
+                let owned = self.partitions_of(&list);
+                info!(group = self.group, partitions = ?owned, "kafka: group assigned partitions");
+                self.assigned.send_if_modified(|current| std::mem::replace(current, owned.clone()) != owned);
+            }
+            Err(e) => warn!(group = self.group, error = %e, "kafka: reading the group assignment failed"),
+        }
+    }
+}
+
+/// Stops a member's polling thread, which then leaves the group.
+struct LeaveOnDrop(Arc<AtomicBool>);
+
+impl Drop for LeaveOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+impl KafkaLog {
+    fn join_kafka_group(&self, group: &str) -> Result<GroupMember, LogError> {
+        let (tx, rx) = watch::channel(BTreeSet::new());
+        let context = GroupContext { group: group.to_owned(), topic: self.config.topic.clone(), assigned: tx };
+        let consumer: BaseConsumer<GroupContext> = base_config(&self.config)
+            .set("group.id", group)
+            .set("enable.auto.commit", "false")
+            .set("session.timeout.ms", "6000")
+            .set("heartbeat.interval.ms", "1000")
+            .set("partition.assignment.strategy", "roundrobin")
+            .create_with_context(context)
+            .map_err(|e| unavailable("group consumer", e))?;
+        consumer.subscribe(&[&self.config.topic]).map_err(|e| unavailable("join group", e))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let name = group.to_owned();
+        std::thread::Builder::new()
+            .name("kafka-group".into())
+            .spawn(move || {
+                // Polling serves the group protocol and the rebalance callbacks; the member's
+                // partitions are paused, so no message arrives but stragglers of a rebalance.
+                while !stopped.load(Ordering::Relaxed) {
+                    if let Some(Err(e)) = consumer.poll(Duration::from_millis(100)) {
+                        warn!(group = name, error = %e, "kafka: group member poll failed");
+                    }
+                }
+                consumer.unsubscribe();
+                debug!(group = name, "left the group");
+            })
+            .map_err(|e| unavailable("group thread", e))?;
+        Ok(GroupMember::new(rx, Box::new(LeaveOnDrop(stop))))
+    }
+}
+
 fn base_config(config: &KafkaConfig) -> ClientConfig {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", &config.brokers).set("client.id", "svc").set("socket.timeout.ms", "10000");
@@ -353,5 +449,9 @@ impl EventLog for KafkaLog {
 
     fn check(&self) -> Result<(), LogError> {
         self.end_offset(0).map(|_| ())
+    }
+
+    fn join_group(&self, group: &str) -> Result<GroupMember, LogError> {
+        self.join_kafka_group(group)
     }
 }

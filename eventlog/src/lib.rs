@@ -31,6 +31,7 @@
 
 mod embedded;
 mod error;
+mod group;
 mod kafka;
 pub mod tansu;
 pub mod test_suite;
@@ -39,6 +40,7 @@ use event_schema::{Envelope, NewEvent, Position};
 
 pub use embedded::EmbeddedLog;
 pub use error::LogError;
+pub use group::GroupMember;
 pub use kafka::{KafkaConfig, KafkaLog};
 
 /// A durable, partitioned, append-only log of events.
@@ -79,6 +81,14 @@ pub trait EventLog: Send + Sync {
 
     /// Checks that the log can serve reads (for readiness probes).
     fn check(&self) -> Result<(), LogError>;
+
+    /// Joins the work group `group`: the returned member owns some of the partitions and is
+    /// told when that changes (see [`GroupMember`]). Leaving is dropping it. A log only one
+    /// process can open gives its one member every partition.
+    fn join_group(&self, group: &str) -> Result<GroupMember, LogError> {
+        let _ = group;
+        Ok(GroupMember::fixed(0..self.partitions()))
+    }
 
     /// Reads up to `max` events of every partition from offset `from`, merged in append
     /// order. For tools that tap the whole log, such as `svc log tail`.

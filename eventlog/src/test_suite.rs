@@ -33,6 +33,18 @@ pub fn run_all(make: &LogFactory<'_>) {
     checkpoints_are_per_consumer_and_partition(make());
     unknown_partition_is_an_error(make());
     appended_notifies_readers(make());
+    a_lone_group_member_owns_every_partition(make());
+}
+
+/// A member alone in its group owns every partition.
+pub fn a_lone_group_member_owns_every_partition(log: Box<dyn EventLog>) {
+    let member = log.join_group("conformance").unwrap();
+    let all: std::collections::BTreeSet<u32> = (0..log.partitions()).collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while member.partitions() != all {
+        assert!(std::time::Instant::now() < deadline, "a lone member owns {:?} of {all:?}", member.partitions());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 fn read_all(log: &dyn EventLog) -> Vec<event_schema::Envelope> {

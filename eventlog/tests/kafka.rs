@@ -62,3 +62,30 @@ fn bad_urls_are_refused_with_the_reason() {
     assert_eq!((c.brokers.as_str(), c.topic.as_str(), c.replication, c.partitions), ("a:1,b:2", "t", 3, 4));
     assert_eq!(c.client_settings, vec![("security.protocol".to_owned(), "ssl".to_owned())]);
 }
+
+/// Waits until `check` holds for the members' partitions, or fails with what they own.
+fn wait_for(members: &[&eventlog::GroupMember], what: &str, check: impl Fn(&[std::collections::BTreeSet<u32>]) -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let owned: Vec<_> = members.iter().map(|m| m.partitions()).collect();
+        if check(&owned) {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{what}: members own {owned:?} after 30 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn group_members_split_the_partitions_and_survivors_take_over() {
+    let broker = Tansu::start();
+    let log = KafkaLog::open(config(&broker, "groups", 4)).unwrap();
+    let first = log.join_group("projectors").unwrap();
+    wait_for(&[&first], "a lone member owns every partition", |o| o[0].len() == 4);
+    let second = log.join_group("projectors").unwrap();
+    wait_for(&[&first, &second], "two members split the partitions", |o| o[0].len() == 2 && o[1].len() == 2 && o[0].is_disjoint(&o[1]));
+    let other_group = log.join_group("servers").unwrap();
+    wait_for(&[&other_group], "another group's member owns every partition", |o| o[0].len() == 4);
+    drop(first);
+    wait_for(&[&second], "the survivor takes over", |o| o[0].len() == 4);
+}

@@ -8,7 +8,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use eventlog::{EmbeddedLog, EventLog};
 use projections::catalog::{self, Context, Mode};
 use projections::catch_up;
-use projections::search::{SearchIndexes, SearchRequest, SortOrder};
+use projections::search::{SearchRequest, SortOrder};
 
 fn sample() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/arxiv-sample-3k.jsonl.gz")
@@ -22,11 +22,7 @@ fn seeded(papers: usize) -> (tempfile::TempDir, Arc<EmbeddedLog>, usize) {
 }
 
 fn context(dir: &Path) -> Context {
-    Context {
-        store: Arc::new(store::EmbeddedStore::open(dir).unwrap()),
-        search: Arc::new(SearchIndexes::new(&dir.join("search"))),
-        lexicons: Arc::new(lexicons::Lexicons::builtin()),
-    }
+    Context::single(Arc::new(store::EmbeddedStore::open(dir).unwrap()), &dir.join("search"))
 }
 
 fn bench(c: &mut Criterion) {

@@ -1,27 +1,64 @@
 //! Every read model svc builds, by name: how to open its projection, make sure it has an
-//! active version, and drop a version.
+//! active version, follow it, and drop a version.
+//!
+//! Two kinds of read model:
+//! - **shared** ([`SHARED_MODELS`]): rows in the read-model store, built once by the
+//!   projectors (`svc project`) and read by every query node;
+//! - **node-local** ([`NODE_MODELS`]): the search index, which every query node (`svc serve`)
+//!   builds for itself from its own reading of the log. Its versions are registered in the
+//!   node's own store ([`Context::node`]), so each node rebuilds and swaps its own.
+//!
+//! On the embedded defaults both stores are the one store of the data directory.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use lexicons::Lexicons;
 use store::Store;
+use tracing::info;
 
 use crate::eprints::{self, EprintsProjection};
 use crate::search::{self, SearchIndexes, SearchProjection};
-use crate::{Projection, ProjectionError};
+use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
 
-/// The read models, in the order they are built.
+/// Every read model, in the order they are built.
 pub const MODELS: &[&str] = &[eprints::MODEL, search::MODEL];
+
+/// The read models kept in the shared store.
+pub const SHARED_MODELS: &[&str] = &[eprints::MODEL];
+
+/// The read models every query node keeps for itself.
+pub const NODE_MODELS: &[&str] = &[search::MODEL];
 
 /// What projections need to open.
 #[derive(Clone)]
 pub struct Context {
-    /// The read-model store (also holds every model's active-version pointer).
+    /// The read-model store shared by every node (rows and versions of the shared models).
     pub store: Arc<dyn Store>,
+    /// This node's own store: the versions of its node-local models. On the embedded
+    /// defaults the same store as [`Context::store`].
+    pub node: Arc<dyn Store>,
     /// This node's search indexes.
     pub search: Arc<SearchIndexes>,
     /// The lexicons records are validated against.
     pub lexicons: Arc<Lexicons>,
+}
+
+impl Context {
+    /// A context with one store for both the shared and the node-local models (the embedded
+    /// defaults), search indexes under `search_root` and the built-in lexicons.
+    pub fn single(store: Arc<dyn Store>, search_root: &std::path::Path) -> Context {
+        Context { node: store.clone(), store, search: Arc::new(SearchIndexes::new(search_root)), lexicons: Arc::new(Lexicons::builtin()) }
+    }
+
+    /// The store where `model`'s versions and active-version pointer are registered.
+    pub fn registry(&self, model: &str) -> &Arc<dyn Store> {
+        if NODE_MODELS.contains(&model) {
+            &self.node
+        } else {
+            &self.store
+        }
+    }
 }
 
 /// How a projection will be driven.
@@ -46,14 +83,29 @@ pub fn open(ctx: &Context, model: &str, version: u32, mode: Mode) -> Result<Box<
     }
 }
 
-/// The active version of `model`, creating and activating version 1 when it has none.
+/// The active version of `model`, creating and activating a first version when it has none.
+///
+/// Several processes may start at once on a fresh store: each creates a version, then all
+/// activate the lowest version still building, and one that finds a version already active
+/// drops its own and uses that one. (Store writes here are not compare-and-set, so two
+/// processes interleaving exactly can still both activate; the live workers then follow
+/// whichever was activated last, see [`FollowActive`].)
 pub fn ensure_active(ctx: &Context, model: &str) -> Result<u32, ProjectionError> {
-    if let Some(v) = ctx.store.active_version(model)? {
+    let registry = ctx.registry(model);
+    if let Some(v) = registry.active_version(model)? {
         return Ok(v);
     }
-    let v = ctx.store.create_version(model)?;
-    ctx.store.set_active_version(model, v)?;
-    Ok(v)
+    let mine = registry.create_version(model)?;
+    let versions = registry.versions(model)?;
+    if let Some((&active, _)) = versions.iter().find(|(_, s)| **s == store::VersionState::Active) {
+        if let Err(e) = drop_version(ctx, model, mine) {
+            tracing::warn!(model, version = mine, error = %e, "could not drop a version created in a race; it stays building");
+        }
+        return Ok(active);
+    }
+    let first = versions.iter().find(|(_, s)| **s == store::VersionState::Building).map_or(mine, |(v, _)| *v);
+    registry.set_active_version(model, first)?;
+    Ok(registry.active_version(model)?.unwrap_or(first))
 }
 
 /// Deletes every trace of one version of `model`.
@@ -62,9 +114,77 @@ pub fn drop_version(ctx: &Context, model: &str, version: u32) -> Result<(), Proj
         eprints::MODEL => ctx.store.drop_version(model, version, eprints::TABLES)?,
         search::MODEL => {
             ctx.search.remove(version)?;
-            ctx.store.drop_version(model, version, &[])?;
+            ctx.node.drop_version(model, version, &[])?;
         }
         other => return Err(ProjectionError::Corrupt(format!("unknown read model {other}"))),
     }
     Ok(())
+}
+
+/// How often a live projection looks for a new active version.
+const FOLLOW_INTERVAL: Duration = Duration::from_secs(1);
+
+/// A live projection of the active version of its model that moves to the next active
+/// version when a rebuild (possibly in another process) swaps one in: within about a second
+/// it flushes the old version and goes on from the new version's checkpoints.
+pub struct FollowActive {
+    ctx: Context,
+    model: &'static str,
+    inner: Box<dyn Projection>,
+    looked: Instant,
+}
+
+impl FollowActive {
+    /// Opens the live projection of `model`'s active version (activating version 1 when the
+    /// model has none).
+    ///
+    /// # Errors
+    /// What [`ensure_active`] or [`open`] fail with.
+    pub fn open(ctx: &Context, model: &str) -> Result<FollowActive, ProjectionError> {
+        let model =
+            MODELS.iter().copied().find(|m| *m == model).ok_or_else(|| ProjectionError::Corrupt(format!("unknown read model {model}")))?;
+        let version = ensure_active(ctx, model)?;
+        let inner = open(ctx, model, version, Mode::Live)?;
+        Ok(FollowActive { ctx: ctx.clone(), model, inner, looked: Instant::now() })
+    }
+}
+
+impl Projection for FollowActive {
+    fn model(&self) -> &'static str {
+        self.model
+    }
+
+    fn version(&self) -> u32 {
+        self.inner.version()
+    }
+
+    fn checkpoints(&self) -> Result<Checkpoints, ProjectionError> {
+        self.inner.checkpoints()
+    }
+
+    fn durable_checkpoints(&self) -> Result<Checkpoints, ProjectionError> {
+        self.inner.durable_checkpoints()
+    }
+
+    fn refresh(&mut self) -> Result<(), ProjectionError> {
+        if self.looked.elapsed() < FOLLOW_INTERVAL {
+            return Ok(());
+        }
+        self.looked = Instant::now();
+        let Some(active) = self.ctx.registry(self.model).active_version(self.model)? else { return Ok(()) };
+        if active != self.inner.version() {
+            self.inner.flush()?;
+            info!(model = self.model, from = self.inner.version(), to = active, "a new version was swapped in; following it");
+            self.inner = open(&self.ctx, self.model, active, Mode::Live)?;
+        }
+        Ok(())
+    }
+
+    fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError> {
+        self.inner.apply_batch(batch)
+    }
+
+    fn flush(&mut self) -> Result<(), ProjectionError> {
+        self.inner.flush()
+    }
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use eventlog::{EventLog, LogError};
 
-use crate::worker::{join, lowest_checkpoints, read_batch};
+use crate::worker::{all_partitions, join, lowest_checkpoints, read_batch};
 use crate::{EventBatch, Projection, ProjectionError};
 
 /// Batches read ahead of the slowest projection: enough to keep every thread busy, few
@@ -32,7 +32,8 @@ pub fn catch_up_all(log: &dyn EventLog, projections: Vec<&mut dyn Projection>, b
             return projections.iter().map(|_| Err(LogError::Unavailable(format!("failed to read checkpoints: {e}")).into())).collect()
         }
     };
-    let mut checkpoints = lowest_checkpoints(log, &each);
+    let partitions = all_partitions(log);
+    let mut checkpoints = lowest_checkpoints(&partitions, &each);
     std::thread::scope(|scope| {
         let mut senders = Vec::new();
         let mut handles = Vec::new();
@@ -42,7 +43,7 @@ pub fn catch_up_all(log: &dyn EventLog, projections: Vec<&mut dyn Projection>, b
             handles.push(scope.spawn(move || apply_all(projection, rx)));
         }
         let read_error = loop {
-            let batch = match read_batch(log, &checkpoints, batch_size) {
+            let batch = match read_batch(log, &partitions, &checkpoints, batch_size) {
                 Ok(Some(batch)) => Arc::new(batch),
                 Ok(None) => break None,
                 Err(e) => break Some(e),

@@ -27,6 +27,13 @@ pub trait Projection: Send {
         self.checkpoints()
     }
 
+    /// Called before each batch is read, while nothing is in flight: a projection may change
+    /// what it builds here (see [`crate::catalog::FollowActive`]), since the batch is read
+    /// after its checkpoints.
+    fn refresh(&mut self) -> Result<(), ProjectionError> {
+        Ok(())
+    }
+
     /// Applies a batch of events (in order per partition) and records the batch's
     /// [`EventBatch::next`] as the new checkpoints.
     fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError>;

@@ -1,10 +1,11 @@
 //! The projection worker: feeds a group of projections batches from the log, read once for
 //! all of them, retries failures and reports progress.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use eventlog::EventLog;
+use eventlog::{EventLog, GroupMember};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -41,14 +42,24 @@ pub struct Progress {
     pub applied: u64,
 }
 
-/// Reads the next batch after `checkpoints`, spread over the log's partitions; `None` when
+/// Every partition of the log.
+pub(crate) fn all_partitions(log: &dyn EventLog) -> BTreeSet<u32> {
+    (0..log.partitions()).collect()
+}
+
+/// Reads the next batch of `partitions` after `checkpoints`, spread over them; `None` when
 /// nothing follows them.
-pub(crate) fn read_batch(log: &dyn EventLog, checkpoints: &Checkpoints, batch_size: usize) -> Result<Option<EventBatch>, ProjectionError> {
-    let per_partition = (batch_size / log.partitions().max(1) as usize).max(1);
+pub(crate) fn read_batch(
+    log: &dyn EventLog,
+    partitions: &BTreeSet<u32>,
+    checkpoints: &Checkpoints,
+    batch_size: usize,
+) -> Result<Option<EventBatch>, ProjectionError> {
+    let per_partition = (batch_size / partitions.len().max(1)).max(1);
     let mut events = Vec::new();
     let mut next = Checkpoints::new();
     let mut more_to_come = false;
-    for partition in 0..log.partitions() {
+    for &partition in partitions {
         let from = checkpoints.get(&partition).copied().unwrap_or(0);
         let read = log.read(partition, from, per_partition)?;
         more_to_come |= read.len() == per_partition;
@@ -61,9 +72,10 @@ pub(crate) fn read_batch(log: &dyn EventLog, checkpoints: &Checkpoints, batch_si
 }
 
 /// Where a group of projections reads next: per partition, the lowest of their checkpoints.
-pub(crate) fn lowest_checkpoints(log: &dyn EventLog, each: &[Checkpoints]) -> Checkpoints {
-    (0..log.partitions())
-        .map(|partition| (partition, each.iter().map(|c| c.get(&partition).copied().unwrap_or(0)).min().unwrap_or(0)))
+pub(crate) fn lowest_checkpoints(partitions: &BTreeSet<u32>, each: &[Checkpoints]) -> Checkpoints {
+    partitions
+        .iter()
+        .map(|&partition| (partition, each.iter().map(|c| c.get(&partition).copied().unwrap_or(0)).min().unwrap_or(0)))
         .collect()
 }
 
@@ -85,14 +97,20 @@ fn apply_to_all(projections: &mut [Box<dyn Projection>], batch: &EventBatch) -> 
     })
 }
 
-/// Reads the next batch after the group's lowest checkpoints and applies it to every
-/// projection of the group. Returns how many events it read (0 when every projection has
-/// caught up with the log). A projection ahead of the others re-applies the events it already
-/// has, which projections make harmless (see [`Projection`]).
-fn step(log: &dyn EventLog, projections: &mut [Box<dyn Projection>], batch_size: usize) -> Result<usize, ProjectionError> {
+/// Reads the next batch of `partitions` after the group's lowest checkpoints and applies it
+/// to every projection of the group. Returns how many events it read (0 when every
+/// projection has caught up with the log). A projection ahead of the others re-applies the
+/// events it already has, which projections make harmless (see [`Projection`]).
+fn step(
+    log: &dyn EventLog,
+    partitions: &BTreeSet<u32>,
+    projections: &mut [Box<dyn Projection>],
+    batch_size: usize,
+) -> Result<usize, ProjectionError> {
+    projections.iter_mut().try_for_each(|p| p.refresh())?;
     let each = projections.iter().map(|p| p.checkpoints()).collect::<Result<Vec<_>, _>>()?;
-    let from = lowest_checkpoints(log, &each);
-    let Some(batch) = read_batch(log, &from, batch_size)? else { return Ok(0) };
+    let from = lowest_checkpoints(partitions, &each);
+    let Some(batch) = read_batch(log, partitions, &from, batch_size)? else { return Ok(0) };
     apply_to_all(projections, &batch)?;
     Ok(batch.len())
 }
@@ -104,8 +122,9 @@ fn step(log: &dyn EventLog, projections: &mut [Box<dyn Projection>], batch_size:
 /// The first error of the log or the projection.
 pub fn catch_up(log: &dyn EventLog, projection: &mut dyn Projection, batch_size: usize) -> Result<u64, ProjectionError> {
     let mut total = 0u64;
+    let partitions = all_partitions(log);
     loop {
-        let Some(batch) = read_batch(log, &projection.checkpoints()?, batch_size)? else {
+        let Some(batch) = read_batch(log, &partitions, &projection.checkpoints()?, batch_size)? else {
             projection.flush()?;
             return Ok(total);
         };
@@ -116,11 +135,15 @@ pub fn catch_up(log: &dyn EventLog, projection: &mut dyn Projection, batch_size:
 
 /// Runs a group of projections against the log until cancelled: one reader reads and decodes
 /// each batch once, and every projection applies it on its own thread.
+///
+/// A worker reads every partition, or, [in a work group](Worker::in_group), only the
+/// partitions the group assigns it right now.
 pub struct Worker {
     log: Arc<dyn EventLog>,
     projections: Vec<Box<dyn Projection>>,
     config: WorkerConfig,
     progress: Vec<watch::Sender<Progress>>,
+    member: Option<GroupMember>,
 }
 
 impl Worker {
@@ -130,7 +153,13 @@ impl Worker {
             .iter()
             .map(|p| watch::channel(Progress { checkpoints: p.durable_checkpoints().unwrap_or_default(), applied: 0 }).0)
             .collect();
-        Worker { log, projections, config, progress }
+        Worker { log, projections, config, progress, member: None }
+    }
+
+    /// Makes the worker read only the partitions `member` owns, following it as they change.
+    pub fn in_group(mut self, member: GroupMember) -> Worker {
+        self.member = Some(member);
+        self
     }
 
     /// Progress updates per read model, published after every batch.
@@ -144,19 +173,29 @@ impl Worker {
     /// A batch that still fails after the configured attempts stops the worker: its error is
     /// returned, and the durable checkpoints stay before the failed batch.
     pub async fn run(self, cancel: CancellationToken) -> Result<(), ProjectionError> {
-        let Worker { log, mut projections, config, progress } = self;
+        let Worker { log, mut projections, config, progress, member } = self;
         let models: Vec<_> = projections.iter().map(|p| p.model()).collect();
         info!(?models, "projection worker started");
         let mut applied_total = 0u64;
         let mut attempt = 0u32;
         let mut batch_size = config.batch_size;
+        let mut owned = member.as_ref().map(GroupMember::changes);
+        let mut partitions = all_partitions(log.as_ref());
         loop {
             let mut appended = log.appended();
             appended.borrow_and_update();
+            if let Some(owned) = owned.as_mut() {
+                let now = owned.borrow_and_update().clone();
+                if now != partitions {
+                    info!(?models, partitions = ?now, "projection worker now owns these partitions");
+                    partitions = now;
+                }
+            }
             let log2 = log.clone();
+            let reading = partitions.clone();
             let started = Instant::now();
             let (back, result) = tokio::task::spawn_blocking(move || {
-                let result = step(log2.as_ref(), &mut projections, batch_size).and_then(|n| {
+                let result = step(log2.as_ref(), &reading, &mut projections, batch_size).and_then(|n| {
                     if n == 0 {
                         projections.iter_mut().try_for_each(|p| p.flush())?;
                     }
@@ -189,8 +228,17 @@ impl Worker {
                         });
                     }
                     if n == 0 {
+                        let reassigned = async {
+                            match owned.as_mut() {
+                                Some(owned) => {
+                                    let _ = owned.changed().await;
+                                }
+                                None => std::future::pending().await,
+                            }
+                        };
                         tokio::select! {
                             _ = appended.changed() => {}
+                            _ = reassigned => {}
                             _ = cancel.cancelled() => break,
                             _ = tokio::time::sleep(Duration::from_millis(500)) => {}
                         }

@@ -6,10 +6,9 @@ use std::sync::Arc;
 use chrono::{TimeZone, Utc};
 use event_schema::{IdentityChange, NewEvent, Payload, RecordDelete, RecordWrite, Source};
 use eventlog::{EmbeddedLog, EventLog};
-use lexicons::Lexicons;
 use projections::catalog::{self, Context, Mode};
 use projections::eprints::read::EprintsReader;
-use projections::search::{SearchCursor, SearchIndexes, SearchRequest, SortOrder};
+use projections::search::{SearchCursor, SearchRequest, SortOrder};
 use projections::{catch_up, catch_up_all, EventBatch, Projection};
 use serde_json::json;
 use store::EmbeddedStore;
@@ -45,11 +44,7 @@ struct Env {
 fn env() -> Env {
     let dir = tempfile::tempdir().unwrap();
     let log = Arc::new(EmbeddedLog::open(&dir.path().join("log"), 4).unwrap());
-    let ctx = Context {
-        store: Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap()),
-        search: Arc::new(SearchIndexes::new(&dir.path().join("search"))),
-        lexicons: Arc::new(Lexicons::builtin()),
-    };
+    let ctx = Context::single(Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap()), &dir.path().join("search"));
     Env { _dir: dir, log, ctx }
 }
 
@@ -310,7 +305,11 @@ fn eprints_dump(store: &dyn store::Store, dids: &[&str], uris: &[String]) -> Vec
     let mut out = Vec::new();
     for did in dids {
         let page = reader.by_author(did, 100, None).unwrap();
-        out.push(format!("{did} lists {}: {:?}", page.total, page.eprints.iter().map(|e| (e["uri"].clone(), e["title"].clone())).collect::<Vec<_>>()));
+        out.push(format!(
+            "{did} lists {}: {:?}",
+            page.total,
+            page.eprints.iter().map(|e| (e["uri"].clone(), e["title"].clone())).collect::<Vec<_>>()
+        ));
         let account = reader.account(did).unwrap();
         out.push(format!("{did} account {:?} {:?}", account.handle, account.display_name));
     }
@@ -324,10 +323,24 @@ fn eprints_dump(store: &dyn store::Store, dids: &[&str], uris: &[String]) -> Vec
 fn a_batch_cut_short_is_completed_by_applying_it_again() {
     let (a, b) = ("did:plc:aaaaaaaaaaaaaaaaaaaaaaaa", "did:plc:bbbbbbbbbbbbbbbbbbbbbbbb");
     let delete = |rkey: &str, rev: &str| {
-        NewEvent::repo(src(), Payload::RecordDelete(RecordDelete { did: a.into(), collection: lexicons::SUBMISSION.into(), rkey: rkey.into(), rev: rev.into() }))
+        NewEvent::repo(
+            src(),
+            Payload::RecordDelete(RecordDelete {
+                did: a.into(),
+                collection: lexicons::SUBMISSION.into(),
+                rkey: rkey.into(),
+                rev: rev.into(),
+            }),
+        )
     };
-    let handle = |did: &str, h: &str| NewEvent::repo(src(), Payload::Identity(IdentityChange { did: did.into(), handle: Some(h.into()), display_name: None }));
-    let before = [write(a, "3k1", "3r01", submission("One", &[("A", a), ("B", b)], 1), false), write(a, "3k2", "3r02", submission("Two", &[("A", a)], 2), false), handle(a, "a.test")];
+    let handle = |did: &str, h: &str| {
+        NewEvent::repo(src(), Payload::Identity(IdentityChange { did: did.into(), handle: Some(h.into()), display_name: None }))
+    };
+    let before = [
+        write(a, "3k1", "3r01", submission("One", &[("A", a), ("B", b)], 1), false),
+        write(a, "3k2", "3r02", submission("Two", &[("A", a)], 2), false),
+        handle(a, "a.test"),
+    ];
     let batch = [
         write(a, "3k1", "3r03", submission("One revised", &[("A", a)], 1), true),
         write(a, "3k1", "3r04", submission("One again", &[("A", a), ("B", b)], 1), true),
@@ -339,7 +352,11 @@ fn a_batch_cut_short_is_completed_by_applying_it_again() {
         handle(b, "b.test"),
         write(a, "3k3", "3r08", submission("Three final", &[("A", a)], 3), true),
     ];
-    let uris: Vec<String> = ["3k1", "3k2", "3k3"].iter().map(|k| format!("at://{a}/pub.svc.eprint.submission/{k}")).chain([format!("at://{b}/pub.svc.eprint.submission/3k9")]).collect();
+    let uris: Vec<String> = ["3k1", "3k2", "3k3"]
+        .iter()
+        .map(|k| format!("at://{a}/pub.svc.eprint.submission/{k}"))
+        .chain([format!("at://{b}/pub.svc.eprint.submission/3k9")])
+        .collect();
     // The log and store of one run; `cut` cuts the second batch after that many writes.
     let run = |cut: Option<usize>| {
         let dir = tempfile::tempdir().unwrap();
@@ -349,7 +366,7 @@ fn a_batch_cut_short_is_completed_by_applying_it_again() {
             cut: Default::default(),
             last_len: Default::default(),
         });
-        let ctx = Context { store: store.clone(), search: Arc::new(SearchIndexes::new(&dir.path().join("search"))), lexicons: Arc::new(Lexicons::builtin()) };
+        let ctx = Context::single(store.clone(), &dir.path().join("search"));
         let v = catalog::ensure_active(&ctx, "eprints").unwrap();
         let mut p = catalog::open(&ctx, "eprints", v, Mode::Live).unwrap();
         log.append(&before).unwrap();

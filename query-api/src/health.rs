@@ -30,18 +30,31 @@ async fn readiness(State(state): State<AppState>) -> Response {
         let log = s.log.check().map_err(|e| e.to_string());
         let store = s.store.check().map_err(|e| e.to_string());
         let search = s.search_index().map(|_| ()).map_err(|e| e.to_string());
-        let projections: Vec<Value> = s
+        let caught_up = |checkpoints: &projections::Checkpoints| {
+            (0..s.log.partitions()).all(|part| {
+                let at = checkpoints.get(&part).copied().unwrap_or(0);
+                s.log.read(part, at, 1).map(|e| e.is_empty()).unwrap_or(false)
+            })
+        };
+        let mut projections: Vec<Value> = s
             .progress
             .iter()
             .map(|(model, rx)| {
                 let p = rx.borrow().clone();
-                let caught_up = (0..s.log.partitions()).all(|part| {
-                    let at = p.checkpoints.get(&part).copied().unwrap_or(0);
-                    s.log.read(part, at, 1).map(|e| e.is_empty()).unwrap_or(false)
-                });
-                json!({"model": model, "caughtUp": caught_up, "applied": p.applied})
+                json!({"model": model, "caughtUp": caught_up(&p.checkpoints), "applied": p.applied})
             })
             .collect();
+        // Shared models built by other processes: their checkpoints are in the store.
+        for model in projections::catalog::SHARED_MODELS.iter().filter(|m| !s.progress.iter().any(|(p, _)| p == *m)) {
+            let checkpoints = s.store.active_version(model).and_then(|v| match v {
+                Some(v) => s.store.checkpoints(&store::consumer_name(model, v)),
+                None => Ok(Default::default()),
+            });
+            projections.push(match checkpoints {
+                Ok(c) => json!({"model": model, "caughtUp": caught_up(&c), "builtElsewhere": true}),
+                Err(e) => json!({"model": model, "caughtUp": false, "builtElsewhere": true, "error": e.to_string()}),
+            });
+        }
         (log, store, search, projections)
     })
     .await;

@@ -14,8 +14,10 @@ use tokio::sync::watch;
 pub struct AppState {
     /// The event log (for readiness and lag).
     pub log: Arc<dyn EventLog>,
-    /// The read-model store.
+    /// The read-model store shared by every query node.
     pub store: Arc<dyn Store>,
+    /// This node's own store: the versions of its search index.
+    pub node: Arc<dyn Store>,
     /// The search indexes of this node.
     pub search: Arc<SearchIndexes>,
     /// The lexicons.
@@ -40,7 +42,7 @@ pub struct ServiceIdentity {
 impl AppState {
     /// The active version of the search index, if one was activated.
     pub fn search_index(&self) -> Result<Option<Arc<SearchIndex>>, ProjectionError> {
-        match self.store.active_version(SEARCH_MODEL)? {
+        match self.node.active_version(SEARCH_MODEL)? {
             Some(v) => Ok(Some(self.search.open(v)?)),
             None => Ok(None),
         }

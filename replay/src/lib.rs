@@ -2,9 +2,12 @@
 //! the live one, then swap the active-version pointer.
 //!
 //! The new version is invisible to queries until it has caught up with the log; the swap is
-//! one atomic write of the pointer; the old version is dropped after the swap. Run with the
-//! service stopped for now: the same machinery serves an online rebuild, which also has to
-//! hand the live workers over to the new version.
+//! one atomic write of the pointer. Live projection workers follow the pointer
+//! ([`projections::catalog::FollowActive`]): within about a second of the swap they go on
+//! from the new version's checkpoints, so a rebuild can run while the service runs, in
+//! another process, against a log and store the service shares (Kafka and ScyllaDB). The old
+//! version is dropped after a grace period that lets those workers move over; a drop that
+//! fails leaves the old version retired, and the next rebuild drops it.
 #![warn(missing_docs)]
 
 use std::time::{Duration, Instant};
@@ -12,7 +15,8 @@ use std::time::{Duration, Instant};
 use eventlog::EventLog;
 use projections::catalog::{self, Context};
 use projections::{catch_up, catch_up_all, Projection, ProjectionError};
-use tracing::info;
+use store::VersionState;
+use tracing::{info, warn};
 
 /// What a rebuild of one read model did.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,6 +31,26 @@ pub struct RebuildReport {
     pub events: u64,
     /// Time spent replaying.
     pub elapsed: Duration,
+    /// Whether the old version was dropped (false when there was none, or dropping it
+    /// failed: it then stays retired until the next rebuild).
+    pub old_dropped: bool,
+}
+
+/// How to rebuild.
+#[derive(Debug, Clone)]
+pub struct RebuildOptions {
+    /// The read models to rebuild, by name.
+    pub models: Vec<&'static str>,
+    /// How long the old version is kept after the swap before it is dropped: zero when no
+    /// other process can be reading or writing it.
+    pub grace: Duration,
+}
+
+impl RebuildOptions {
+    /// Every read model, dropping old versions at once (the service is stopped).
+    pub fn offline() -> RebuildOptions {
+        RebuildOptions { models: catalog::MODELS.to_vec(), grace: Duration::ZERO }
+    }
 }
 
 /// Errors of a rebuild.
@@ -56,8 +80,10 @@ struct Build {
 /// Creates the next version of `model` and opens its projection in rebuild mode.
 fn begin(ctx: &Context, model: &'static str) -> Result<Build, ReplayError> {
     let wrap = |source| ReplayError::Projection { model: model.to_owned(), source };
-    let old_version = ctx.store.active_version(model).map_err(|e| wrap(e.into()))?;
-    let new_version = ctx.store.create_version(model).map_err(|e| wrap(e.into()))?;
+    let registry = ctx.registry(model);
+    drop_retired(ctx, model);
+    let old_version = registry.active_version(model).map_err(|e| wrap(e.into()))?;
+    let new_version = registry.create_version(model).map_err(|e| wrap(e.into()))?;
     info!(model, new_version, "rebuilding read model from position 0");
     match catalog::open(ctx, model, new_version, catalog::Mode::Rebuild) {
         Ok(projection) => Ok(Build { model, old_version, new_version, projection }),
@@ -68,8 +94,22 @@ fn begin(ctx: &Context, model: &'static str) -> Result<Build, ReplayError> {
     }
 }
 
-/// Swaps a built version in and drops the old one; a failed build is dropped instead.
-fn finish(ctx: &Context, build: Build, built: Result<u64, ProjectionError>, started: Instant) -> Result<RebuildReport, ReplayError> {
+/// Drops the versions of `model` that an earlier rebuild retired but could not drop.
+fn drop_retired(ctx: &Context, model: &str) {
+    let retired = match ctx.registry(model).versions(model) {
+        Ok(versions) => versions.into_iter().filter(|(_, s)| *s == VersionState::Retired).map(|(v, _)| v).collect::<Vec<_>>(),
+        Err(e) => return warn!(model, error = %e, "could not list the versions to drop"),
+    };
+    for version in retired {
+        match catalog::drop_version(ctx, model, version) {
+            Ok(()) => info!(model, version, "dropped a version left retired by an earlier rebuild"),
+            Err(e) => warn!(model, version, error = %e, "could not drop a retired version; it stays retired"),
+        }
+    }
+}
+
+/// Swaps a built version in; a failed build is dropped instead.
+fn swap(ctx: &Context, build: Build, built: Result<u64, ProjectionError>, started: Instant) -> Result<RebuildReport, ReplayError> {
     let Build { model, old_version, new_version, projection } = build;
     drop(projection);
     let wrap = |source| ReplayError::Projection { model: model.to_owned(), source };
@@ -80,13 +120,27 @@ fn finish(ctx: &Context, build: Build, built: Result<u64, ProjectionError>, star
             return Err(wrap(e));
         }
     };
-    ctx.store.set_active_version(model, new_version).map_err(|e| wrap(e.into()))?;
-    if let Some(old) = old_version {
-        catalog::drop_version(ctx, model, old).map_err(wrap)?;
-    }
+    ctx.registry(model).set_active_version(model, new_version).map_err(|e| wrap(e.into()))?;
     let elapsed = started.elapsed();
     info!(model, new_version, events, elapsed_ms = elapsed.as_millis() as u64, "read model rebuilt and swapped in");
-    Ok(RebuildReport { model: model.to_owned(), old_version, new_version, events, elapsed })
+    Ok(RebuildReport { model: model.to_owned(), old_version, new_version, events, elapsed, old_dropped: false })
+}
+
+/// After the grace period, drops the versions the swaps replaced. A failed drop leaves the
+/// version retired (the next rebuild drops it) and is reported, not an error: the rebuild
+/// itself succeeded.
+fn drop_old(ctx: &Context, reports: &mut [RebuildReport], grace: Duration) {
+    if reports.iter().any(|r| r.old_version.is_some()) && !grace.is_zero() {
+        info!(grace_ms = grace.as_millis() as u64, "waiting for live workers to move to the new versions before dropping the old ones");
+        std::thread::sleep(grace);
+    }
+    for report in reports {
+        let Some(old) = report.old_version else { continue };
+        match catalog::drop_version(ctx, &report.model, old) {
+            Ok(()) => report.old_dropped = true,
+            Err(e) => warn!(model = report.model, version = old, error = %e, "could not drop the old version; it stays retired"),
+        }
+    }
 }
 
 /// Rebuilds one read model from position 0 and swaps it in.
@@ -104,17 +158,41 @@ pub fn rebuild(log: &dyn EventLog, ctx: &Context, model: &str) -> Result<Rebuild
     let started = Instant::now();
     let mut build = begin(ctx, model)?;
     let built = catch_up(log, build.projection.as_mut(), REBUILD_BATCH);
-    finish(ctx, build, built, started)
+    let mut report = [swap(ctx, build, built, started)?];
+    drop_old(ctx, &mut report, Duration::ZERO);
+    let [report] = report;
+    Ok(report)
 }
 
-/// Rebuilds every read model together: one reader reads and decodes the log once for all of
-/// them, and each model applies it on its own thread.
+/// Rebuilds the chosen read models together: one reader reads and decodes the log once for
+/// all of them, and each model applies it on its own thread. Every model is swapped in as
+/// soon as all are built; the old versions are dropped after the grace period.
 ///
 /// # Errors
-/// The first failing rebuild; the models that succeeded stay swapped in.
-pub fn rebuild_all(log: &dyn EventLog, ctx: &Context) -> Result<Vec<RebuildReport>, ReplayError> {
+/// The first failing rebuild; the models that succeeded stay swapped in (and their old
+/// versions are dropped).
+pub fn rebuild_all(log: &dyn EventLog, ctx: &Context, options: &RebuildOptions) -> Result<Vec<RebuildReport>, ReplayError> {
     let started = Instant::now();
-    let mut builds = catalog::MODELS.iter().map(|m| begin(ctx, m)).collect::<Result<Vec<_>, _>>()?;
+    let mut builds = Vec::new();
+    for model in &options.models {
+        let model = catalog::MODELS.iter().copied().find(|m| m == model).ok_or_else(|| ReplayError::Projection {
+            model: (*model).to_owned(),
+            source: ProjectionError::Corrupt(format!("unknown read model {model}")),
+        })?;
+        builds.push(begin(ctx, model)?);
+    }
     let results = catch_up_all(log, builds.iter_mut().map(|b| b.projection.as_mut() as &mut dyn Projection).collect(), REBUILD_BATCH);
-    builds.into_iter().zip(results).map(|(build, built)| finish(ctx, build, built, started)).collect()
+    let mut reports = Vec::new();
+    let mut failed = None;
+    for (build, built) in builds.into_iter().zip(results) {
+        match swap(ctx, build, built, started) {
+            Ok(report) => reports.push(report),
+            Err(e) => failed = failed.or(Some(e)),
+        }
+    }
+    drop_old(ctx, &mut reports, options.grace);
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(reports),
+    }
 }

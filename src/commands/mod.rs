@@ -1,19 +1,34 @@
 //! The subcommands.
 
+pub mod service;
 pub mod up;
 
 use std::io::Write;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use eventlog::{EmbeddedLog, EventLog, KafkaConfig, KafkaLog};
 use projections::catalog::Context;
-use projections::search::SearchIndexes;
 use store::{EmbeddedStore, ScyllaConfig, ScyllaStore, Store};
 use tracing::info;
 
-use crate::config::{DataArgs, SeedArgs};
+use crate::config::{DataArgs, IngestArgs, ReplayArgs, SeedArgs};
+
+/// The work group of projectors unless `--group` says otherwise.
+pub const DEFAULT_GROUP: &str = "svc.project";
+
+/// Roles as separate processes share a log and a store: the embedded ones belong to one
+/// process.
+pub fn require_shared(data: &DataArgs, role: &str) -> anyhow::Result<()> {
+    if data.log_url.is_none() || data.store_url.is_none() {
+        anyhow::bail!(
+            "{role} runs one role against a shared log and store: set --log kafka://… and --store scylla://… \
+             (SVC_LOG, SVC_STORE); on the embedded defaults run every role in one process with `svc up`"
+        );
+    }
+    Ok(())
+}
 
 /// Opens the event log: Kafka when `--log` is set, else the embedded log of the data directory.
 pub fn open_log(data: &DataArgs) -> anyhow::Result<Arc<dyn EventLog>> {
@@ -40,13 +55,20 @@ pub fn open_store(data: &DataArgs) -> anyhow::Result<Arc<dyn Store>> {
     Ok(Arc::new(store))
 }
 
-/// Opens the read-model context (store, search indexes, lexicons).
-pub fn open_context(data: &DataArgs) -> anyhow::Result<Context> {
-    Ok(Context {
-        store: open_store(data)?,
-        search: Arc::new(SearchIndexes::new(&data.data_dir.join("search"))),
-        lexicons: Arc::new(lexicons::Lexicons::builtin()),
-    })
+/// Opens the read-model context (store, this node's store, search indexes, lexicons).
+///
+/// With a shared store, a node that keeps node-local models (`with_node_models`: a query
+/// node, `svc up`) registers their versions in an embedded store in its data directory; a
+/// projector keeps none and opens nothing there, so several can share a working directory.
+pub fn open_context(data: &DataArgs, with_node_models: bool) -> anyhow::Result<Context> {
+    let store = open_store(data)?;
+    let search_root = data.data_dir.join("search");
+    if data.store_url.is_none() || !with_node_models {
+        return Ok(Context::single(store, &search_root));
+    }
+    let node = EmbeddedStore::open(&data.data_dir)
+        .with_context(|| format!("failed to open this node's store in {} (is another svc using it?)", data.data_dir.display()))?;
+    Ok(Context { node: Arc::new(node), ..Context::single(store, &search_root) })
 }
 
 /// `svc seed`.
@@ -67,11 +89,34 @@ pub fn seed(args: SeedArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `svc ingest`: appends the seed file, if any, then follows the live sources; with none
+/// configured it is done.
+pub fn ingest(args: IngestArgs) -> anyhow::Result<()> {
+    if let Some(file) = args.seed {
+        seed(SeedArgs { data: args.data, file, limit: args.limit, batch: args.batch })?;
+    }
+    info!("nothing more to ingest: no live source is configured");
+    Ok(())
+}
+
 /// `svc replay`.
-pub fn replay(data: DataArgs) -> anyhow::Result<()> {
-    let log = open_log(&data)?;
-    let ctx = open_context(&data)?;
-    let reports = replay::rebuild_all(log.as_ref(), &ctx)?;
+pub fn replay(args: ReplayArgs) -> anyhow::Result<()> {
+    let data = &args.data;
+    let shared = data.store_url.is_some();
+    let models: Vec<&'static str> = if args.models.is_empty() {
+        if shared {
+            projections::catalog::SHARED_MODELS.to_vec()
+        } else {
+            projections::catalog::MODELS.to_vec()
+        }
+    } else {
+        projections::catalog::MODELS.iter().copied().filter(|m| args.models.iter().any(|a| a == m)).collect()
+    };
+    let node_models = models.iter().any(|m| projections::catalog::NODE_MODELS.contains(m));
+    let grace = Duration::from_secs(args.grace_seconds.unwrap_or(if shared { 10 } else { 0 }));
+    let log = open_log(data)?;
+    let ctx = open_context(data, node_models)?;
+    let reports = replay::rebuild_all(log.as_ref(), &ctx, &replay::RebuildOptions { models, grace })?;
     let mut out = std::io::stdout().lock();
     for r in reports {
         let line = serde_json::json!({
@@ -80,6 +125,7 @@ pub fn replay(data: DataArgs) -> anyhow::Result<()> {
             "newVersion": r.new_version,
             "events": r.events,
             "seconds": r.elapsed.as_secs_f64(),
+            "oldVersionDropped": r.old_dropped,
         });
         writeln!(out, "{line}")?;
     }

@@ -1,110 +1,66 @@
-//! `svc up`: the projection workers and the query API in one process, supervised: when any
-//! task ends, everything drains and stops.
-
-use std::sync::Arc;
-use std::time::Duration;
+//! The long-running roles: `svc up` (all of them in one process), `svc project` and
+//! `svc serve`.
 
 use anyhow::Context as _;
 use projections::catalog;
-use projections::{Worker, WorkerConfig};
-use query_api::{AppState, ServiceIdentity};
-use tokio::task::JoinSet;
-use tokio_util::sync::CancellationToken;
-use tracing::{error, info};
+use tracing::info;
 
-use super::{open_context, open_log};
-use crate::config::UpArgs;
+use super::service::Supervisor;
+use super::{open_context, open_log, require_shared};
+use crate::config::{ProjectArgs, UpArgs};
 
-/// How long tasks may take to drain after a shutdown starts.
-const DRAIN: Duration = Duration::from_secs(10);
-
-pub async fn run(args: UpArgs) -> anyhow::Result<()> {
+/// `svc up`: projection workers and the API in one process.
+///
+/// On the embedded log one worker builds every model from one reading of the log. On Kafka
+/// the shared models are built by a worker of the projectors' group (so `svc up` can run
+/// beside `svc project` processes) and the search index by a worker of its own.
+pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     let log = open_log(&args.data)?;
-    let ctx = open_context(&args.data)?;
-    let cancel = CancellationToken::new();
-    let mut tasks: JoinSet<anyhow::Result<()>> = JoinSet::new();
-
-    let mut projections = Vec::new();
-    for model in catalog::MODELS {
-        let version = catalog::ensure_active(&ctx, model)?;
-        projections
-            .push(catalog::open(&ctx, model, version, catalog::Mode::Live).with_context(|| format!("failed to open projection {model}"))?);
+    let ctx = open_context(&args.data, true)?;
+    let mut supervisor = Supervisor::new();
+    let mut progress = Vec::new();
+    if args.data.log_url.is_none() {
+        let worker = super::service::worker(log.clone(), &ctx, catalog::MODELS, args.batch_size)?;
+        progress.extend(worker.progress());
+        supervisor.spawn_worker(worker);
+    } else {
+        let member = log.join_group(super::DEFAULT_GROUP).context("failed to join the projectors' group")?;
+        let shared = super::service::worker(log.clone(), &ctx, catalog::SHARED_MODELS, args.batch_size)?.in_group(member);
+        let node = super::service::worker(log.clone(), &ctx, catalog::NODE_MODELS, args.batch_size)?;
+        progress.extend(shared.progress());
+        progress.extend(node.progress());
+        supervisor.spawn_worker(shared);
+        supervisor.spawn_worker(node);
     }
-    let worker = Worker::new(log.clone(), projections, WorkerConfig { batch_size: args.batch_size, ..WorkerConfig::default() });
+    supervisor.spawn_api(&args, log, &ctx, progress).await?;
+    info!(data_dir = %args.data.data_dir.display(), "svc up");
+    supervisor.run().await
+}
+
+/// `svc project`: builds the shared read models from the partitions its group assigns it.
+pub async fn project(args: ProjectArgs) -> anyhow::Result<()> {
+    require_shared(&args.data, "svc project")?;
+    let log = open_log(&args.data)?;
+    let ctx = open_context(&args.data, false)?;
+    let member = log.join_group(&args.group).with_context(|| format!("failed to join the group {}", args.group))?;
+    let worker = super::service::worker(log, &ctx, catalog::SHARED_MODELS, args.batch_size)?.in_group(member);
+    let mut supervisor = Supervisor::new();
+    supervisor.spawn_worker(worker);
+    info!(group = args.group, "svc project");
+    supervisor.run().await
+}
+
+/// `svc serve`: the API over the shared read models, and this node's own search index built
+/// by its own worker from every partition.
+pub async fn serve(args: UpArgs) -> anyhow::Result<()> {
+    require_shared(&args.data, "svc serve")?;
+    let log = open_log(&args.data)?;
+    let ctx = open_context(&args.data, true)?;
+    let worker = super::service::worker(log.clone(), &ctx, catalog::NODE_MODELS, args.batch_size)?;
     let progress = worker.progress();
-    let token = cancel.clone();
-    tasks.spawn(async move { worker.run(token).await.context("projection worker stopped") });
-
-    let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("failed to listen on {}", args.listen))?;
-    let local = listener.local_addr()?;
-    let state = AppState {
-        log: log.clone(),
-        store: ctx.store.clone(),
-        search: ctx.search.clone(),
-        openapi: Arc::new(query_api::openapi::document(&ctx.lexicons)),
-        lexicons: ctx.lexicons.clone(),
-        identity: Arc::new(ServiceIdentity {
-            did: args.service_did.clone(),
-            public_url: args.public_url.clone().unwrap_or_else(|| format!("http://{local}")),
-        }),
-        progress: Arc::new(progress),
-    };
-    let app = query_api::app(state);
-    let token = cancel.clone();
-    tasks.spawn(async move {
-        axum::serve(listener, app).with_graceful_shutdown(async move { token.cancelled().await }).await.context("http server failed")
-    });
-    info!(listen = %local, data_dir = %args.data.data_dir.display(), "svc up");
-
-    let token = cancel.clone();
-    tokio::spawn(async move {
-        shutdown_signal().await;
-        info!("shutdown requested");
-        token.cancel();
-    });
-
-    let mut result = Ok(());
-    if let Some(first) = tasks.join_next().await {
-        if let Err(e) = flatten(first) {
-            error!(error = format!("{e:#}"), "task failed; shutting down");
-            result = Err(e);
-        }
-    }
-    cancel.cancel();
-    let drain = async {
-        while let Some(done) = tasks.join_next().await {
-            if let Err(e) = flatten(done) {
-                error!(error = format!("{e:#}"), "task failed while draining");
-            }
-        }
-    };
-    if tokio::time::timeout(DRAIN, drain).await.is_err() {
-        error!("tasks did not drain in time; aborting them");
-        tasks.abort_all();
-    }
-    info!("svc stopped");
-    result
-}
-
-fn flatten(r: Result<anyhow::Result<()>, tokio::task::JoinError>) -> anyhow::Result<()> {
-    r.map_err(|e| anyhow::anyhow!("task panicked: {e}"))?
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => return std::future::pending().await,
-        };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
-    }
+    let mut supervisor = Supervisor::new();
+    supervisor.spawn_worker(worker);
+    supervisor.spawn_api(&args, log, &ctx, progress).await?;
+    info!(data_dir = %args.data.data_dir.display(), "svc serve");
+    supervisor.run().await
 }

@@ -64,3 +64,22 @@ fn conformance_on_scylladb() {
     test_suite::run_all(&factory(nodes.clone()));
     test_suite::run(&factory(nodes), test_suite::BY_POSITION);
 }
+
+#[test]
+fn a_replaced_version_gets_no_new_tables() {
+    let (store, _guard) = factory(kassandra().to_string())();
+    let old = store.create_version("m").unwrap();
+    store.set_active_version("m", old).unwrap();
+    let new = store.create_version("m").unwrap();
+    store.set_active_version("m", new).unwrap();
+    // A worker that has not noticed the swap writes to a table of the old version.
+    let mut batch = store::Batch::default();
+    batch.put(&store::TableRef::new("m", old, "late"), "p", b"c".to_vec(), Default::default(), 1);
+    let err = store.apply(batch).unwrap_err().to_string();
+    assert!(err.contains(&format!("version {old} of m is retired")), "{err}");
+    // The active version's tables are created as usual.
+    let mut batch = store::Batch::default();
+    batch.put(&store::TableRef::new("m", new, "late"), "p", b"c".to_vec(), Default::default(), 1);
+    store.apply(batch).unwrap();
+    assert!(store.get(&store::TableRef::new("m", new, "late"), "p", b"c").unwrap().is_some());
+}

@@ -177,18 +177,23 @@ impl Service {
 
     /// Starts `svc up` on a given port and backend.
     pub async fn start_with(data_dir: &Path, port: u16, backend: &Backend) -> Result<Service> {
+        Service::start_role("up", data_dir, port, backend).await
+    }
+
+    /// Starts `svc ROLE` (`up` or `serve`) on a given port and backend.
+    pub async fn start_role(role: &str, data_dir: &Path, port: u16, backend: &Backend) -> Result<Service> {
         let log_path = data_dir.with_extension(format!("{port}.log"));
         let log = std::fs::File::create(&log_path)?;
         let child = Command::new(svc_bin())
-            .args(["up", "--data-dir"])
+            .args([role, "--data-dir"])
             .arg(data_dir)
             .args(["--listen", &format!("127.0.0.1:{port}")])
-            .env("RUST_LOG", "info")
+            .env("RUST_LOG", "info,scylla=error")
             .envs(backend.env())
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
-            .context("failed to start svc up")?;
+            .with_context(|| format!("failed to start svc {role}"))?;
         let svc = Service { child, base: format!("http://127.0.0.1:{port}"), port, data_dir: data_dir.to_owned(), log_path };
         svc.wait_ready().await?;
         Ok(svc)
@@ -273,6 +278,53 @@ impl Service {
 }
 
 impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A running `svc project` (no API), killed when dropped.
+pub struct Projector {
+    child: Child,
+    /// Its log (stderr).
+    pub log_path: PathBuf,
+}
+
+impl Projector {
+    /// Starts `svc project` in `work_dir`, logging to `<work_dir>/<name>.log`.
+    pub fn start(name: &str, work_dir: &Path, backend: &Backend) -> Result<Projector> {
+        let log_path = work_dir.join(format!("{name}.log"));
+        let child = Command::new(svc_bin())
+            .args(["project", "--data-dir"])
+            .arg(work_dir)
+            .env("RUST_LOG", "info,scylla=error")
+            .envs(backend.env())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log_path)?)
+            .spawn()
+            .context("failed to start svc project")?;
+        Ok(Projector { child, log_path })
+    }
+
+    /// What it has logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    /// Whether it is still running.
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Kills the process at once (SIGKILL), as a crash would.
+    pub fn kill9(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Projector {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();

@@ -61,7 +61,8 @@ async fn seed_query_crash_restart_kafka_scylla() {
         let words: String = title.split(' ').take(6).collect::<Vec<_>>().join(" ");
         let (status, _, found) = service.get(&format!("/xrpc/pub.svc.eprint.searchSubmissions?query={}", enc(&words))).await.unwrap();
         assert_eq!(status, 200, "{found}");
-        let hit = found["submissions"].as_array().unwrap().iter().find(|h| h["title"] == title.as_str()).cloned().expect("found by its title");
+        let hit =
+            found["submissions"].as_array().unwrap().iter().find(|h| h["title"] == title.as_str()).cloned().expect("found by its title");
         let uri = hit["uri"].as_str().unwrap();
         let (status, _, detail) = service.get(&format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(uri))).await.unwrap();
         assert_eq!(status, 200, "{detail}");
@@ -74,7 +75,10 @@ async fn seed_query_crash_restart_kafka_scylla() {
         paths.push(format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(uri)));
         paths.push(format!("/api/v1/search?q={}&limit=3", enc(&words)));
     }
-    let (status, _, missing) = service.get("/xrpc/pub.svc.eprint.getSubmission?uri=at%3A%2F%2Fdid%3Aplc%3Anobody%2Fpub.svc.eprint.submission%2F3abc").await.unwrap();
+    let (status, _, missing) = service
+        .get("/xrpc/pub.svc.eprint.getSubmission?uri=at%3A%2F%2Fdid%3Aplc%3Anobody%2Fpub.svc.eprint.submission%2F3abc")
+        .await
+        .unwrap();
     assert_eq!((status, missing["error"].as_str()), (404, Some("RecordNotFound")));
 
     let before = snapshot(&service, &paths).await;

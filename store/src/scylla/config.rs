@@ -41,7 +41,8 @@ impl ScyllaConfig {
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             match pair.split_once('=') {
                 Some(("replication_factor", n)) => {
-                    replication_factor = n.parse().ok().filter(|n| *n > 0).ok_or_else(|| bad("replication_factor must be a positive integer"))?;
+                    replication_factor =
+                        n.parse().ok().filter(|n| *n > 0).ok_or_else(|| bad("replication_factor must be a positive integer"))?;
                 }
                 _ => return Err(bad(&format!("unknown parameter {pair:?}"))),
             }
@@ -52,7 +53,9 @@ impl ScyllaConfig {
 
 /// Whether `s` is a CQL identifier that needs no quoting.
 pub(crate) fn is_identifier(s: &str) -> bool {
-    s.len() <= 48 && s.starts_with(|c: char| c.is_ascii_lowercase()) && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    s.len() <= 48
+        && s.starts_with(|c: char| c.is_ascii_lowercase())
+        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
 #[cfg(test)]
@@ -72,7 +75,15 @@ mod tests {
 
     #[test]
     fn refuses_bad_urls() {
-        for url in ["kafka://a:1", "scylla://", "scylla://a", "scylla://a:x", "scylla://a:1/Bad-Name", "scylla://a:1?replication_factor=0", "scylla://a:1?x=1"] {
+        for url in [
+            "kafka://a:1",
+            "scylla://",
+            "scylla://a",
+            "scylla://a:x",
+            "scylla://a:1/Bad-Name",
+            "scylla://a:1?replication_factor=0",
+            "scylla://a:1?x=1",
+        ] {
             assert!(matches!(ScyllaConfig::from_url(url), Err(StoreError::Config(_))), "{url}");
         }
     }

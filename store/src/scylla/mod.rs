@@ -73,7 +73,12 @@ fn state_from(name: &str) -> Option<VersionState> {
 }
 
 fn table_name(table: &TableRef) -> Result<String, StoreError> {
-    schema::table_name(table).ok_or_else(|| StoreError::Config(format!("{} cannot be a CQL table name (lower-case letters, digits, _ and at most 48 characters)", table.physical_name())))
+    schema::table_name(table).ok_or_else(|| {
+        StoreError::Config(format!(
+            "{} cannot be a CQL table name (lower-case letters, digits, _ and at most 48 characters)",
+            table.physical_name()
+        ))
+    })
 }
 
 impl ScyllaStore {
@@ -98,7 +103,13 @@ impl ScyllaStore {
                 .build()
                 .await
                 .map_err(|e| unavailable(format!("cannot connect to {}: {e}", config.nodes.join(","))))?;
-            let db = Db { session, keyspace: config.keyspace.clone(), prepared: Mutex::default(), tables: Mutex::default(), tables_read_at: Mutex::default() };
+            let db = Db {
+                session,
+                keyspace: config.keyspace.clone(),
+                prepared: Mutex::default(),
+                tables: Mutex::default(),
+                tables_read_at: Mutex::default(),
+            };
             db.ddl(&schema::create_keyspace(&config.keyspace, config.replication_factor)).await?;
             for ddl in schema::create_bookkeeping(&config.keyspace) {
                 db.ddl(&ddl).await?;
@@ -175,9 +186,19 @@ impl Db {
         Ok(self.tables.lock().expect("tables").contains(name))
     }
 
-    async fn ensure_table(&self, name: &str) -> Result<(), StoreError> {
+    /// Creates a read-model table on its first write, unless its version was retired or
+    /// dropped: a worker still writing to a version that a rebuild replaced must not bring
+    /// back the tables the rebuild dropped (its write fails, and it moves to the new version).
+    async fn ensure_table(&self, name: &str, table: &TableRef) -> Result<(), StoreError> {
         if self.tables.lock().expect("tables").contains(name) {
             return Ok(());
+        }
+        match self.versions(&table.model).await?.get(&table.version) {
+            Some(Some(VersionState::Building | VersionState::Active)) | None => {}
+            Some(state) => {
+                let state = state.map_or("dropped", state_name);
+                return Err(unavailable(format!("version {} of {} is {state}: not creating its table {name}", table.version, table.model)));
+            }
         }
         self.ddl(&schema::create_table(&self.keyspace, name)).await?;
         self.tables.lock().expect("tables").insert(name.to_owned());
@@ -245,7 +266,9 @@ fn last_write_per_row(ops: Vec<Op>) -> Vec<Op> {
     let mut out: Vec<Option<Op>> = Vec::with_capacity(ops.len());
     for op in ops {
         let key = match &op {
-            Op::Put { table, partition, clustering, .. } | Op::Delete { table, partition, clustering, .. } => (table.clone(), partition.clone(), clustering.clone()),
+            Op::Put { table, partition, clustering, .. } | Op::Delete { table, partition, clustering, .. } => {
+                (table.clone(), partition.clone(), clustering.clone())
+            }
             Op::Checkpoint { .. } | Op::Barrier => continue,
         };
         if let Some(previous) = index.insert(key, out.len()) {
@@ -288,7 +311,8 @@ impl Store for ScyllaStore {
                 return Ok(0);
             }
             let stmt = db.prepare(RowStatements::count(&db.keyspace, &name)).await?;
-            let rows = db.session.execute_unpaged(&stmt, (&partition,)).await.map_err(unavailable)?.into_rows_result().map_err(unavailable)?;
+            let rows =
+                db.session.execute_unpaged(&stmt, (&partition,)).await.map_err(unavailable)?.into_rows_result().map_err(unavailable)?;
             let (n,) = rows.single_row::<(i64,)>().map_err(unavailable)?;
             Ok(n as u64)
         })
@@ -337,20 +361,22 @@ impl Store for ScyllaStore {
             }
             for wave in waves {
                 let wave = last_write_per_row(wave);
-                let mut names = HashSet::new();
+                let mut tables = HashMap::new();
                 for op in &wave {
                     if let Op::Put { table, .. } | Op::Delete { table, .. } = op {
-                        names.insert(table_name(table)?);
+                        tables.insert(table_name(table)?, table);
                     }
                 }
-                for name in names {
-                    db.ensure_table(&name).await?;
+                for (name, table) in tables {
+                    db.ensure_table(&name, table).await?;
                 }
                 let writes: Vec<_> = wave.iter().map(|op| db.write(op)).collect();
                 stream::iter(writes).buffer_unordered(WRITE_CONCURRENCY).try_collect::<()>().await?;
             }
             if !checkpoints.is_empty() {
-                let stmt = db.prepare(format!("INSERT INTO {}.svc_checkpoints (consumer, log_partition, next_offset) VALUES (?, ?, ?)", db.keyspace)).await?;
+                let stmt = db
+                    .prepare(format!("INSERT INTO {}.svc_checkpoints (consumer, log_partition, next_offset) VALUES (?, ?, ?)", db.keyspace))
+                    .await?;
                 // One consumer's checkpoints share a partition: a logged batch lands whole.
                 let mut cql = CqlBatch::new(BatchType::Logged);
                 let mut values = Vec::new();
@@ -367,8 +393,10 @@ impl Store for ScyllaStore {
     fn checkpoints(&self, consumer: &str) -> Result<BTreeMap<u32, u64>, StoreError> {
         let consumer = consumer.to_owned();
         self.run(move |db| async move {
-            let stmt = db.prepare(format!("SELECT log_partition, next_offset FROM {}.svc_checkpoints WHERE consumer = ?", db.keyspace)).await?;
-            let rows = db.session.execute_unpaged(&stmt, (&consumer,)).await.map_err(unavailable)?.into_rows_result().map_err(unavailable)?;
+            let stmt =
+                db.prepare(format!("SELECT log_partition, next_offset FROM {}.svc_checkpoints WHERE consumer = ?", db.keyspace)).await?;
+            let rows =
+                db.session.execute_unpaged(&stmt, (&consumer,)).await.map_err(unavailable)?.into_rows_result().map_err(unavailable)?;
             let mut out = BTreeMap::new();
             for row in rows.rows::<(i32, i64)>().map_err(unavailable)? {
                 let (partition, next) = row.map_err(unavailable)?;

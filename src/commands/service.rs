@@ -1,0 +1,139 @@
+//! What the long-running roles share: projection workers, the HTTP API, and a supervisor
+//! that stops everything when any task ends or a shutdown signal arrives.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use eventlog::EventLog;
+use projections::catalog::{Context, FollowActive};
+use projections::{Progress, Projection, Worker, WorkerConfig};
+use query_api::{AppState, ServiceIdentity};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info};
+
+use crate::config::UpArgs;
+
+/// How long tasks may take to drain after a shutdown starts.
+const DRAIN: Duration = Duration::from_secs(10);
+
+/// Progress of a node's projection workers, by model.
+pub type ProgressFeeds = Vec<(&'static str, watch::Receiver<Progress>)>;
+
+/// A worker for the live projections of `models`, each following its active version.
+pub fn worker(log: Arc<dyn EventLog>, ctx: &Context, models: &[&str], batch_size: usize) -> anyhow::Result<Worker> {
+    let mut projections: Vec<Box<dyn Projection>> = Vec::new();
+    for model in models {
+        projections.push(Box::new(FollowActive::open(ctx, model).with_context(|| format!("failed to open projection {model}"))?));
+    }
+    Ok(Worker::new(log, projections, WorkerConfig { batch_size, ..WorkerConfig::default() }))
+}
+
+/// Long-running tasks under one cancellation token.
+pub struct Supervisor {
+    cancel: CancellationToken,
+    tasks: JoinSet<anyhow::Result<()>>,
+}
+
+impl Supervisor {
+    pub fn new() -> Supervisor {
+        Supervisor { cancel: CancellationToken::new(), tasks: JoinSet::new() }
+    }
+
+    /// Runs a task until it ends or the token it is given is cancelled.
+    pub fn spawn<F>(&mut self, task: impl FnOnce(CancellationToken) -> F)
+    where
+        F: Future<Output = anyhow::Result<()>> + Send + 'static,
+    {
+        self.tasks.spawn(task(self.cancel.clone()));
+    }
+
+    /// Runs a projection worker.
+    pub fn spawn_worker(&mut self, worker: Worker) {
+        self.spawn(|token| async move { worker.run(token).await.context("projection worker stopped") });
+    }
+
+    /// Binds `args.listen` and serves the API from `ctx`, reporting `progress` in readiness.
+    pub async fn spawn_api(&mut self, args: &UpArgs, log: Arc<dyn EventLog>, ctx: &Context, progress: ProgressFeeds) -> anyhow::Result<()> {
+        let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("failed to listen on {}", args.listen))?;
+        let local = listener.local_addr()?;
+        let state = AppState {
+            log,
+            store: ctx.store.clone(),
+            node: ctx.node.clone(),
+            search: ctx.search.clone(),
+            openapi: Arc::new(query_api::openapi::document(&ctx.lexicons)),
+            lexicons: ctx.lexicons.clone(),
+            identity: Arc::new(ServiceIdentity {
+                did: args.service_did.clone(),
+                public_url: args.public_url.clone().unwrap_or_else(|| format!("http://{local}")),
+            }),
+            progress: Arc::new(progress),
+        };
+        let app = query_api::app(state);
+        self.spawn(|token| async move {
+            axum::serve(listener, app).with_graceful_shutdown(async move { token.cancelled().await }).await.context("http server failed")
+        });
+        info!(listen = %local, "serving the API");
+        Ok(())
+    }
+
+    /// Waits until a task ends (an error is the result) or a shutdown signal arrives, then
+    /// cancels and drains the rest.
+    pub async fn run(mut self) -> anyhow::Result<()> {
+        let token = self.cancel.clone();
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            info!("shutdown requested");
+            token.cancel();
+        });
+        let mut result = Ok(());
+        if let Some(first) = self.tasks.join_next().await {
+            if let Err(e) = flatten(first) {
+                error!(error = format!("{e:#}"), "task failed; shutting down");
+                result = Err(e);
+            }
+        }
+        self.cancel.cancel();
+        let tasks = &mut self.tasks;
+        let drain = async {
+            while let Some(done) = tasks.join_next().await {
+                if let Err(e) = flatten(done) {
+                    error!(error = format!("{e:#}"), "task failed while draining");
+                }
+            }
+        };
+        if tokio::time::timeout(DRAIN, drain).await.is_err() {
+            error!("tasks did not drain in time; aborting them");
+            self.tasks.abort_all();
+        }
+        info!("svc stopped");
+        result
+    }
+}
+
+fn flatten(r: Result<anyhow::Result<()>, tokio::task::JoinError>) -> anyhow::Result<()> {
+    r.map_err(|e| anyhow::anyhow!("task panicked: {e}"))?
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => return std::future::pending().await,
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}
