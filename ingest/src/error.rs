@@ -25,6 +25,9 @@ pub enum IngestError {
     /// A record could not be encoded as DAG-CBOR.
     #[error("failed to encode record: {0}")]
     Encode(String),
+    /// The stream task failed outside the network (a panicked blocking task).
+    #[error("stream: {0}")]
+    Stream(String),
     /// The log refused the events.
     #[error(transparent)]
     Log(#[from] eventlog::LogError),
@@ -34,7 +37,7 @@ impl ClassifiedError for IngestError {
     fn error_class(&self) -> ErrorClass {
         match self {
             IngestError::Read { .. } | IngestError::BadPaper { .. } => ErrorClass::InvalidRequest,
-            IngestError::Encode(_) => ErrorClass::Internal,
+            IngestError::Encode(_) | IngestError::Stream(_) => ErrorClass::Internal,
             IngestError::Log(e) => e.error_class(),
         }
     }

@@ -1,12 +1,18 @@
 //! Turning what svc sees into events in the log.
 //!
-//! Today that is [`seed`]: papers in the arXiv JSON-lines format become
-//! `pub.svc.eprint.submission` repository events, deterministically. The firehose and
-//! Jetstream clients, repository backfill and record refresh come next and share the record
-//! helpers of [`repo`].
+//! - [`seed`]: papers in the arXiv JSON-lines format become `pub.svc.eprint.submission`
+//!   repository events, deterministically.
+//! - [`firehose`]: a relay's or PDS's `subscribeRepos` stream, verified ([`frame`], [`car`],
+//!   [`commit`], [`identity`]), becomes record, identity and account events.
 #![warn(missing_docs)]
 
+pub mod car;
+pub mod commit;
+pub mod data_model;
 mod error;
+pub mod firehose;
+pub mod frame;
+pub mod identity;
 pub mod repo;
 pub mod seed;
 

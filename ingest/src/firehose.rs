@@ -1,0 +1,357 @@
+//! Following a relay's or PDS's `com.atproto.sync.subscribeRepos` stream into the log.
+//!
+//! - Every `#commit` is checked: its CAR blocks against their CIDs, its signature against the
+//!   `#atproto` key of the repository's DID document (re-resolved once when it does not verify,
+//!   for key rotations). Operations on the followed collections become record events; a
+//!   record missing from the CAR (or a `tooBig` commit) is fetched with
+//!   `com.atproto.sync.getRecord` from the repository's PDS.
+//! - `#identity` and `#account` become identity and account events.
+//! - **Order and duplicates.** Per DID, a commit whose `rev` is not newer than the last one
+//!   seen is skipped. The cursor (the last `seq` appended) is a log checkpoint of consumer
+//!   [`Firehose::consumer_name`], committed right after each append: after a restart the
+//!   stream resumes after it. A crash between an append and its checkpoint makes the stream
+//!   send those frames again; the projections skip what they already hold (same `rev`).
+//! - **Connection.** Reconnects with exponential backoff and jitter; `FutureCursor` restarts
+//!   from the live end, `OutdatedCursor` is logged. Frames are processed as they are read, so
+//!   a slow log slows reading (TCP backpressure) instead of filling memory.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use event_schema::{AccountChange, AccountStatus, IdentityChange, NewEvent, Payload, Source};
+use eventlog::EventLog;
+use futures::StreamExt;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+
+use crate::car::Car;
+use crate::commit::{self, OpOutcome};
+use crate::frame::{self, Frame};
+use crate::identity::{ResolveError, Resolver};
+use crate::IngestError;
+
+/// Events gathered before one append.
+const MAX_PENDING: usize = 512;
+/// How long to wait for more frames before appending what is pending.
+const LINGER: Duration = Duration::from_millis(10);
+/// The longest pause between reconnections.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// What to follow.
+#[derive(Debug, Clone)]
+pub struct FirehoseConfig {
+    /// The `ws://` or `wss://` base of the relay or PDS.
+    pub url: String,
+    /// The collections to index: NSIDs, or prefixes ending in `.` (such as `pub.svc.`).
+    pub collections: Vec<String>,
+}
+
+/// The stream follower.
+pub struct Firehose {
+    config: FirehoseConfig,
+    log: Arc<dyn EventLog>,
+    resolver: Arc<Resolver>,
+    http: reqwest::Client,
+    last_rev: HashMap<String, String>,
+}
+
+/// How a connection ended.
+enum Ended {
+    Cancelled,
+    /// The server closed it or it broke: reconnect.
+    Dropped(String),
+}
+
+impl Firehose {
+    /// A follower of `config.url` appending to `log`.
+    pub fn new(config: FirehoseConfig, log: Arc<dyn EventLog>, resolver: Arc<Resolver>) -> Firehose {
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().expect("an HTTP client");
+        Firehose { config, log, resolver, http, last_rev: HashMap::new() }
+    }
+
+    /// The log consumer whose checkpoint is the cursor of the stream at `url`.
+    pub fn consumer_name(url: &str) -> String {
+        format!("ingest.firehose.{}", url.trim_end_matches('/'))
+    }
+
+    fn stream_url(&self, cursor: Option<i64>) -> String {
+        let base = self.config.url.trim_end_matches('/');
+        let mut url = if base.contains("/xrpc/") { base.to_owned() } else { format!("{base}/xrpc/com.atproto.sync.subscribeRepos") };
+        if let Some(c) = cursor {
+            url.push_str(&format!("{}cursor={c}", if url.contains('?') { '&' } else { '?' }));
+        }
+        url
+    }
+
+    /// The stored cursor: the last seq appended (0, the start of the stream's history, when
+    /// nothing was appended yet).
+    async fn stored_cursor(&self) -> Result<i64, IngestError> {
+        let (log, name) = (self.log.clone(), Firehose::consumer_name(&self.config.url));
+        let stored = tokio::task::spawn_blocking(move || log.checkpoint(&name, 0)).await.map_err(|e| IngestError::Stream(e.to_string()))??;
+        Ok(stored.map_or(0, |s| s as i64))
+    }
+
+    /// Follows the stream until `cancel` fires, reconnecting as needed.
+    ///
+    /// # Errors
+    /// Only a log that refuses appends or checkpoints: stream and network trouble is retried.
+    pub async fn run(mut self, cancel: CancellationToken) -> Result<(), IngestError> {
+        let mut attempt = 0u32;
+        let mut cursor = Some(self.stored_cursor().await?);
+        loop {
+            let url = self.stream_url(cursor);
+            info!(url, "connecting to the firehose");
+            let ended = tokio::select! {
+                _ = cancel.cancelled() => return Ok(()),
+                connected = tokio_tungstenite::connect_async(url.as_str()) => match connected {
+                    Ok((socket, _)) => {
+                        attempt = 0;
+                        self.session(socket, &mut cursor, &cancel).await?
+                    }
+                    Err(e) => Ended::Dropped(format!("connect: {e}")),
+                },
+            };
+            match ended {
+                Ended::Cancelled => return Ok(()),
+                Ended::Dropped(why) => {
+                    attempt += 1;
+                    let delay = backoff(attempt);
+                    warn!(url, reason = why, retry_in_ms = delay.as_millis() as u64, "firehose connection ended; reconnecting");
+                    tokio::select! {
+                        _ = cancel.cancelled() => return Ok(()),
+                        _ = tokio::time::sleep(delay) => {}
+                    }
+                    if cursor.is_some() {
+                        cursor = Some(self.stored_cursor().await?);
+                    }
+                }
+            }
+        }
+    }
+
+    async fn session<S>(&mut self, mut socket: S, cursor: &mut Option<i64>, cancel: &CancellationToken) -> Result<Ended, IngestError>
+    where
+        S: futures::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
+    {
+        let mut pending: Vec<NewEvent> = Vec::new();
+        let mut last_seq: Option<i64> = None;
+        loop {
+            let next = tokio::select! {
+                _ = cancel.cancelled() => {
+                    self.flush(&mut pending, last_seq.take()).await?;
+                    return Ok(Ended::Cancelled);
+                }
+                next = tokio::time::timeout(LINGER, socket.next()) => next,
+            };
+            let message = match next {
+                Err(_) => {
+                    self.flush(&mut pending, last_seq.take()).await?;
+                    continue;
+                }
+                Ok(None) => {
+                    self.flush(&mut pending, last_seq.take()).await?;
+                    return Ok(Ended::Dropped("the server closed the stream".into()));
+                }
+                Ok(Some(Err(e))) => {
+                    self.flush(&mut pending, last_seq.take()).await?;
+                    return Ok(Ended::Dropped(e.to_string()));
+                }
+                Ok(Some(Ok(m))) => m,
+            };
+            let bytes = match message {
+                Message::Binary(b) => b,
+                Message::Close(frame) => {
+                    self.flush(&mut pending, last_seq.take()).await?;
+                    return Ok(Ended::Dropped(format!("closed: {frame:?}")));
+                }
+                _ => continue,
+            };
+            let frame = match Frame::decode(&bytes) {
+                Ok(f) => f,
+                Err(e) => {
+                    warn!(error = %e, "skipping an undecodable frame");
+                    continue;
+                }
+            };
+            match &frame {
+                Frame::Error(e) => {
+                    self.flush(&mut pending, last_seq.take()).await?;
+                    if e.error == "FutureCursor" {
+                        warn!(cursor = ?cursor, "the stored cursor is ahead of the stream (FutureCursor): following from the live end");
+                        *cursor = None;
+                    }
+                    return Ok(Ended::Dropped(format!("error frame {}: {}", e.error, e.message.clone().unwrap_or_default())));
+                }
+                Frame::Info(i) => {
+                    warn!(name = i.name, message = i.message.as_deref().unwrap_or(""), "firehose info");
+                    continue;
+                }
+                _ => {}
+            }
+            let seq = frame.seq();
+            pending.extend(self.events_of(frame).await?);
+            if let Some(seq) = seq {
+                last_seq = Some(seq);
+                *cursor = Some(seq);
+            }
+            if pending.len() >= MAX_PENDING {
+                self.flush(&mut pending, last_seq.take()).await?;
+            }
+        }
+    }
+
+    /// Appends what is pending, then stores the cursor.
+    async fn flush(&self, pending: &mut Vec<NewEvent>, seq: Option<i64>) -> Result<(), IngestError> {
+        if pending.is_empty() && seq.is_none() {
+            return Ok(());
+        }
+        let events = std::mem::take(pending);
+        let (log, name) = (self.log.clone(), Firehose::consumer_name(&self.config.url));
+        tokio::task::spawn_blocking(move || -> Result<(), IngestError> {
+            if !events.is_empty() {
+                log.append(&events)?;
+            }
+            if let Some(seq) = seq {
+                log.commit_checkpoint(&name, 0, seq.max(0) as u64)?;
+            }
+            Ok(())
+        })
+        .await
+        .map_err(|e| IngestError::Stream(e.to_string()))?
+    }
+
+    fn source(&self, seq: i64) -> Source {
+        Source::Firehose { url: self.config.url.clone(), seq }
+    }
+
+    /// The events of one frame (none for frames that change nothing svc follows).
+    async fn events_of(&mut self, frame: Frame) -> Result<Vec<NewEvent>, IngestError> {
+        match frame {
+            Frame::Commit(c) => Ok(self.commit_events(*c).await),
+            Frame::Identity(i) => {
+                self.resolver.forget(&i.did);
+                let handle = match i.handle {
+                    Some(h) => Some(h),
+                    None => self.resolver.resolve(&i.did).await.ok().and_then(|d| d.handle.clone()),
+                };
+                Ok(vec![NewEvent::repo(self.source(i.seq), Payload::Identity(IdentityChange { did: i.did, handle, display_name: None }))])
+            }
+            Frame::Account(a) => {
+                let status = a.status.map(|s| match s.as_str() {
+                    "takendown" => AccountStatus::Takendown,
+                    "suspended" => AccountStatus::Suspended,
+                    "deactivated" => AccountStatus::Deactivated,
+                    "deleted" => AccountStatus::Deleted,
+                    _ => AccountStatus::Other(s),
+                });
+                Ok(vec![NewEvent::repo(self.source(a.seq), Payload::Account(AccountChange { did: a.did, active: a.active, status }))])
+            }
+            Frame::Sync(s) => {
+                // The repository was reset to this commit; its records are not in the frame.
+                // A backfill of the repository brings the read models to its state.
+                info!(did = s.did, rev = s.rev, "#sync: the repository's state was reset (a backfill brings it in)");
+                Ok(Vec::new())
+            }
+            Frame::Unknown { t, .. } => {
+                debug!(t, "skipping a frame of an unknown type");
+                Ok(Vec::new())
+            }
+            Frame::Info(_) | Frame::Error(_) => Ok(Vec::new()),
+        }
+    }
+
+    async fn commit_events(&mut self, c: frame::Commit) -> Vec<NewEvent> {
+        if c.ops.iter().all(|op| !op.path.split('/').next().is_some_and(|col| commit::follows(&self.config.collections, col))) && !c.too_big {
+            // Nothing followed changed; the cursor still moves.
+            return Vec::new();
+        }
+        if self.last_rev.get(&c.repo).is_some_and(|last| c.rev.as_str() <= last.as_str()) {
+            debug!(did = c.repo, rev = c.rev, "skipping a commit that is not newer than the last one");
+            return Vec::new();
+        }
+        let car = match Car::read(&c.blocks) {
+            Ok(car) => car,
+            Err(e) => return self.rejected(&c, &format!("invalid CAR: {e}")),
+        };
+        if let Err(why) = self.verify(&car, &c).await {
+            return self.rejected(&c, &why);
+        }
+        self.last_rev.insert(c.repo.clone(), c.rev.clone());
+        let source = self.source(c.seq);
+        let mut events = Vec::new();
+        for outcome in commit::op_outcomes(&source, &c.repo, &c.rev, &c.ops, &car, &self.config.collections) {
+            match outcome {
+                OpOutcome::Event(e) => events.push(*e),
+                OpOutcome::Missing { collection, rkey, cid, update } => match self.fetch_record(&c.repo, &collection, &rkey, &cid).await {
+                    Ok(block) => match commit::record_event(&source, &c.repo, &collection, &rkey, &c.rev, &cid, &block, update) {
+                        Ok(e) => events.push(e),
+                        Err(why) => warn!(did = c.repo, collection, rkey, reason = why, "skipping a fetched record"),
+                    },
+                    Err(why) => warn!(did = c.repo, collection, rkey, reason = why, "a record missing from the commit could not be fetched"),
+                },
+                OpOutcome::Invalid(why) => warn!(did = c.repo, seq = c.seq, reason = why, "skipping an invalid operation"),
+            }
+        }
+        events
+    }
+
+    /// Checks the commit's signature, re-resolving the DID once if it does not verify.
+    async fn verify(&self, car: &Car, c: &frame::Commit) -> Result<(), String> {
+        let doc = self.resolver.resolve(&c.repo).await.map_err(|e| e.to_string())?;
+        match commit::verify_commit(car, &c.commit, &c.repo, &doc.signing_key) {
+            Ok(_) => Ok(()),
+            Err(commit::CommitError::Signature(_)) => {
+                let doc = self.resolver.refresh(&c.repo).await.map_err(|e: ResolveError| e.to_string())?;
+                commit::verify_commit(car, &c.commit, &c.repo, &doc.signing_key).map(|_| ()).map_err(|e| e.to_string())
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    fn rejected(&self, c: &frame::Commit, why: &str) -> Vec<NewEvent> {
+        warn!(did = c.repo, seq = c.seq, reason = why, "rejected a commit");
+        Vec::new()
+    }
+
+    /// Fetches one record's block from the repository's PDS (`com.atproto.sync.getRecord`).
+    async fn fetch_record(&self, did: &str, collection: &str, rkey: &str, cid: &cid::Cid) -> Result<Vec<u8>, String> {
+        let doc = self.resolver.resolve(did).await.map_err(|e| e.to_string())?;
+        let pds = doc.pds.as_deref().ok_or("the DID document names no PDS")?;
+        let url = format!("{pds}/xrpc/com.atproto.sync.getRecord");
+        let response = self
+            .http
+            .get(&url)
+            .query(&[("did", did), ("collection", collection), ("rkey", rkey)])
+            .send()
+            .await
+            .map_err(|e| format!("GET {url}: {e}"))?;
+        if !response.status().is_success() {
+            return Err(format!("GET {url}: HTTP {}", response.status()));
+        }
+        let bytes = response.bytes().await.map_err(|e| format!("GET {url}: {e}"))?;
+        let car = Car::read(&bytes).map_err(|e| e.to_string())?;
+        car.get(cid).map(<[u8]>::to_vec).ok_or_else(|| "the record has changed since (its CID is not in the answer)".to_owned())
+    }
+}
+
+/// The pause before reconnection attempt `attempt` (1, 2, …): doubling from half a second up to
+/// a minute, times a jitter between 0.5 and 1.5.
+fn backoff(attempt: u32) -> Duration {
+    let base = Duration::from_millis(500).saturating_mul(2u32.saturating_pow(attempt.saturating_sub(1))).min(MAX_BACKOFF);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    base.mul_f64(0.5 + f64::from(nanos % 1000) / 1000.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_with_jitter_and_is_capped() {
+        assert!(backoff(1) >= Duration::from_millis(250) && backoff(1) <= Duration::from_millis(750));
+        assert!(backoff(4) >= Duration::from_secs(2));
+        assert!(backoff(40) <= MAX_BACKOFF.mul_f64(1.5));
+    }
+}
