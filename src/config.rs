@@ -75,11 +75,31 @@ pub struct DataArgs {
     pub store_url: Option<String>,
 }
 
+/// Where ingest follows the network.
+#[derive(Debug, Clone, Args)]
+pub struct SourceArgs {
+    /// A relay's or PDS's `ws://` or `wss://` base URL: follow its
+    /// `com.atproto.sync.subscribeRepos` stream.
+    #[arg(long, env = "SVC_FIREHOSE")]
+    pub firehose: Option<String>,
+
+    /// The did:plc directory.
+    #[arg(long, env = "SVC_PLC_URL", default_value = ingest::identity::DEFAULT_PLC_URL)]
+    pub plc_url: String,
+
+    /// The collections to index, comma-separated: NSIDs, or prefixes ending in `.`.
+    #[arg(long, env = "SVC_COLLECTIONS", default_value = "pub.svc.", value_delimiter = ',')]
+    pub collections: Vec<String>,
+}
+
 /// `svc up` and `svc serve`.
 #[derive(Debug, Clone, Args)]
 pub struct UpArgs {
     #[command(flatten)]
     pub data: DataArgs,
+
+    #[command(flatten)]
+    pub source: SourceArgs,
 
     /// The address the API listens on.
     #[arg(long, env = "SVC_LISTEN", default_value = "127.0.0.1:3000")]
@@ -121,6 +141,9 @@ pub struct SeedArgs {
 pub struct IngestArgs {
     #[command(flatten)]
     pub data: DataArgs,
+
+    #[command(flatten)]
+    pub source: SourceArgs,
 
     /// A file of papers to append first (arXiv JSON lines, plain or gzip).
     #[arg(long, env = "SVC_SEED")]
@@ -195,6 +218,16 @@ pub enum ConfigError {
     /// A size must be positive.
     #[error("{0} must be at least 1")]
     Zero(&'static str),
+    /// A source URL is not one.
+    #[error("{flag} {url:?} must be a {schemes} URL")]
+    SourceUrl {
+        /// The flag.
+        flag: &'static str,
+        /// The value given.
+        url: String,
+        /// What it must start with.
+        schemes: &'static str,
+    },
     /// `--model` names no read model.
     #[error("--model {0:?} is not a read model (known: {known})", known = projections::catalog::MODELS.join(", "))]
     UnknownModel(String),
@@ -205,6 +238,7 @@ impl Cli {
     pub fn validate(&self) -> Result<(), ConfigError> {
         match &self.command {
             Command::Up(up) | Command::Serve(up) => {
+                up.source.validate()?;
                 if !lexicons::formats::is_did(&up.service_did) {
                     return Err(ConfigError::ServiceDid(up.service_did.clone()));
                 }
@@ -213,7 +247,12 @@ impl Cli {
                 }
             }
             Command::Seed(seed) if seed.batch == 0 => return Err(ConfigError::Zero("--batch")),
-            Command::Ingest(ingest) if ingest.batch == 0 => return Err(ConfigError::Zero("--batch")),
+            Command::Ingest(ingest) => {
+                ingest.source.validate()?;
+                if ingest.batch == 0 {
+                    return Err(ConfigError::Zero("--batch"));
+                }
+            }
             Command::Project(project) if project.batch_size == 0 => return Err(ConfigError::Zero("--batch-size")),
             Command::Replay(replay) => {
                 if let Some(unknown) = replay.models.iter().find(|m| !projections::catalog::MODELS.contains(&m.as_str())) {
@@ -221,6 +260,20 @@ impl Cli {
                 }
             }
             _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl SourceArgs {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(url) = &self.firehose {
+            if !(url.starts_with("ws://") || url.starts_with("wss://")) {
+                return Err(ConfigError::SourceUrl { flag: "--firehose", url: url.clone(), schemes: "ws:// or wss://" });
+            }
+        }
+        if !(self.plc_url.starts_with("http://") || self.plc_url.starts_with("https://")) {
+            return Err(ConfigError::SourceUrl { flag: "--plc-url", url: self.plc_url.clone(), schemes: "http:// or https://" });
         }
         Ok(())
     }

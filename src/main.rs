@@ -21,7 +21,7 @@ fn main() -> anyhow::Result<()> {
         Command::Up(args) => runtime()?.block_on(commands::up::up(args)),
         Command::Project(args) => runtime()?.block_on(commands::up::project(args)),
         Command::Serve(args) => runtime()?.block_on(commands::up::serve(args)),
-        Command::Ingest(args) => commands::ingest(args),
+        Command::Ingest(args) => runtime()?.block_on(commands::up::ingest(args)),
         Command::Seed(args) => commands::seed(args),
         Command::Replay(args) => commands::replay(args),
         Command::Log { command: LogCommand::Tail { data, from, limit } } => commands::log_tail(data, from, limit),

@@ -71,6 +71,9 @@ pub fn get(state: &AppState, uri: &str, cid: Option<&str>) -> Result<Body, ApiEr
         let reader = EprintsReader::new(state.store.as_ref())?;
         let eprint = reader.get(uri)?.ok_or_else(|| ApiError::record_not_found(format!("no eprint at {uri}")))?;
         let account = reader.account(&eprint.did)?;
+        if account.hidden {
+            return Err(ApiError::record_not_found(format!("no eprint at {uri}")));
+        }
         Ok((eprint, account))
     })?;
     if let Some(cid) = cid {

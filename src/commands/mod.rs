@@ -13,7 +13,7 @@ use projections::catalog::Context;
 use store::{EmbeddedStore, ScyllaConfig, ScyllaStore, Store};
 use tracing::info;
 
-use crate::config::{DataArgs, IngestArgs, ReplayArgs, SeedArgs};
+use crate::config::{DataArgs, ReplayArgs, SeedArgs};
 
 /// The work group of projectors unless `--group` says otherwise.
 pub const DEFAULT_GROUP: &str = "svc.project";
@@ -86,16 +86,6 @@ pub fn seed(args: SeedArgs) -> anyhow::Result<()> {
         "eventsPerSecond": report.events as f64 / secs.max(1e-9),
     });
     writeln!(std::io::stdout(), "{line}")?;
-    Ok(())
-}
-
-/// `svc ingest`: appends the seed file, if any, then follows the live sources; with none
-/// configured it is done.
-pub fn ingest(args: IngestArgs) -> anyhow::Result<()> {
-    if let Some(file) = args.seed {
-        seed(SeedArgs { data: args.data, file, limit: args.limit, batch: args.batch })?;
-    }
-    info!("nothing more to ingest: no live source is configured");
     Ok(())
 }
 

@@ -15,7 +15,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
 
-use crate::config::UpArgs;
+use crate::config::{SourceArgs, UpArgs};
 
 /// How long tasks may take to drain after a shutdown starts.
 const DRAIN: Duration = Duration::from_secs(10);
@@ -54,6 +54,15 @@ impl Supervisor {
     /// Runs a projection worker.
     pub fn spawn_worker(&mut self, worker: Worker) {
         self.spawn(|token| async move { worker.run(token).await.context("projection worker stopped") });
+    }
+
+    /// Follows the network sources of `source`, if any, into `log`.
+    pub fn spawn_sources(&mut self, source: &SourceArgs, log: Arc<dyn EventLog>) {
+        let Some(url) = source.firehose.clone() else { return };
+        let resolver = Arc::new(ingest::identity::Resolver::new(&source.plc_url, Duration::from_secs(3600)));
+        let config = ingest::firehose::FirehoseConfig { url, collections: source.collections.clone() };
+        let firehose = ingest::firehose::Firehose::new(config, log, resolver);
+        self.spawn(|token| async move { firehose.run(token).await.context("the firehose follower stopped") });
     }
 
     /// Binds `args.listen` and serves the API from `ctx`, reporting `progress` in readiness.

@@ -7,7 +7,7 @@ use tracing::info;
 
 use super::service::Supervisor;
 use super::{open_context, open_log, require_shared};
-use crate::config::{ProjectArgs, UpArgs};
+use crate::config::{IngestArgs, ProjectArgs, SeedArgs, UpArgs};
 
 /// `svc up`: projection workers and the API in one process.
 ///
@@ -32,6 +32,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         supervisor.spawn_worker(shared);
         supervisor.spawn_worker(node);
     }
+    supervisor.spawn_sources(&args.source, log.clone());
     supervisor.spawn_api(&args, log, &ctx, progress).await?;
     info!(data_dir = %args.data.data_dir.display(), "svc up");
     supervisor.run().await
@@ -62,5 +63,23 @@ pub async fn serve(args: UpArgs) -> anyhow::Result<()> {
     supervisor.spawn_worker(worker);
     supervisor.spawn_api(&args, log, &ctx, progress).await?;
     info!(data_dir = %args.data.data_dir.display(), "svc serve");
+    supervisor.run().await
+}
+
+/// `svc ingest`: appends the seed file, if any, then follows the live sources until stopped;
+/// with none configured it is done.
+pub async fn ingest(args: IngestArgs) -> anyhow::Result<()> {
+    if let Some(file) = args.seed.clone() {
+        let seed = SeedArgs { data: args.data.clone(), file, limit: args.limit, batch: args.batch };
+        tokio::task::spawn_blocking(move || super::seed(seed)).await??;
+    }
+    if args.source.firehose.is_none() {
+        info!("nothing more to ingest: no live source is configured");
+        return Ok(());
+    }
+    let log = open_log(&args.data)?;
+    let mut supervisor = Supervisor::new();
+    supervisor.spawn_sources(&args.source, log);
+    info!("svc ingest");
     supervisor.run().await
 }

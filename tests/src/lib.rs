@@ -1,6 +1,8 @@
 //! The harness of svc's end-to-end tests: builds the `svc` binary once, runs its
 //! subcommands on a temporary data directory, and talks to `svc up` over HTTP.
 
+pub mod pds;
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -116,6 +118,12 @@ impl Backend {
         let cql = CqlTestServer::start();
         backend.env.push(("SVC_STORE".into(), format!("scylla://{}/svc_e2e", cql.addr)));
         Backend { name: "kafka+scylla", _cql: Some(cql), ..backend }
+    }
+
+    /// The same backend with one more environment variable for the `svc` processes.
+    pub fn with_env(mut self, key: &str, value: &str) -> Backend {
+        self.env.push((key.to_owned(), value.to_owned()));
+        self
     }
 
     /// The environment that selects this backend.

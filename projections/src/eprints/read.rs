@@ -29,6 +29,9 @@ pub struct Account {
     pub handle: Option<String>,
     /// The display name, if known.
     pub display_name: Option<String>,
+    /// The account is not active (taken down, suspended, deactivated or deleted): its
+    /// content is hidden from every query until it is active again.
+    pub hidden: bool,
 }
 
 /// A page of an author's eprints.
@@ -84,7 +87,11 @@ impl<'a> EprintsReader<'a> {
     pub fn account(&self, did: &str) -> Result<Account, ProjectionError> {
         let Some(v) = self.version else { return Ok(Account::default()) };
         let row = self.store.get(&accounts(v), did, &[])?.unwrap_or_default();
-        Ok(Account { handle: text(&row, "handle"), display_name: text(&row, "displayName") })
+        Ok(Account {
+            handle: text(&row, "handle"),
+            display_name: text(&row, "displayName"),
+            hidden: row.get("active").and_then(Value::as_bool) == Some(false),
+        })
     }
 
     /// A page of an author's eprints, newest first, starting after `after`.
@@ -93,8 +100,21 @@ impl<'a> EprintsReader<'a> {
         let page = self.store.scan(&by_author(v), did, &Scan { after, limit, reverse: true })?;
         let keys: Vec<(String, Vec<u8>)> = page.rows.iter().filter_map(|r| text(&r.columns, "uri")).map(|uri| (uri, Vec::new())).collect();
         let mut eprints = Vec::with_capacity(keys.len());
+        let mut hidden: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
         for ((uri, _), row) in keys.iter().zip(self.store.get_many(&records(v), &keys)?) {
             let Some(row) = row else { continue };
+            let repo = text(&row, "did").unwrap_or_default();
+            let is_hidden = match hidden.get(&repo) {
+                Some(h) => *h,
+                None => {
+                    let h = self.account(&repo)?.hidden;
+                    hidden.insert(repo, h);
+                    h
+                }
+            };
+            if is_hidden {
+                continue;
+            }
             let record = parse(&row, "record")?;
             let cid = text(&row, "cid").unwrap_or_default();
             let indexed_at = text(&row, "indexedAt").unwrap_or_default();

@@ -1,6 +1,6 @@
 //! Applying events to the search index.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,7 +13,7 @@ use tantivy::schema::{IndexRecordOption, Value as _};
 use tantivy::{IndexWriter, TantivyDocument, Term};
 use tracing::debug;
 
-use super::{SearchIndex, SearchIndexes, MODEL};
+use super::{CommitPayload, SearchIndex, SearchIndexes, MODEL};
 use crate::catalog::Mode;
 use crate::submission::Submission;
 use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
@@ -34,6 +34,8 @@ pub struct SearchProjection {
     version: u32,
     applied: Checkpoints,
     committed: Checkpoints,
+    /// Repositories whose account is not active (saved with each commit).
+    hidden: BTreeSet<String>,
     /// Revisions written since the last commit, which searches cannot see yet.
     pending_revs: HashMap<String, Option<String>>,
     last_commit: Instant,
@@ -41,15 +43,12 @@ pub struct SearchProjection {
     commit_interval: Option<Duration>,
 }
 
-fn parse_payload(payload: Option<&str>) -> Checkpoints {
-    payload.and_then(|p| serde_json::from_str::<Checkpoints>(p).ok()).unwrap_or_default()
-}
 
 impl SearchProjection {
     /// Opens the writer of `version` and resumes from its last commit.
     pub fn open(indexes: &SearchIndexes, lexicons: Arc<Lexicons>, version: u32, mode: Mode) -> Result<SearchProjection, ProjectionError> {
         let index = indexes.open(version)?;
-        let committed = parse_payload(index.index.load_metas()?.payload.as_deref());
+        let committed = CommitPayload::parse(index.index.load_metas()?.payload.as_deref());
         let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(4);
         let writer = index.index.writer_with_num_threads(threads, WRITER_HEAP_BYTES)?;
         Ok(SearchProjection {
@@ -57,8 +56,9 @@ impl SearchProjection {
             writer,
             lexicons,
             version,
-            applied: committed.clone(),
-            committed,
+            applied: committed.checkpoints.clone(),
+            hidden: committed.hidden,
+            committed: committed.checkpoints,
             pending_revs: HashMap::new(),
             last_commit: Instant::now(),
             commit_interval: (mode == Mode::Live).then_some(LIVE_COMMIT_INTERVAL),
@@ -117,7 +117,8 @@ impl SearchProjection {
     }
 
     fn commit(&mut self) -> Result<(), ProjectionError> {
-        let payload = serde_json::to_string(&self.applied).map_err(|e| ProjectionError::Search(e.to_string()))?;
+        let payload = CommitPayload { checkpoints: self.applied.clone(), hidden: self.hidden.clone() };
+        let payload = serde_json::to_string(&payload).map_err(|e| ProjectionError::Search(e.to_string()))?;
         let mut prepared = self.writer.prepare_commit()?;
         prepared.set_payload(&payload);
         prepared.commit()?;
@@ -152,6 +153,14 @@ impl Projection for SearchProjection {
                 // Invalid records are the eprints model's dead letters; search skips them.
                 if let Ok(s) = submission {
                     self.write(event.envelope, w, s)?;
+                }
+                continue;
+            }
+            if let Payload::Account(a) = &event.envelope.payload {
+                if a.active {
+                    self.hidden.remove(&a.did);
+                } else {
+                    self.hidden.insert(a.did.clone());
                 }
                 continue;
             }

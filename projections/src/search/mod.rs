@@ -9,9 +9,11 @@ mod query;
 mod schema;
 mod stem;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
+
+use serde::{Deserialize, Serialize};
 
 use tantivy::{Index, IndexReader, ReloadPolicy};
 
@@ -19,7 +21,7 @@ pub use indexer::SearchProjection;
 pub use query::{SearchCursor, SearchRequest, SearchResults, SortOrder};
 pub use schema::SearchFields;
 
-use crate::ProjectionError;
+use crate::{Checkpoints, ProjectionError};
 
 /// The model name.
 pub const MODEL: &str = "search";
@@ -29,12 +31,43 @@ pub struct SearchIndex {
     index: Index,
     reader: IndexReader,
     fields: SearchFields,
+    /// The DIDs whose documents searches hide, as of the visible commit.
+    hidden: RwLock<Arc<BTreeSet<String>>>,
+}
+
+/// What a commit of the index records beside its documents.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct CommitPayload {
+    /// The projection's checkpoints.
+    pub checkpoints: Checkpoints,
+    /// Repositories whose account is not active: their documents stay indexed but hidden.
+    #[serde(default)]
+    pub hidden: BTreeSet<String>,
+}
+
+impl CommitPayload {
+    /// Reads a commit's payload (an index written before accounts were tracked holds only
+    /// the checkpoints).
+    pub(crate) fn parse(payload: Option<&str>) -> CommitPayload {
+        let Some(p) = payload else { return CommitPayload::default() };
+        serde_json::from_str::<CommitPayload>(p)
+            .or_else(|_| serde_json::from_str::<Checkpoints>(p).map(|checkpoints| CommitPayload { checkpoints, hidden: BTreeSet::new() }))
+            .unwrap_or_default()
+    }
 }
 
 impl SearchIndex {
     /// Makes the newest commit visible to searches.
     pub fn reload(&self) -> Result<(), ProjectionError> {
-        Ok(self.reader.reload()?)
+        self.reader.reload()?;
+        let payload = CommitPayload::parse(self.index.load_metas()?.payload.as_deref());
+        *self.hidden.write().map_err(|_| ProjectionError::Search("hidden set poisoned".into()))? = Arc::new(payload.hidden);
+        Ok(())
+    }
+
+    /// The DIDs whose documents are hidden.
+    pub(crate) fn hidden(&self) -> Arc<BTreeSet<String>> {
+        self.hidden.read().map(|h| h.clone()).unwrap_or_default()
     }
 
     /// The number of documents (eprints) in the newest visible commit.
@@ -73,7 +106,8 @@ impl SearchIndexes {
         let index = Index::open_or_create(mmap, schema)?;
         index.tokenizers().register("en_stem", stem::en_stem());
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
-        let idx = Arc::new(SearchIndex { index, reader, fields });
+        let hidden = CommitPayload::parse(index.load_metas()?.payload.as_deref()).hidden;
+        let idx = Arc::new(SearchIndex { index, reader, fields, hidden: RwLock::new(Arc::new(hidden)) });
         open.insert(version, idx.clone());
         Ok(idx)
     }

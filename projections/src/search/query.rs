@@ -12,7 +12,7 @@ use std::ops::Bound;
 use data_encoding::BASE64URL_NOPAD;
 use serde_json::Value as Json;
 use tantivy::collector::{Count, TopDocs};
-use tantivy::query::{AllQuery, BooleanQuery, BoostQuery, Occur, Query, QueryParser, RangeQuery, TermQuery};
+use tantivy::query::{AllQuery, BooleanQuery, BoostQuery, Occur, Query, QueryParser, RangeQuery, RegexQuery, TermQuery};
 use tantivy::schema::{IndexRecordOption, Value as _};
 use tantivy::{DocAddress, DocId, Score, Searcher, SegmentReader, TantivyDocument, Term};
 
@@ -148,6 +148,21 @@ impl SearchIndex {
             let bound = |v: Option<i64>| v.map_or(Bound::Unbounded, |v| Bound::Included(Term::from_field_i64(f.created, v)));
             clauses.push((Occur::Must, Box::new(RangeQuery::new(bound(req.created_from), bound(req.created_to)))));
         }
+        // Content of accounts that are not active (taken down, suspended, deactivated,
+        // deleted) is hidden: its records' URIs start with `at://<did>/`.
+        let hidden = self.hidden();
+        if !clauses.is_empty() || !hidden.is_empty() {
+            if clauses.is_empty() {
+                clauses.push((Occur::Must, Box::new(AllQuery)));
+            }
+            for did in hidden.iter() {
+                let pattern = format!("at://{}/.*", regex_escape(did));
+                match RegexQuery::from_pattern(&pattern, f.uri) {
+                    Ok(q) => clauses.push((Occur::MustNot, Box::new(q))),
+                    Err(e) => tracing::warn!(did, error = %e, "cannot hide an account's documents"),
+                }
+            }
+        }
         match clauses.len() {
             0 => Box::new(AllQuery),
             _ => Box::new(BooleanQuery::new(clauses)),
@@ -240,4 +255,16 @@ fn first_relevance_page(searcher: &Searcher, query: &dyn Query, n: usize) -> Res
 
 fn score_bits(score: Score) -> u64 {
     u64::from(score.max(0.0).to_bits())
+}
+
+/// Escapes the characters of a DID that a regular expression would read as operators.
+fn regex_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }

@@ -1,0 +1,119 @@
+//! Ingest from a real PDS's firehose, as a new user would run it: `svc up --firehose
+//! ws://… --plc-url http://…` against `@atproto/pds` with an in-memory did:plc directory.
+//! Authors write, update, delete, write two records in one commit and change a handle; each
+//! change shows in the API within seconds. Then svc is killed, more is written while it is
+//! down, and on restart it catches up to what a fresh svc that followed the stream from
+//! cursor 0 shows.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tests::pds::{submission, Pds};
+use tests::{enc, Backend, Service};
+
+const SUBMISSION: &str = "pub.svc.eprint.submission";
+
+/// Polls `path` on `svc` until `check` accepts the answer; returns it and how long it took.
+async fn until(svc: &Service, path: &str, what: &str, check: impl Fn(u16, &Value) -> bool) -> (Value, Duration) {
+    let started = Instant::now();
+    loop {
+        let (status, _, body) = svc.get(path).await.unwrap();
+        if check(status, &body) {
+            return (body, started.elapsed());
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "{what}: still {status} {body} after 20 s");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+fn detail(uri: &str) -> String {
+    format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(uri))
+}
+
+fn rkey(uri: &str) -> &str {
+    uri.rsplit('/').next().unwrap()
+}
+
+/// What a detail answer says about the record, without the time it was indexed (a fresh svc
+/// indexes later).
+fn content(body: &Value) -> Value {
+    let mut body = body.clone();
+    body.as_object_mut().unwrap().remove("indexedAt");
+    body
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn follows_a_real_pds_and_catches_up_after_a_crash() {
+    let pds = Pds::start().unwrap();
+    let mut alice = pds.create_account("alice").await.unwrap();
+    let bob = pds.create_account("bob").await.unwrap();
+    let backend = Backend::embedded().with_env("SVC_FIREHOSE", &pds.ws_url()).with_env("SVC_PLC_URL", &pds.plc_url);
+    let dir = tempfile::tempdir().unwrap();
+    let svc = Service::start_with(&dir.path().join("data"), tests::free_port(), &backend).await.unwrap();
+    let mut lags = Vec::new();
+
+    // A submission with an uploaded document.
+    let blob = pds.upload_blob(&alice, b"%PDF-1.4 a tiny document".to_vec(), "application/pdf").await.unwrap();
+    let (first, first_cid) = pds.create_record(&alice, SUBMISSION, &submission("Quantum widgets", &alice, Some(blob.clone()))).await.unwrap();
+    let (body, lag) = until(&svc, &detail(&first), "the new submission", |s, _| s == 200).await;
+    lags.push(lag);
+    assert_eq!(body["cid"], first_cid.as_str());
+    assert_eq!(body["record"]["title"], "Quantum widgets");
+    // The contract's shape keeps a PDF document as `pdfBlob`.
+    let document = if body["record"]["document"].is_null() { &body["record"]["pdfBlob"] } else { &body["record"]["document"] };
+    assert_eq!(document["ref"]["$link"], blob["ref"]["$link"], "the blob ref is kept: {body}");
+    assert_eq!(body["author"]["did"], alice.did.as_str());
+
+    // putRecord replaces it.
+    pds.put_record(&alice, SUBMISSION, rkey(&first), &submission("Quantum widgets, revised", &alice, Some(blob))).await.unwrap();
+    let (_, lag) = until(&svc, &detail(&first), "the update", |_, b| b["record"]["title"] == "Quantum widgets, revised").await;
+    lags.push(lag);
+
+    // Two records in one commit.
+    pds.create_many(&bob, &[(SUBMISSION, "3kbobone000a2", submission("Bob's first", &bob, None)), (SUBMISSION, "3kbobtwo000a2", submission("Bob's second", &bob, None))])
+        .await
+        .unwrap();
+    let bob_one = format!("at://{}/{SUBMISSION}/3kbobone000a2", bob.did);
+    let bob_two = format!("at://{}/{SUBMISSION}/3kbobtwo000a2", bob.did);
+    let (_, lag) = until(&svc, &detail(&bob_two), "the second record of one commit", |s, _| s == 200).await;
+    lags.push(lag);
+    until(&svc, &detail(&bob_one), "the first record of one commit", |s, _| s == 200).await;
+
+    // A deletion.
+    pds.delete_record(&bob, SUBMISSION, "3kbobone000a2").await.unwrap();
+    let (_, lag) = until(&svc, &detail(&bob_one), "the deletion", |s, b| s == 404 && b["error"] == "RecordNotFound").await;
+    lags.push(lag);
+
+    // A handle change shows wherever the author is shown.
+    pds.update_handle(&mut alice, "alice-renamed").await.unwrap();
+    let (_, lag) = until(&svc, &detail(&first), "the new handle", |_, b| b["author"]["handle"] == "alice-renamed.test").await;
+    lags.push(lag);
+    let lag_ms: Vec<u128> = lags.iter().map(Duration::as_millis).collect();
+    eprintln!("lag from a PDS write to the API, ms: {lag_ms:?}");
+
+    // Killed; more is written while it is down; on restart it catches up.
+    let port = svc.port();
+    svc.kill9();
+    let (while_down, _) = pds.create_record(&alice, SUBMISSION, &submission("Written while svc was down", &alice, None)).await.unwrap();
+    pds.delete_record(&bob, SUBMISSION, "3kbobtwo000a2").await.unwrap();
+    let svc = Service::start_with(&dir.path().join("data"), port, &backend).await.unwrap();
+    until(&svc, &detail(&while_down), "a record written while svc was down", |s, _| s == 200).await;
+    until(&svc, &detail(&bob_two), "a deletion made while svc was down", |s, _| s == 404).await;
+
+    // A fresh svc that follows the stream from cursor 0 ends with the same read models.
+    let fresh = Service::start_with(&dir.path().join("fresh"), tests::free_port(), &backend).await.unwrap();
+    until(&fresh, &detail(&while_down), "the fresh svc catching up", |s, _| s == 200).await;
+    svc.wait_caught_up().await.unwrap();
+    fresh.wait_caught_up().await.unwrap();
+    for uri in [&first, &bob_one, &bob_two, &while_down] {
+        let (s1, _, a) = svc.get(&detail(uri)).await.unwrap();
+        let (s2, _, b) = fresh.get(&detail(uri)).await.unwrap();
+        assert_eq!((s1, content(&a)), (s2, content(&b)), "{uri}: the restarted and the fresh svc differ");
+    }
+    let search = "/xrpc/pub.svc.eprint.searchSubmissions?query=*&sortBy=date";
+    let (_, _, a) = svc.get(search).await.unwrap();
+    let (_, _, b) = fresh.get(search).await.unwrap();
+    let uris = |v: &Value| v["submissions"].as_array().unwrap().iter().map(|s| s["uri"].clone()).collect::<Vec<_>>();
+    assert_eq!(uris(&a), uris(&b));
+    assert_eq!(uris(&a).len(), 2, "alice's two submissions; bob's are deleted: {a}");
+}
