@@ -44,6 +44,8 @@ pub enum Command {
     Seed(SeedArgs),
     /// Rebuild read models from position 0 into new versions, then swap them in.
     Replay(ReplayArgs),
+    /// List the events a read model could not apply (its dead letters), as JSON lines.
+    DeadLetters(DeadLetterArgs),
     /// Read the event log.
     Log {
         /// What to do with the log.
@@ -191,6 +193,21 @@ pub struct ReplayArgs {
     pub grace_seconds: Option<u64>,
 }
 
+/// `svc dead-letters`.
+#[derive(Debug, Clone, Args)]
+pub struct DeadLetterArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+
+    /// The read model whose dead letters to list (of its active version).
+    #[arg(long, default_value = "eprints")]
+    pub model: String,
+
+    /// List at most this many, oldest first.
+    #[arg(long, default_value_t = 100)]
+    pub limit: usize,
+}
+
 /// `svc log …`.
 #[derive(Debug, Subcommand)]
 pub enum LogCommand {
@@ -254,6 +271,9 @@ impl Cli {
                 }
             }
             Command::Project(project) if project.batch_size == 0 => return Err(ConfigError::Zero("--batch-size")),
+            Command::DeadLetters(d) if !projections::catalog::SHARED_MODELS.contains(&d.model.as_str()) => {
+                return Err(ConfigError::UnknownModel(d.model.clone()));
+            }
             Command::Replay(replay) => {
                 if let Some(unknown) = replay.models.iter().find(|m| !projections::catalog::MODELS.contains(&m.as_str())) {
                     return Err(ConfigError::UnknownModel(unknown.clone()));

@@ -24,6 +24,7 @@ fn main() -> anyhow::Result<()> {
         Command::Ingest(args) => runtime()?.block_on(commands::up::ingest(args)),
         Command::Seed(args) => commands::seed(args),
         Command::Replay(args) => commands::replay(args),
+        Command::DeadLetters(args) => commands::dead_letters(args),
         Command::Log { command: LogCommand::Tail { data, from, limit } } => commands::log_tail(data, from, limit),
     }
 }

@@ -24,7 +24,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::events::{AccountChange, IdentityChange, RecordDelete, RecordWrite};
+use crate::events::{AccountChange, IdentityChange, RecordDelete, RecordWrite, Rejected};
 use crate::{CodecError, Envelope, EventKind, NewEvent, Payload, Position, Source, CURRENT_SCHEMA_VERSION};
 
 #[derive(Serialize)]
@@ -96,6 +96,7 @@ impl<'de> Deserialize<'de> for StoredRead {
                                 Some(EventKind::RecordDelete) => PayloadRead::Current(Payload::RecordDelete(map.next_value()?)),
                                 Some(EventKind::Identity) => PayloadRead::Current(Payload::Identity(map.next_value()?)),
                                 Some(EventKind::Account) => PayloadRead::Current(Payload::Account(map.next_value()?)),
+                                Some(EventKind::Rejected) => PayloadRead::Current(Payload::Rejected(map.next_value()?)),
                                 None => PayloadRead::Raw(map.next_value()?),
                             });
                         }
@@ -186,6 +187,7 @@ fn decode_v1(kind: &str, payload: ciborium::Value) -> Result<Payload, CodecError
         EventKind::RecordDelete => Payload::RecordDelete(de::<RecordDelete>(payload)?),
         EventKind::Identity => Payload::Identity(de::<IdentityChange>(payload)?),
         EventKind::Account => Payload::Account(de::<AccountChange>(payload)?),
+        EventKind::Rejected => Payload::Rejected(de::<Rejected>(payload)?),
     })
 }
 

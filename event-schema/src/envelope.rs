@@ -66,12 +66,20 @@ pub enum EventKind {
     Identity,
     /// An account's hosting status changed.
     Account,
+    /// Ingest refused a repository change.
+    Rejected,
 }
 
 impl EventKind {
     /// Every kind, in a stable order.
-    pub const ALL: [EventKind; 5] =
-        [EventKind::RecordCreate, EventKind::RecordUpdate, EventKind::RecordDelete, EventKind::Identity, EventKind::Account];
+    pub const ALL: [EventKind; 6] = [
+        EventKind::RecordCreate,
+        EventKind::RecordUpdate,
+        EventKind::RecordDelete,
+        EventKind::Identity,
+        EventKind::Account,
+        EventKind::Rejected,
+    ];
 
     /// The kind's name on the wire and in the JSON view.
     pub fn as_str(self) -> &'static str {
@@ -81,6 +89,7 @@ impl EventKind {
             EventKind::RecordDelete => "repo.record.delete",
             EventKind::Identity => "repo.identity",
             EventKind::Account => "repo.account",
+            EventKind::Rejected => "repo.rejected",
         }
     }
 

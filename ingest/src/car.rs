@@ -89,6 +89,11 @@ impl Car {
         self.blocks.get(cid).map(Vec::as_slice)
     }
 
+    /// Every block, in no particular order.
+    pub fn blocks(&self) -> impl Iterator<Item = (&Cid, &[u8])> {
+        self.blocks.iter().map(|(cid, data)| (cid, data.as_slice()))
+    }
+
     /// The number of blocks.
     pub fn len(&self) -> usize {
         self.blocks.len()

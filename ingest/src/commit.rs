@@ -104,19 +104,36 @@ pub fn follows(collections: &[String], collection: &str) -> bool {
     collections.iter().any(|c| if c.ends_with('.') { collection.starts_with(c.as_str()) } else { collection == c })
 }
 
+/// Where a record write lands: repository, path, revision and the record's CID.
+#[derive(Debug, Clone, Copy)]
+pub struct WriteAt<'a> {
+    /// The repository DID.
+    pub did: &'a str,
+    /// The collection.
+    pub collection: &'a str,
+    /// The record key.
+    pub rkey: &'a str,
+    /// The commit's revision.
+    pub rev: &'a str,
+    /// The record's CID.
+    pub cid: &'a Cid,
+    /// An update rather than a create.
+    pub update: bool,
+}
+
 /// The event of a record write, from its DAG-CBOR block.
-pub fn record_event(source: &Source, did: &str, collection: &str, rkey: &str, rev: &str, cid: &Cid, block: &[u8], update: bool) -> Result<NewEvent, String> {
+pub fn record_event(source: &Source, at: WriteAt<'_>, block: &[u8]) -> Result<NewEvent, String> {
     let value: Ipld = serde_ipld_dagcbor::from_slice(block).map_err(|e| format!("record is not DAG-CBOR: {e}"))?;
     let record = data_model::to_json(&value).map_err(|e| e.to_string())?;
     let write = RecordWrite {
-        did: did.to_owned(),
-        collection: collection.to_owned(),
-        rkey: rkey.to_owned(),
-        cid: cid.to_string(),
-        rev: rev.to_owned(),
+        did: at.did.to_owned(),
+        collection: at.collection.to_owned(),
+        rkey: at.rkey.to_owned(),
+        cid: at.cid.to_string(),
+        rev: at.rev.to_owned(),
         record,
     };
-    Ok(NewEvent::repo(source.clone(), if update { Payload::RecordUpdate(write) } else { Payload::RecordCreate(write) }))
+    Ok(NewEvent::repo(source.clone(), if at.update { Payload::RecordUpdate(write) } else { Payload::RecordCreate(write) }))
 }
 
 /// The events of a commit's operations on the followed collections, in order.
@@ -134,7 +151,7 @@ pub fn op_outcomes(source: &Source, did: &str, rev: &str, ops: &[RepoOp], car: &
             ("create" | "update", Some(cid)) => {
                 let update = op.action == "update";
                 match car.get(&cid) {
-                    Some(block) => out.push(match record_event(source, did, collection, rkey, rev, &cid, block, update) {
+                    Some(block) => out.push(match record_event(source, WriteAt { did, collection, rkey, rev, cid: &cid, update }, block) {
                         Ok(event) => OpOutcome::Event(Box::new(event)),
                         Err(why) => OpOutcome::Invalid(format!("{}: {why}", op.path)),
                     }),
@@ -143,7 +160,12 @@ pub fn op_outcomes(source: &Source, did: &str, rev: &str, ops: &[RepoOp], car: &
             }
             ("delete", _) => out.push(OpOutcome::Event(Box::new(NewEvent::repo(
                 source.clone(),
-                Payload::RecordDelete(RecordDelete { did: did.to_owned(), collection: collection.to_owned(), rkey: rkey.to_owned(), rev: rev.to_owned() }),
+                Payload::RecordDelete(RecordDelete {
+                    did: did.to_owned(),
+                    collection: collection.to_owned(),
+                    rkey: rkey.to_owned(),
+                    rev: rev.to_owned(),
+                }),
             )))),
             (action, _) => out.push(OpOutcome::Invalid(format!("{}: action {action:?} without a CID", op.path))),
         }

@@ -6,6 +6,8 @@
 //!   record missing from the CAR (or a `tooBig` commit) is fetched with
 //!   `com.atproto.sync.getRecord` from the repository's PDS.
 //! - `#identity` and `#account` become identity and account events.
+//! - A commit that fails a check becomes a `repo.rejected` event with the reason (the
+//!   projections list it in their dead letters); ingest goes on.
 //! - **Order and duplicates.** Per DID, a commit whose `rev` is not newer than the last one
 //!   seen is skipped. The cursor (the last `seq` appended) is a log checkpoint of consumer
 //!   [`Firehose::consumer_name`], committed right after each append: after a restart the
@@ -19,7 +21,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use event_schema::{AccountChange, AccountStatus, IdentityChange, NewEvent, Payload, Source};
+use event_schema::{AccountChange, AccountStatus, IdentityChange, NewEvent, Payload, Rejected, Source};
 use eventlog::EventLog;
 use futures::StreamExt;
 use tokio_tungstenite::tungstenite::Message;
@@ -89,7 +91,8 @@ impl Firehose {
     /// nothing was appended yet).
     async fn stored_cursor(&self) -> Result<i64, IngestError> {
         let (log, name) = (self.log.clone(), Firehose::consumer_name(&self.config.url));
-        let stored = tokio::task::spawn_blocking(move || log.checkpoint(&name, 0)).await.map_err(|e| IngestError::Stream(e.to_string()))??;
+        let stored =
+            tokio::task::spawn_blocking(move || log.checkpoint(&name, 0)).await.map_err(|e| IngestError::Stream(e.to_string()))??;
         Ok(stored.map_or(0, |s| s as i64))
     }
 
@@ -263,7 +266,8 @@ impl Firehose {
     }
 
     async fn commit_events(&mut self, c: frame::Commit) -> Vec<NewEvent> {
-        if c.ops.iter().all(|op| !op.path.split('/').next().is_some_and(|col| commit::follows(&self.config.collections, col))) && !c.too_big {
+        if c.ops.iter().all(|op| !op.path.split('/').next().is_some_and(|col| commit::follows(&self.config.collections, col))) && !c.too_big
+        {
             // Nothing followed changed; the cursor still moves.
             return Vec::new();
         }
@@ -285,11 +289,17 @@ impl Firehose {
             match outcome {
                 OpOutcome::Event(e) => events.push(*e),
                 OpOutcome::Missing { collection, rkey, cid, update } => match self.fetch_record(&c.repo, &collection, &rkey, &cid).await {
-                    Ok(block) => match commit::record_event(&source, &c.repo, &collection, &rkey, &c.rev, &cid, &block, update) {
+                    Ok(block) => match commit::record_event(
+                        &source,
+                        commit::WriteAt { did: &c.repo, collection: &collection, rkey: &rkey, rev: &c.rev, cid: &cid, update },
+                        &block,
+                    ) {
                         Ok(e) => events.push(e),
                         Err(why) => warn!(did = c.repo, collection, rkey, reason = why, "skipping a fetched record"),
                     },
-                    Err(why) => warn!(did = c.repo, collection, rkey, reason = why, "a record missing from the commit could not be fetched"),
+                    Err(why) => {
+                        warn!(did = c.repo, collection, rkey, reason = why, "a record missing from the commit could not be fetched")
+                    }
                 },
                 OpOutcome::Invalid(why) => warn!(did = c.repo, seq = c.seq, reason = why, "skipping an invalid operation"),
             }
@@ -310,9 +320,11 @@ impl Firehose {
         }
     }
 
+    /// The event that records a refused commit (listed in the dead letters).
     fn rejected(&self, c: &frame::Commit, why: &str) -> Vec<NewEvent> {
         warn!(did = c.repo, seq = c.seq, reason = why, "rejected a commit");
-        Vec::new()
+        let rejected = Rejected { did: c.repo.clone(), rev: Some(c.rev.clone()), reason: format!("#commit seq {}: {why}", c.seq) };
+        vec![NewEvent::repo(self.source(c.seq), Payload::Rejected(rejected))]
     }
 
     /// Fetches one record's block from the repository's PDS (`com.atproto.sync.getRecord`).

@@ -207,8 +207,14 @@ mod tests {
             t: &'a str,
         }
         let id = message(&H { op: 1, t: "#identity" }, &serde_json::json!({"seq": 7, "did": "did:plc:a", "handle": "a.test", "time": "x"}));
-        assert_eq!(Frame::decode(&id).unwrap(), Frame::Identity(Identity { seq: 7, did: "did:plc:a".into(), handle: Some("a.test".into()) }));
-        let acct = message(&H { op: 1, t: "#account" }, &serde_json::json!({"seq": 8, "did": "did:plc:a", "active": false, "status": "takendown", "time": "x"}));
+        assert_eq!(
+            Frame::decode(&id).unwrap(),
+            Frame::Identity(Identity { seq: 7, did: "did:plc:a".into(), handle: Some("a.test".into()) })
+        );
+        let acct = message(
+            &H { op: 1, t: "#account" },
+            &serde_json::json!({"seq": 8, "did": "did:plc:a", "active": false, "status": "takendown", "time": "x"}),
+        );
         assert_eq!(Frame::decode(&acct).unwrap().seq(), Some(8));
         let info = message(&H { op: 1, t: "#info" }, &serde_json::json!({"name": "OutdatedCursor"}));
         assert!(matches!(Frame::decode(&info).unwrap(), Frame::Info(i) if i.name == "OutdatedCursor"));

@@ -162,7 +162,8 @@ impl DidDocument {
         if raw.id != did {
             return Err(no_key(format!("the document is for {}", raw.id)));
         }
-        let method = raw.verification_method.iter().find(|m| names(&m.id, did, "atproto")).ok_or_else(|| no_key("no #atproto method".into()))?;
+        let method =
+            raw.verification_method.iter().find(|m| names(&m.id, did, "atproto")).ok_or_else(|| no_key("no #atproto method".into()))?;
         let multibase_key = method.public_key_multibase.as_deref().ok_or_else(|| no_key("no publicKeyMultibase".into()))?;
         let signing_key = match method.kind.as_str() {
             "Multikey" => PublicKey::from_multikey(multibase_key),
@@ -262,7 +263,7 @@ mod tests {
         let secret = k256::ecdsa::SigningKey::from_slice(&[7u8; 32]).unwrap();
         let public = secret.verifying_key();
         let mut prefixed = vec![0xe7, 0x01];
-        prefixed.extend_from_slice(&public.to_encoded_point(true).as_bytes());
+        prefixed.extend_from_slice(public.to_encoded_point(true).as_bytes());
         let multikey = multibase::encode(multibase::Base::Base58Btc, &prefixed);
         let legacy = multibase::encode(multibase::Base::Base58Btc, public.to_encoded_point(false).as_bytes());
         let did = "did:plc:abc";

@@ -13,7 +13,7 @@ use projections::catalog::Context;
 use store::{EmbeddedStore, ScyllaConfig, ScyllaStore, Store};
 use tracing::info;
 
-use crate::config::{DataArgs, ReplayArgs, SeedArgs};
+use crate::config::{DataArgs, DeadLetterArgs, ReplayArgs, SeedArgs};
 
 /// The work group of projectors unless `--group` says otherwise.
 pub const DEFAULT_GROUP: &str = "svc.project";
@@ -118,6 +118,17 @@ pub fn replay(args: ReplayArgs) -> anyhow::Result<()> {
             "oldVersionDropped": r.old_dropped,
         });
         writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
+/// `svc dead-letters`.
+pub fn dead_letters(args: DeadLetterArgs) -> anyhow::Result<()> {
+    let store = open_store(&args.data)?;
+    let Some(version) = store.active_version(&args.model)? else { return Ok(()) };
+    let mut out = std::io::stdout().lock();
+    for letter in projections::deadletter::list(store.as_ref(), &args.model, version, args.limit)? {
+        writeln!(out, "{}", serde_json::to_string(&letter)?)?;
     }
     Ok(())
 }

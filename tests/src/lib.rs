@@ -2,6 +2,7 @@
 //! subcommands on a temporary data directory, and talks to `svc up` over HTTP.
 
 pub mod pds;
+pub mod tamper;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;

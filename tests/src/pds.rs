@@ -112,27 +112,50 @@ impl Pds {
     pub async fn create_account(&self, name: &str) -> Result<Account> {
         let handle = format!("{name}.test");
         let out = self
-            .call("com.atproto.server.createAccount", None, &json!({"handle": handle, "email": format!("{name}@example.test"), "password": "password"}))
+            .call(
+                "com.atproto.server.createAccount",
+                None,
+                &json!({"handle": handle, "email": format!("{name}@example.test"), "password": "password"}),
+            )
             .await?;
-        Ok(Account { did: out["did"].as_str().context("did")?.to_owned(), handle, jwt: out["accessJwt"].as_str().context("jwt")?.to_owned() })
+        Ok(Account {
+            did: out["did"].as_str().context("did")?.to_owned(),
+            handle,
+            jwt: out["accessJwt"].as_str().context("jwt")?.to_owned(),
+        })
     }
 
     /// `com.atproto.repo.createRecord`; returns `(uri, cid)`.
     pub async fn create_record(&self, account: &Account, collection: &str, record: &Value) -> Result<(String, String)> {
-        let out = self.call("com.atproto.repo.createRecord", Some(&account.jwt), &json!({"repo": account.did, "collection": collection, "record": record})).await?;
+        let out = self
+            .call(
+                "com.atproto.repo.createRecord",
+                Some(&account.jwt),
+                &json!({"repo": account.did, "collection": collection, "record": record}),
+            )
+            .await?;
         Ok((out["uri"].as_str().context("uri")?.to_owned(), out["cid"].as_str().context("cid")?.to_owned()))
     }
 
     /// `com.atproto.repo.putRecord`.
     pub async fn put_record(&self, account: &Account, collection: &str, rkey: &str, record: &Value) -> Result<()> {
-        self.call("com.atproto.repo.putRecord", Some(&account.jwt), &json!({"repo": account.did, "collection": collection, "rkey": rkey, "record": record}))
-            .await?;
+        self.call(
+            "com.atproto.repo.putRecord",
+            Some(&account.jwt),
+            &json!({"repo": account.did, "collection": collection, "rkey": rkey, "record": record}),
+        )
+        .await?;
         Ok(())
     }
 
     /// `com.atproto.repo.deleteRecord`.
     pub async fn delete_record(&self, account: &Account, collection: &str, rkey: &str) -> Result<()> {
-        self.call("com.atproto.repo.deleteRecord", Some(&account.jwt), &json!({"repo": account.did, "collection": collection, "rkey": rkey})).await?;
+        self.call(
+            "com.atproto.repo.deleteRecord",
+            Some(&account.jwt),
+            &json!({"repo": account.did, "collection": collection, "rkey": rkey}),
+        )
+        .await?;
         Ok(())
     }
 

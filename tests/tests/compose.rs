@@ -11,11 +11,10 @@ use tests::{svc_bin, workspace_root};
 /// `docker-compose config` on the project's file: the resolved file, or a failure that says
 /// how to get the tool.
 fn resolved_config() -> String {
-    let out = Command::new("docker-compose")
-        .args(["-f", "docker-compose.yml", "config"])
-        .current_dir(workspace_root())
-        .output()
-        .unwrap_or_else(|e| panic!("this test needs the Compose tool to validate docker-compose.yml ({e}): `apt-get install docker-compose`"));
+    let out =
+        Command::new("docker-compose").args(["-f", "docker-compose.yml", "config"]).current_dir(workspace_root()).output().unwrap_or_else(
+            |e| panic!("this test needs the Compose tool to validate docker-compose.yml ({e}): `apt-get install docker-compose`"),
+        );
     assert!(out.status.success(), "docker-compose.yml is invalid: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }

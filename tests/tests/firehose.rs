@@ -54,7 +54,8 @@ async fn follows_a_real_pds_and_catches_up_after_a_crash() {
 
     // A submission with an uploaded document.
     let blob = pds.upload_blob(&alice, b"%PDF-1.4 a tiny document".to_vec(), "application/pdf").await.unwrap();
-    let (first, first_cid) = pds.create_record(&alice, SUBMISSION, &submission("Quantum widgets", &alice, Some(blob.clone()))).await.unwrap();
+    let (first, first_cid) =
+        pds.create_record(&alice, SUBMISSION, &submission("Quantum widgets", &alice, Some(blob.clone()))).await.unwrap();
     let (body, lag) = until(&svc, &detail(&first), "the new submission", |s, _| s == 200).await;
     lags.push(lag);
     assert_eq!(body["cid"], first_cid.as_str());
@@ -70,9 +71,15 @@ async fn follows_a_real_pds_and_catches_up_after_a_crash() {
     lags.push(lag);
 
     // Two records in one commit.
-    pds.create_many(&bob, &[(SUBMISSION, "3kbobone000a2", submission("Bob's first", &bob, None)), (SUBMISSION, "3kbobtwo000a2", submission("Bob's second", &bob, None))])
-        .await
-        .unwrap();
+    pds.create_many(
+        &bob,
+        &[
+            (SUBMISSION, "3kbobone000a2", submission("Bob's first", &bob, None)),
+            (SUBMISSION, "3kbobtwo000a2", submission("Bob's second", &bob, None)),
+        ],
+    )
+    .await
+    .unwrap();
     let bob_one = format!("at://{}/{SUBMISSION}/3kbobone000a2", bob.did);
     let bob_two = format!("at://{}/{SUBMISSION}/3kbobtwo000a2", bob.did);
     let (_, lag) = until(&svc, &detail(&bob_two), "the second record of one commit", |s, _| s == 200).await;
@@ -88,6 +95,20 @@ async fn follows_a_real_pds_and_catches_up_after_a_crash() {
     pds.update_handle(&mut alice, "alice-renamed").await.unwrap();
     let (_, lag) = until(&svc, &detail(&first), "the new handle", |_, b| b["author"]["handle"] == "alice-renamed.test").await;
     lags.push(lag);
+    // A takedown hides the account's content from every query; restoring shows it again.
+    let search_bob = format!("/xrpc/pub.svc.eprint.searchSubmissions?query={}", enc("Bob's second"));
+    let found = |b: &Value| b["submissions"].as_array().is_some_and(|s| s.iter().any(|h| h["uri"] == bob_two.as_str()));
+    until(&svc, &search_bob, "bob's paper in search", |_, b| found(b)).await;
+    pds.set_takedown(&bob.did, true).await.unwrap();
+    let (_, lag) = until(&svc, &detail(&bob_two), "the takedown", |s, _| s == 404).await;
+    lags.push(lag);
+    until(&svc, &search_bob, "the takedown in search", |_, b| !found(b)).await;
+    let (_, _, listed) = svc.get(&format!("/xrpc/pub.svc.eprint.listByAuthor?author={}", enc(&bob.did))).await.unwrap();
+    assert_eq!(listed["eprints"], serde_json::json!([]), "{listed}");
+    pds.set_takedown(&bob.did, false).await.unwrap();
+    until(&svc, &detail(&bob_two), "the restored account", |s, _| s == 200).await;
+    until(&svc, &search_bob, "the restored account in search", |_, b| found(b)).await;
+
     let lag_ms: Vec<u128> = lags.iter().map(Duration::as_millis).collect();
     eprintln!("lag from a PDS write to the API, ms: {lag_ms:?}");
 
@@ -116,4 +137,34 @@ async fn follows_a_real_pds_and_catches_up_after_a_crash() {
     let uris = |v: &Value| v["submissions"].as_array().unwrap().iter().map(|s| s["uri"].clone()).collect::<Vec<_>>();
     assert_eq!(uris(&a), uris(&b));
     assert_eq!(uris(&a).len(), 2, "alice's two submissions; bob's are deleted: {a}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_commit_with_a_broken_signature_is_rejected_and_listed_in_the_dead_letters() {
+    let pds = Pds::start().unwrap();
+    let alice = pds.create_account("alice").await.unwrap();
+    let proxy = tests::tamper::start(pds.ws_url(), "3ktampered0a2".into()).await;
+    let backend = Backend::embedded().with_env("SVC_FIREHOSE", &proxy).with_env("SVC_PLC_URL", &pds.plc_url);
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let svc = Service::start_with(&data, tests::free_port(), &backend).await.unwrap();
+
+    let (before, _) = pds.create_record(&alice, SUBMISSION, &submission("Before", &alice, None)).await.unwrap();
+    pds.put_record(&alice, SUBMISSION, "3ktampered0a2", &submission("Tampered on the way", &alice, None)).await.unwrap();
+    let (after, _) = pds.create_record(&alice, SUBMISSION, &submission("After", &alice, None)).await.unwrap();
+    until(&svc, &detail(&before), "the commit before", |s, _| s == 200).await;
+    until(&svc, &detail(&after), "the commit after the tampered one", |s, _| s == 200).await;
+    let tampered = format!("at://{}/{SUBMISSION}/3ktampered0a2", alice.did);
+    let (status, _, body) = svc.get(&detail(&tampered)).await.unwrap();
+    assert_eq!(status, 404, "the tampered commit was applied: {body}");
+
+    svc.stop().unwrap();
+    let out = tests::svc_with_env(&["dead-letters", "--data-dir", data.to_str().unwrap()], &backend.env()).unwrap();
+    let letters: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(
+        letters
+            .iter()
+            .any(|l| l["kind"] == "repo.rejected" && l["key"] == alice.did.as_str() && l["reason"].as_str().unwrap().contains("signature")),
+        "no dead letter for the tampered commit: {out}"
+    );
 }

@@ -3,10 +3,12 @@
 mod account;
 mod identity;
 mod record;
+mod rejected;
 
 pub use account::{AccountChange, AccountStatus};
 pub use identity::IdentityChange;
 pub use record::{RecordDelete, RecordWrite};
+pub use rejected::Rejected;
 
 use serde::Serialize;
 
@@ -26,6 +28,8 @@ pub enum Payload {
     Identity(IdentityChange),
     /// An account's hosting status changed.
     Account(AccountChange),
+    /// A repository change ingest refused.
+    Rejected(Rejected),
 }
 
 impl Payload {
@@ -37,6 +41,7 @@ impl Payload {
             Payload::RecordDelete(_) => EventKind::RecordDelete,
             Payload::Identity(_) => EventKind::Identity,
             Payload::Account(_) => EventKind::Account,
+            Payload::Rejected(_) => EventKind::Rejected,
         }
     }
 
@@ -47,6 +52,7 @@ impl Payload {
             Payload::RecordDelete(d) => &d.did,
             Payload::Identity(i) => &i.did,
             Payload::Account(a) => &a.did,
+            Payload::Rejected(r) => &r.did,
         }
     }
 }

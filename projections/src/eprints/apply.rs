@@ -172,6 +172,10 @@ impl Projection for EprintsProjection {
                         c.insert("displayName".into(), Value::Text(n.clone()));
                     }
                 })?,
+                Payload::Rejected(r) => {
+                    let (clustering, cols) = deadletter::row(event.envelope, None, &r.reason);
+                    st.put(&deadletter::table(MODEL, self.version), deadletter::partition(), clustering, cols, position);
+                }
                 Payload::Account(a) => self.account(&mut st, &a.did, position, |c| {
                     c.insert("active".into(), Value::Bool(a.active));
                     let status = a.status.as_ref().and_then(|s| serde_json::to_value(s).ok()).and_then(|v| v.as_str().map(str::to_owned));

@@ -43,7 +43,6 @@ pub struct SearchProjection {
     commit_interval: Option<Duration>,
 }
 
-
 impl SearchProjection {
     /// Opens the writer of `version` and resumes from its last commit.
     pub fn open(indexes: &SearchIndexes, lexicons: Arc<Lexicons>, version: u32, mode: Mode) -> Result<SearchProjection, ProjectionError> {
