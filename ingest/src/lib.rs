@@ -15,5 +15,6 @@ pub mod frame;
 pub mod identity;
 pub mod repo;
 pub mod seed;
+pub mod testing;
 
 pub use error::IngestError;

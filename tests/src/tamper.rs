@@ -2,13 +2,11 @@
 //! the signature of chosen commits on the way, re-addressing the commit block so that the
 //! CAR stays well-formed: only the signature check can catch it.
 
-use std::collections::BTreeMap;
-
 use cid::Cid;
 use futures::{SinkExt, StreamExt};
 use ingest::car::Car;
+use ingest::testing::{cid_of, write_car};
 use ipld_core::ipld::Ipld;
-use multihash_codetable::{Code, MultihashDigest};
 use tokio::net::TcpListener;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -44,18 +42,6 @@ pub async fn start(upstream: String, rkey: String) -> String {
     format!("ws://{addr}")
 }
 
-fn varint(mut n: usize, out: &mut Vec<u8>) {
-    loop {
-        let byte = (n & 0x7f) as u8;
-        n >>= 7;
-        if n == 0 {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
-    }
-}
-
 /// The frame with the commit's signature broken, if it is a commit touching `rkey`.
 fn tamper(bytes: &[u8], rkey: &str) -> Option<Vec<u8>> {
     let mut rest = bytes;
@@ -79,22 +65,10 @@ fn tamper(bytes: &[u8], rkey: &str) -> Option<Vec<u8>> {
     let Some(Ipld::Bytes(sig)) = commit.get_mut("sig") else { return None };
     sig[10] ^= 0x01;
     let commit_bytes = serde_ipld_dagcbor::to_vec(&Ipld::Map(commit)).ok()?;
-    let new_root = Cid::new_v1(0x71, Code::Sha2_256.digest(&commit_bytes));
-    let mut blocks: BTreeMap<Cid, Vec<u8>> = car.blocks().filter(|(cid, _)| **cid != root).map(|(c, d)| (*c, d.to_vec())).collect();
-    blocks.insert(new_root, commit_bytes);
-    let car_header = serde_ipld_dagcbor::to_vec(&Ipld::Map(
-        [("version".to_owned(), Ipld::Integer(1)), ("roots".to_owned(), Ipld::List(vec![Ipld::Link(new_root)]))].into(),
-    ))
-    .ok()?;
-    let mut out_car = Vec::new();
-    varint(car_header.len(), &mut out_car);
-    out_car.extend(car_header);
-    for (cid, data) in blocks {
-        let cid_bytes = cid.to_bytes();
-        varint(cid_bytes.len() + data.len(), &mut out_car);
-        out_car.extend(cid_bytes);
-        out_car.extend(data);
-    }
+    let new_root = cid_of(&commit_bytes);
+    let mut blocks: Vec<(Cid, Vec<u8>)> = car.blocks().filter(|(cid, _)| **cid != root).map(|(c, d)| (*c, d.to_vec())).collect();
+    blocks.push((new_root, commit_bytes));
+    let out_car = write_car(new_root, &blocks);
     body.insert("blocks".into(), Ipld::Bytes(out_car));
     body.insert("commit".into(), Ipld::Link(new_root));
     let mut out = serde_ipld_dagcbor::to_vec(&header).ok()?;
