@@ -44,6 +44,12 @@ pub enum Command {
     Seed(SeedArgs),
     /// Rebuild read models from position 0 into new versions, then swap them in.
     Replay(ReplayArgs),
+    /// Bring the read models to repositories' current state, fetched whole and verified.
+    Backfill {
+        /// Which repositories.
+        #[command(subcommand)]
+        command: BackfillCommand,
+    },
     /// List the events a read model could not apply (its dead letters), as JSON lines.
     DeadLetters(DeadLetterArgs),
     /// Read the event log.
@@ -193,6 +199,40 @@ pub struct ReplayArgs {
     pub grace_seconds: Option<u64>,
 }
 
+/// `svc backfill …`.
+#[derive(Debug, Subcommand)]
+pub enum BackfillCommand {
+    /// One repository (`com.atproto.sync.getRepo` from its PDS).
+    Did {
+        #[command(flatten)]
+        args: BackfillArgs,
+        /// The repository's DID.
+        did: String,
+    },
+    /// Every repository a PDS hosts (`com.atproto.sync.listRepos`; 10 per page, 2 at a time).
+    Pds {
+        #[command(flatten)]
+        args: BackfillArgs,
+        /// The PDS's `http://` or `https://` base URL.
+        url: String,
+    },
+}
+
+/// What every backfill needs.
+#[derive(Debug, Clone, Args)]
+pub struct BackfillArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+
+    /// The did:plc directory.
+    #[arg(long, env = "SVC_PLC_URL", default_value = ingest::identity::DEFAULT_PLC_URL)]
+    pub plc_url: String,
+
+    /// The collections to index, comma-separated: NSIDs, or prefixes ending in `.`.
+    #[arg(long, env = "SVC_COLLECTIONS", default_value = "pub.svc.", value_delimiter = ',')]
+    pub collections: Vec<String>,
+}
+
 /// `svc dead-letters`.
 #[derive(Debug, Clone, Args)]
 pub struct DeadLetterArgs {
@@ -232,6 +272,9 @@ pub enum ConfigError {
     /// The service DID is not a DID.
     #[error("--service-did {0:?} is not a valid DID")]
     ServiceDid(String),
+    /// A DID argument is not a DID.
+    #[error("{0:?} is not a valid DID")]
+    Did(String),
     /// A size must be positive.
     #[error("{0} must be at least 1")]
     Zero(&'static str),
@@ -271,6 +314,14 @@ impl Cli {
                 }
             }
             Command::Project(project) if project.batch_size == 0 => return Err(ConfigError::Zero("--batch-size")),
+            Command::Backfill { command: BackfillCommand::Did { did, .. } } if !lexicons::formats::is_did(did) => {
+                return Err(ConfigError::Did(did.clone()));
+            }
+            Command::Backfill { command: BackfillCommand::Pds { url, .. } }
+                if !(url.starts_with("http://") || url.starts_with("https://")) =>
+            {
+                return Err(ConfigError::SourceUrl { flag: "svc backfill pds", url: url.clone(), schemes: "http:// or https://" });
+            }
             Command::DeadLetters(d) if !projections::catalog::SHARED_MODELS.contains(&d.model.as_str()) => {
                 return Err(ConfigError::UnknownModel(d.model.clone()));
             }

@@ -25,6 +25,7 @@ fn main() -> anyhow::Result<()> {
         Command::Seed(args) => commands::seed(args),
         Command::Replay(args) => commands::replay(args),
         Command::DeadLetters(args) => commands::dead_letters(args),
+        Command::Backfill { command } => runtime()?.block_on(commands::up::backfill(command)),
         Command::Log { command: LogCommand::Tail { data, from, limit } } => commands::log_tail(data, from, limit),
     }
 }

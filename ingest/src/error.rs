@@ -25,6 +25,14 @@ pub enum IngestError {
     /// A record could not be encoded as DAG-CBOR.
     #[error("failed to encode record: {0}")]
     Encode(String),
+    /// A repository could not be backfilled.
+    #[error("backfill of {did}: {reason}")]
+    Backfill {
+        /// The repository DID.
+        did: String,
+        /// What went wrong.
+        reason: String,
+    },
     /// The stream task failed outside the network (a panicked blocking task).
     #[error("stream: {0}")]
     Stream(String),
@@ -37,6 +45,7 @@ impl ClassifiedError for IngestError {
     fn error_class(&self) -> ErrorClass {
         match self {
             IngestError::Read { .. } | IngestError::BadPaper { .. } => ErrorClass::InvalidRequest,
+            IngestError::Backfill { .. } => ErrorClass::Unavailable,
             IngestError::Encode(_) | IngestError::Stream(_) => ErrorClass::Internal,
             IngestError::Log(e) => e.error_class(),
         }

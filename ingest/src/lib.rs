@@ -4,8 +4,10 @@
 //!   repository events, deterministically.
 //! - [`firehose`]: a relay's or PDS's `subscribeRepos` stream, verified ([`frame`], [`car`],
 //!   [`commit`], [`identity`]), becomes record, identity and account events.
+//! - [`backfill`]: a repository fetched whole and verified brings the read models to its state.
 #![warn(missing_docs)]
 
+pub mod backfill;
 pub mod car;
 pub mod commit;
 pub mod data_model;

@@ -7,7 +7,7 @@ use tracing::info;
 
 use super::service::Supervisor;
 use super::{open_context, open_log, require_shared};
-use crate::config::{IngestArgs, ProjectArgs, SeedArgs, UpArgs};
+use crate::config::{BackfillCommand, IngestArgs, ProjectArgs, SeedArgs, UpArgs};
 
 /// `svc up`: projection workers and the API in one process.
 ///
@@ -82,4 +82,36 @@ pub async fn ingest(args: IngestArgs) -> anyhow::Result<()> {
     supervisor.spawn_sources(&args.source, log);
     info!("svc ingest");
     supervisor.run().await
+}
+
+/// `svc backfill did|pds`: prints one JSON line per repository; fails if any failed.
+pub async fn backfill(command: BackfillCommand) -> anyhow::Result<()> {
+    use std::io::Write;
+    let (args, did, pds) = match command {
+        BackfillCommand::Did { args, did } => (args, Some(did), None),
+        BackfillCommand::Pds { args, url } => (args, None, Some(url)),
+    };
+    let log = open_log(&args.data)?;
+    let resolver = ingest::identity::Resolver::new(&args.plc_url, std::time::Duration::from_secs(3600));
+    let results = match (did, pds) {
+        (Some(did), _) => vec![ingest::backfill::backfill_repo(log, &resolver, &did, &args.collections).await],
+        (_, Some(url)) => ingest::backfill::backfill_pds(log, &resolver, &url, &args.collections).await?,
+        _ => Vec::new(),
+    };
+    let mut failed = 0;
+    let mut out = std::io::stdout().lock();
+    for result in results {
+        let line = match result {
+            Ok(r) => serde_json::json!({"did": r.did, "rev": r.rev, "records": r.records, "deletes": r.deletes}),
+            Err(e) => {
+                failed += 1;
+                serde_json::json!({"error": e.to_string()})
+            }
+        };
+        writeln!(out, "{line}")?;
+    }
+    if failed > 0 {
+        anyhow::bail!("{failed} repositories could not be backfilled");
+    }
+    Ok(())
 }

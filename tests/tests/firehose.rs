@@ -168,3 +168,43 @@ async fn a_commit_with_a_broken_signature_is_rejected_and_listed_in_the_dead_let
         "no dead letter for the tampered commit: {out}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn backfill_brings_the_read_models_to_the_repositories_state() {
+    let pds = Pds::start().unwrap();
+    let alice = pds.create_account("alice").await.unwrap();
+    let bob = pds.create_account("bob").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data_s = data.to_str().unwrap();
+
+    // svc follows the stream for a while, then stops.
+    let following = Backend::embedded().with_env("SVC_FIREHOSE", &pds.ws_url()).with_env("SVC_PLC_URL", &pds.plc_url);
+    let svc = Service::start_with(&data, tests::free_port(), &following).await.unwrap();
+    let (kept, _) = pds.create_record(&alice, SUBMISSION, &submission("Kept", &alice, None)).await.unwrap();
+    let (gone, _) = pds.create_record(&alice, SUBMISSION, &submission("Deleted while svc was away", &alice, None)).await.unwrap();
+    until(&svc, &detail(&gone), "the records before the break", |s, _| s == 200).await;
+    svc.stop().unwrap();
+
+    // While it is away: a deletion and a new repository's record.
+    pds.delete_record(&alice, SUBMISSION, rkey(&gone)).await.unwrap();
+    let (bobs, _) = pds.create_record(&bob, SUBMISSION, &submission("Bob's paper", &bob, None)).await.unwrap();
+
+    let offline = Backend::embedded().with_env("SVC_PLC_URL", &pds.plc_url);
+    let out = offline.svc(&["backfill", "did", &alice.did, "--data-dir", data_s]).unwrap();
+    let report: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!((report["records"].as_u64(), report["deletes"].as_u64()), (Some(1), Some(1)), "{report}");
+    let out = offline.svc(&["backfill", "pds", &pds.url, "--data-dir", data_s]).unwrap();
+    let reports: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(reports.len(), 2, "both repositories of the PDS: {out}");
+    assert!(reports.iter().all(|r| r["error"].is_null()), "{out}");
+    let err = offline.svc(&["backfill", "did", "not-a-did", "--data-dir", data_s]).unwrap_err().to_string();
+    assert!(err.contains("is not a valid DID"), "{err}");
+
+    let svc = Service::start_with(&data, tests::free_port(), &offline).await.unwrap();
+    svc.wait_caught_up().await.unwrap();
+    assert_eq!(svc.get(&detail(&kept)).await.unwrap().0, 200);
+    assert_eq!(svc.get(&detail(&gone)).await.unwrap().0, 404, "the deletion the stream missed is applied");
+    let (status, _, body) = svc.get(&detail(&bobs)).await.unwrap();
+    assert_eq!((status, body["record"]["title"].as_str()), (200, Some("Bob's paper")));
+}
