@@ -3,8 +3,8 @@
 //! The kassandra test server (in-process, in-memory) speaks the CQL protocol but only a
 //! subset of the language: no write timestamps, no clustering-key ranges, `ORDER BY`,
 //! `LIMIT`, `COUNT` or `DROP TABLE`. The conformance tests that need none of those run
-//! against it on every `cargo test`; the whole suite runs against a real ScyllaDB when
-//! `SVC_TEST_SCYLLA=scylla://HOST:PORT` is set (`cargo test -p store -- --ignored`).
+//! against it on every `cargo test`; the whole suite runs against a real ScyllaDB with
+//! `cargo run -p store --example scylla_conformance -- scylla://HOST:PORT`.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -54,15 +54,6 @@ fn connecting_to_nothing_is_a_clear_error() {
     let config = ScyllaConfig::from_url("scylla://127.0.0.1:1/svc").unwrap();
     let err = ScyllaStore::connect(&config).err().expect("no server listens there").to_string();
     assert!(err.contains("cannot connect to 127.0.0.1:1"), "{err}");
-}
-
-#[test]
-#[ignore = "needs a real ScyllaDB: SVC_TEST_SCYLLA=scylla://HOST:PORT"]
-fn conformance_on_scylladb() {
-    let url = std::env::var("SVC_TEST_SCYLLA").expect("SVC_TEST_SCYLLA=scylla://HOST:PORT names the ScyllaDB to test against");
-    let nodes = url.trim_start_matches("scylla://").split('/').next().unwrap().to_owned();
-    test_suite::run_all(&factory(nodes.clone()));
-    test_suite::run(&factory(nodes), test_suite::BY_POSITION);
 }
 
 #[test]
