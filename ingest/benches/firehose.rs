@@ -37,7 +37,7 @@ fn verify_and_map(c: &ingest::frame::Commit, car: &Car, key: &PublicKey, collect
 
 fn bench(c: &mut Criterion) {
     let secret = k256::ecdsa::SigningKey::from_slice(&[5u8; 32]).unwrap();
-    let key = PublicKey::K256(*secret.verifying_key());
+    let key = PublicKey::from_k256(secret.verifying_key());
     let frames: Vec<Vec<u8>> = (0..FRAMES as i64).map(|i| commit_frame(&secret, &format!("did:plc:bench{:04}", i % 500), i + 1)).collect();
     let collections = vec!["pub.svc.".to_owned()];
     let mut group = c.benchmark_group("firehose");

@@ -199,13 +199,13 @@ mod tests {
     #[test]
     fn a_signed_commit_verifies_and_a_tampered_one_does_not() {
         let secret = k256::ecdsa::SigningKey::from_slice(&[3u8; 32]).unwrap();
-        let key = PublicKey::K256(*secret.verifying_key());
+        let key = PublicKey::from_k256(secret.verifying_key());
         let (bytes, cids) = car_of(&[signed_commit(&secret, "did:plc:a")]);
         let car = Car::read(&bytes).unwrap();
         let commit = verify_commit(&car, &cids[0], "did:plc:a", &key).unwrap();
         assert_eq!(commit.rev, "3l2xyz");
         assert!(matches!(verify_commit(&car, &cids[0], "did:plc:b", &key), Err(CommitError::WrongRepo { .. })));
-        let other = PublicKey::K256(*k256::ecdsa::SigningKey::from_slice(&[4u8; 32]).unwrap().verifying_key());
+        let other = PublicKey::from_k256(k256::ecdsa::SigningKey::from_slice(&[4u8; 32]).unwrap().verifying_key());
         assert_eq!(verify_commit(&car, &cids[0], "did:plc:a", &other), Err(CommitError::Signature(SignatureError::Mismatch)));
     }
 

@@ -34,10 +34,13 @@ pub enum ResolveError {
 }
 
 /// A public key that verifies repository commit signatures and service-auth tokens.
+///
+/// secp256k1 keys verify with libsecp256k1 (the `secp256k1` crate): several times faster
+/// than a pure-Rust verifier, and the check is most of a firehose commit's cost.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PublicKey {
     /// secp256k1 (`ES256K`).
-    K256(k256::ecdsa::VerifyingKey),
+    K256(secp256k1::PublicKey),
     /// NIST P-256 (`ES256`).
     P256(p256::ecdsa::VerifyingKey),
 }
@@ -63,13 +66,17 @@ impl PublicKey {
     /// [`SignatureError`] saying why it does not verify.
     pub fn verify(&self, message: &[u8], signature: &[u8]) -> Result<(), SignatureError> {
         use ecdsa::signature::Verifier;
+        use sha2::Digest;
         match self {
             PublicKey::K256(key) => {
-                let sig = k256::ecdsa::Signature::from_slice(signature).map_err(|_| SignatureError::Malformed)?;
-                if sig.normalize_s().is_some() {
+                let sig = secp256k1::ecdsa::Signature::from_compact(signature).map_err(|_| SignatureError::Malformed)?;
+                let mut low = sig;
+                low.normalize_s();
+                if low != sig {
                     return Err(SignatureError::HighS);
                 }
-                key.verify(message, &sig).map_err(|_| SignatureError::Mismatch)
+                let digest = secp256k1::Message::from_digest(sha2::Sha256::digest(message).into());
+                sig.verify(digest, key).map_err(|_| SignatureError::Mismatch)
             }
             PublicKey::P256(key) => {
                 let sig = p256::ecdsa::Signature::from_slice(signature).map_err(|_| SignatureError::Malformed)?;
@@ -79,6 +86,11 @@ impl PublicKey {
                 key.verify(message, &sig).map_err(|_| SignatureError::Mismatch)
             }
         }
+    }
+
+    /// The key of a `k256` verifying key (as tests and tools hold them).
+    pub fn from_k256(key: &k256::ecdsa::VerifyingKey) -> PublicKey {
+        PublicKey::K256(secp256k1::PublicKey::from_slice(key.to_encoded_point(true).as_bytes()).expect("a valid point is a valid point"))
     }
 
     /// Parses a `did:key:z…` or a bare multibase `z…` Multikey (multicodec-prefixed,
@@ -95,7 +107,7 @@ impl PublicKey {
 }
 
 fn k256_key(point: &[u8]) -> Result<PublicKey, String> {
-    k256::ecdsa::VerifyingKey::from_sec1_bytes(point).map(PublicKey::K256).map_err(|e| format!("bad secp256k1 key: {e}"))
+    secp256k1::PublicKey::from_slice(point).map(PublicKey::K256).map_err(|e| format!("bad secp256k1 key: {e}"))
 }
 
 fn p256_key(point: &[u8]) -> Result<PublicKey, String> {
@@ -274,7 +286,7 @@ mod tests {
             "verificationMethod": [{"id": "#atproto", "type": "EcdsaSecp256k1VerificationKey2019", "controller": did, "publicKeyMultibase": legacy}]});
         let a = DidDocument::from_json(did, &modern).unwrap();
         let b = DidDocument::from_json(did, &old).unwrap();
-        assert_eq!(a.signing_key, PublicKey::K256(*public));
+        assert_eq!(a.signing_key, PublicKey::from_k256(public));
         assert_eq!(a.signing_key, b.signing_key);
         assert_eq!(a.handle.as_deref(), Some("alice.test"));
         assert_eq!(a.pds.as_deref(), Some("http://localhost:2583"));

@@ -26,7 +26,7 @@ fn find(haystack: &[u8], needle: &[u8]) -> std::ops::Range<usize> {
 #[test]
 fn truncated_and_corrupted_frames_are_errors_never_panics() {
     let secret = k256::ecdsa::SigningKey::from_slice(&[11u8; 32]).unwrap();
-    let key = PublicKey::K256(*secret.verifying_key());
+    let key = PublicKey::from_k256(secret.verifying_key());
     let frame = commit_frame(&secret, "did:plc:corpus", 1);
     assert_eq!(process(&frame, &key), Ok(1), "the intact frame is accepted");
 
