@@ -91,6 +91,13 @@ pub struct SourceArgs {
     #[arg(long, env = "SVC_FIREHOSE")]
     pub firehose: Option<String>,
 
+    #[command(flatten)]
+    pub network: NetworkArgs,
+}
+
+/// How ingest reads repositories: where DIDs resolve, and which collections it indexes.
+#[derive(Debug, Clone, Args)]
+pub struct NetworkArgs {
     /// The did:plc directory.
     #[arg(long, env = "SVC_PLC_URL", default_value = ingest::identity::DEFAULT_PLC_URL)]
     pub plc_url: String,
@@ -224,13 +231,8 @@ pub struct BackfillArgs {
     #[command(flatten)]
     pub data: DataArgs,
 
-    /// The did:plc directory.
-    #[arg(long, env = "SVC_PLC_URL", default_value = ingest::identity::DEFAULT_PLC_URL)]
-    pub plc_url: String,
-
-    /// The collections to index, comma-separated: NSIDs, or prefixes ending in `.`.
-    #[arg(long, env = "SVC_COLLECTIONS", default_value = "pub.svc.", value_delimiter = ',')]
-    pub collections: Vec<String>,
+    #[command(flatten)]
+    pub network: NetworkArgs,
 }
 
 /// `svc dead-letters`.
@@ -314,13 +316,17 @@ impl Cli {
                 }
             }
             Command::Project(project) if project.batch_size == 0 => return Err(ConfigError::Zero("--batch-size")),
-            Command::Backfill { command: BackfillCommand::Did { did, .. } } if !lexicons::formats::is_did(did) => {
-                return Err(ConfigError::Did(did.clone()));
+            Command::Backfill { command: BackfillCommand::Did { args, did } } => {
+                args.network.validate()?;
+                if !lexicons::formats::is_did(did) {
+                    return Err(ConfigError::Did(did.clone()));
+                }
             }
-            Command::Backfill { command: BackfillCommand::Pds { url, .. } }
-                if !(url.starts_with("http://") || url.starts_with("https://")) =>
-            {
-                return Err(ConfigError::SourceUrl { flag: "svc backfill pds", url: url.clone(), schemes: "http:// or https://" });
+            Command::Backfill { command: BackfillCommand::Pds { args, url } } => {
+                args.network.validate()?;
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(ConfigError::SourceUrl { flag: "svc backfill pds", url: url.clone(), schemes: "http:// or https://" });
+                }
             }
             Command::DeadLetters(d) if !projections::catalog::SHARED_MODELS.contains(&d.model.as_str()) => {
                 return Err(ConfigError::UnknownModel(d.model.clone()));
@@ -343,9 +349,20 @@ impl SourceArgs {
                 return Err(ConfigError::SourceUrl { flag: "--firehose", url: url.clone(), schemes: "ws:// or wss://" });
             }
         }
+        self.network.validate()
+    }
+}
+
+impl NetworkArgs {
+    fn validate(&self) -> Result<(), ConfigError> {
         if !(self.plc_url.starts_with("http://") || self.plc_url.starts_with("https://")) {
             return Err(ConfigError::SourceUrl { flag: "--plc-url", url: self.plc_url.clone(), schemes: "http:// or https://" });
         }
         Ok(())
+    }
+
+    /// A DID resolver on `--plc-url`, caching documents for an hour.
+    pub fn resolver(&self) -> ingest::identity::Resolver {
+        ingest::identity::Resolver::new(&self.plc_url, std::time::Duration::from_secs(3600))
     }
 }

@@ -61,6 +61,14 @@ impl Context {
     }
 }
 
+/// The read model named `name`, as its static name.
+///
+/// # Errors
+/// [`ProjectionError::Corrupt`] for a name that is no read model.
+pub fn model(name: &str) -> Result<&'static str, ProjectionError> {
+    MODELS.iter().copied().find(|m| *m == name).ok_or_else(|| ProjectionError::Corrupt(format!("unknown read model {name}")))
+}
+
 /// How a projection will be driven.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -141,8 +149,7 @@ impl FollowActive {
     /// # Errors
     /// What [`ensure_active`] or [`open`] fail with.
     pub fn open(ctx: &Context, model: &str) -> Result<FollowActive, ProjectionError> {
-        let model =
-            MODELS.iter().copied().find(|m| *m == model).ok_or_else(|| ProjectionError::Corrupt(format!("unknown read model {model}")))?;
+        let model = self::model(model)?;
         let version = ensure_active(ctx, model)?;
         let inner = open(ctx, model, version, Mode::Live)?;
         Ok(FollowActive { ctx: ctx.clone(), model, inner, looked: Instant::now() })

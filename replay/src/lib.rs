@@ -149,12 +149,7 @@ fn drop_old(ctx: &Context, reports: &mut [RebuildReport], grace: Duration) {
 /// [`ReplayError`] when building fails; the old version stays active and the partial new
 /// version is dropped.
 pub fn rebuild(log: &dyn EventLog, ctx: &Context, model: &str) -> Result<RebuildReport, ReplayError> {
-    let Some(model) = catalog::MODELS.iter().copied().find(|m| *m == model) else {
-        return Err(ReplayError::Projection {
-            model: model.to_owned(),
-            source: ProjectionError::Corrupt(format!("unknown read model {model}")),
-        });
-    };
+    let model = catalog::model(model).map_err(|source| ReplayError::Projection { model: model.to_owned(), source })?;
     let started = Instant::now();
     let mut build = begin(ctx, model)?;
     let built = catch_up(log, build.projection.as_mut(), REBUILD_BATCH);
@@ -175,10 +170,7 @@ pub fn rebuild_all(log: &dyn EventLog, ctx: &Context, options: &RebuildOptions) 
     let started = Instant::now();
     let mut builds = Vec::new();
     for model in &options.models {
-        let model = catalog::MODELS.iter().copied().find(|m| m == model).ok_or_else(|| ReplayError::Projection {
-            model: (*model).to_owned(),
-            source: ProjectionError::Corrupt(format!("unknown read model {model}")),
-        })?;
+        let model = catalog::model(model).map_err(|source| ReplayError::Projection { model: (*model).to_owned(), source })?;
         builds.push(begin(ctx, model)?);
     }
     let results = catch_up_all(log, builds.iter_mut().map(|b| b.projection.as_mut() as &mut dyn Projection).collect(), REBUILD_BATCH);

@@ -59,8 +59,8 @@ impl Supervisor {
     /// Follows the network sources of `source`, if any, into `log`.
     pub fn spawn_sources(&mut self, source: &SourceArgs, log: Arc<dyn EventLog>) {
         let Some(url) = source.firehose.clone() else { return };
-        let resolver = Arc::new(ingest::identity::Resolver::new(&source.plc_url, Duration::from_secs(3600)));
-        let config = ingest::firehose::FirehoseConfig { url, collections: source.collections.clone() };
+        let resolver = Arc::new(source.network.resolver());
+        let config = ingest::firehose::FirehoseConfig { url, collections: source.network.collections.clone() };
         let firehose = ingest::firehose::Firehose::new(config, log, resolver);
         self.spawn(|token| async move { firehose.run(token).await.context("the firehose follower stopped") });
     }

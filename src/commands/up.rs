@@ -92,10 +92,11 @@ pub async fn backfill(command: BackfillCommand) -> anyhow::Result<()> {
         BackfillCommand::Pds { args, url } => (args, None, Some(url)),
     };
     let log = open_log(&args.data)?;
-    let resolver = ingest::identity::Resolver::new(&args.plc_url, std::time::Duration::from_secs(3600));
+    let resolver = args.network.resolver();
+    let collections = &args.network.collections;
     let results = match (did, pds) {
-        (Some(did), _) => vec![ingest::backfill::backfill_repo(log, &resolver, &did, &args.collections).await],
-        (_, Some(url)) => ingest::backfill::backfill_pds(log, &resolver, &url, &args.collections).await?,
+        (Some(did), _) => vec![ingest::backfill::backfill_repo(log, &resolver, &did, collections).await],
+        (_, Some(url)) => ingest::backfill::backfill_pds(log, &resolver, &url, collections).await?,
         _ => Vec::new(),
     };
     let mut failed = 0;

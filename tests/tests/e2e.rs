@@ -1,6 +1,8 @@
 //! Seed → up → query over HTTP, as a new user would; then crash and restart, then replay:
 //! the answers stay the same, byte for byte.
 
+use std::path::Path;
+
 use serde_json::Value;
 use tests::{enc, svc, svc_with_env, write_papers, Backend, Service};
 
@@ -83,24 +85,48 @@ async fn seed_query_crash_restart_kafka_scylla() {
     assert_eq!((status, missing["error"].as_str()), (404, Some("RecordNotFound")));
 
     let before = snapshot(&service, &paths).await;
-    let port = service.port();
-    service.kill9();
-    let service = Service::start_with(&data, port, &backend).await.unwrap();
-    service.wait_caught_up().await.unwrap();
-    assert_eq!(snapshot(&service, &paths).await, before, "answers changed after kill -9 and restart");
-
-    // Stop, replay every model, start: the same answers. The CQL test server cannot drop
-    // the old version (no DROP TABLE): it stays retired, and the report says so.
-    service.stop().unwrap();
-    let out = backend.svc(&["replay", "--data-dir", data_s, "--model", "eprints", "--model", "search", "--grace-seconds", "0"]).unwrap();
-    let reports: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(reports.len(), 2, "{out}");
+    // Every model, although the store is shared: the CQL test server cannot drop the old
+    // version (no DROP TABLE), so it stays retired and the report says so.
+    let reports = crash_restart_replay(
+        service,
+        &data,
+        &backend,
+        &paths,
+        &before,
+        &["--model", "eprints", "--model", "search", "--grace-seconds", "0"],
+    )
+    .await;
+    assert_eq!(reports.len(), 2, "{reports:?}");
     for r in &reports {
         assert!(r["newVersion"].as_u64() > r["oldVersion"].as_u64(), "{r}");
     }
-    let service = Service::start_with(&data, port, &backend).await.unwrap();
+}
+
+/// Kills `service` (kill -9) and restarts it, then stops it, runs `svc replay` with
+/// `replay_args` and starts it again, checking after each step that `paths` answer `before`
+/// byte for byte. Returns the replay's reports.
+async fn crash_restart_replay(
+    service: Service,
+    data: &Path,
+    backend: &Backend,
+    paths: &[String],
+    before: &[(u16, Vec<u8>)],
+    replay_args: &[&str],
+) -> Vec<Value> {
+    let port = service.port();
+    service.kill9();
+    let service = Service::start_with(data, port, backend).await.unwrap();
     service.wait_caught_up().await.unwrap();
-    assert_eq!(snapshot(&service, &paths).await, before, "answers changed after replay");
+    assert_eq!(snapshot(&service, paths).await, before, "answers changed after kill -9 and restart");
+
+    service.stop().unwrap();
+    let mut args = vec!["replay", "--data-dir", data.to_str().unwrap()];
+    args.extend_from_slice(replay_args);
+    let out = backend.svc(&args).unwrap();
+    let service = Service::start_with(data, port, backend).await.unwrap();
+    service.wait_caught_up().await.unwrap();
+    assert_eq!(snapshot(&service, paths).await, before, "answers changed after replay");
+    out.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
 async fn seed_query_crash_restart_replay(backend: Backend) {
@@ -209,23 +235,12 @@ async fn seed_query_crash_restart_replay(backend: Backend) {
     let paths = stable_paths(&uri, &did, &title_words);
     let before = snapshot(&service, &paths).await;
     assert!(before.iter().all(|(s, _)| *s == 200));
-    let port = service.port();
-    service.kill9();
-    let service = Service::start_with(&data, port, &backend).await.unwrap();
-    service.wait_caught_up().await.unwrap();
-    assert_eq!(snapshot(&service, &paths).await, before, "answers changed after kill -9 and restart");
-
-    // Stop, replay, start: the same answers, byte for byte.
-    service.stop().unwrap();
-    let replayed = backend.svc(&["replay", "--data-dir", data_s]).unwrap();
-    assert_eq!(replayed.lines().count(), 2, "{replayed}");
-    for line in replayed.lines() {
-        let r: Value = serde_json::from_str(line).unwrap();
-        assert_eq!(r["newVersion"], 2, "{line}");
+    // Then stop, replay, start: the same answers, byte for byte.
+    let reports = crash_restart_replay(service, &data, &backend, &paths, &before, &[]).await;
+    assert_eq!(reports.len(), 2, "{reports:?}");
+    for r in &reports {
+        assert_eq!(r["newVersion"], 2, "{r}");
     }
-    let service = Service::start_with(&data, port, &backend).await.unwrap();
-    service.wait_caught_up().await.unwrap();
-    assert_eq!(snapshot(&service, &paths).await, before, "answers changed after replay");
 }
 
 #[tokio::test(flavor = "multi_thread")]
