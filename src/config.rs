@@ -127,6 +127,10 @@ pub struct UpArgs {
     /// The public base URL clients reach the API at; defaults to `http://<listen>`.
     #[arg(long, env = "SVC_PUBLIC_URL")]
     pub public_url: Option<String>,
+    /// DIDs of the services approved to call `pub.svc.sync.refreshRecord` and `deleteRecord`
+    /// on any repository's records, comma-separated (a repository may always act on its own).
+    #[arg(long, env = "SVC_APPROVED_SERVICES", value_delimiter = ',')]
+    pub approved_services: Vec<String>,
 
     /// Events per projection batch.
     #[arg(long, env = "SVC_BATCH_SIZE", default_value_t = 2000)]
@@ -303,6 +307,9 @@ impl Cli {
                 up.source.validate()?;
                 if !lexicons::formats::is_did(&up.service_did) {
                     return Err(ConfigError::ServiceDid(up.service_did.clone()));
+                }
+                if let Some(bad) = up.approved_services.iter().find(|d| !lexicons::formats::is_did(d)) {
+                    return Err(ConfigError::Did(bad.clone()));
                 }
                 if up.batch_size == 0 {
                     return Err(ConfigError::Zero("--batch-size"));

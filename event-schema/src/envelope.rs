@@ -45,6 +45,16 @@ pub enum Source {
         /// The host the repository was fetched from.
         host: String,
     },
+    /// A procedure of the API called by a verified caller (such as
+    /// `pub.svc.sync.refreshRecord`); the event is what the procedure found.
+    Command {
+        /// The procedure's NSID.
+        nsid: String,
+        /// The DID that signed the caller's token.
+        caller: String,
+        /// The repository host the record was read from.
+        host: String,
+    },
     /// A test or a tool that appended the event directly.
     Manual {
         /// Free text naming the tool.

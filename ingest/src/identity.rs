@@ -88,6 +88,14 @@ impl PublicKey {
         }
     }
 
+    /// The JWT `alg` of signatures this key makes: `ES256K` or `ES256`.
+    pub fn jwt_alg(&self) -> &'static str {
+        match self {
+            PublicKey::K256(_) => "ES256K",
+            PublicKey::P256(_) => "ES256",
+        }
+    }
+
     /// The key of a `k256` verifying key (as tests and tools hold them).
     pub fn from_k256(key: &k256::ecdsa::VerifyingKey) -> PublicKey {
         PublicKey::K256(secp256k1::PublicKey::from_slice(key.to_encoded_point(true).as_bytes()).expect("a valid point is a valid point"))

@@ -12,6 +12,7 @@ pub mod car;
 pub mod commit;
 pub mod data_model;
 mod error;
+pub mod fetch;
 pub mod firehose;
 pub mod frame;
 pub mod identity;

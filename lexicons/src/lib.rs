@@ -42,6 +42,10 @@ const BUILTIN: &[&str] = &[
     include_str!("../lexicons/pub/svc/eprint/getSubmission.json"),
     include_str!("../lexicons/pub/svc/eprint/searchSubmissions.json"),
     include_str!("../lexicons/pub/svc/eprint/listByAuthor.json"),
+    include_str!("../lexicons/pub/svc/sync/checkStaleness.json"),
+    include_str!("../lexicons/pub/svc/sync/verify.json"),
+    include_str!("../lexicons/pub/svc/sync/refreshRecord.json"),
+    include_str!("../lexicons/pub/svc/sync/deleteRecord.json"),
 ];
 
 /// The kind of an XRPC method.
@@ -139,6 +143,20 @@ impl Lexicons {
         // A method without parameters accepts (and ignores) any.
         let schema = self.docs.get(nsid).and_then(|d| d.pointer("/defs/main/parameters")).unwrap_or(&Value::Null);
         params::parse(schema, raw).map_err(Into::into)
+    }
+
+    /// Validates the JSON input body of a procedure against its lexicon.
+    ///
+    /// # Errors
+    /// [`LexiconError::UnknownLexicon`] for a method without a JSON input schema,
+    /// [`LexiconError::Invalid`] naming the first offending path.
+    pub fn validate_input(&self, nsid: &str, body: &Value) -> Result<(), LexiconError> {
+        let schema = self
+            .docs
+            .get(nsid)
+            .and_then(|d| d.pointer("/defs/main/input/schema"))
+            .ok_or_else(|| LexiconError::UnknownLexicon(nsid.to_owned()))?;
+        validate::Validator { lexicons: self }.value(nsid, schema, body, "").map_err(Into::into)
     }
 
     /// Renders the OpenAPI 3.1 document of every method, plus the given non-XRPC routes.

@@ -63,6 +63,36 @@ impl ApiError {
         ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "InvalidRequest", message)
     }
 
+    /// 401 `AuthRequired`: the operation needs credentials and none were sent.
+    pub fn auth_required(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNAUTHORIZED, "AuthRequired", message)
+    }
+
+    /// 401 `InvalidToken`: the credentials sent are malformed or do not verify.
+    pub fn invalid_token(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNAUTHORIZED, "InvalidToken", message)
+    }
+
+    /// 401 `ExpiredToken`.
+    pub fn expired_token(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNAUTHORIZED, "ExpiredToken", message)
+    }
+
+    /// 403 `Forbidden`: authenticated, but not allowed to do this.
+    pub fn forbidden(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, "Forbidden", message)
+    }
+
+    /// 404 `RepoNotFound`: the repository is not available from its host.
+    pub fn repo_not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "RepoNotFound", message)
+    }
+
+    /// 502 `UpstreamFailure`: a repository host could not be reached or answered wrongly.
+    pub fn upstream(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_GATEWAY, "UpstreamFailure", message)
+    }
+
     /// 501 `NotImplemented`: an operation of the contract this build does not serve yet.
     pub fn not_implemented(nsid: &str) -> ApiError {
         ApiError::new(StatusCode::NOT_IMPLEMENTED, "NotImplemented", format!("{nsid} is not implemented yet"))
@@ -93,7 +123,10 @@ impl ApiError {
     fn rest_code(&self) -> &'static str {
         match self.name {
             "InvalidRequest" => "INVALID_REQUEST",
-            "RecordNotFound" | "NotFound" => "NOT_FOUND",
+            "RecordNotFound" | "NotFound" | "RepoNotFound" => "NOT_FOUND",
+            "AuthRequired" | "InvalidToken" | "ExpiredToken" => "UNAUTHORIZED",
+            "Forbidden" => "FORBIDDEN",
+            "UpstreamFailure" => "UPSTREAM_FAILURE",
             "NotImplemented" => "NOT_IMPLEMENTED",
             "ServiceUnavailable" => "SERVICE_UNAVAILABLE",
             _ => "INTERNAL_ERROR",

@@ -3,9 +3,12 @@
 //! [`app`] builds the router: XRPC methods by NSID ([`xrpc`]), REST routes under `/api/v1`,
 //! health probes, the service DID document and the OpenAPI document, with CORS and the
 //! security headers of the spec on every response. Errors become HTTP in one place
-//! ([`error`]). Handlers only read read models; they never write them.
+//! ([`error`]). Handlers only read read models; they never write them: a procedure appends
+//! a command event to the log and the projections apply it ([`xrpc::sync`]).
 #![warn(missing_docs)]
 
+mod applied;
+pub mod auth;
 pub mod eprints;
 pub mod error;
 mod health;
@@ -22,7 +25,7 @@ use tower_http::cors::{Any, CorsLayer};
 use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::trace::TraceLayer;
 
-pub use state::{AppState, ServiceIdentity};
+pub use state::{AppState, ServiceIdentity, SyncSettings};
 
 /// The security headers every response carries.
 pub const SECURITY_HEADERS: &[(&str, &str)] = &[

@@ -3,11 +3,14 @@
 use std::sync::Arc;
 
 use eventlog::EventLog;
+use ingest::fetch::RecordFetcher;
 use lexicons::Lexicons;
 use projections::search::{SearchIndex, SearchIndexes, MODEL as SEARCH_MODEL};
 use projections::{Progress, ProjectionError};
 use store::Store;
 use tokio::sync::watch;
+
+use crate::auth::ServiceAuth;
 
 /// The shared state of the API.
 #[derive(Clone)]
@@ -28,6 +31,20 @@ pub struct AppState {
     pub progress: Arc<Vec<(&'static str, watch::Receiver<Progress>)>>,
     /// The rendered OpenAPI document.
     pub openapi: Arc<serde_json::Value>,
+    /// What the sync operations need.
+    pub sync: Arc<SyncSettings>,
+}
+
+/// What the `pub.svc.sync.*` operations need.
+pub struct SyncSettings {
+    /// Reads records from their repository hosts, proven.
+    pub fetcher: RecordFetcher,
+    /// Verifies service-auth tokens.
+    pub auth: Arc<ServiceAuth>,
+    /// The collections svc indexes (NSIDs, or prefixes ending in `.`).
+    pub collections: Vec<String>,
+    /// The DIDs of services allowed to refresh and delete any repository's records.
+    pub approved: Vec<String>,
 }
 
 /// The service's DID and the address clients reach it at.

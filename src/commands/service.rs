@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use eventlog::EventLog;
 use projections::catalog::{Context, FollowActive};
 use projections::{Progress, Projection, Worker, WorkerConfig};
-use query_api::{AppState, ServiceIdentity};
+use query_api::{AppState, ServiceIdentity, SyncSettings};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -81,6 +81,7 @@ impl Supervisor {
                 public_url: args.public_url.clone().unwrap_or_else(|| format!("http://{local}")),
             }),
             progress: Arc::new(progress),
+            sync: Arc::new(sync_settings(args, ctx)),
         };
         let app = query_api::app(state);
         self.spawn(|token| async move {
@@ -121,6 +122,19 @@ impl Supervisor {
         }
         info!("svc stopped");
         result
+    }
+}
+
+/// The sync operations' settings: one DID resolver for proving records and verifying
+/// service-auth tokens, the used-token ledger in the shared store.
+fn sync_settings(args: &UpArgs, ctx: &Context) -> SyncSettings {
+    let resolver = Arc::new(args.source.network.resolver());
+    let ledger = query_api::auth::replay::ReplayLedger::new(ctx.store.clone());
+    SyncSettings {
+        fetcher: ingest::fetch::RecordFetcher::new(resolver.clone()),
+        auth: Arc::new(query_api::auth::ServiceAuth::new(&args.service_did, resolver, ledger)),
+        collections: args.source.network.collections.clone(),
+        approved: args.approved_services.clone(),
     }
 }
 

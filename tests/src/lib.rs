@@ -259,6 +259,20 @@ impl Service {
         Ok((status, headers, body))
     }
 
+    /// POST a JSON body to a path, with `Authorization: Bearer <token>` when a token is given;
+    /// returns status and the parsed JSON body.
+    pub async fn post(&self, path: &str, token: Option<&str>, body: &Value) -> Result<(u16, Value)> {
+        let mut request = reqwest::Client::new().post(format!("{}{}", self.base, path)).json(body);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let r = request.send().await?;
+        let status = r.status().as_u16();
+        let text = r.text().await?;
+        let body = serde_json::from_str(&text).with_context(|| format!("{path} answered non-JSON: {text}"))?;
+        Ok((status, body))
+    }
+
     /// GET a path and return the raw body bytes (for byte-for-byte comparisons).
     pub async fn get_bytes(&self, path: &str) -> Result<(u16, Vec<u8>)> {
         let r = reqwest::get(format!("{}{}", self.base, path)).await?;

@@ -169,6 +169,29 @@ impl Pds {
         Ok(())
     }
 
+    /// A service-auth token from `com.atproto.server.getServiceAuth`: signed by the account's
+    /// repository key, for `aud` and method `lxm`, expiring at `exp` (seconds since the epoch;
+    /// the PDS's default, a minute, when `None`).
+    pub async fn service_auth(&self, account: &Account, aud: &str, lxm: &str, exp: Option<i64>) -> Result<String> {
+        let mut query = vec![("aud", aud.to_owned()), ("lxm", lxm.to_owned())];
+        if let Some(exp) = exp {
+            query.push(("exp", exp.to_string()));
+        }
+        let response = self
+            .http
+            .get(format!("{}/xrpc/com.atproto.server.getServiceAuth", self.url))
+            .query(&query)
+            .bearer_auth(&account.jwt)
+            .send()
+            .await?;
+        let status = response.status();
+        let out: Value = response.json().await?;
+        if !status.is_success() {
+            bail!("getServiceAuth: HTTP {status}: {out}");
+        }
+        Ok(out["token"].as_str().context("token")?.to_owned())
+    }
+
     /// `com.atproto.identity.updateHandle` to `<name>.test`.
     pub async fn update_handle(&self, account: &mut Account, name: &str) -> Result<()> {
         let handle = format!("{name}.test");

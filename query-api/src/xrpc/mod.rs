@@ -4,9 +4,11 @@
 
 pub mod catalog;
 mod eprint;
+pub mod sync;
 
+use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::Method;
+use axum::http::{header, HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
@@ -17,20 +19,48 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 /// The XRPC methods this build serves.
-pub const SERVED: &[&str] = &["pub.svc.eprint.getSubmission", "pub.svc.eprint.listByAuthor", "pub.svc.eprint.searchSubmissions"];
+pub const SERVED: &[&str] = &[
+    "pub.svc.eprint.getSubmission",
+    "pub.svc.eprint.listByAuthor",
+    "pub.svc.eprint.searchSubmissions",
+    "pub.svc.sync.checkStaleness",
+    "pub.svc.sync.deleteRecord",
+    "pub.svc.sync.refreshRecord",
+    "pub.svc.sync.verify",
+];
+
+/// The largest procedure body accepted.
+const MAX_BODY: usize = 64 * 1024;
 
 /// The XRPC routes.
 pub fn routes() -> Router<AppState> {
     Router::new().route("/xrpc/{nsid}", any(dispatch))
 }
 
-async fn dispatch(State(state): State<AppState>, Path(nsid): Path<String>, method: Method, RawQuery(query): RawQuery) -> Response {
+async fn dispatch(
+    State(state): State<AppState>,
+    Path(nsid): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+    body: Bytes,
+) -> Response {
+    let q = query.as_deref().unwrap_or_default();
     let result = match nsid.as_str() {
-        "pub.svc.eprint.getSubmission" => query_method(&state, &nsid, &method, query, &[], eprint::get_submission),
+        "pub.svc.eprint.getSubmission" => query_method(&state, &nsid, &method, q, &[], eprint::get_submission),
         "pub.svc.eprint.searchSubmissions" => {
-            query_method(&state, &nsid, &method, query, &[("q", "query"), ("author", "authors")], eprint::search_submissions)
+            query_method(&state, &nsid, &method, q, &[("q", "query"), ("author", "authors")], eprint::search_submissions)
         }
-        "pub.svc.eprint.listByAuthor" => query_method(&state, &nsid, &method, query, &[("did", "author")], eprint::list_by_author),
+        "pub.svc.eprint.listByAuthor" => query_method(&state, &nsid, &method, q, &[("did", "author")], eprint::list_by_author),
+        "pub.svc.sync.checkStaleness" => match query_params(&state, &nsid, &method, q) {
+            Ok(p) => sync::check_staleness(&state, &p).await.and_then(|v| crate::eprints::body(&v)),
+            Err(e) => Err(e),
+        },
+        "pub.svc.sync.verify" => match query_params(&state, &nsid, &method, q) {
+            Ok(p) => sync::verify(&state, &p).await.and_then(|v| crate::eprints::body(&v)),
+            Err(e) => Err(e),
+        },
+        "pub.svc.sync.refreshRecord" | "pub.svc.sync.deleteRecord" => procedure(&state, &nsid, &method, &headers, &body).await,
         n if catalog::is_named(n) => Err(ApiError::not_implemented(n)),
         n => Err(ApiError::not_found(format!("no XRPC method {n}"))),
     };
@@ -40,20 +70,59 @@ async fn dispatch(State(state): State<AppState>, Path(nsid): Path<String>, metho
     }
 }
 
+/// Runs a sync procedure: POST with a JSON body valid against its lexicon, and a service-auth
+/// token for the method (checked before the body, so an anonymous caller learns nothing).
+async fn procedure(state: &AppState, nsid: &str, method: &Method, headers: &HeaderMap, body: &Bytes) -> Result<Body, ApiError> {
+    if method != Method::POST {
+        return Err(ApiError::wrong_method(format!("{nsid} is a procedure: use POST")));
+    }
+    let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let caller = state.sync.auth.verify(authorization, nsid).await?;
+    let is_json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json")));
+    if !is_json {
+        return Err(ApiError::invalid_request(format!("{nsid} takes a JSON body (Content-Type: application/json)")));
+    }
+    if body.len() > MAX_BODY {
+        return Err(ApiError::invalid_request(format!("the body is larger than {MAX_BODY} bytes")));
+    }
+    let input: serde_json::Value =
+        serde_json::from_slice(body).map_err(|e| ApiError::invalid_request(format!("the body is not JSON: {e}")))?;
+    state.lexicons.validate_input(nsid, &input).map_err(|e| match e {
+        LexiconError::Invalid(v) => ApiError::invalid_param(&v.path, v.message),
+        other => ApiError::from_error(other),
+    })?;
+    let out = match nsid {
+        "pub.svc.sync.refreshRecord" => sync::refresh_record(state, caller, &input).await?,
+        _ => sync::delete_record(state, caller, &input).await?,
+    };
+    crate::eprints::body(&out)
+}
+
+/// The validated parameters of a query method called with GET (or HEAD).
+fn query_params(state: &AppState, nsid: &str, method: &Method, query: &str) -> Result<Params, ApiError> {
+    if method != Method::GET && method != Method::HEAD {
+        return Err(ApiError::wrong_method(format!("{nsid} is a query: use GET")));
+    }
+    parse_params(state, nsid, query, &[])
+}
+
 /// Runs a query method: GET (or HEAD) only, parameters validated against its lexicon after
 /// renaming `aliases` (`(alias, canonical)`, used only when the canonical name is absent).
 fn query_method(
     state: &AppState,
     nsid: &str,
     method: &Method,
-    query: Option<String>,
+    query: &str,
     aliases: &[(&str, &str)],
     handler: fn(&AppState, &Params) -> Result<Body, ApiError>,
 ) -> Result<Body, ApiError> {
     if method != Method::GET && method != Method::HEAD {
         return Err(ApiError::wrong_method(format!("{nsid} is a query: use GET")));
     }
-    let params = parse_params(state, nsid, query.as_deref().unwrap_or_default(), aliases)?;
+    let params = parse_params(state, nsid, query, aliases)?;
     handler(state, &params)
 }
 

@@ -1,0 +1,217 @@
+//! `pub.svc.sync.*`: the index compared with, and brought back to, what repositories hold.
+//!
+//! Every answer about a repository comes from its host, proven by the repository's signed
+//! commit ([`ingest::fetch`]). The queries (`checkStaleness`, `verify`) are open. The
+//! procedures (`refreshRecord`, `deleteRecord`) need a service-auth token ([`crate::auth`])
+//! issued by the record's own repository or by an approved service; they append what the
+//! repository holds to the log as a command event and answer once this node's read models
+//! have applied it (or after [`APPLY_WAIT`], the event being in the log either way).
+
+use std::time::Duration;
+
+use chrono::{SecondsFormat, Utc};
+use event_schema::Source;
+use ingest::fetch::{FetchError, ProvenRecord};
+use lexicons::Params;
+use projections::eprints::read::EprintsReader;
+use serde_json::{json, Value};
+use tracing::{info, warn};
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// How long a procedure waits for the read models to apply its event.
+pub const APPLY_WAIT: Duration = Duration::from_secs(5);
+
+/// The collections `deleteRecord` accepts: the contract's list, and eprint submissions (the
+/// reference's `deleteRecord` takes any record of the caller's repository).
+pub const DELETABLE: &[&str] = &[
+    "pub.svc.review.comment",
+    "pub.svc.review.endorsement",
+    "pub.svc.annotation.comment",
+    "pub.svc.annotation.entityLink",
+    "pub.svc.eprint.userTag",
+    "pub.svc.eprint.citation",
+    "pub.svc.eprint.relatedWork",
+    lexicons::SUBMISSION,
+];
+
+/// A record's address, from its AT URI.
+struct Target {
+    uri: String,
+    did: String,
+    collection: String,
+    rkey: String,
+}
+
+impl Target {
+    fn parse(uri: &str) -> Result<Target, ApiError> {
+        crate::eprints::parse_record_uri("uri", uri)?;
+        let parsed = lexicons::formats::parse_at_uri(uri).expect("checked above");
+        Ok(Target {
+            uri: uri.to_owned(),
+            did: parsed.authority.to_owned(),
+            collection: parsed.collection.unwrap_or_default().to_owned(),
+            rkey: parsed.rkey.unwrap_or_default().to_owned(),
+        })
+    }
+}
+
+/// The indexed copy of a record: its CID and when it entered the index.
+struct Indexed {
+    cid: String,
+    indexed_at: String,
+}
+
+async fn indexed(state: &AppState, uri: &str) -> Result<Option<Indexed>, ApiError> {
+    let (store, uri) = (state.store.clone(), uri.to_owned());
+    tokio::task::spawn_blocking(move || -> Result<Option<Indexed>, ApiError> {
+        let reader = EprintsReader::new(store.as_ref())?;
+        Ok(reader.get(&uri)?.map(|e| Indexed { cid: e.cid, indexed_at: e.indexed_at }))
+    })
+    .await
+    .map_err(|e| ApiError::from_error(crate::error::Internal(e.to_string())))?
+}
+
+async fn fetch(state: &AppState, t: &Target) -> Result<ProvenRecord, ApiError> {
+    state.sync.fetcher.fetch(&t.did, &t.collection, &t.rkey).await.map_err(|e| match e {
+        FetchError::RepoNotFound { .. } => ApiError::repo_not_found(e.to_string()),
+        FetchError::Identity(_) | FetchError::Unavailable(_) | FetchError::Unverified { .. } => ApiError::upstream(e.to_string()),
+    })
+}
+
+fn pds_cid(p: &ProvenRecord) -> Option<String> {
+    p.record.as_ref().map(|(cid, _)| cid.to_string())
+}
+
+/// `pub.svc.sync.checkStaleness`: `uri` → `{uri, isStale, indexedAt, indexedCid, pdsCid?, pdsUrl, pdsRev}`.
+pub async fn check_staleness(state: &AppState, p: &Params) -> Result<Value, ApiError> {
+    let t = Target::parse(p.str("uri").unwrap_or_default())?;
+    let Some(held) = indexed(state, &t.uri).await? else {
+        return Err(ApiError::not_found(format!("no indexed record at {}", t.uri)));
+    };
+    let proven = fetch(state, &t).await?;
+    let pds_cid = pds_cid(&proven);
+    let mut out = json!({
+        "uri": t.uri,
+        "isStale": pds_cid.as_deref() != Some(held.cid.as_str()),
+        "indexedAt": held.indexed_at,
+        "indexedCid": held.cid,
+        "pdsUrl": proven.pds,
+        "pdsRev": proven.rev,
+    });
+    if let Some(cid) = pds_cid {
+        out["pdsCid"] = json!(cid);
+    }
+    Ok(out)
+}
+
+/// `pub.svc.sync.verify`: `uri` → `{uri, indexed, inSync, indexedAt?, lastSyncedAt?, staleDays, indexedCid?, pdsCid?, pdsUrl}`.
+pub async fn verify(state: &AppState, p: &Params) -> Result<Value, ApiError> {
+    let t = Target::parse(p.str("uri").unwrap_or_default())?;
+    let held = indexed(state, &t.uri).await?;
+    let proven = fetch(state, &t).await?;
+    let pds_cid = pds_cid(&proven);
+    let in_sync = held.as_ref().map(|h| h.cid.as_str()) == pds_cid.as_deref();
+    let mut out = json!({"uri": t.uri, "indexed": held.is_some(), "inSync": in_sync, "staleDays": 0, "pdsUrl": proven.pds});
+    if let Some(h) = &held {
+        out["indexedAt"] = json!(h.indexed_at);
+        out["lastSyncedAt"] = json!(h.indexed_at);
+        out["indexedCid"] = json!(h.cid);
+        if !in_sync {
+            let since = chrono::DateTime::parse_from_rfc3339(&h.indexed_at).map(|t| (Utc::now() - t.with_timezone(&Utc)).num_days());
+            out["staleDays"] = json!(since.unwrap_or(0).max(0));
+        }
+    }
+    if let Some(cid) = pds_cid {
+        out["pdsCid"] = json!(cid);
+    }
+    Ok(out)
+}
+
+/// A verified caller may act on `t` when it is the record's repository or an approved service.
+fn authorize(state: &AppState, caller: &Caller, t: &Target) -> Result<(), ApiError> {
+    if caller.did == t.did || state.sync.approved.iter().any(|s| *s == caller.did) {
+        return Ok(());
+    }
+    Err(ApiError::forbidden(format!(
+        "{} may act only on its own repository's records, and is not an approved service; {} belongs to {}",
+        caller.did, t.uri, t.did
+    )))
+}
+
+fn input_uri(body: &Value) -> &str {
+    body.get("uri").and_then(Value::as_str).unwrap_or_default()
+}
+
+/// `pub.svc.sync.refreshRecord`: `{uri}` → `{uri, refreshed, changed, newCid?, rev}`.
+pub async fn refresh_record(state: &AppState, caller: Caller, body: &Value) -> Result<Value, ApiError> {
+    let t = Target::parse(input_uri(body))?;
+    authorize(state, &caller, &t)?;
+    if !ingest::commit::follows(&state.sync.collections, &t.collection) {
+        return Err(ApiError::invalid_param("uri", format!("svc does not index the collection {}", t.collection)));
+    }
+    let proven = fetch(state, &t).await?;
+    let held = indexed(state, &t.uri).await?;
+    let new_cid = pds_cid(&proven);
+    if held.is_none() && new_cid.is_none() {
+        return Err(ApiError::not_found(format!("{} is neither indexed nor held by its repository", t.uri)));
+    }
+    let changed = held.as_ref().map(|h| h.cid.as_str()) != new_cid.as_deref();
+    if changed {
+        append(state, &proven, "pub.svc.sync.refreshRecord", &caller).await?;
+    }
+    info!(uri = t.uri, caller = caller.did, changed, "refreshed a record");
+    let mut out = json!({"uri": t.uri, "refreshed": true, "changed": changed, "rev": proven.rev});
+    if let Some(cid) = new_cid {
+        out["newCid"] = json!(cid);
+    }
+    Ok(out)
+}
+
+/// `pub.svc.sync.deleteRecord`: `{uri, collection?}` → `{success, uri, deletedAt, deleted}`.
+pub async fn delete_record(state: &AppState, caller: Caller, body: &Value) -> Result<Value, ApiError> {
+    let t = Target::parse(input_uri(body))?;
+    if let Some(c) = body.get("collection").and_then(Value::as_str) {
+        if c != t.collection {
+            return Err(ApiError::invalid_param("collection", format!("the URI names the collection {}, not {c}", t.collection)));
+        }
+    }
+    if !DELETABLE.contains(&t.collection.as_str()) {
+        return Err(ApiError::invalid_param("uri", format!("deleteRecord does not accept records of {}", t.collection)));
+    }
+    authorize(state, &caller, &t)?;
+    let proven = fetch(state, &t).await?;
+    if let Some(cid) = pds_cid(&proven) {
+        return Err(ApiError::invalid_request(format!(
+            "{} still exists in its repository (CID {cid} at revision {}): delete it there first",
+            t.uri, proven.rev
+        )));
+    }
+    if t.collection == lexicons::SUBMISSION && indexed(state, &t.uri).await?.is_none() {
+        return Err(ApiError::not_found(format!("no indexed record at {}", t.uri)));
+    }
+    append(state, &proven, "pub.svc.sync.deleteRecord", &caller).await?;
+    info!(uri = t.uri, caller = caller.did, "deleted a record's indexed copy");
+    let deleted_at = Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true);
+    Ok(json!({"success": true, "deleted": true, "uri": t.uri, "deletedAt": deleted_at}))
+}
+
+/// Appends the event of `proven` and waits (up to [`APPLY_WAIT`]) for the read models.
+async fn append(state: &AppState, proven: &ProvenRecord, nsid: &str, caller: &Caller) -> Result<(), ApiError> {
+    let source = Source::Command { nsid: nsid.to_owned(), caller: caller.did.clone(), host: proven.pds.clone() };
+    let event = proven.event(&source).map_err(|why| ApiError::upstream(format!("the repository's record is unusable: {why}")))?;
+    let log = state.log.clone();
+    let position = tokio::task::spawn_blocking(move || log.append(&[event]))
+        .await
+        .map_err(|e| ApiError::from_error(crate::error::Internal(e.to_string())))?
+        .map_err(ApiError::from_error)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| ApiError::from_error(crate::error::Internal("the log returned no position".into())))?;
+    if !crate::applied::wait(state, position, APPLY_WAIT).await {
+        warn!(uri = proven.uri(), "the read models did not apply a sync event in time (it is in the log)");
+    }
+    Ok(())
+}
