@@ -76,8 +76,7 @@ impl ProvenRecord {
     pub fn event(&self, source: &Source) -> Result<NewEvent, String> {
         match &self.record {
             Some((cid, block)) => {
-                let at =
-                    WriteAt { did: &self.did, collection: &self.collection, rkey: &self.rkey, rev: &self.rev, cid, update: true };
+                let at = WriteAt { did: &self.did, collection: &self.collection, rkey: &self.rkey, rev: &self.rev, cid, update: true };
                 commit::record_event(source, at, block)
             }
             None => Ok(NewEvent::repo(
@@ -156,14 +155,7 @@ impl RecordFetcher {
             }
             None => None,
         };
-        Ok(ProvenRecord {
-            did: did.to_owned(),
-            collection: collection.to_owned(),
-            rkey: rkey.to_owned(),
-            pds,
-            rev: signed.rev,
-            record,
-        })
+        Ok(ProvenRecord { did: did.to_owned(), collection: collection.to_owned(), rkey: rkey.to_owned(), pds, rev: signed.rev, record })
     }
 }
 

@@ -72,11 +72,13 @@ async fn sync_operations_prove_records_and_check_service_auth() {
     let (status, body) = svc.post(REFRESH, Some(&alices), &json!({"uri": paper})).await.unwrap();
     assert_eq!(refusal(status, &body), (401, "InvalidToken".into()), "{body}");
     // Alice's token for Bob's record.
-    let (status, body) = svc.post(REFRESH, Some(&token(&alice, "pub.svc.sync.refreshRecord").await.unwrap()), &json!({"uri": bobs})).await.unwrap();
+    let (status, body) =
+        svc.post(REFRESH, Some(&token(&alice, "pub.svc.sync.refreshRecord").await.unwrap()), &json!({"uri": bobs})).await.unwrap();
     assert_eq!(refusal(status, &body), (403, "Forbidden".into()), "{body}");
     assert_eq!(svc.get(&detail(&bobs)).await.unwrap().0, 404);
     // A token for another method, and one for another service.
-    let (status, body) = svc.post(REFRESH, Some(&token(&alice, "pub.svc.sync.deleteRecord").await.unwrap()), &json!({"uri": paper})).await.unwrap();
+    let (status, body) =
+        svc.post(REFRESH, Some(&token(&alice, "pub.svc.sync.deleteRecord").await.unwrap()), &json!({"uri": paper})).await.unwrap();
     assert_eq!(refusal(status, &body), (401, "InvalidToken".into()), "{body}");
     let elsewhere = pds.service_auth(&alice, "did:web:other.test", "pub.svc.sync.refreshRecord", None).await.unwrap();
     let (status, body) = svc.post(REFRESH, Some(&elsewhere), &json!({"uri": paper})).await.unwrap();
@@ -88,18 +90,21 @@ async fn sync_operations_prove_records_and_check_service_auth() {
     assert_eq!(refusal(status, &body), (401, "InvalidToken".into()), "{body}");
     let genuine = token(&alice, "pub.svc.sync.refreshRecord").await.unwrap();
     let (signed, sig) = genuine.rsplit_once('.').unwrap();
-    let flipped = if sig.starts_with('A') { format!("B{}", &sig[1..]) } else { format!("A{}", &sig[1..]) };
+    let mid = sig.len() / 2;
+    let flipped = format!("{}{}{}", &sig[..mid], if sig.as_bytes()[mid] == b'A' { 'B' } else { 'A' }, &sig[mid + 1..]);
     let (status, body) = svc.post(REFRESH, Some(&format!("{signed}.{flipped}")), &json!({"uri": paper})).await.unwrap();
     assert_eq!(refusal(status, &body), (401, "InvalidToken".into()), "{body}");
     // A forged token did not burn the genuine one's jti.
     let (status, body) = svc.post(REFRESH, Some(&genuine), &json!({"uri": paper})).await.unwrap();
     assert_eq!((status, body["changed"].clone()), (200, json!(false)), "{body}");
     // A bad body, with a good token.
-    let (status, body) = svc.post(REFRESH, Some(&token(&alice, "pub.svc.sync.refreshRecord").await.unwrap()), &json!({"uri": "nope"})).await.unwrap();
+    let (status, body) =
+        svc.post(REFRESH, Some(&token(&alice, "pub.svc.sync.refreshRecord").await.unwrap()), &json!({"uri": "nope"})).await.unwrap();
     assert_eq!(refusal(status, &body), (400, "InvalidRequest".into()), "{body}");
 
     // An approved service refreshes anyone's record.
-    let (status, body) = svc.post(REFRESH, Some(&token(&carol, "pub.svc.sync.refreshRecord").await.unwrap()), &json!({"uri": bobs})).await.unwrap();
+    let (status, body) =
+        svc.post(REFRESH, Some(&token(&carol, "pub.svc.sync.refreshRecord").await.unwrap()), &json!({"uri": bobs})).await.unwrap();
     assert_eq!(status, 200, "{body}");
     assert_eq!(svc.get(&detail(&bobs)).await.unwrap().0, 200);
 
@@ -110,7 +115,8 @@ async fn sync_operations_prove_records_and_check_service_auth() {
     assert_ne!(body["pdsCid"], body["indexedCid"]);
     let (_, _, body) = svc.get(&format!("/xrpc/pub.svc.sync.verify?uri={}", enc(&paper))).await.unwrap();
     assert_eq!((body["indexed"].clone(), body["inSync"].clone()), (json!(true), json!(false)), "{body}");
-    let (status, body) = svc.post(REFRESH, Some(&token(&alice, "pub.svc.sync.refreshRecord").await.unwrap()), &json!({"uri": paper})).await.unwrap();
+    let (status, body) =
+        svc.post(REFRESH, Some(&token(&alice, "pub.svc.sync.refreshRecord").await.unwrap()), &json!({"uri": paper})).await.unwrap();
     assert_eq!((status, body["changed"].clone()), (200, json!(true)), "{body}");
     assert_eq!(svc.get(&detail(&paper)).await.unwrap().2["record"]["title"], "Refreshable widgets, revised");
     let (_, _, body) = svc.get(&format!("/xrpc/pub.svc.sync.verify?uri={}", enc(&paper))).await.unwrap();

@@ -65,8 +65,8 @@ impl Jwt {
         let decode = |part: &str, what: &str| {
             BASE64URL_NOPAD.decode(part.as_bytes()).map_err(|_| ParseError(format!("the {what} is not base64url")))
         };
-        let header_json: Header = serde_json::from_slice(&decode(header, "header")?)
-            .map_err(|e| ParseError(format!("the header is not a JWT header: {e}")))?;
+        let header_json: Header =
+            serde_json::from_slice(&decode(header, "header")?).map_err(|e| ParseError(format!("the header is not a JWT header: {e}")))?;
         let claims: Claims = serde_json::from_slice(&decode(payload, "payload")?)
             .map_err(|e| ParseError(format!("the claims are not those of a service-auth token: {e}")))?;
         Ok(Jwt { header: header_json, claims, signed: format!("{header}.{payload}"), signature: decode(signature, "signature")? })

@@ -132,7 +132,7 @@ pub async fn verify(state: &AppState, p: &Params) -> Result<Value, ApiError> {
 
 /// A verified caller may act on `t` when it is the record's repository or an approved service.
 fn authorize(state: &AppState, caller: &Caller, t: &Target) -> Result<(), ApiError> {
-    if caller.did == t.did || state.sync.approved.iter().any(|s| *s == caller.did) {
+    if caller.did == t.did || state.sync.approved.contains(&caller.did) {
         return Ok(());
     }
     Err(ApiError::forbidden(format!(
