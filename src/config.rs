@@ -88,8 +88,12 @@ pub struct DataArgs {
 pub struct SourceArgs {
     /// A relay's or PDS's `ws://` or `wss://` base URL: follow its
     /// `com.atproto.sync.subscribeRepos` stream.
-    #[arg(long, env = "SVC_FIREHOSE")]
+    #[arg(long, env = "SVC_FIREHOSE", conflicts_with = "jetstream")]
     pub firehose: Option<String>,
+    /// A Jetstream instance's `ws://` or `wss://` base URL: follow its JSON stream instead
+    /// (not signed, so not verified: the instance is trusted).
+    #[arg(long, env = "SVC_JETSTREAM")]
+    pub jetstream: Option<String>,
 
     #[command(flatten)]
     pub network: NetworkArgs,
@@ -351,9 +355,11 @@ impl Cli {
 
 impl SourceArgs {
     fn validate(&self) -> Result<(), ConfigError> {
-        if let Some(url) = &self.firehose {
-            if !(url.starts_with("ws://") || url.starts_with("wss://")) {
-                return Err(ConfigError::SourceUrl { flag: "--firehose", url: url.clone(), schemes: "ws:// or wss://" });
+        for (flag, url) in [("--firehose", &self.firehose), ("--jetstream", &self.jetstream)] {
+            if let Some(url) = url {
+                if !(url.starts_with("ws://") || url.starts_with("wss://")) {
+                    return Err(ConfigError::SourceUrl { flag, url: url.clone(), schemes: "ws:// or wss://" });
+                }
             }
         }
         self.network.validate()

@@ -40,6 +40,14 @@ pub enum Source {
         /// The stream's sequence number of the frame.
         seq: i64,
     },
+    /// A Jetstream instance (JSON events, not signed).
+    Jetstream {
+        /// The instance's base URL.
+        url: String,
+        /// The event's time (microseconds since the epoch), Jetstream's cursor.
+        #[serde(rename = "timeUs")]
+        time_us: i64,
+    },
     /// A repository fetched whole (backfill) or one record refreshed.
     Backfill {
         /// The host the repository was fetched from.

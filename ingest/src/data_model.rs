@@ -38,9 +38,58 @@ pub fn to_json(value: &Ipld) -> Result<Value, DataModelError> {
     })
 }
 
+/// Converts a record's JSON form back into DAG-CBOR's value (the inverse of [`to_json`]), so
+/// that its CID can be computed.
+///
+/// # Errors
+/// [`DataModelError`] for numbers that are not 64-bit integers, and malformed `$link` or
+/// `$bytes` objects.
+pub fn from_json(value: &Value) -> Result<Ipld, DataModelError> {
+    Ok(match value {
+        Value::Null => Ipld::Null,
+        Value::Bool(b) => Ipld::Bool(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => Ipld::Integer(i.into()),
+            None => return Err(DataModelError(format!("number {n} is not a 64-bit integer"))),
+        },
+        Value::String(s) => Ipld::String(s.clone()),
+        Value::Array(items) => Ipld::List(items.iter().map(from_json).collect::<Result<_, _>>()?),
+        Value::Object(map) => {
+            if let (1, Some(link)) = (map.len(), map.get("$link")) {
+                let text = link.as_str().ok_or_else(|| DataModelError("$link is not a string".into()))?;
+                return text.parse().map(Ipld::Link).map_err(|e| DataModelError(format!("$link {text:?}: {e}")));
+            }
+            if let (1, Some(bytes)) = (map.len(), map.get("$bytes")) {
+                let text = bytes.as_str().ok_or_else(|| DataModelError("$bytes is not a string".into()))?;
+                let decoded = BASE64_NOPAD
+                    .decode(text.trim_end_matches('=').as_bytes())
+                    .map_err(|e| DataModelError(format!("$bytes is not base64: {e}")))?;
+                return Ok(Ipld::Bytes(decoded));
+            }
+            Ipld::Map(map.iter().map(|(k, v)| Ok((k.clone(), from_json(v)?))).collect::<Result<_, DataModelError>>()?)
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_forms_convert_back() {
+        let cid: cid::Cid = "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm".parse().unwrap();
+        let value = Ipld::Map(
+            [
+                ("ref".to_owned(), Ipld::Link(cid)),
+                ("raw".to_owned(), Ipld::Bytes(vec![1, 2, 3, 4])),
+                ("list".to_owned(), Ipld::List(vec![Ipld::Integer(-3), Ipld::Null, Ipld::Bool(true), Ipld::String("x".into())])),
+            ]
+            .into(),
+        );
+        assert_eq!(from_json(&to_json(&value).unwrap()).unwrap(), value);
+        assert!(from_json(&json!({"n": 1.5})).is_err());
+        assert!(from_json(&json!({"$link": "nope"})).is_err());
+    }
 
     #[test]
     fn links_and_bytes_take_their_json_forms() {

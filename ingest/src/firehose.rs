@@ -242,13 +242,7 @@ impl Firehose {
                 Ok(vec![NewEvent::repo(self.source(i.seq), Payload::Identity(IdentityChange { did: i.did, handle, display_name: None }))])
             }
             Frame::Account(a) => {
-                let status = a.status.map(|s| match s.as_str() {
-                    "takendown" => AccountStatus::Takendown,
-                    "suspended" => AccountStatus::Suspended,
-                    "deactivated" => AccountStatus::Deactivated,
-                    "deleted" => AccountStatus::Deleted,
-                    _ => AccountStatus::Other(s),
-                });
+                let status = a.status.as_deref().map(AccountStatus::from_name);
                 Ok(vec![NewEvent::repo(self.source(a.seq), Payload::Account(AccountChange { did: a.did, active: a.active, status }))])
             }
             Frame::Sync(s) => {
@@ -350,7 +344,7 @@ impl Firehose {
 
 /// The pause before reconnection attempt `attempt` (1, 2, …): doubling from half a second up to
 /// a minute, times a jitter between 0.5 and 1.5.
-fn backoff(attempt: u32) -> Duration {
+pub(crate) fn backoff(attempt: u32) -> Duration {
     let base = Duration::from_millis(500).saturating_mul(2u32.saturating_pow(attempt.saturating_sub(1))).min(MAX_BACKOFF);
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
     base.mul_f64(0.5 + f64::from(nanos % 1000) / 1000.0)

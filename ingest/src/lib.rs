@@ -16,6 +16,7 @@ pub mod fetch;
 pub mod firehose;
 pub mod frame;
 pub mod identity;
+pub mod jetstream;
 pub mod repo;
 pub mod seed;
 pub mod testing;

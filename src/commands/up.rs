@@ -73,7 +73,7 @@ pub async fn ingest(args: IngestArgs) -> anyhow::Result<()> {
         let seed = SeedArgs { data: args.data.clone(), file, limit: args.limit, batch: args.batch };
         tokio::task::spawn_blocking(move || super::seed(seed)).await??;
     }
-    if args.source.firehose.is_none() {
+    if args.source.firehose.is_none() && args.source.jetstream.is_none() {
         info!("nothing more to ingest: no live source is configured");
         return Ok(());
     }

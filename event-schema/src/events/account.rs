@@ -29,3 +29,17 @@ pub enum AccountStatus {
     #[serde(untagged)]
     Other(String),
 }
+
+impl AccountStatus {
+    /// The status a stream names (`takendown`, `suspended`, `deactivated`, `deleted`, or
+    /// another kept as is).
+    pub fn from_name(name: &str) -> AccountStatus {
+        match name {
+            "takendown" => AccountStatus::Takendown,
+            "suspended" => AccountStatus::Suspended,
+            "deactivated" => AccountStatus::Deactivated,
+            "deleted" => AccountStatus::Deleted,
+            other => AccountStatus::Other(other.to_owned()),
+        }
+    }
+}
