@@ -109,6 +109,10 @@ pub struct NetworkArgs {
     /// The collections to index, comma-separated: NSIDs, or prefixes ending in `.`.
     #[arg(long, env = "SVC_COLLECTIONS", default_value = "pub.svc.", value_delimiter = ',')]
     pub collections: Vec<String>,
+    /// Resolve handles through this service's `com.atproto.identity.resolveHandle` (an
+    /// `http(s)://` XRPC base) instead of DNS and HTTPS.
+    #[arg(long, env = "SVC_HANDLE_RESOLVER")]
+    pub handle_resolver: Option<String>,
 }
 
 /// `svc up` and `svc serve`.
@@ -371,7 +375,15 @@ impl NetworkArgs {
         if !(self.plc_url.starts_with("http://") || self.plc_url.starts_with("https://")) {
             return Err(ConfigError::SourceUrl { flag: "--plc-url", url: self.plc_url.clone(), schemes: "http:// or https://" });
         }
+        if let Some(url) = self.handle_resolver.as_ref().filter(|u| !(u.starts_with("http://") || u.starts_with("https://"))) {
+            return Err(ConfigError::SourceUrl { flag: "--handle-resolver", url: url.clone(), schemes: "http:// or https://" });
+        }
         Ok(())
+    }
+
+    /// A handle resolver: `--handle-resolver`, or DNS and HTTPS; answers kept for an hour.
+    pub fn handles(&self) -> ingest::handle::HandleResolver {
+        ingest::handle::HandleResolver::new(self.handle_resolver.as_deref(), std::time::Duration::from_secs(3600))
     }
 
     /// A DID resolver on `--plc-url`, caching documents for an hour.

@@ -2,7 +2,8 @@
 //! and one `pub.svc.eprint.submission` record each (the shape a PDS sends for a createRecord),
 //! made and signed here with secp256k1. Three stages, in the same run, so their ratios hold
 //! on a noisy machine: decode (frame + CAR with block hash checks), + signature check and
-//! events, + append to the embedded log in batches of 512.
+//! events, + append to the embedded log in batches of 512; and the follower's path, where
+//! commits are checked 64 at a time on every core.
 //!
 //! `cargo bench -p ingest --bench firehose`; figures in docs/performance.md.
 
@@ -14,6 +15,7 @@ use ingest::commit::{op_outcomes, verify_commit, OpOutcome};
 use ingest::frame::Frame;
 use ingest::identity::PublicKey;
 use ingest::testing::commit_frame;
+use ingest::verify;
 
 const FRAMES: usize = 2000;
 
@@ -54,6 +56,45 @@ fn bench(c: &mut Criterion) {
                 })
                 .sum::<usize>()
         })
+    });
+    // The follower's path: frames decoded, their commits checked 64 at a time on every core
+    // (`verify::check_all`), then turned into events and appended in order.
+    group.bench_function("decode+verify(all cores)+events+append", |b| {
+        b.iter_batched(
+            || {
+                let dir = tempfile::tempdir().unwrap();
+                let log = EmbeddedLog::open(dir.path(), 4).unwrap();
+                (dir, log)
+            },
+            |(_dir, log)| {
+                let mut pending = Vec::new();
+                for window in frames.chunks(64) {
+                    let commits: Vec<_> = window
+                        .iter()
+                        .map(|f| match Frame::decode(f).unwrap() {
+                            Frame::Commit(c) => *c,
+                            _ => panic!("not a commit"),
+                        })
+                        .collect();
+                    let jobs: Vec<verify::Job<'_>> =
+                        commits.iter().map(|c| verify::Job { blocks: &c.blocks, root: &c.commit, did: &c.repo, key: &key }).collect();
+                    for (c, car) in commits.iter().zip(verify::check_all(&jobs)) {
+                        let car = car.unwrap();
+                        let source = Source::Firehose { url: "ws://bench".into(), seq: c.seq };
+                        pending.extend(op_outcomes(&source, &c.repo, &c.rev, &c.ops, &car, &collections).into_iter().map(|o| match o {
+                            OpOutcome::Event(e) => *e,
+                            other => panic!("{other:?}"),
+                        }));
+                    }
+                    if pending.len() >= 512 {
+                        log.append(&pending).unwrap();
+                        pending.clear();
+                    }
+                }
+                log.append(&pending).unwrap();
+            },
+            BatchSize::PerIteration,
+        )
     });
     group.bench_function("decode+verify+events+append", |b| {
         b.iter_batched(

@@ -5,7 +5,10 @@
 //!   for key rotations). Operations on the followed collections become record events; a
 //!   record missing from the CAR (or a `tooBig` commit) is fetched with
 //!   `com.atproto.sync.getRecord` from the repository's PDS.
-//! - `#identity` and `#account` become identity and account events.
+//! - `#identity` and `#account` become identity and account events; a handle is shown only
+//!   if it resolves back to the DID ([`crate::handle`]).
+//! - `#sync` (a repository reset to a signed commit, as on account creation or migration) is
+//!   verified, then the repository is backfilled from its host before the stream is read on.
 //! - A commit that fails a check becomes a `repo.rejected` event with the reason (the
 //!   projections list it in their dead letters); ingest goes on.
 //! - **Order and duplicates.** Per DID, a commit whose `rev` is not newer than the last one
@@ -28,14 +31,19 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
+use crate::backfill;
 use crate::car::Car;
 use crate::commit::{self, OpOutcome};
 use crate::frame::{self, Frame};
+use crate::handle::HandleResolver;
 use crate::identity::{ResolveError, Resolver};
+use crate::verify;
 use crate::IngestError;
 
 /// Events gathered before one append.
 const MAX_PENDING: usize = 512;
+/// Frames decoded before their commits are checked together, on every core.
+const WINDOW: usize = 64;
 /// How long to wait for more frames before appending what is pending.
 const LINGER: Duration = Duration::from_millis(10);
 /// The longest pause between reconnections.
@@ -55,8 +63,20 @@ pub struct Firehose {
     config: FirehoseConfig,
     log: Arc<dyn EventLog>,
     resolver: Arc<Resolver>,
+    handles: Arc<HandleResolver>,
     http: reqwest::Client,
     last_rev: HashMap<String, String>,
+}
+
+/// What a session holds between appends.
+#[derive(Default)]
+struct Work {
+    /// Frames decoded, not yet turned into events.
+    window: Vec<Frame>,
+    /// Events not yet appended.
+    pending: Vec<NewEvent>,
+    /// The seq of the last frame turned into events, not yet stored as the cursor.
+    last_seq: Option<i64>,
 }
 
 /// How a connection ended.
@@ -67,10 +87,11 @@ enum Ended {
 }
 
 impl Firehose {
-    /// A follower of `config.url` appending to `log`.
-    pub fn new(config: FirehoseConfig, log: Arc<dyn EventLog>, resolver: Arc<Resolver>) -> Firehose {
+    /// A follower of `config.url` appending to `log`, resolving DIDs with `resolver` and
+    /// checking handles with `handles`.
+    pub fn new(config: FirehoseConfig, log: Arc<dyn EventLog>, resolver: Arc<Resolver>, handles: Arc<HandleResolver>) -> Firehose {
         let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().expect("an HTTP client");
-        Firehose { config, log, resolver, http, last_rev: HashMap::new() }
+        Firehose { config, log, resolver, handles, http, last_rev: HashMap::new() }
     }
 
     /// The log consumer whose checkpoint is the cursor of the stream at `url`.
@@ -138,27 +159,26 @@ impl Firehose {
     where
         S: futures::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
     {
-        let mut pending: Vec<NewEvent> = Vec::new();
-        let mut last_seq: Option<i64> = None;
+        let mut work = Work::default();
         loop {
             let next = tokio::select! {
                 _ = cancel.cancelled() => {
-                    self.flush(&mut pending, last_seq.take()).await?;
+                    self.settle(&mut work, cursor).await?;
                     return Ok(Ended::Cancelled);
                 }
                 next = tokio::time::timeout(LINGER, socket.next()) => next,
             };
             let message = match next {
                 Err(_) => {
-                    self.flush(&mut pending, last_seq.take()).await?;
+                    self.settle(&mut work, cursor).await?;
                     continue;
                 }
                 Ok(None) => {
-                    self.flush(&mut pending, last_seq.take()).await?;
+                    self.settle(&mut work, cursor).await?;
                     return Ok(Ended::Dropped("the server closed the stream".into()));
                 }
                 Ok(Some(Err(e))) => {
-                    self.flush(&mut pending, last_seq.take()).await?;
+                    self.settle(&mut work, cursor).await?;
                     return Ok(Ended::Dropped(e.to_string()));
                 }
                 Ok(Some(Ok(m))) => m,
@@ -166,7 +186,7 @@ impl Firehose {
             let bytes = match message {
                 Message::Binary(b) => b,
                 Message::Close(frame) => {
-                    self.flush(&mut pending, last_seq.take()).await?;
+                    self.settle(&mut work, cursor).await?;
                     return Ok(Ended::Dropped(format!("closed: {frame:?}")));
                 }
                 _ => continue,
@@ -180,7 +200,7 @@ impl Firehose {
             };
             match &frame {
                 Frame::Error(e) => {
-                    self.flush(&mut pending, last_seq.take()).await?;
+                    self.settle(&mut work, cursor).await?;
                     if e.error == "FutureCursor" {
                         warn!(cursor = ?cursor, "the stored cursor is ahead of the stream (FutureCursor): following from the live end");
                         *cursor = None;
@@ -193,16 +213,89 @@ impl Firehose {
                 }
                 _ => {}
             }
-            let seq = frame.seq();
-            pending.extend(self.events_of(frame).await?);
-            if let Some(seq) = seq {
-                last_seq = Some(seq);
-                *cursor = Some(seq);
+            work.window.push(frame);
+            if work.window.len() >= WINDOW {
+                self.drain(&mut work, cursor).await?;
             }
-            if pending.len() >= MAX_PENDING {
-                self.flush(&mut pending, last_seq.take()).await?;
+            if work.pending.len() >= MAX_PENDING {
+                self.flush(&mut work.pending, work.last_seq.take()).await?;
             }
         }
+    }
+
+    /// Turns the window into events and appends everything pending.
+    async fn settle(&mut self, work: &mut Work, cursor: &mut Option<i64>) -> Result<(), IngestError> {
+        self.drain(work, cursor).await?;
+        self.flush(&mut work.pending, work.last_seq.take()).await
+    }
+
+    /// Turns the window's frames into pending events, in stream order, their commits checked
+    /// on every core first ([`verify::check_all`]).
+    async fn drain(&mut self, work: &mut Work, cursor: &mut Option<i64>) -> Result<(), IngestError> {
+        let frames = std::mem::take(&mut work.window);
+        let (frames, mut checked) = self.check_commits(frames).await?;
+        for (i, frame) in frames.into_iter().enumerate() {
+            let seq = frame.seq();
+            match frame {
+                Frame::Sync(sync) => {
+                    self.flush(&mut work.pending, work.last_seq.take()).await?;
+                    work.pending.extend(self.sync_events(sync).await);
+                }
+                Frame::Commit(c) => {
+                    let pre = checked.remove(&i);
+                    work.pending.extend(self.commit_events(*c, pre).await);
+                }
+                other => work.pending.extend(self.events_of(other).await?),
+            }
+            if let Some(seq) = seq {
+                work.last_seq = Some(seq);
+                *cursor = Some(seq);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a commit changes something followed and is newer than the last one seen.
+    fn wanted(&self, c: &frame::Commit) -> bool {
+        let followed =
+            c.too_big || c.ops.iter().any(|op| op.path.split('/').next().is_some_and(|col| commit::follows(&self.config.collections, col)));
+        followed && self.last_rev.get(&c.repo).is_none_or(|last| c.rev.as_str() > last.as_str())
+    }
+
+    /// Checks the wanted commits among `frames` on every core, with the keys of their
+    /// (cached) DID documents. A commit whose DID does not resolve is left unchecked here.
+    async fn check_commits(
+        &self,
+        frames: Vec<Frame>,
+    ) -> Result<(Vec<Frame>, HashMap<usize, Result<Car, verify::CheckError>>), IngestError> {
+        let mut keys = Vec::new();
+        for (i, frame) in frames.iter().enumerate() {
+            if let Frame::Commit(c) = frame {
+                if self.wanted(c) {
+                    if let Ok(doc) = self.resolver.resolve(&c.repo).await {
+                        keys.push((i, doc));
+                    }
+                }
+            }
+        }
+        if keys.is_empty() {
+            return Ok((frames, HashMap::new()));
+        }
+        tokio::task::spawn_blocking(move || {
+            let jobs: Vec<verify::Job<'_>> = keys
+                .iter()
+                .filter_map(|(i, doc)| match &frames[*i] {
+                    Frame::Commit(c) => Some(verify::Job { blocks: &c.blocks, root: &c.commit, did: &c.repo, key: &doc.signing_key }),
+                    _ => None,
+                })
+                .collect();
+            let results = verify::check_all(&jobs);
+            drop(jobs);
+            let checked = keys.iter().map(|(i, _)| *i).zip(results).collect();
+            (frames, checked)
+        })
+        .await
+        .map_err(|e| IngestError::Stream(e.to_string()))
     }
 
     /// Appends what is pending, then stores the cursor.
@@ -232,25 +325,23 @@ impl Firehose {
     /// The events of one frame (none for frames that change nothing svc follows).
     async fn events_of(&mut self, frame: Frame) -> Result<Vec<NewEvent>, IngestError> {
         match frame {
-            Frame::Commit(c) => Ok(self.commit_events(*c).await),
+            Frame::Commit(c) => Ok(self.commit_events(*c, None).await),
             Frame::Identity(i) => {
+                // The DID document's claim (fetched afresh) wins over the frame's hint; either
+                // way the handle must resolve back to the DID to be shown.
                 self.resolver.forget(&i.did);
-                let handle = match i.handle {
-                    Some(h) => Some(h),
-                    None => self.resolver.resolve(&i.did).await.ok().and_then(|d| d.handle.clone()),
-                };
+                let claimed = self.resolver.resolve(&i.did).await.ok().and_then(|d| d.handle.clone()).or(i.handle);
+                if let Some(h) = &claimed {
+                    self.handles.forget(h);
+                }
+                let handle = Some(self.handles.verified(&i.did, claimed.as_deref()).await);
                 Ok(vec![NewEvent::repo(self.source(i.seq), Payload::Identity(IdentityChange { did: i.did, handle, display_name: None }))])
             }
             Frame::Account(a) => {
                 let status = a.status.as_deref().map(AccountStatus::from_name);
                 Ok(vec![NewEvent::repo(self.source(a.seq), Payload::Account(AccountChange { did: a.did, active: a.active, status }))])
             }
-            Frame::Sync(s) => {
-                // The repository was reset to this commit; its records are not in the frame.
-                // A backfill of the repository brings the read models to its state.
-                info!(did = s.did, rev = s.rev, "#sync: the repository's state was reset (a backfill brings it in)");
-                Ok(Vec::new())
-            }
+            Frame::Sync(s) => Ok(self.sync_events(s).await),
             Frame::Unknown { t, .. } => {
                 debug!(t, "skipping a frame of an unknown type");
                 Ok(Vec::new())
@@ -259,7 +350,8 @@ impl Firehose {
         }
     }
 
-    async fn commit_events(&mut self, c: frame::Commit) -> Vec<NewEvent> {
+    /// The events of a commit; `pre` is its check from the window, if it was checked there.
+    async fn commit_events(&mut self, c: frame::Commit, pre: Option<Result<Car, verify::CheckError>>) -> Vec<NewEvent> {
         if c.ops.iter().all(|op| !op.path.split('/').next().is_some_and(|col| commit::follows(&self.config.collections, col))) && !c.too_big
         {
             // Nothing followed changed; the cursor still moves.
@@ -269,13 +361,22 @@ impl Firehose {
             debug!(did = c.repo, rev = c.rev, "skipping a commit that is not newer than the last one");
             return Vec::new();
         }
-        let car = match Car::read(&c.blocks) {
-            Ok(car) => car,
-            Err(e) => return self.rejected(&c, &format!("invalid CAR: {e}")),
+        let car = match pre {
+            Some(Ok(car)) => car,
+            Some(Err(verify::CheckError::Car(e))) => return self.rejected(&c, &format!("invalid CAR: {e}")),
+            // Not checked yet, or a signature that did not verify with the cached key: the
+            // one-at-a-time path re-resolves the DID once (key rotation).
+            _ => {
+                let car = match Car::read(&c.blocks) {
+                    Ok(car) => car,
+                    Err(e) => return self.rejected(&c, &format!("invalid CAR: {e}")),
+                };
+                if let Err(why) = self.verify(&car, &c.commit, &c.repo).await {
+                    return self.rejected(&c, &why);
+                }
+                car
+            }
         };
-        if let Err(why) = self.verify(&car, &c).await {
-            return self.rejected(&c, &why);
-        }
         self.last_rev.insert(c.repo.clone(), c.rev.clone());
         let source = self.source(c.seq);
         let mut events = Vec::new();
@@ -302,15 +403,49 @@ impl Firehose {
     }
 
     /// Checks the commit's signature, re-resolving the DID once if it does not verify.
-    async fn verify(&self, car: &Car, c: &frame::Commit) -> Result<(), String> {
-        let doc = self.resolver.resolve(&c.repo).await.map_err(|e| e.to_string())?;
-        match commit::verify_commit(car, &c.commit, &c.repo, &doc.signing_key) {
+    async fn verify(&self, car: &Car, root: &cid::Cid, did: &str) -> Result<(), String> {
+        let doc = self.resolver.resolve(did).await.map_err(|e| e.to_string())?;
+        match commit::verify_commit(car, root, did, &doc.signing_key) {
             Ok(_) => Ok(()),
             Err(commit::CommitError::Signature(_)) => {
-                let doc = self.resolver.refresh(&c.repo).await.map_err(|e: ResolveError| e.to_string())?;
-                commit::verify_commit(car, &c.commit, &c.repo, &doc.signing_key).map(|_| ()).map_err(|e| e.to_string())
+                let doc = self.resolver.refresh(did).await.map_err(|e: ResolveError| e.to_string())?;
+                commit::verify_commit(car, root, did, &doc.signing_key).map(|_| ()).map_err(|e| e.to_string())
             }
             Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// `#sync`: the repository was reset to a signed commit whose records the frame does not
+    /// carry. The commit is verified, then the repository is backfilled from its host (what
+    /// is pending is appended first, so the log keeps the stream's order; the cursor moves
+    /// past the frame only once the backfill is appended, so a crash redoes it). Live events
+    /// of the repository wait meanwhile: the stream is not read during the backfill.
+    async fn sync_events(&mut self, s: frame::Sync) -> Vec<NewEvent> {
+        if self.last_rev.get(&s.did).is_some_and(|last| s.rev.as_str() <= last.as_str()) {
+            debug!(did = s.did, rev = s.rev, "skipping a #sync that is not newer than the last commit");
+            return Vec::new();
+        }
+        let refused = |why: String| {
+            warn!(did = s.did, seq = s.seq, reason = why, "could not act on a #sync");
+            let rejected = Rejected { did: s.did.clone(), rev: Some(s.rev.clone()), reason: format!("#sync seq {}: {why}", s.seq) };
+            vec![NewEvent::repo(Source::Firehose { url: self.config.url.clone(), seq: s.seq }, Payload::Rejected(rejected))]
+        };
+        let car = match Car::read(&s.blocks) {
+            Ok(car) => car,
+            Err(e) => return refused(format!("invalid CAR: {e}")),
+        };
+        let Some(root) = car.roots.first().copied() else { return refused("the CAR has no root".into()) };
+        if let Err(why) = self.verify(&car, &root, &s.did).await {
+            return refused(why);
+        }
+        info!(did = s.did, rev = s.rev, "#sync: backfilling the repository");
+        match backfill::backfill_repo(self.log.clone(), &self.resolver, &s.did, &self.config.collections).await {
+            Ok(report) => {
+                let newest = if report.rev > s.rev { report.rev } else { s.rev.clone() };
+                self.last_rev.insert(s.did.clone(), newest);
+                Vec::new()
+            }
+            Err(e) => refused(format!("backfill failed: {e}")),
         }
     }
 

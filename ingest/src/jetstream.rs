@@ -8,7 +8,8 @@
 //! match its CID becomes a `repo.rejected` event. The rest is as with the firehose: only
 //! followed collections (also asked of the server with `wantedCollections`), per-DID `rev`
 //! skip, the cursor (the last event's `time_us`) a log checkpoint committed after each append,
-//! resumed after it on restart; reconnection with backoff and jitter. The first start follows
+//! resumed after it on restart; reconnection with backoff and jitter. A handle is shown only
+//! if it resolves to the event's DID. The first start follows
 //! from the live end (Jetstream keeps a short window of history; `svc backfill pds` brings in
 //! the rest).
 
@@ -26,6 +27,7 @@ use tracing::{debug, info, warn};
 
 use crate::commit::follows;
 use crate::firehose::backoff;
+use crate::handle::HandleResolver;
 use crate::{data_model, IngestError};
 
 /// Events gathered before one append.
@@ -95,14 +97,15 @@ pub struct Jetstream {
     url: String,
     collections: Vec<String>,
     log: Arc<dyn EventLog>,
+    handles: Arc<HandleResolver>,
     last_rev: HashMap<String, String>,
 }
 
 impl Jetstream {
     /// A follower of the instance at `url` (a `ws://` or `wss://` base, or its `/subscribe`
-    /// URL) for `collections`, appending to `log`.
-    pub fn new(url: &str, collections: Vec<String>, log: Arc<dyn EventLog>) -> Jetstream {
-        Jetstream { url: url.trim_end_matches('/').to_owned(), collections, log, last_rev: HashMap::new() }
+    /// URL) for `collections`, appending to `log` and checking handles with `handles`.
+    pub fn new(url: &str, collections: Vec<String>, log: Arc<dyn EventLog>, handles: Arc<HandleResolver>) -> Jetstream {
+        Jetstream { url: url.trim_end_matches('/').to_owned(), collections, log, handles, last_rev: HashMap::new() }
     }
 
     /// The log consumer whose checkpoint is the cursor (`time_us`) of the instance at `url`.
@@ -205,7 +208,7 @@ impl Jetstream {
                     return Ok(Some("the server closed the stream".into()));
                 }
             };
-            let event: JetstreamEvent = match serde_json::from_str(text.as_str()) {
+            let mut event: JetstreamEvent = match serde_json::from_str(text.as_str()) {
                 Ok(e) => e,
                 Err(e) => {
                     warn!(error = %e, "skipping a message that is not a Jetstream event");
@@ -213,6 +216,13 @@ impl Jetstream {
                 }
             };
             last_time = Some(event.time_us);
+            if let (Some(identity), true) = (&mut event.identity, event.kind == "identity") {
+                // Shown only if it resolves back to the DID.
+                if let Some(h) = &identity.handle {
+                    self.handles.forget(h);
+                }
+                identity.handle = Some(self.handles.verified(&event.did, identity.handle.as_deref()).await);
+            }
             pending.extend(self.events_of(event));
             if pending.len() >= MAX_PENDING {
                 self.flush(&mut pending, last_time.take()).await?;
@@ -322,7 +332,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log: Arc<dyn EventLog> = Arc::new(eventlog::EmbeddedLog::open(dir.path(), 1).unwrap());
         std::mem::forget(dir);
-        Jetstream::new("ws://127.0.0.1:6008", vec!["pub.svc.".into()], log)
+        let handles = Arc::new(HandleResolver::new(Some("http://127.0.0.1:9"), Duration::from_secs(60)));
+        Jetstream::new("ws://127.0.0.1:6008", vec!["pub.svc.".into()], log, handles)
     }
 
     fn commit(op: &str, rev: &str, record: Option<serde_json::Value>, cid: Option<String>) -> String {

@@ -15,10 +15,12 @@ mod error;
 pub mod fetch;
 pub mod firehose;
 pub mod frame;
+pub mod handle;
 pub mod identity;
 pub mod jetstream;
 pub mod repo;
 pub mod seed;
 pub mod testing;
+pub mod verify;
 
 pub use error::IngestError;

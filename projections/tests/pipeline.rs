@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use chrono::{TimeZone, Utc};
-use event_schema::{IdentityChange, NewEvent, Payload, RecordDelete, RecordWrite, Source};
+use event_schema::{AccountChange, AccountStatus, IdentityChange, NewEvent, Payload, RecordDelete, RecordWrite, Source};
 use eventlog::{EmbeddedLog, EventLog};
 use projections::catalog::{self, Context, Mode};
 use projections::eprints::read::EprintsReader;
@@ -127,6 +127,51 @@ fn updates_deletes_and_stale_revisions() {
     assert_eq!(hits[0]["title"], "Revised Title");
     assert_eq!(search_all(&env, "stale", SortOrder::Relevance, 10).1, 0);
     assert_eq!(search_all(&env, "second", SortOrder::Relevance, 10).1, 0);
+}
+
+#[test]
+fn a_deleted_account_is_removed_and_a_deactivated_one_hidden() {
+    let env = env();
+    let (a, b) = ("did:plc:aaaaaaaaaaaaaaaaaaaaaaaa", "did:plc:bbbbbbbbbbbbbbbbbbbbbbbb");
+    let account = |did: &str, active: bool, status: Option<AccountStatus>| {
+        NewEvent::repo(src(), Payload::Account(AccountChange { did: did.into(), active, status }))
+    };
+    // The first batch: A's older paper and B's paper listing A.
+    env.log
+        .append(&[
+            write(a, "3aaa", "3r01", submission("Gadget theory", &[("A", a)], 1), false),
+            write(b, "3bbb", "3r01", submission("Gadget practice", &[("B", b), ("A", a)], 2), false),
+        ])
+        .unwrap();
+    project_all(&env);
+    // The second: A writes again and is deleted in the same batch; B is deactivated.
+    env.log
+        .append(&[
+            write(a, "3ccc", "3r02", submission("Gadget futures", &[("A", a), ("B", b)], 3), false),
+            account(a, false, Some(AccountStatus::Deleted)),
+            account(b, false, Some(AccountStatus::Deactivated)),
+        ])
+        .unwrap();
+    project_all(&env);
+    let reader = EprintsReader::new(env.ctx.store.as_ref()).unwrap();
+    for rkey in ["3aaa", "3ccc"] {
+        assert!(reader.get(&format!("at://{a}/pub.svc.eprint.submission/{rkey}")).unwrap().is_none(), "{rkey} is removed");
+    }
+    // Gone from every listing, including B's (A's third paper listed B).
+    assert_eq!(reader.by_author(b, 10, None).unwrap().total, 1);
+    assert_eq!(reader.by_author(a, 10, None).unwrap().total, 1, "only B's paper listing A is left");
+    // B's own paper stays in the model (B is only hidden, and may come back).
+    assert!(reader.get(&format!("at://{b}/pub.svc.eprint.submission/3bbb")).unwrap().is_some());
+    assert!(reader.account(b).unwrap().hidden);
+    // Search: A's documents are deleted, B's hidden.
+    assert_eq!(search_all(&env, "gadget", SortOrder::Relevance, 10).1, 0);
+    env.log.append(&[account(b, true, None)]).unwrap();
+    project_all(&env);
+    let (hits, total) = search_all(&env, "gadget", SortOrder::Relevance, 10);
+    assert_eq!((total, hits[0]["title"].clone()), (1, json!("Gadget practice")));
+    let reader = EprintsReader::new(env.ctx.store.as_ref()).unwrap();
+    let b_page = reader.by_author(b, 10, None).unwrap();
+    assert_eq!((b_page.eprints.len(), b_page.eprints[0]["title"].clone()), (1, json!("Gadget practice")));
 }
 
 #[test]

@@ -59,13 +59,14 @@ impl Supervisor {
     /// Follows the network sources of `source`, if any, into `log`.
     pub fn spawn_sources(&mut self, source: &SourceArgs, log: Arc<dyn EventLog>) {
         if let Some(url) = &source.jetstream {
-            let jetstream = ingest::jetstream::Jetstream::new(url, source.network.collections.clone(), log.clone());
+            let handles = Arc::new(source.network.handles());
+            let jetstream = ingest::jetstream::Jetstream::new(url, source.network.collections.clone(), log.clone(), handles);
             self.spawn(|token| async move { jetstream.run(token).await.context("the Jetstream follower stopped") });
         }
         let Some(url) = source.firehose.clone() else { return };
         let resolver = Arc::new(source.network.resolver());
         let config = ingest::firehose::FirehoseConfig { url, collections: source.network.collections.clone() };
-        let firehose = ingest::firehose::Firehose::new(config, log, resolver);
+        let firehose = ingest::firehose::Firehose::new(config, log, resolver, Arc::new(source.network.handles()));
         self.spawn(|token| async move { firehose.run(token).await.context("the firehose follower stopped") });
     }
 

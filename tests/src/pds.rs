@@ -234,6 +234,23 @@ impl Pds {
     }
 }
 
+impl Pds {
+    /// Deletes an account for good (`com.atproto.admin.deleteAccount`).
+    pub async fn delete_account(&self, did: &str) -> Result<()> {
+        let response = self
+            .http
+            .post(format!("{}/xrpc/com.atproto.admin.deleteAccount", self.url))
+            .basic_auth("admin", Some(&self.admin_password))
+            .json(&json!({"did": did}))
+            .send()
+            .await?;
+        if !response.status().is_success() {
+            bail!("deleteAccount: HTTP {}: {}", response.status(), response.text().await?);
+        }
+        Ok(())
+    }
+}
+
 impl Drop for Pds {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -1,7 +1,7 @@
 //! Ingest from a real PDS's firehose, as a new user would run it: `svc up --firehose
 //! ws://… --plc-url http://…` against `@atproto/pds` with an in-memory did:plc directory.
 //! Authors write, update, delete, write two records in one commit and change a handle; each
-//! change shows in the API within seconds. Then svc is killed, more is written while it is
+//! change shows in the API within seconds; a deleted account's content is removed. Then svc is killed, more is written while it is
 //! down, and on restart it catches up to what a fresh svc that followed the stream from
 //! cursor 0 shows.
 
@@ -47,7 +47,10 @@ async fn follows_a_real_pds_and_catches_up_after_a_crash() {
     let pds = Pds::start().unwrap();
     let mut alice = pds.create_account("alice").await.unwrap();
     let bob = pds.create_account("bob").await.unwrap();
-    let backend = Backend::embedded().with_env("SVC_FIREHOSE", &pds.ws_url()).with_env("SVC_PLC_URL", &pds.plc_url);
+    let backend = Backend::embedded()
+        .with_env("SVC_FIREHOSE", &pds.ws_url())
+        .with_env("SVC_PLC_URL", &pds.plc_url)
+        .with_env("SVC_HANDLE_RESOLVER", &pds.url);
     let dir = tempfile::tempdir().unwrap();
     let svc = Service::start_with(&dir.path().join("data"), tests::free_port(), &backend).await.unwrap();
     let mut lags = Vec::new();
@@ -91,6 +94,13 @@ async fn follows_a_real_pds_and_catches_up_after_a_crash() {
     let (_, lag) = until(&svc, &detail(&bob_one), "the deletion", |s, b| s == 404 && b["error"] == "RecordNotFound").await;
     lags.push(lag);
 
+    // Handles are checked both ways: one that resolves to another DID is not shown.
+    let handles = ingest::handle::HandleResolver::new(Some(&pds.url), Duration::from_secs(60));
+    assert_eq!(handles.verified(&alice.did, Some("alice.test")).await, "alice.test");
+    assert_eq!(handles.verified(&bob.did, Some("alice.test")).await, ingest::handle::INVALID_HANDLE);
+    assert_eq!(handles.verified(&bob.did, Some("nobody.test")).await, ingest::handle::INVALID_HANDLE);
+    assert_eq!(body["author"]["handle"], "alice.test", "the handle the PDS resolves back to alice");
+
     // A handle change shows wherever the author is shown.
     pds.update_handle(&mut alice, "alice-renamed").await.unwrap();
     let (_, lag) = until(&svc, &detail(&first), "the new handle", |_, b| b["author"]["handle"] == "alice-renamed.test").await;
@@ -108,6 +118,15 @@ async fn follows_a_real_pds_and_catches_up_after_a_crash() {
     pds.set_takedown(&bob.did, false).await.unwrap();
     until(&svc, &detail(&bob_two), "the restored account", |s, _| s == 200).await;
     until(&svc, &search_bob, "the restored account in search", |_, b| found(b)).await;
+    // A deleted account's content is removed.
+    let carol = pds.create_account("carol").await.unwrap();
+    let (carols, _) = pds.create_record(&carol, SUBMISSION, &submission("Carol's vanishing paper", &carol, None)).await.unwrap();
+    let search_carol = format!("/xrpc/pub.svc.eprint.searchSubmissions?query={}", enc("vanishing"));
+    until(&svc, &search_carol, "carol's paper in search", |_, b| b["total"] == 1).await;
+    pds.delete_account(&carol.did).await.unwrap();
+    let (_, lag) = until(&svc, &detail(&carols), "the account deletion", |s, _| s == 404).await;
+    lags.push(lag);
+    until(&svc, &search_carol, "the account deletion in search", |_, b| b["total"] == 0).await;
 
     let lag_ms: Vec<u128> = lags.iter().map(Duration::as_millis).collect();
     eprintln!("lag from a PDS write to the API, ms: {lag_ms:?}");
@@ -126,7 +145,7 @@ async fn follows_a_real_pds_and_catches_up_after_a_crash() {
     until(&fresh, &detail(&while_down), "the fresh svc catching up", |s, _| s == 200).await;
     svc.wait_caught_up().await.unwrap();
     fresh.wait_caught_up().await.unwrap();
-    for uri in [&first, &bob_one, &bob_two, &while_down] {
+    for uri in [&first, &bob_one, &bob_two, &while_down, &carols] {
         let (s1, _, a) = svc.get(&detail(uri)).await.unwrap();
         let (s2, _, b) = fresh.get(&detail(uri)).await.unwrap();
         assert_eq!((s1, content(&a)), (s2, content(&b)), "{uri}: the restarted and the fresh svc differ");
@@ -144,7 +163,10 @@ async fn a_commit_with_a_broken_signature_is_rejected_and_listed_in_the_dead_let
     let pds = Pds::start().unwrap();
     let alice = pds.create_account("alice").await.unwrap();
     let proxy = tests::tamper::start(pds.ws_url(), "3ktampered0a2".into()).await;
-    let backend = Backend::embedded().with_env("SVC_FIREHOSE", &proxy).with_env("SVC_PLC_URL", &pds.plc_url);
+    let backend = Backend::embedded()
+        .with_env("SVC_FIREHOSE", &proxy)
+        .with_env("SVC_PLC_URL", &pds.plc_url)
+        .with_env("SVC_HANDLE_RESOLVER", &pds.url);
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let svc = Service::start_with(&data, tests::free_port(), &backend).await.unwrap();
@@ -179,7 +201,10 @@ async fn backfill_brings_the_read_models_to_the_repositories_state() {
     let data_s = data.to_str().unwrap();
 
     // svc follows the stream for a while, then stops.
-    let following = Backend::embedded().with_env("SVC_FIREHOSE", &pds.ws_url()).with_env("SVC_PLC_URL", &pds.plc_url);
+    let following = Backend::embedded()
+        .with_env("SVC_FIREHOSE", &pds.ws_url())
+        .with_env("SVC_PLC_URL", &pds.plc_url)
+        .with_env("SVC_HANDLE_RESOLVER", &pds.url);
     let svc = Service::start_with(&data, tests::free_port(), &following).await.unwrap();
     let (kept, _) = pds.create_record(&alice, SUBMISSION, &submission("Kept", &alice, None)).await.unwrap();
     let (gone, _) = pds.create_record(&alice, SUBMISSION, &submission("Deleted while svc was away", &alice, None)).await.unwrap();
@@ -190,7 +215,7 @@ async fn backfill_brings_the_read_models_to_the_repositories_state() {
     pds.delete_record(&alice, SUBMISSION, rkey(&gone)).await.unwrap();
     let (bobs, _) = pds.create_record(&bob, SUBMISSION, &submission("Bob's paper", &bob, None)).await.unwrap();
 
-    let offline = Backend::embedded().with_env("SVC_PLC_URL", &pds.plc_url);
+    let offline = Backend::embedded().with_env("SVC_PLC_URL", &pds.plc_url).with_env("SVC_HANDLE_RESOLVER", &pds.url);
     let out = offline.svc(&["backfill", "did", &alice.did, "--data-dir", data_s]).unwrap();
     let report: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!((report["records"].as_u64(), report["deletes"].as_u64()), (Some(1), Some(1)), "{report}");

@@ -3,9 +3,11 @@
 use std::sync::Arc;
 
 use chrono::SecondsFormat;
-use event_schema::{Envelope, Payload, RecordDelete, RecordWrite};
+use std::collections::BTreeSet;
+
+use event_schema::{AccountStatus, Envelope, Payload, RecordDelete, RecordWrite};
 use lexicons::{Lexicons, SUBMISSION};
-use store::{consumer_name, Columns, Store, Value};
+use store::{consumer_name, Columns, Scan, Store, Value};
 use tracing::debug;
 
 use super::staged::Staged;
@@ -131,6 +133,41 @@ impl EprintsProjection {
         Ok(())
     }
 
+    /// Removes the records of a deleted account: each becomes a tombstone (at the revision
+    /// the model holds) and leaves every listing. Its records are found through its own
+    /// by-author partition (the repository owner is always listed), in the store and in
+    /// this batch.
+    fn remove_account_records(&self, st: &mut Staged, did: &str, position: u64) -> Result<(), ProjectionError> {
+        let prefix = format!("at://{did}/");
+        let listing = by_author(self.version);
+        let mut uris = BTreeSet::new();
+        let mut scan = Scan::first(1000);
+        loop {
+            let page = self.store.scan(&listing, did, &scan)?;
+            uris.extend(page.rows.iter().filter_map(|r| text(&r.columns, "uri")));
+            match page.next {
+                Some(next) => scan.after = Some(next),
+                None => break,
+            }
+        }
+        uris.extend(st.staged_in(&listing, did).iter().filter_map(|c| text(c, "uri")));
+        let table = records(self.version);
+        for uri in uris.into_iter().filter(|u| u.starts_with(&prefix)) {
+            let Some(existing) = st.get(self.store.as_ref(), &table, &uri, &[])? else { continue };
+            if existing.get("deleted").and_then(Value::as_bool) == Some(true) {
+                continue;
+            }
+            self.unlist(st, &existing, position)?;
+            let mut c = Columns::new();
+            c.insert("uri".into(), Value::Text(uri.clone()));
+            c.insert("rev".into(), existing.get("rev").cloned().unwrap_or(Value::Null));
+            c.insert("ordinal".into(), Value::Int(position as i64));
+            c.insert("deleted".into(), Value::Bool(true));
+            st.put(&table, &uri, Vec::new(), c, position);
+        }
+        Ok(())
+    }
+
     fn account(&self, st: &mut Staged, did: &str, position: u64, update: impl FnOnce(&mut Columns)) -> Result<(), ProjectionError> {
         let table = accounts(self.version);
         let mut c = st.get(self.store.as_ref(), &table, did, &[])?.unwrap_or_default();
@@ -176,11 +213,17 @@ impl Projection for EprintsProjection {
                     let (clustering, cols) = deadletter::row(event.envelope, None, &r.reason);
                     st.put(&deadletter::table(MODEL, self.version), deadletter::partition(), clustering, cols, position);
                 }
-                Payload::Account(a) => self.account(&mut st, &a.did, position, |c| {
-                    c.insert("active".into(), Value::Bool(a.active));
-                    let status = a.status.as_ref().and_then(|s| serde_json::to_value(s).ok()).and_then(|v| v.as_str().map(str::to_owned));
-                    c.insert("status".into(), status.map_or(Value::Null, Value::Text));
-                })?,
+                Payload::Account(a) => {
+                    if a.status == Some(AccountStatus::Deleted) {
+                        self.remove_account_records(&mut st, &a.did, position)?;
+                    }
+                    self.account(&mut st, &a.did, position, |c| {
+                        c.insert("active".into(), Value::Bool(a.active));
+                        let status =
+                            a.status.as_ref().and_then(|s| serde_json::to_value(s).ok()).and_then(|v| v.as_str().map(str::to_owned));
+                        c.insert("status".into(), status.map_or(Value::Null, Value::Text));
+                    })?
+                }
             }
         }
         let mut writes = st.into_batch();

@@ -53,6 +53,11 @@ impl Staged {
         self.target(table).delete(table, partition, clustering, position);
     }
 
+    /// The rows put (not deleted) in this batch in one partition of a table.
+    pub fn staged_in(&self, table: &TableRef, partition: &str) -> Vec<Columns> {
+        self.cache.iter().filter(|((t, p, _), _)| t == table && p == partition).filter_map(|(_, c)| c.clone()).collect()
+    }
+
     /// The derived rows, a barrier, then the decision rows.
     pub fn into_batch(self) -> Batch {
         let mut batch = self.derived;

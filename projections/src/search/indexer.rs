@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::SecondsFormat;
-use event_schema::{Envelope, Payload, RecordWrite};
+use event_schema::{AccountStatus, Envelope, Payload, RecordWrite};
 use lexicons::{Lexicons, SUBMISSION};
 use tantivy::collector::TopDocs;
-use tantivy::query::TermQuery;
+use tantivy::query::{RegexQuery, TermQuery};
 use tantivy::schema::{IndexRecordOption, Value as _};
 use tantivy::{IndexWriter, TantivyDocument, Term};
 use tracing::debug;
@@ -156,6 +156,16 @@ impl Projection for SearchProjection {
                 continue;
             }
             if let Payload::Account(a) = &event.envelope.payload {
+                if a.status == Some(AccountStatus::Deleted) {
+                    // A deleted account's documents go for good, not just hidden.
+                    let pattern = format!("at://{}/.*", super::query::regex_escape(&a.did));
+                    let query = RegexQuery::from_pattern(&pattern, self.index.fields.uri)?;
+                    self.writer.delete_query(Box::new(query))?;
+                    let prefix = format!("at://{}/", a.did);
+                    for (_, rev) in self.pending_revs.iter_mut().filter(|(uri, _)| uri.starts_with(&prefix)) {
+                        *rev = None;
+                    }
+                }
                 if a.active {
                     self.hidden.remove(&a.did);
                 } else {

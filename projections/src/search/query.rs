@@ -258,7 +258,7 @@ fn score_bits(score: Score) -> u64 {
 }
 
 /// Escapes the characters of a DID that a regular expression would read as operators.
-fn regex_escape(text: &str) -> String {
+pub(crate) fn regex_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if "\\.+*?()|[]{}^$#&-~".contains(c) {
