@@ -86,7 +86,7 @@ pub enum Mode {
 pub fn open(ctx: &Context, model: &str, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
     match model {
         eprints::MODEL => Ok(Box::new(EprintsProjection::new(ctx.store.clone(), ctx.lexicons.clone(), version))),
-        search::MODEL => Ok(Box::new(SearchProjection::open(&ctx.search, ctx.lexicons.clone(), version, mode)?)),
+        search::MODEL => Ok(Box::new(SearchProjection::open(&ctx.search, ctx.node.clone(), ctx.lexicons.clone(), version, mode)?)),
         other => Err(ProjectionError::Corrupt(format!("unknown read model {other}"))),
     }
 }
@@ -122,7 +122,7 @@ pub fn drop_version(ctx: &Context, model: &str, version: u32) -> Result<(), Proj
         eprints::MODEL => ctx.store.drop_version(model, version, eprints::TABLES)?,
         search::MODEL => {
             ctx.search.remove(version)?;
-            ctx.node.drop_version(model, version, &[])?;
+            ctx.node.drop_version(model, version, &[search::TOMBSTONES])?;
         }
         other => return Err(ProjectionError::Corrupt(format!("unknown read model {other}"))),
     }

@@ -189,6 +189,8 @@ async fn a_commit_with_a_broken_signature_is_rejected_and_listed_in_the_dead_let
             .any(|l| l["kind"] == "repo.rejected" && l["key"] == alice.did.as_str() && l["reason"].as_str().unwrap().contains("signature")),
         "no dead letter for the tampered commit: {out}"
     );
+    // Nothing else: the account's `#sync` (sent on creation) was verified and backfilled.
+    assert_eq!(letters.len(), 1, "{out}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

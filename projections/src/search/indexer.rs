@@ -7,13 +7,14 @@ use std::time::{Duration, Instant};
 use chrono::SecondsFormat;
 use event_schema::{AccountStatus, Envelope, Payload, RecordWrite};
 use lexicons::{Lexicons, SUBMISSION};
+use store::{Batch, Columns, Store, TableRef, Value};
 use tantivy::collector::TopDocs;
 use tantivy::query::{RegexQuery, TermQuery};
 use tantivy::schema::{IndexRecordOption, Value as _};
 use tantivy::{IndexWriter, TantivyDocument, Term};
 use tracing::debug;
 
-use super::{CommitPayload, SearchIndex, SearchIndexes, MODEL};
+use super::{CommitPayload, SearchIndex, SearchIndexes, MODEL, TOMBSTONES};
 use crate::catalog::Mode;
 use crate::submission::Submission;
 use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
@@ -25,6 +26,11 @@ const LIVE_COMMIT_INTERVAL: Duration = Duration::from_millis(1000);
 const CATCH_UP_COMMIT_INTERVAL: Duration = Duration::from_secs(10);
 /// The indexing memory budget, shared by the writer's threads.
 const WRITER_HEAP_BYTES: usize = 192 * 1024 * 1024;
+
+/// The table of a version's tombstones, in the node's store.
+fn tombstones(version: u32) -> TableRef {
+    TableRef::new(MODEL, version, TOMBSTONES)
+}
 
 /// Builds one version of the search index.
 pub struct SearchProjection {
@@ -38,6 +44,9 @@ pub struct SearchProjection {
     hidden: BTreeSet<String>,
     /// Revisions written since the last commit, which searches cannot see yet.
     pending_revs: HashMap<String, Option<String>>,
+    /// The node's store, holding this version's tombstones: the revision at which each
+    /// deleted record was deleted, so that an older write arriving later stays out.
+    node: Arc<dyn Store>,
     last_commit: Instant,
     /// `None` in rebuild mode: commit only when flushed.
     commit_interval: Option<Duration>,
@@ -45,7 +54,13 @@ pub struct SearchProjection {
 
 impl SearchProjection {
     /// Opens the writer of `version` and resumes from its last commit.
-    pub fn open(indexes: &SearchIndexes, lexicons: Arc<Lexicons>, version: u32, mode: Mode) -> Result<SearchProjection, ProjectionError> {
+    pub fn open(
+        indexes: &SearchIndexes,
+        node: Arc<dyn Store>,
+        lexicons: Arc<Lexicons>,
+        version: u32,
+        mode: Mode,
+    ) -> Result<SearchProjection, ProjectionError> {
         let index = indexes.open(version)?;
         let committed = CommitPayload::parse(index.index.load_metas()?.payload.as_deref());
         let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(4);
@@ -59,22 +74,29 @@ impl SearchProjection {
             hidden: committed.hidden,
             committed: committed.checkpoints,
             pending_revs: HashMap::new(),
+            node,
             last_commit: Instant::now(),
             commit_interval: (mode == Mode::Live).then_some(LIVE_COMMIT_INTERVAL),
         })
     }
 
     /// The revision of the indexed document at `uri`, if any.
+    /// The revision the index holds for `uri`: its document's, or its tombstone's.
     fn current_rev(&self, uri: &str) -> Result<Option<String>, ProjectionError> {
-        if let Some(rev) = self.pending_revs.get(uri) {
-            return Ok(rev.clone());
+        if let Some(Some(rev)) = self.pending_revs.get(uri) {
+            return Ok(Some(rev.clone()));
         }
-        let f = self.index.fields;
-        let searcher = self.index.reader.searcher();
-        let query = TermQuery::new(Term::from_field_text(f.uri, uri), IndexRecordOption::Basic);
-        let Some((_, addr)) = searcher.search(&query, &TopDocs::with_limit(1))?.into_iter().next() else { return Ok(None) };
-        let doc: TantivyDocument = searcher.doc(addr)?;
-        Ok(doc.get_first(f.rev).and_then(|v| v.as_str()).map(str::to_owned))
+        if !self.pending_revs.contains_key(uri) {
+            let f = self.index.fields;
+            let searcher = self.index.reader.searcher();
+            let query = TermQuery::new(Term::from_field_text(f.uri, uri), IndexRecordOption::Basic);
+            if let Some((_, addr)) = searcher.search(&query, &TopDocs::with_limit(1))?.into_iter().next() {
+                let doc: TantivyDocument = searcher.doc(addr)?;
+                return Ok(doc.get_first(f.rev).and_then(|v| v.as_str()).map(str::to_owned));
+            }
+        }
+        let tombstone = self.node.get(&tombstones(self.version), uri, &[])?;
+        Ok(tombstone.and_then(|c| c.get("rev").and_then(Value::as_text).map(str::to_owned)))
     }
 
     fn write(&mut self, event: &Envelope, w: &RecordWrite, s: &Submission) -> Result<(), ProjectionError> {
@@ -182,6 +204,13 @@ impl Projection for SearchProjection {
                     continue;
                 }
                 self.writer.delete_term(Term::from_field_text(self.index.fields.uri, &uri));
+                // The tombstone may land before the index commit: it only keeps out writes
+                // older than a deletion that did happen.
+                let mut batch = Batch::default();
+                let mut columns = Columns::new();
+                columns.insert("rev".into(), Value::Text(d.rev.clone()));
+                batch.put(&tombstones(self.version), &uri, Vec::new(), columns, event.envelope.position.ordinal());
+                self.node.apply(batch)?;
                 self.pending_revs.insert(uri, None);
             }
         }

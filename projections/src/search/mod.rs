@@ -26,6 +26,9 @@ use crate::{Checkpoints, ProjectionError};
 /// The model name.
 pub const MODEL: &str = "search";
 
+/// The tables a version of the model keeps in the node's store.
+pub const TOMBSTONES: &str = "tombstones";
+
 /// One version of the index, open for reading (and for writing by its projection).
 pub struct SearchIndex {
     index: Index,
