@@ -31,14 +31,15 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use crate::backfill;
 use crate::car::Car;
 use crate::commit::{self, OpOutcome};
+use crate::fetch::RecordFetcher;
 use crate::frame::{self, Frame};
 use crate::handle::HandleResolver;
 use crate::identity::{ResolveError, Resolver};
 use crate::verify;
 use crate::IngestError;
+use crate::{backfill, cursor};
 
 /// Events gathered before one append.
 const MAX_PENDING: usize = 512;
@@ -64,7 +65,7 @@ pub struct Firehose {
     log: Arc<dyn EventLog>,
     resolver: Arc<Resolver>,
     handles: Arc<HandleResolver>,
-    http: reqwest::Client,
+    fetcher: RecordFetcher,
     last_rev: HashMap<String, String>,
 }
 
@@ -90,8 +91,8 @@ impl Firehose {
     /// A follower of `config.url` appending to `log`, resolving DIDs with `resolver` and
     /// checking handles with `handles`.
     pub fn new(config: FirehoseConfig, log: Arc<dyn EventLog>, resolver: Arc<Resolver>, handles: Arc<HandleResolver>) -> Firehose {
-        let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().expect("an HTTP client");
-        Firehose { config, log, resolver, handles, http, last_rev: HashMap::new() }
+        let fetcher = RecordFetcher::new(resolver.clone());
+        Firehose { config, log, resolver, handles, fetcher, last_rev: HashMap::new() }
     }
 
     /// The log consumer whose checkpoint is the cursor of the stream at `url`.
@@ -111,10 +112,7 @@ impl Firehose {
     /// The stored cursor: the last seq appended (0, the start of the stream's history, when
     /// nothing was appended yet).
     async fn stored_cursor(&self) -> Result<i64, IngestError> {
-        let (log, name) = (self.log.clone(), Firehose::consumer_name(&self.config.url));
-        let stored =
-            tokio::task::spawn_blocking(move || log.checkpoint(&name, 0)).await.map_err(|e| IngestError::Stream(e.to_string()))??;
-        Ok(stored.map_or(0, |s| s as i64))
+        Ok(cursor::stored(&self.log, &Firehose::consumer_name(&self.config.url)).await?.map_or(0, |s| s as i64))
     }
 
     /// Follows the stream until `cancel` fires, reconnecting as needed.
@@ -300,22 +298,7 @@ impl Firehose {
 
     /// Appends what is pending, then stores the cursor.
     async fn flush(&self, pending: &mut Vec<NewEvent>, seq: Option<i64>) -> Result<(), IngestError> {
-        if pending.is_empty() && seq.is_none() {
-            return Ok(());
-        }
-        let events = std::mem::take(pending);
-        let (log, name) = (self.log.clone(), Firehose::consumer_name(&self.config.url));
-        tokio::task::spawn_blocking(move || -> Result<(), IngestError> {
-            if !events.is_empty() {
-                log.append(&events)?;
-            }
-            if let Some(seq) = seq {
-                log.commit_checkpoint(&name, 0, seq.max(0) as u64)?;
-            }
-            Ok(())
-        })
-        .await
-        .map_err(|e| IngestError::Stream(e.to_string()))?
+        cursor::append_then_store(&self.log, &Firehose::consumer_name(&self.config.url), pending, seq.map(|s| s.max(0) as u64)).await
     }
 
     fn source(&self, seq: i64) -> Source {
@@ -456,24 +439,14 @@ impl Firehose {
         vec![NewEvent::repo(self.source(c.seq), Payload::Rejected(rejected))]
     }
 
-    /// Fetches one record's block from the repository's PDS (`com.atproto.sync.getRecord`).
+    /// Fetches one record's block from the repository's PDS, proven by its signed commit
+    /// ([`RecordFetcher`]); it must still have the CID the commit gave it.
     async fn fetch_record(&self, did: &str, collection: &str, rkey: &str, cid: &cid::Cid) -> Result<Vec<u8>, String> {
-        let doc = self.resolver.resolve(did).await.map_err(|e| e.to_string())?;
-        let pds = doc.pds.as_deref().ok_or("the DID document names no PDS")?;
-        let url = format!("{pds}/xrpc/com.atproto.sync.getRecord");
-        let response = self
-            .http
-            .get(&url)
-            .query(&[("did", did), ("collection", collection), ("rkey", rkey)])
-            .send()
-            .await
-            .map_err(|e| format!("GET {url}: {e}"))?;
-        if !response.status().is_success() {
-            return Err(format!("GET {url}: HTTP {}", response.status()));
+        let proven = self.fetcher.fetch(did, collection, rkey).await.map_err(|e| e.to_string())?;
+        match proven.record {
+            Some((held, block)) if held == *cid => Ok(block),
+            _ => Err("the record has changed since (its repository no longer holds that CID)".to_owned()),
         }
-        let bytes = response.bytes().await.map_err(|e| format!("GET {url}: {e}"))?;
-        let car = Car::read(&bytes).map_err(|e| e.to_string())?;
-        car.get(cid).map(<[u8]>::to_vec).ok_or_else(|| "the record has changed since (its CID is not in the answer)".to_owned())
     }
 }
 

@@ -28,7 +28,7 @@ use tracing::{debug, info, warn};
 use crate::commit::follows;
 use crate::firehose::backoff;
 use crate::handle::HandleResolver;
-use crate::{data_model, IngestError};
+use crate::{cursor, data_model, IngestError};
 
 /// Events gathered before one append.
 const MAX_PENDING: usize = 512;
@@ -132,13 +132,6 @@ impl Jetstream {
         }
     }
 
-    async fn stored_cursor(&self) -> Result<Option<i64>, IngestError> {
-        let (log, name) = (self.log.clone(), Jetstream::consumer_name(&self.url));
-        let stored =
-            tokio::task::spawn_blocking(move || log.checkpoint(&name, 0)).await.map_err(|e| IngestError::Stream(e.to_string()))??;
-        Ok(stored.map(|s| s as i64))
-    }
-
     /// Follows the instance until `cancel` fires, reconnecting as needed.
     ///
     /// # Errors
@@ -147,7 +140,7 @@ impl Jetstream {
         let mut attempt = 0u32;
         loop {
             // Resume right after the last event appended.
-            let cursor = self.stored_cursor().await?.map(|c| c + 1);
+            let cursor = cursor::stored(&self.log, &Jetstream::consumer_name(&self.url)).await?.map(|c| c as i64 + 1);
             let url = self.subscribe_url(cursor);
             info!(url, "connecting to Jetstream");
             let ended = tokio::select! {
@@ -232,22 +225,7 @@ impl Jetstream {
 
     /// Appends what is pending, then stores the cursor.
     async fn flush(&self, pending: &mut Vec<NewEvent>, time_us: Option<i64>) -> Result<(), IngestError> {
-        if pending.is_empty() && time_us.is_none() {
-            return Ok(());
-        }
-        let events = std::mem::take(pending);
-        let (log, name) = (self.log.clone(), Jetstream::consumer_name(&self.url));
-        tokio::task::spawn_blocking(move || -> Result<(), IngestError> {
-            if !events.is_empty() {
-                log.append(&events)?;
-            }
-            if let Some(t) = time_us {
-                log.commit_checkpoint(&name, 0, t.max(0) as u64)?;
-            }
-            Ok(())
-        })
-        .await
-        .map_err(|e| IngestError::Stream(e.to_string()))?
+        cursor::append_then_store(&self.log, &Jetstream::consumer_name(&self.url), pending, time_us.map(|t| t.max(0) as u64)).await
     }
 
     /// The events of one Jetstream event (none for what svc does not follow).

@@ -10,6 +10,7 @@
 pub mod backfill;
 pub mod car;
 pub mod commit;
+mod cursor;
 pub mod data_model;
 mod error;
 pub mod fetch;
