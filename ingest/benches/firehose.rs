@@ -25,8 +25,19 @@ fn decode(frame: &[u8]) -> (ingest::frame::Commit, Car) {
     (*c, car)
 }
 
+fn fresh_log() -> (tempfile::TempDir, EmbeddedLog) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = EmbeddedLog::open(dir.path(), 4).unwrap();
+    (dir, log)
+}
+
 fn verify_and_map(c: &ingest::frame::Commit, car: &Car, key: &PublicKey, collections: &[String]) -> Vec<event_schema::NewEvent> {
     verify_commit(car, &c.commit, &c.repo, key).unwrap();
+    events(c, car, collections)
+}
+
+/// A verified commit's events.
+fn events(c: &ingest::frame::Commit, car: &Car, collections: &[String]) -> Vec<event_schema::NewEvent> {
     let source = Source::Firehose { url: "ws://bench".into(), seq: c.seq };
     op_outcomes(&source, &c.repo, &c.rev, &c.ops, car, collections)
         .into_iter()
@@ -61,11 +72,7 @@ fn bench(c: &mut Criterion) {
     // (`verify::check_all`), then turned into events and appended in order.
     group.bench_function("decode+verify(all cores)+events+append", |b| {
         b.iter_batched(
-            || {
-                let dir = tempfile::tempdir().unwrap();
-                let log = EmbeddedLog::open(dir.path(), 4).unwrap();
-                (dir, log)
-            },
+            fresh_log,
             |(_dir, log)| {
                 let mut pending = Vec::new();
                 for window in frames.chunks(64) {
@@ -79,12 +86,7 @@ fn bench(c: &mut Criterion) {
                     let jobs: Vec<verify::Job<'_>> =
                         commits.iter().map(|c| verify::Job { blocks: &c.blocks, root: &c.commit, did: &c.repo, key: &key }).collect();
                     for (c, car) in commits.iter().zip(verify::check_all(&jobs)) {
-                        let car = car.unwrap();
-                        let source = Source::Firehose { url: "ws://bench".into(), seq: c.seq };
-                        pending.extend(op_outcomes(&source, &c.repo, &c.rev, &c.ops, &car, &collections).into_iter().map(|o| match o {
-                            OpOutcome::Event(e) => *e,
-                            other => panic!("{other:?}"),
-                        }));
+                        pending.extend(events(c, &car.unwrap(), &collections));
                     }
                     if pending.len() >= 512 {
                         log.append(&pending).unwrap();
@@ -98,11 +100,7 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("decode+verify+events+append", |b| {
         b.iter_batched(
-            || {
-                let dir = tempfile::tempdir().unwrap();
-                let log = EmbeddedLog::open(dir.path(), 4).unwrap();
-                (dir, log)
-            },
+            fresh_log,
             |(_dir, log)| {
                 let mut pending = Vec::new();
                 for f in &frames {

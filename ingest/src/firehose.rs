@@ -234,17 +234,11 @@ impl Firehose {
         let (frames, mut checked) = self.check_commits(frames).await?;
         for (i, frame) in frames.into_iter().enumerate() {
             let seq = frame.seq();
-            match frame {
-                Frame::Sync(sync) => {
-                    self.flush(&mut work.pending, work.last_seq.take()).await?;
-                    work.pending.extend(self.sync_events(sync).await);
-                }
-                Frame::Commit(c) => {
-                    let pre = checked.remove(&i);
-                    work.pending.extend(self.commit_events(*c, pre).await);
-                }
-                other => work.pending.extend(self.events_of(other).await?),
+            if matches!(frame, Frame::Sync(_)) {
+                // What came before a #sync goes in before its backfill.
+                self.flush(&mut work.pending, work.last_seq.take()).await?;
             }
+            work.pending.extend(self.events_of(frame, checked.remove(&i)).await?);
             if let Some(seq) = seq {
                 work.last_seq = Some(seq);
                 *cursor = Some(seq);
@@ -253,11 +247,19 @@ impl Firehose {
         Ok(())
     }
 
-    /// Whether a commit changes something followed and is newer than the last one seen.
+    /// Whether a commit may change something followed (a `tooBig` commit may).
+    fn touches_followed(&self, c: &frame::Commit) -> bool {
+        c.too_big || c.ops.iter().any(|op| op.path.split('/').next().is_some_and(|col| commit::follows(&self.config.collections, col)))
+    }
+
+    /// Whether a commit is newer than the last one seen of its repository.
+    fn is_newer(&self, c: &frame::Commit) -> bool {
+        self.last_rev.get(&c.repo).is_none_or(|last| c.rev.as_str() > last.as_str())
+    }
+
+    /// Whether a commit is to be checked and applied.
     fn wanted(&self, c: &frame::Commit) -> bool {
-        let followed =
-            c.too_big || c.ops.iter().any(|op| op.path.split('/').next().is_some_and(|col| commit::follows(&self.config.collections, col)));
-        followed && self.last_rev.get(&c.repo).is_none_or(|last| c.rev.as_str() > last.as_str())
+        self.touches_followed(c) && self.is_newer(c)
     }
 
     /// Checks the wanted commits among `frames` on every core, with the keys of their
@@ -305,10 +307,11 @@ impl Firehose {
         Source::Firehose { url: self.config.url.clone(), seq }
     }
 
-    /// The events of one frame (none for frames that change nothing svc follows).
-    async fn events_of(&mut self, frame: Frame) -> Result<Vec<NewEvent>, IngestError> {
+    /// The events of one frame (none for frames that change nothing svc follows); `pre` is a
+    /// commit's check from its window, if it was checked there.
+    async fn events_of(&mut self, frame: Frame, pre: Option<Result<Car, verify::CheckError>>) -> Result<Vec<NewEvent>, IngestError> {
         match frame {
-            Frame::Commit(c) => Ok(self.commit_events(*c, None).await),
+            Frame::Commit(c) => Ok(self.commit_events(*c, pre).await),
             Frame::Identity(i) => {
                 // The DID document's claim (fetched afresh) wins over the frame's hint; either
                 // way the handle must resolve back to the DID to be shown.
@@ -335,12 +338,11 @@ impl Firehose {
 
     /// The events of a commit; `pre` is its check from the window, if it was checked there.
     async fn commit_events(&mut self, c: frame::Commit, pre: Option<Result<Car, verify::CheckError>>) -> Vec<NewEvent> {
-        if c.ops.iter().all(|op| !op.path.split('/').next().is_some_and(|col| commit::follows(&self.config.collections, col))) && !c.too_big
-        {
+        if !self.touches_followed(&c) {
             // Nothing followed changed; the cursor still moves.
             return Vec::new();
         }
-        if self.last_rev.get(&c.repo).is_some_and(|last| c.rev.as_str() <= last.as_str()) {
+        if !self.is_newer(&c) {
             debug!(did = c.repo, rev = c.rev, "skipping a commit that is not newer than the last one");
             return Vec::new();
         }

@@ -47,6 +47,8 @@ pub struct SearchProjection {
     /// The node's store, holding this version's tombstones: the revision at which each
     /// deleted record was deleted, so that an older write arriving later stays out.
     node: Arc<dyn Store>,
+    /// Tombstones of this batch, written to the node's store at its end.
+    new_tombstones: HashMap<String, (String, u64)>,
     last_commit: Instant,
     /// `None` in rebuild mode: commit only when flushed.
     commit_interval: Option<Duration>,
@@ -75,6 +77,7 @@ impl SearchProjection {
             committed: committed.checkpoints,
             pending_revs: HashMap::new(),
             node,
+            new_tombstones: HashMap::new(),
             last_commit: Instant::now(),
             commit_interval: (mode == Mode::Live).then_some(LIVE_COMMIT_INTERVAL),
         })
@@ -94,6 +97,9 @@ impl SearchProjection {
                 let doc: TantivyDocument = searcher.doc(addr)?;
                 return Ok(doc.get_first(f.rev).and_then(|v| v.as_str()).map(str::to_owned));
             }
+        }
+        if let Some((rev, _)) = self.new_tombstones.get(uri) {
+            return Ok(Some(rev.clone()));
         }
         let tombstone = self.node.get(&tombstones(self.version), uri, &[])?;
         Ok(tombstone.and_then(|c| c.get("rev").and_then(Value::as_text).map(str::to_owned)))
@@ -134,6 +140,22 @@ impl SearchProjection {
         self.writer.delete_term(Term::from_field_text(f.uri, &uri));
         self.writer.add_document(doc)?;
         self.pending_revs.insert(uri, Some(w.rev.clone()));
+        Ok(())
+    }
+
+    /// Writes the batch's tombstones in one store batch. They may land before the index
+    /// commit: a tombstone only keeps out writes older than a deletion that did happen.
+    fn store_tombstones(&mut self) -> Result<(), ProjectionError> {
+        if self.new_tombstones.is_empty() {
+            return Ok(());
+        }
+        let mut batch = Batch::default();
+        for (uri, (rev, position)) in self.new_tombstones.drain() {
+            let mut columns = Columns::new();
+            columns.insert("rev".into(), Value::Text(rev));
+            batch.put(&tombstones(self.version), &uri, Vec::new(), columns, position);
+        }
+        self.node.apply(batch)?;
         Ok(())
     }
 
@@ -204,16 +226,11 @@ impl Projection for SearchProjection {
                     continue;
                 }
                 self.writer.delete_term(Term::from_field_text(self.index.fields.uri, &uri));
-                // The tombstone may land before the index commit: it only keeps out writes
-                // older than a deletion that did happen.
-                let mut batch = Batch::default();
-                let mut columns = Columns::new();
-                columns.insert("rev".into(), Value::Text(d.rev.clone()));
-                batch.put(&tombstones(self.version), &uri, Vec::new(), columns, event.envelope.position.ordinal());
-                self.node.apply(batch)?;
+                self.new_tombstones.insert(uri.clone(), (d.rev.clone(), event.envelope.position.ordinal()));
                 self.pending_revs.insert(uri, None);
             }
         }
+        self.store_tombstones()?;
         self.applied.extend(batch.next().iter().map(|(p, o)| (*p, *o)));
         let interval = self.commit_interval.map(|every| if batch.more_to_come() { CATCH_UP_COMMIT_INTERVAL.max(every) } else { every });
         if interval.is_some_and(|every| self.last_commit.elapsed() >= every) {
