@@ -73,7 +73,7 @@ fn search_all(env: &Env, query: &str, sort: SortOrder, limit: usize) -> (Vec<ser
             cursor,
         };
         let page = index.search(&req).unwrap();
-        hits.extend(page.hits);
+        hits.extend(page.hits.iter().map(|h| serde_json::from_str::<serde_json::Value>(h.get()).unwrap()));
         match page.next {
             // Round-trip through the client-facing string form.
             Some(next) => cursor = Some(SearchCursor::decode(&next.encode(), sort).unwrap()),

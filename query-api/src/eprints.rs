@@ -55,9 +55,13 @@ pub fn check_did(field: &str, did: &str) -> Result<(), ApiError> {
     }
 }
 
-/// Runs store reads, which block on I/O (a network round trip on ScyllaDB), without
-/// stalling the other tasks of a multi-threaded runtime.
-fn blocking<T>(read: impl FnOnce() -> T) -> T {
+/// Runs store reads: in place when the store answers from local pages, and otherwise (a
+/// network round trip on ScyllaDB) without stalling the other tasks of a multi-threaded
+/// runtime.
+fn blocking<T>(state: &AppState, read: impl FnOnce() -> T) -> T {
+    if !state.store.reads_block() {
+        return read();
+    }
     match tokio::runtime::Handle::try_current() {
         Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(read),
         _ => read(),
@@ -67,7 +71,7 @@ fn blocking<T>(read: impl FnOnce() -> T) -> T {
 /// The eprint detail of `uri` (the `getSubmission` answer).
 pub fn get(state: &AppState, uri: &str, cid: Option<&str>) -> Result<Body, ApiError> {
     parse_record_uri("uri", uri)?;
-    let (eprint, account) = blocking(|| -> Result<_, ApiError> {
+    let (eprint, account) = blocking(state, || -> Result<_, ApiError> {
         let reader = EprintsReader::new(state.store.as_ref())?;
         let eprint = reader.get(uri)?.ok_or_else(|| ApiError::record_not_found(format!("no eprint at {uri}")))?;
         let account = reader.account(&eprint.did)?;
@@ -104,7 +108,7 @@ pub fn list_by_author(state: &AppState, did: &str, limit: usize, cursor: Option<
     if after.as_ref().is_some_and(|a| a.len() != 16) {
         return Err(ApiError::invalid_param("cursor", "not a cursor of this listing"));
     }
-    let page = blocking(|| EprintsReader::new(state.store.as_ref())?.by_author(did, limit, after))?;
+    let page = blocking(state, || EprintsReader::new(state.store.as_ref())?.by_author(did, limit, after))?;
     let mut out = json!({"eprints": page.eprints, "total": page.total});
     if let Some(next) = page.next {
         out["cursor"] = json!(BASE64URL_NOPAD.encode(&next));
@@ -146,8 +150,40 @@ fn parse_bound(field: &str, value: &str, upper: bool) -> Result<i64, ApiError> {
     Err(ApiError::invalid_param(field, "must be an ISO 8601 date (YYYY-MM-DD) or datetime"))
 }
 
-/// Runs a search: `(hits, cursor?, total)`.
-pub fn search(state: &AppState, args: SearchArgs) -> Result<(Vec<Value>, Option<String>, usize), ApiError> {
+/// A page of search hits.
+#[derive(Debug)]
+pub struct SearchPage {
+    /// Eprint summaries, as stored (JSON text).
+    pub hits: Vec<Box<RawValue>>,
+    /// Where the next page starts.
+    pub cursor: Option<String>,
+    /// How many eprints match in all.
+    pub total: usize,
+}
+
+impl SearchPage {
+    /// The response body `{cursor?, <list>: hits, total}` (XRPC names the list
+    /// `submissions`, REST `results`), written around the stored summaries.
+    pub fn into_body(self, list: &'static str) -> Result<Body, ApiError> {
+        struct Out<'a>(&'static str, &'a SearchPage);
+        impl Serialize for Out<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeMap;
+                let mut map = s.serialize_map(None)?;
+                if let Some(c) = &self.1.cursor {
+                    map.serialize_entry("cursor", c)?;
+                }
+                map.serialize_entry(self.0, &self.1.hits)?;
+                map.serialize_entry("total", &self.1.total)?;
+                map.end()
+            }
+        }
+        body(&Out(list, &self))
+    }
+}
+
+/// Runs a search.
+pub fn search(state: &AppState, args: SearchArgs) -> Result<SearchPage, ApiError> {
     for did in &args.authors {
         check_did("authors", did)?;
     }
@@ -164,7 +200,7 @@ pub fn search(state: &AppState, args: SearchArgs) -> Result<(Vec<Value>, Option<
         .as_deref()
         .map(|c| SearchCursor::decode(c, sort).map_err(|_| ApiError::invalid_param("cursor", "not a cursor of this search")))
         .transpose()?;
-    let Some(index) = state.search_index()? else { return Ok((Vec::new(), None, 0)) };
+    let Some(index) = state.search_index()? else { return Ok(SearchPage { hits: Vec::new(), cursor: None, total: 0 }) };
     let request = SearchRequest {
         query: args.query,
         fields: args.fields,
@@ -176,5 +212,5 @@ pub fn search(state: &AppState, args: SearchArgs) -> Result<(Vec<Value>, Option<
         cursor,
     };
     let results = tokio::task::block_in_place(|| index.search(&request))?;
-    Ok((results.hits, results.next.map(|c| c.encode()), results.total))
+    Ok(SearchPage { hits: results.hits, cursor: results.next.map(|c| c.encode()), total: results.total })
 }

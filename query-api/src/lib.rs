@@ -22,7 +22,6 @@ use axum::http::Method;
 use axum::response::IntoResponse;
 use axum::Router;
 use tower_http::cors::{Any, CorsLayer};
-use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::trace::TraceLayer;
 
 pub use state::{AppState, ServiceIdentity, SyncSettings};
@@ -50,16 +49,22 @@ pub fn app(state: AppState) -> Router {
         .allow_origin(Any)
         .allow_methods([Method::GET, Method::POST, Method::PUT, Method::DELETE, Method::OPTIONS])
         .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE]);
-    let mut router = Router::new()
+    Router::new()
         .merge(xrpc::routes())
         .merge(rest::routes())
         .merge(health::routes())
         .fallback(fallback)
         .with_state(state)
         .layer(cors)
-        .layer(TraceLayer::new_for_http());
+        .layer(TraceLayer::new_for_http())
+        .layer(axum::middleware::map_response(security_headers))
+}
+
+/// Sets the [`SECURITY_HEADERS`] on a response (one layer for all of them).
+async fn security_headers(mut response: axum::response::Response) -> axum::response::Response {
+    let headers = response.headers_mut();
     for (name, value) in SECURITY_HEADERS {
-        router = router.layer(SetResponseHeaderLayer::overriding(HeaderName::from_static(name), HeaderValue::from_static(value)));
+        headers.insert(HeaderName::from_static(name), HeaderValue::from_static(value));
     }
-    router
+    response
 }

@@ -1,9 +1,10 @@
 //! The embedded store: one redb file in the data directory, one redb table per versioned
 //! read-model table, keyed by `(partition, clustering)`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::path::Path;
+use std::sync::RwLock;
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableError, TableHandle};
 
@@ -24,6 +25,10 @@ pub const STORE_FILE: &str = "store.redb";
 /// The embedded [`Store`] on one redb file.
 pub struct EmbeddedStore {
     db: Database,
+    /// The active version of every model, as in the `_active` table. redb lets one process
+    /// at a time open the file and every change goes through [`Store::set_active_version`],
+    /// so this copy is exact; it spares every query a read transaction.
+    active: RwLock<HashMap<String, u32>>,
 }
 
 fn state_code(state: VersionState) -> u8 {
@@ -82,11 +87,24 @@ impl EmbeddedStore {
         txn.open_table(VERSIONS)?;
         txn.open_table(ACTIVE)?;
         txn.commit()?;
-        Ok(EmbeddedStore { db })
+        let mut active = HashMap::new();
+        let txn = db.begin_read()?;
+        for entry in txn.open_table(ACTIVE)?.iter()? {
+            let (model, version) = entry?;
+            active.insert(model.value().to_owned(), version.value());
+        }
+        drop(txn);
+        Ok(EmbeddedStore { db, active: RwLock::new(active) })
     }
 }
 
 impl Store for EmbeddedStore {
+    /// Reads come from redb's page cache or the local file: microseconds, cheaper than a
+    /// hand-off to a blocking thread.
+    fn reads_block(&self) -> bool {
+        false
+    }
+
     fn get(&self, table: &TableRef, partition: &str, clustering: &[u8]) -> Result<Option<Columns>, StoreError> {
         let name = table.physical_name();
         let txn = self.db.begin_read()?;
@@ -216,9 +234,7 @@ impl Store for EmbeddedStore {
     }
 
     fn active_version(&self, model: &str) -> Result<Option<u32>, StoreError> {
-        let txn = self.db.begin_read()?;
-        let t = txn.open_table(ACTIVE)?;
-        Ok(t.get(model)?.map(|v| v.value()))
+        Ok(self.active.read().unwrap_or_else(std::sync::PoisonError::into_inner).get(model).copied())
     }
 
     fn versions(&self, model: &str) -> Result<BTreeMap<u32, VersionState>, StoreError> {
@@ -248,6 +264,8 @@ impl Store for EmbeddedStore {
     }
 
     fn set_active_version(&self, model: &str, version: u32) -> Result<(), StoreError> {
+        // Held across the commit, so that no reader sees the copy disagree with the file.
+        let mut cached = self.active.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         let txn = self.db.begin_write()?;
         {
             let mut versions = txn.open_table(VERSIONS)?;
@@ -262,6 +280,7 @@ impl Store for EmbeddedStore {
             versions.insert((model, version), state_code(VersionState::Active))?;
         }
         txn.commit()?;
+        cached.insert(model.to_owned(), version);
         Ok(())
     }
 

@@ -114,8 +114,17 @@ pub enum VersionState {
     Retired,
 }
 
-/// Read-model storage. Calls block on I/O: async callers run them on a blocking thread.
+/// Read-model storage. Calls may block on I/O: async callers ask [`Store::reads_block`]
+/// and run reads that do on a blocking thread.
 pub trait Store: Send + Sync {
+    /// Whether a read waits on I/O that can take milliseconds (a network round trip), so an
+    /// async caller should move it off the runtime's worker threads. `false` for a store
+    /// whose reads are served from local pages in microseconds, where handing the read to
+    /// another thread would cost more than the read itself.
+    fn reads_block(&self) -> bool {
+        true
+    }
+
     /// The row at `(partition, clustering)`, if any.
     fn get(&self, table: &TableRef, partition: &str, clustering: &[u8]) -> Result<Option<Columns>, StoreError>;
 

@@ -98,7 +98,54 @@ pub(crate) fn encode_columns(columns: &Columns) -> Result<Vec<u8>, StoreError> {
     Ok(out)
 }
 
-/// Decodes a row stored by [`encode_columns`]; `table` names it in the error.
+/// Decodes a row stored by [`encode_columns`]; `table` names it in the error. cbor4ii reads
+/// from the slice (ciborium reads byte by byte through `io::Read`), which makes reads of
+/// rows with long text columns several times faster.
 pub(crate) fn decode_columns(table: &str, bytes: &[u8]) -> Result<Columns, StoreError> {
-    ciborium::from_reader(bytes).map_err(|e| StoreError::Corrupt { table: table.to_owned(), reason: e.to_string() })
+    cbor4ii::serde::from_slice(bytes).map_err(|e| StoreError::Corrupt { table: table.to_owned(), reason: e.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_round_trip_through_the_stored_form() {
+        let long = "é ∑ ".repeat(2000);
+        for value in [
+            Value::Null,
+            Value::Bool(true),
+            Value::Bool(false),
+            Value::Int(0),
+            Value::Int(-1),
+            Value::Int(23),
+            Value::Int(24),
+            Value::Int(i64::MAX),
+            Value::Int(i64::MIN),
+            Value::Float(1.0),
+            Value::Float(0.5),
+            Value::Float(-2.75e300),
+            Value::Float(f64::MIN_POSITIVE),
+            Value::Text(String::new()),
+            Value::Text("at://did:plc:abc/pub.svc.eprint.submission/3k".into()),
+            Value::Text(long.clone()),
+        ] {
+            let mut row = Columns::new();
+            row.insert("a".into(), value.clone());
+            row.insert("record".into(), Value::Text("{\"title\":\"x\"}".into()));
+            let bytes = encode_columns(&row).unwrap();
+            assert_eq!(decode_columns("t", &bytes).unwrap(), row, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn a_corrupt_row_is_an_error_naming_its_table() {
+        let bytes = encode_columns(&Columns::from([("a".to_owned(), Value::Text("abc".into()))])).unwrap();
+        for cut in 0..bytes.len() {
+            match decode_columns("eprints.v1.records", &bytes[..cut]) {
+                Err(StoreError::Corrupt { table, .. }) => assert_eq!(table, "eprints.v1.records"),
+                other => panic!("{cut}: {other:?}"),
+            }
+        }
+    }
 }

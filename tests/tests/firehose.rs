@@ -172,9 +172,13 @@ async fn a_commit_with_a_broken_signature_is_rejected_and_listed_in_the_dead_let
     let svc = Service::start_with(&data, tests::free_port(), &backend).await.unwrap();
 
     let (before, _) = pds.create_record(&alice, SUBMISSION, &submission("Before", &alice, None)).await.unwrap();
+    // Frames are applied in stream order, so once "Before" shows, alice's `#sync` (sent when
+    // the account was created) has been handled. Its backfill reads the repository as it is
+    // when svc gets to it: written any earlier, the record would arrive there, genuinely
+    // signed, and not through the tampered frame this test is about.
+    until(&svc, &detail(&before), "the commit before", |s, _| s == 200).await;
     pds.put_record(&alice, SUBMISSION, "3ktampered0a2", &submission("Tampered on the way", &alice, None)).await.unwrap();
     let (after, _) = pds.create_record(&alice, SUBMISSION, &submission("After", &alice, None)).await.unwrap();
-    until(&svc, &detail(&before), "the commit before", |s, _| s == 200).await;
     until(&svc, &detail(&after), "the commit after the tampered one", |s, _| s == 200).await;
     let tampered = format!("at://{}/{SUBMISSION}/3ktampered0a2", alice.did);
     let (status, _, body) = svc.get(&detail(&tampered)).await.unwrap();

@@ -10,7 +10,7 @@
 use std::ops::Bound;
 
 use data_encoding::BASE64URL_NOPAD;
-use serde_json::Value as Json;
+use serde_json::value::RawValue;
 use tantivy::collector::{Count, TopDocs};
 use tantivy::query::{AllQuery, BooleanQuery, BoostQuery, Occur, Query, QueryParser, RangeQuery, RegexQuery, TermQuery};
 use tantivy::schema::{IndexRecordOption, Value as _};
@@ -95,10 +95,11 @@ pub struct SearchRequest {
 }
 
 /// A page of hits.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct SearchResults {
-    /// Eprint summaries, in order.
-    pub hits: Vec<Json>,
+    /// Eprint summaries, in order, as the JSON text stored with each document (served
+    /// without being parsed and re-serialized).
+    pub hits: Vec<Box<RawValue>>,
     /// Where the next page starts, when there is one.
     pub next: Option<SearchCursor>,
     /// How many eprints match in all.
@@ -190,7 +191,7 @@ impl SearchIndex {
         for (_, addr) in top.iter().take(limit) {
             let doc: TantivyDocument = searcher.doc(*addr)?;
             let summary = doc.get_first(self.fields.summary).and_then(|v| v.as_str()).unwrap_or("{}");
-            hits.push(serde_json::from_str(summary).map_err(|e| ProjectionError::Corrupt(format!("search summary: {e}")))?);
+            hits.push(RawValue::from_string(summary.to_owned()).map_err(|e| ProjectionError::Corrupt(format!("search summary: {e}")))?);
         }
         let next = if more { top.get(limit - 1).map(|(key, _)| SearchCursor { sort: req.sort, key: *key }) } else { None };
         Ok(SearchResults { hits, next, total })

@@ -4,7 +4,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::routing::get;
 use axum::{Json, Router};
 use projections::search::SortOrder;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::eprints::{self, Body, SearchArgs};
 use crate::error::{ApiError, RestError};
@@ -59,7 +59,7 @@ fn limit(p: &Pairs) -> Result<usize, ApiError> {
     }
 }
 
-async fn search(State(state): State<AppState>, RawQuery(query): RawQuery) -> Result<Json<Value>, RestError> {
+async fn search(State(state): State<AppState>, RawQuery(query): RawQuery) -> Result<Json<Body>, RestError> {
     let p = pairs(query)?;
     let sort = match one(&p, "sort")? {
         None | Some("relevance") => SortOrder::Relevance,
@@ -81,12 +81,7 @@ async fn search(State(state): State<AppState>, RawQuery(query): RawQuery) -> Res
         limit: limit(&p)?,
         cursor: one(&p, "cursor")?.map(str::to_owned),
     };
-    let (hits, cursor, total) = eprints::search(&state, args)?;
-    let mut out = json!({"results": hits, "total": total});
-    if let Some(c) = cursor {
-        out["cursor"] = json!(c);
-    }
-    Ok(Json(out))
+    Ok(Json(eprints::search(&state, args)?.into_body("results")?))
 }
 
 async fn detail(State(state): State<AppState>, Path(uri): Path<String>) -> Result<Json<Body>, RestError> {

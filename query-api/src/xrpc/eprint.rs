@@ -2,7 +2,6 @@
 
 use lexicons::Params;
 use projections::search::SortOrder;
-use serde_json::json;
 
 use crate::eprints::{self, body, Body, SearchArgs};
 use crate::error::ApiError;
@@ -36,10 +35,5 @@ pub fn search_submissions(state: &AppState, p: &Params) -> Result<Body, ApiError
         limit: p.int("limit").unwrap_or(25) as usize,
         cursor: p.str("cursor").map(str::to_owned),
     };
-    let (hits, cursor, total) = eprints::search(state, args)?;
-    let mut out = json!({"submissions": hits, "total": total});
-    if let Some(c) = cursor {
-        out["cursor"] = json!(c);
-    }
-    body(&out)
+    eprints::search(state, args)?.into_body("submissions")
 }
