@@ -4,6 +4,8 @@
 #   searchSubmissions latency and requests/s under wrk beside an axum hello-world baseline,
 #   and svc's resident memory.
 # Usage: scripts/loadtest/run.sh [PAPERS_FILE] [DURATION] [CONNECTIONS]
+#   SVC_BIN=path/to/svc measures that binary instead of building this checkout (to compare
+#   two builds on the same machine, one run after the other).
 # Needs: wrk (Debian package `wrk`), python3, curl. Sends traffic to 127.0.0.1 only.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -14,9 +16,9 @@ PORT=${SVC_LOADTEST_PORT:-3311}
 BASE_PORT=${SVC_BASELINE_PORT:-3399}
 command -v wrk >/dev/null || { echo "wrk not found: apt-get install wrk" >&2; exit 1; }
 
-cargo build --release --bin svc -p svc >/dev/null 2>&1
+if [ -z "${SVC_BIN:-}" ]; then cargo build --release --bin svc -p svc >/dev/null 2>&1; fi
 cargo build --release -p query-api --example hello_baseline >/dev/null 2>&1
-SVC=target/release/svc
+SVC=${SVC_BIN:-target/release/svc}
 WORK=$(mktemp -d)
 DATA=$WORK/data
 cleanup() { kill "${SVC_PID:-}" "${BASE_PID:-}" 2>/dev/null || true; rm -rf "$WORK"; }
@@ -89,6 +91,8 @@ with open(f"{work}/search.txt", "w") as f:
         f.write("/xrpc/pub.svc.eprint.searchSubmissions?query=" + urllib.parse.quote(w, safe="") + "\n")
 with open(f"{work}/base.txt", "w") as f:
     f.write("/\n")
+with open(f"{work}/live.txt", "w") as f:
+    f.write("/health/liveness\n")
 PY
 target/release/examples/hello_baseline "127.0.0.1:$BASE_PORT" & BASE_PID=$!
 sleep 0.5
@@ -115,6 +119,7 @@ echo
 echo "| target | requests/s | p50 ms | p99 ms | non-2xx |"
 echo "|---|---|---|---|---|"
 run_wrk baseline "$BASE_PORT" "$WORK/base.txt"
+run_wrk "liveness (svc's stack, no read)" "$PORT" "$WORK/live.txt"
 run_wrk getSubmission "$PORT" "$WORK/get.txt"
 run_wrk searchSubmissions "$PORT" "$WORK/search.txt"
 run_wrk "searchSubmissions -c4" "$PORT" "$WORK/search.txt" 4
