@@ -37,6 +37,7 @@ use crate::fetch::RecordFetcher;
 use crate::frame::{self, Frame};
 use crate::handle::HandleResolver;
 use crate::identity::{ResolveError, Resolver};
+use crate::revs::LastRevs;
 use crate::verify;
 use crate::IngestError;
 use crate::{backfill, cursor};
@@ -66,7 +67,7 @@ pub struct Firehose {
     resolver: Arc<Resolver>,
     handles: Arc<HandleResolver>,
     fetcher: RecordFetcher,
-    last_rev: HashMap<String, String>,
+    last_rev: LastRevs,
 }
 
 /// What a session holds between appends.
@@ -92,7 +93,7 @@ impl Firehose {
     /// checking handles with `handles`.
     pub fn new(config: FirehoseConfig, log: Arc<dyn EventLog>, resolver: Arc<Resolver>, handles: Arc<HandleResolver>) -> Firehose {
         let fetcher = RecordFetcher::new(resolver.clone());
-        Firehose { config, log, resolver, handles, fetcher, last_rev: HashMap::new() }
+        Firehose { config, log, resolver, handles, fetcher, last_rev: LastRevs::new() }
     }
 
     /// The log consumer whose checkpoint is the cursor of the stream at `url`.
@@ -254,7 +255,7 @@ impl Firehose {
 
     /// Whether a commit is newer than the last one seen of its repository.
     fn is_newer(&self, c: &frame::Commit) -> bool {
-        self.last_rev.get(&c.repo).is_none_or(|last| c.rev.as_str() > last.as_str())
+        self.last_rev.get(&c.repo).is_none_or(|last| c.rev.as_str() > last)
     }
 
     /// Whether a commit is to be checked and applied.
@@ -362,7 +363,7 @@ impl Firehose {
                 car
             }
         };
-        self.last_rev.insert(c.repo.clone(), c.rev.clone());
+        self.last_rev.remember(&c.repo, &c.rev);
         let source = self.source(c.seq);
         let mut events = Vec::new();
         for outcome in commit::op_outcomes(&source, &c.repo, &c.rev, &c.ops, &car, &self.config.collections) {
@@ -406,7 +407,7 @@ impl Firehose {
     /// past the frame only once the backfill is appended, so a crash redoes it). Live events
     /// of the repository wait meanwhile: the stream is not read during the backfill.
     async fn sync_events(&mut self, s: frame::Sync) -> Vec<NewEvent> {
-        if self.last_rev.get(&s.did).is_some_and(|last| s.rev.as_str() <= last.as_str()) {
+        if self.last_rev.get(&s.did).is_some_and(|last| s.rev.as_str() <= last) {
             debug!(did = s.did, rev = s.rev, "skipping a #sync that is not newer than the last commit");
             return Vec::new();
         }
@@ -427,7 +428,7 @@ impl Firehose {
         match backfill::backfill_repo(self.log.clone(), &self.resolver, &s.did, &self.config.collections).await {
             Ok(report) => {
                 let newest = if report.rev > s.rev { report.rev } else { s.rev.clone() };
-                self.last_rev.insert(s.did.clone(), newest);
+                self.last_rev.remember(&s.did, &newest);
                 Vec::new()
             }
             Err(e) => refused(format!("backfill failed: {e}")),

@@ -13,7 +13,6 @@
 //! from the live end (Jetstream keeps a short window of history; `svc backfill pds` brings in
 //! the rest).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,6 +27,7 @@ use tracing::{debug, info, warn};
 use crate::commit::follows;
 use crate::firehose::backoff;
 use crate::handle::HandleResolver;
+use crate::revs::LastRevs;
 use crate::{cursor, data_model, IngestError};
 
 /// Events gathered before one append.
@@ -98,14 +98,14 @@ pub struct Jetstream {
     collections: Vec<String>,
     log: Arc<dyn EventLog>,
     handles: Arc<HandleResolver>,
-    last_rev: HashMap<String, String>,
+    last_rev: LastRevs,
 }
 
 impl Jetstream {
     /// A follower of the instance at `url` (a `ws://` or `wss://` base, or its `/subscribe`
     /// URL) for `collections`, appending to `log` and checking handles with `handles`.
     pub fn new(url: &str, collections: Vec<String>, log: Arc<dyn EventLog>, handles: Arc<HandleResolver>) -> Jetstream {
-        Jetstream { url: url.trim_end_matches('/').to_owned(), collections, log, handles, last_rev: HashMap::new() }
+        Jetstream { url: url.trim_end_matches('/').to_owned(), collections, log, handles, last_rev: LastRevs::new() }
     }
 
     /// The log consumer whose checkpoint is the cursor (`time_us`) of the instance at `url`.
@@ -255,7 +255,7 @@ impl Jetstream {
         if !follows(&self.collections, &c.collection) {
             return Vec::new();
         }
-        if self.last_rev.get(did).is_some_and(|last| c.rev.as_str() < last.as_str()) {
+        if self.last_rev.get(did).is_some_and(|last| c.rev.as_str() < last) {
             debug!(did, rev = c.rev, "skipping an operation older than the last one");
             return Vec::new();
         }
@@ -268,7 +268,7 @@ impl Jetstream {
             return rejected("a malformed collection, record key or revision".into());
         }
         // Several operations of one commit share its rev: not newer is fine, older is not.
-        self.last_rev.insert(did.to_owned(), c.rev.clone());
+        self.last_rev.remember(did, &c.rev);
         let (collection, rkey, rev) = (c.collection.clone(), c.rkey.clone(), c.rev.clone());
         let payload = match c.operation.as_str() {
             "delete" => Payload::RecordDelete(RecordDelete { did: did.to_owned(), collection, rkey, rev }),

@@ -20,6 +20,7 @@ pub mod handle;
 pub mod identity;
 pub mod jetstream;
 pub mod repo;
+mod revs;
 pub mod seed;
 pub mod testing;
 pub mod verify;
