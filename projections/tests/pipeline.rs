@@ -35,6 +35,18 @@ fn write(did: &str, rkey: &str, rev: &str, record: serde_json::Value, update: bo
     NewEvent::repo(src(), if update { Payload::RecordUpdate(w) } else { Payload::RecordCreate(w) })
 }
 
+fn delete(did: &str, rkey: &str, rev: &str) -> NewEvent {
+    NewEvent::repo(
+        src(),
+        Payload::RecordDelete(RecordDelete {
+            did: did.into(),
+            collection: lexicons::SUBMISSION.into(),
+            rkey: rkey.into(),
+            rev: rev.into(),
+        }),
+    )
+}
+
 struct Env {
     _dir: tempfile::TempDir,
     log: Arc<EmbeddedLog>,
@@ -98,15 +110,7 @@ fn updates_deletes_and_stale_revisions() {
             write(a, "3aaa", "3r03", submission("Revised Title", &[("A", a)], 1), true),
             // A stale update (older rev) arrives late: skipped.
             write(a, "3aaa", "3r00", submission("Stale Title", &[("A", a), ("B", b)], 1), true),
-            NewEvent::repo(
-                src(),
-                Payload::RecordDelete(RecordDelete {
-                    did: a.into(),
-                    collection: lexicons::SUBMISSION.into(),
-                    rkey: "3bbb".into(),
-                    rev: "3r04".into(),
-                }),
-            ),
+            delete(a, "3bbb", "3r04"),
             NewEvent::repo(src(), Payload::Identity(IdentityChange { did: a.into(), handle: Some("a2.test".into()), display_name: None })),
         ])
         .unwrap();
@@ -181,17 +185,7 @@ fn a_deleted_account_is_removed_and_a_deactivated_one_hidden() {
 #[test]
 fn backfill_and_live_events_commute() {
     let a = "did:plc:aaaaaaaaaaaaaaaaaaaaaaaa";
-    let delete = |rkey: &str, rev: &str| {
-        NewEvent::repo(
-            src(),
-            Payload::RecordDelete(RecordDelete {
-                did: a.into(),
-                collection: lexicons::SUBMISSION.into(),
-                rkey: rkey.into(),
-                rev: rev.into(),
-            }),
-        )
-    };
+    let delete = |rkey: &str, rev: &str| delete(a, rkey, rev);
     let events = [
         // Live: x written at r1, then updated at r3 (after the backfill's snapshot at r2).
         write(a, "3xxx", "3r01", submission("X one", &[("A", a)], 1), false),
@@ -424,17 +418,7 @@ fn eprints_dump(store: &dyn store::Store, dids: &[&str], uris: &[String]) -> Vec
 #[test]
 fn a_batch_cut_short_is_completed_by_applying_it_again() {
     let (a, b) = ("did:plc:aaaaaaaaaaaaaaaaaaaaaaaa", "did:plc:bbbbbbbbbbbbbbbbbbbbbbbb");
-    let delete = |rkey: &str, rev: &str| {
-        NewEvent::repo(
-            src(),
-            Payload::RecordDelete(RecordDelete {
-                did: a.into(),
-                collection: lexicons::SUBMISSION.into(),
-                rkey: rkey.into(),
-                rev: rev.into(),
-            }),
-        )
-    };
+    let delete = |rkey: &str, rev: &str| delete(a, rkey, rev);
     let handle = |did: &str, h: &str| {
         NewEvent::repo(src(), Payload::Identity(IdentityChange { did: did.into(), handle: Some(h.into()), display_name: None }))
     };

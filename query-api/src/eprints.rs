@@ -55,16 +55,22 @@ pub fn check_did(field: &str, did: &str) -> Result<(), ApiError> {
     }
 }
 
-/// Runs store reads: in place when the store answers from local pages, and otherwise (a
-/// network round trip on ScyllaDB) without stalling the other tasks of a multi-threaded
-/// runtime.
-fn blocking<T>(state: &AppState, read: impl FnOnce() -> T) -> T {
-    if !state.store.reads_block() {
-        return read();
-    }
+/// Runs long work without stalling the other tasks of a multi-threaded runtime (in place
+/// elsewhere: `block_in_place` is refused by a current-thread runtime).
+fn off_worker<T>(work: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current() {
-        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(read),
-        _ => read(),
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(work),
+        _ => work(),
+    }
+}
+
+/// Runs store reads: in place when the store answers from local pages, off the worker when
+/// they wait on the network (ScyllaDB).
+fn blocking<T>(state: &AppState, read: impl FnOnce() -> T) -> T {
+    if state.store.reads_block() {
+        off_worker(read)
+    } else {
+        read()
     }
 }
 
@@ -211,6 +217,6 @@ pub fn search(state: &AppState, args: SearchArgs) -> Result<SearchPage, ApiError
         limit: args.limit,
         cursor,
     };
-    let results = tokio::task::block_in_place(|| index.search(&request))?;
+    let results = off_worker(|| index.search(&request))?;
     Ok(SearchPage { hits: results.hits, cursor: results.next.map(|c| c.encode()), total: results.total })
 }
