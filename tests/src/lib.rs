@@ -25,6 +25,11 @@ pub fn sample_papers() -> PathBuf {
 }
 
 /// The `svc` binary: `SVC_BIN` if set, else built (once per test process) with cargo.
+///
+/// The build selects the whole workspace and its tests, as `cargo test --workspace` does,
+/// so cargo resolves the same features and reuses every library that run already built.
+/// A plain `cargo build --bin svc` leaves out the dev-dependencies' features and would
+/// compile a second copy of about seventy crates: minutes of CI time and gigabytes of disk.
 pub fn svc_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
@@ -33,11 +38,11 @@ pub fn svc_bin() -> &'static Path {
         }
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let status = Command::new(cargo)
-            .args(["build", "--bin", "svc"])
+            .args(["build", "--workspace", "--tests", "--bin", "svc"])
             .current_dir(workspace_root())
             .status()
             .expect("failed to run cargo build for the svc binary");
-        assert!(status.success(), "cargo build --bin svc failed");
+        assert!(status.success(), "cargo build --workspace --tests --bin svc failed");
         let target = std::env::var("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|_| workspace_root().join("target"));
         target.join("debug/svc")
     })
