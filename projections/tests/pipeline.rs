@@ -73,6 +73,7 @@ fn search_all(env: &Env, query: &str, sort: SortOrder, limit: usize) -> (Vec<ser
     let index = env.ctx.search.open(v).unwrap();
     let mut hits = Vec::new();
     let mut cursor: Option<SearchCursor> = None;
+    let mut totals = Vec::new();
     loop {
         let req = SearchRequest {
             query: query.into(),
@@ -85,6 +86,9 @@ fn search_all(env: &Env, query: &str, sort: SortOrder, limit: usize) -> (Vec<ser
             cursor,
         };
         let page = index.search(&req).unwrap();
+        // Every page, the first (found the fast way) and those after a cursor, counts the same.
+        assert!(totals.iter().all(|t| *t == page.total), "{query:?} {sort:?}: totals {totals:?} then {}", page.total);
+        totals.push(page.total);
         hits.extend(page.hits.iter().map(|h| serde_json::from_str::<serde_json::Value>(h.get()).unwrap()));
         match page.next {
             // Round-trip through the client-facing string form.
@@ -250,6 +254,22 @@ fn applying_a_prefix_twice_gives_the_same_read_model() {
 }
 
 #[test]
+fn a_pasted_title_with_a_colon_finds_its_paper() {
+    let env = env();
+    let did = "did:plc:cccccccccccccccccccccccc";
+    let titles = ["SADL: What to Ignore? A Benchmark", "What to read next", "Reading what matters to people", "Colons: title:less"];
+    let events: Vec<NewEvent> =
+        titles.iter().enumerate().map(|(i, t)| write(did, &format!("3c{i}"), "3r000", submission(t, &[("C", did)], 1), false)).collect();
+    env.log.append(&events).unwrap();
+    project_all(&env);
+    for (query, expected) in [("SADL: What to", vec![titles[0]]), ("title:next", vec![titles[1]]), ("Colons: title:less", vec![titles[3]])] {
+        let (hits, total) = search_all(&env, query, SortOrder::Relevance, 10);
+        let found: Vec<&str> = hits.iter().map(|h| h["title"].as_str().unwrap()).collect();
+        assert_eq!((found, total), (expected.clone(), expected.len()), "{query}");
+    }
+}
+
+#[test]
 fn cursor_paging_goes_past_ten_thousand_results_in_every_order() {
     let env = env();
     let did = "did:plc:dddddddddddddddddddddddd";
@@ -277,6 +297,13 @@ fn cursor_paging_goes_past_ten_thousand_results_in_every_order() {
         if sort == SortOrder::Date {
             assert!(hits.windows(2).all(|w| w[0]["createdAt"].as_str() >= w[1]["createdAt"].as_str()));
         }
+    }
+    // A query matching some of them (every abstract repeats the first title) counts those,
+    // on every page and in every order.
+    let numbered = (0..n).filter(|i| i % 3 != 0).count();
+    for sort in [SortOrder::Relevance, SortOrder::Date, SortOrder::Citations] {
+        let (hits, total) = search_all(&env, "study title:number", sort, 1000);
+        assert_eq!((hits.len(), total), (numbered, numbered), "{sort:?}");
     }
     // Relevance ranks the documents that say it twice first.
     let (hits, _) = search_all(&env, "deep paging", SortOrder::Relevance, 100);

@@ -188,8 +188,9 @@ impl SearchPage {
     }
 }
 
-/// Runs a search.
-pub fn search(state: &AppState, args: SearchArgs) -> Result<SearchPage, ApiError> {
+/// Runs a search: in one of the node's search slots, on the blocking pool (the async
+/// workers stay free for the requests that read little).
+pub async fn search(state: &AppState, args: SearchArgs) -> Result<SearchPage, ApiError> {
     for did in &args.authors {
         check_did("authors", did)?;
     }
@@ -217,6 +218,9 @@ pub fn search(state: &AppState, args: SearchArgs) -> Result<SearchPage, ApiError
         limit: args.limit,
         cursor,
     };
-    let results = off_worker(|| index.search(&request))?;
+    let _slot = state.searches.acquire().await.map_err(|_| ApiError::from_error(crate::error::Internal("the search slots are closed".into())))?;
+    let results = tokio::task::spawn_blocking(move || index.search(&request))
+        .await
+        .map_err(|e| ApiError::from_error(crate::error::Internal(format!("the search task failed: {e}"))))??;
     Ok(SearchPage { hits: results.hits, cursor: results.next.map(|c| c.encode()), total: results.total })
 }

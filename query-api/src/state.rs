@@ -8,7 +8,7 @@ use lexicons::Lexicons;
 use projections::search::{SearchIndex, SearchIndexes, MODEL as SEARCH_MODEL};
 use projections::{Progress, ProjectionError};
 use store::Store;
-use tokio::sync::watch;
+use tokio::sync::{watch, Semaphore};
 
 use crate::auth::ServiceAuth;
 
@@ -33,6 +33,20 @@ pub struct AppState {
     pub openapi: Arc<serde_json::Value>,
     /// What the sync operations need.
     pub sync: Arc<SyncSettings>,
+    /// Searches running at once ([`search_slots`]); the others wait their turn, in order.
+    pub searches: Arc<Semaphore>,
+}
+
+/// Two search slots per core. A search is almost all CPU work: running many more at once
+/// than there are cores only shares the cores out, so every search of a burst finishes
+/// late and the long ones very late. Queued in order instead, each waits for the ones
+/// before it and then runs at nearly full speed. One slot per core left the cores idle
+/// between searches (14 % fewer searches per second at 32 connections on 2 cores); two
+/// kept the throughput and still cut p99 latency by more than half
+/// (`scripts/loadtest/ab.sh`, docs/performance.md).
+pub fn search_slots() -> Arc<Semaphore> {
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    Arc::new(Semaphore::new(2 * cores))
 }
 
 /// What the `pub.svc.sync.*` operations need.

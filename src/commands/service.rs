@@ -87,6 +87,7 @@ impl Supervisor {
             }),
             progress: Arc::new(progress),
             sync: Arc::new(sync_settings(args, ctx)),
+            searches: query_api::state::search_slots(),
         };
         let app = query_api::app(state);
         self.spawn(|token| async move {

@@ -7,6 +7,7 @@
 //! of the last hit of a page) names exactly where the next page starts: the collector keeps
 //! only documents whose key is below it.
 
+use std::collections::HashMap;
 use std::ops::Bound;
 
 use data_encoding::BASE64URL_NOPAD;
@@ -14,6 +15,7 @@ use serde_json::value::RawValue;
 use tantivy::collector::{Count, TopDocs};
 use tantivy::query::{AllQuery, BooleanQuery, BoostQuery, Occur, Query, QueryParser, RangeQuery, RegexQuery, TermQuery};
 use tantivy::schema::{IndexRecordOption, Value as _};
+use tantivy::columnar::Column;
 use tantivy::{DocAddress, DocId, Score, Searcher, SegmentReader, TantivyDocument, Term};
 
 use super::SearchIndex;
@@ -117,7 +119,8 @@ impl SearchIndex {
     fn build_query(&self, req: &SearchRequest) -> Box<dyn Query> {
         let f = self.fields;
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        let words = req.query.trim();
+        let words = colons_as_punctuation(req.query.trim());
+        let words = words.as_ref();
         if !(words.is_empty() || words == "*") {
             // Every word must match (in the combined field): what people expect of a
             // scholarly search box, and far fewer documents to score than a disjunction.
@@ -178,14 +181,13 @@ impl SearchIndex {
         let query = self.build_query(req);
         let searcher = self.reader.searcher();
         let limit = req.limit.max(1);
-        let top = match (req.sort, req.cursor) {
+        let (top, total) = match (req.sort, req.cursor) {
             (SortOrder::Relevance, None) => match first_relevance_page(&searcher, query.as_ref(), limit + 1)? {
-                Some(top) => top,
+                Some(found) => found,
                 None => keyed_top(&searcher, query.as_ref(), req.sort, None, limit + 1)?,
             },
             (sort, cursor) => keyed_top(&searcher, query.as_ref(), sort, cursor.map(|c| c.key), limit + 1)?,
         };
-        let total = searcher.search(query.as_ref(), &Count)?;
         let more = top.len() > limit;
         let mut hits = Vec::with_capacity(limit);
         for (_, addr) in top.iter().take(limit) {
@@ -198,14 +200,12 @@ impl SearchIndex {
     }
 }
 
-/// The `n` best hits after `cursor` by full sort key. Scores every matching document.
-fn keyed_top(
-    searcher: &Searcher,
-    query: &dyn Query,
-    sort: SortOrder,
-    cursor: Option<SortKey>,
-    n: usize,
-) -> Result<Vec<(SortKey, DocAddress)>, ProjectionError> {
+/// Hits in order with their sort keys, and how many documents match in all.
+type Found = (Vec<(SortKey, DocAddress)>, usize);
+
+/// The `n` best hits after `cursor` by full sort key, and the number of matches. Scores
+/// every matching document, and counts them in the same pass.
+fn keyed_top(searcher: &Searcher, query: &dyn Query, sort: SortOrder, cursor: Option<SortKey>, n: usize) -> Result<Found, ProjectionError> {
     let collector = TopDocs::with_limit(n).tweak_score(move |segment: &SegmentReader| {
         let fast = segment.fast_fields();
         let seq = fast.u64("seq").ok();
@@ -225,24 +225,32 @@ fn keyed_top(
             (cursor.is_none_or(|c| key < c), key)
         }
     });
-    Ok(searcher.search(query, &collector)?.into_iter().filter(|((after, _), _)| *after).map(|((_, key), addr)| (key, addr)).collect())
+    let (top, total) = searcher.search(query, &(collector, Count))?;
+    Ok((top.into_iter().filter(|((after, _), _)| *after).map(|((_, key), addr)| (key, addr)).collect(), total))
 }
 
 /// Extra candidates fetched beyond the page, so that ties at the page's edge can be ordered
 /// by the full sort key.
 const TIE_MARGIN: usize = 16;
 
-/// The first page by relevance, the fast way: tantivy's top-k collector skips documents
-/// that cannot make the page (block-max WAND). Its ties are ordered by document address,
-/// which a rebuild can change, so the candidates are re-ordered by the full key; that is
-/// exact unless the score tie reaches the last candidate, when this returns `None` and
-/// the caller scores everything.
-fn first_relevance_page(searcher: &Searcher, query: &dyn Query, n: usize) -> Result<Option<Vec<(SortKey, DocAddress)>>, ProjectionError> {
-    let candidates = searcher.search(query, &TopDocs::with_limit(n + TIE_MARGIN))?;
+/// The first page by relevance, and the number of matches, the fast way: tantivy's top-k
+/// collector keeps a plain score and drops documents below the page's threshold. Its ties
+/// are ordered by document address, which a rebuild can change, so the candidates are
+/// re-ordered by the full key; that is exact unless the score tie reaches the last
+/// candidate, when this returns `None` and the caller orders everything by full key.
+///
+/// Counting in the same pass costs nothing extra: every query of the search box has a
+/// required clause, so tantivy scores each match anyway (block-max WAND applies only to a
+/// bare union of terms).
+fn first_relevance_page(searcher: &Searcher, query: &dyn Query, n: usize) -> Result<Option<Found>, ProjectionError> {
+    let (candidates, total) = searcher.search(query, &(TopDocs::with_limit(n + TIE_MARGIN), Count))?;
     let exhaustive = candidates.len() < n + TIE_MARGIN;
+    // One `seq` column per segment, opened once: opening one decodes its header.
+    let mut seqs: HashMap<u32, Option<Column<u64>>> = HashMap::new();
     let mut keyed = Vec::with_capacity(candidates.len());
     for (score, addr) in candidates {
-        let seq = searcher.segment_reader(addr.segment_ord).fast_fields().u64("seq")?.first(addr.doc_id).unwrap_or(0);
+        let column = seqs.entry(addr.segment_ord).or_insert_with(|| searcher.segment_reader(addr.segment_ord).fast_fields().u64("seq").ok());
+        let seq = column.as_ref().and_then(|c| c.first(addr.doc_id)).unwrap_or(0);
         keyed.push(((score_bits(score), 0, seq), addr));
     }
     keyed.sort_by_key(|(key, _)| std::cmp::Reverse(*key));
@@ -251,11 +259,45 @@ fn first_relevance_page(searcher: &Searcher, query: &dyn Query, n: usize) -> Res
         return Ok(None);
     }
     keyed.truncate(n);
-    Ok(Some(keyed))
+    Ok(Some((keyed, total)))
 }
 
 fn score_bits(score: Score) -> u64 {
     u64::from(score.max(0.0).to_bits())
+}
+
+/// The fields a query may name (`title:word`, `authors:name`).
+const ADDRESSABLE_FIELDS: &[&str] = &["title", "authors"];
+
+/// Turns every colon outside quotes that does not follow an [`ADDRESSABLE_FIELDS`] name
+/// (and precede a word) into a space. tantivy reads `word:` as a field name and the lenient
+/// parser drops the clause of an unknown one, so a pasted title such as `SADL: What to
+/// Ignore?` searched only `what to ignore`, matching nearly everything.
+fn colons_as_punctuation(query: &str) -> std::borrow::Cow<'_, str> {
+    if !query.contains(':') {
+        return query.into();
+    }
+    let mut out = String::with_capacity(query.len());
+    let mut in_quotes = false;
+    let mut word_start = 0;
+    for (i, c) in query.char_indices() {
+        match c {
+            '"' => in_quotes = !in_quotes,
+            ':' if !in_quotes => {
+                let name = query[word_start..i].trim_start_matches(['+', '-', '(']);
+                let names_a_word = query[i + 1..].starts_with(|c: char| !c.is_whitespace());
+                if !(names_a_word && ADDRESSABLE_FIELDS.contains(&name)) {
+                    out.push(' ');
+                    word_start = i + 1;
+                    continue;
+                }
+            }
+            c if c.is_whitespace() => word_start = i + c.len_utf8(),
+            _ => {}
+        }
+        out.push(c);
+    }
+    out.into()
 }
 
 /// Escapes the characters of a DID that a regular expression would read as operators.
@@ -268,4 +310,28 @@ pub(crate) fn regex_escape(text: &str) -> String {
         out.push(c);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::colons_as_punctuation;
+
+    #[test]
+    fn colons_name_a_field_only_before_a_word_and_after_a_field_name() {
+        let cases = [
+            ("SADL: What to Ignore?", "SADL  What to Ignore?"),
+            ("Learning to Deny:", "Learning to Deny "),
+            ("title:graph neural", "title:graph neural"),
+            ("-authors:smith graph", "-authors:smith graph"),
+            ("(title:\"graph neural\" OR x)", "(title:\"graph neural\" OR x)"),
+            ("title: graph", "title  graph"),
+            ("abstract:graph", "abstract graph"),
+            ("\"Re: a study\" of did:plc:abc", "\"Re: a study\" of did plc abc"),
+            ("no colon here", "no colon here"),
+            ("Émile:Été", "Émile Été"),
+        ];
+        for (query, expected) in cases {
+            assert_eq!(colons_as_punctuation(query), expected, "{query}");
+        }
+    }
 }

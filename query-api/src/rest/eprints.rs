@@ -81,7 +81,7 @@ async fn search(State(state): State<AppState>, RawQuery(query): RawQuery) -> Res
         limit: limit(&p)?,
         cursor: one(&p, "cursor")?.map(str::to_owned),
     };
-    Ok(Json(eprints::search(&state, args)?.into_body("results")?))
+    Ok(Json(eprints::search(&state, args).await?.into_body("results")?))
 }
 
 async fn detail(State(state): State<AppState>, Path(uri): Path<String>) -> Result<Json<Body>, RestError> {

@@ -19,7 +19,7 @@ pub fn list_by_author(state: &AppState, p: &Params) -> Result<Body, ApiError> {
 }
 
 /// `pub.svc.eprint.searchSubmissions`: `sortBy` wins over `sort` when both are sent.
-pub fn search_submissions(state: &AppState, p: &Params) -> Result<Body, ApiError> {
+pub async fn search_submissions(state: &AppState, p: &Params) -> Result<Body, ApiError> {
     let sort = match (p.str("sortBy"), p.str("sort")) {
         (Some("date"), _) | (None, Some("recent")) => SortOrder::Date,
         (Some("citations"), _) => SortOrder::Citations,
@@ -35,5 +35,5 @@ pub fn search_submissions(state: &AppState, p: &Params) -> Result<Body, ApiError
         limit: p.int("limit").unwrap_or(25) as usize,
         cursor: p.str("cursor").map(str::to_owned),
     };
-    eprints::search(state, args)?.into_body("submissions")
+    eprints::search(state, args).await?.into_body("submissions")
 }

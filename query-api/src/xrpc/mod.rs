@@ -48,15 +48,16 @@ async fn dispatch(
     let q = query.as_deref().unwrap_or_default();
     let result = match nsid.as_str() {
         "pub.svc.eprint.getSubmission" => query_method(&state, &nsid, &method, q, &[], eprint::get_submission),
-        "pub.svc.eprint.searchSubmissions" => {
-            query_method(&state, &nsid, &method, q, &[("q", "query"), ("author", "authors")], eprint::search_submissions)
-        }
+        "pub.svc.eprint.searchSubmissions" => match query_params(&state, &nsid, &method, q, &[("q", "query"), ("author", "authors")]) {
+            Ok(p) => eprint::search_submissions(&state, &p).await,
+            Err(e) => Err(e),
+        },
         "pub.svc.eprint.listByAuthor" => query_method(&state, &nsid, &method, q, &[("did", "author")], eprint::list_by_author),
-        "pub.svc.sync.checkStaleness" => match query_params(&state, &nsid, &method, q) {
+        "pub.svc.sync.checkStaleness" => match query_params(&state, &nsid, &method, q, &[]) {
             Ok(p) => sync::check_staleness(&state, &p).await.and_then(|v| crate::eprints::body(&v)),
             Err(e) => Err(e),
         },
-        "pub.svc.sync.verify" => match query_params(&state, &nsid, &method, q) {
+        "pub.svc.sync.verify" => match query_params(&state, &nsid, &method, q, &[]) {
             Ok(p) => sync::verify(&state, &p).await.and_then(|v| crate::eprints::body(&v)),
             Err(e) => Err(e),
         },
@@ -101,16 +102,17 @@ async fn procedure(state: &AppState, nsid: &str, method: &Method, headers: &Head
     crate::eprints::body(&out)
 }
 
-/// The validated parameters of a query method called with GET (or HEAD).
-fn query_params(state: &AppState, nsid: &str, method: &Method, query: &str) -> Result<Params, ApiError> {
+/// The parameters of a query method: GET (or HEAD) only, parameters validated against its
+/// lexicon after renaming `aliases` (`(alias, canonical)`, used only when the canonical
+/// name is absent).
+fn query_params(state: &AppState, nsid: &str, method: &Method, query: &str, aliases: &[(&str, &str)]) -> Result<Params, ApiError> {
     if method != Method::GET && method != Method::HEAD {
         return Err(ApiError::wrong_method(format!("{nsid} is a query: use GET")));
     }
-    parse_params(state, nsid, query, &[])
+    parse_params(state, nsid, query, aliases)
 }
 
-/// Runs a query method: GET (or HEAD) only, parameters validated against its lexicon after
-/// renaming `aliases` (`(alias, canonical)`, used only when the canonical name is absent).
+/// Runs a query method that answers from the read models at once (see [`query_params`]).
 fn query_method(
     state: &AppState,
     nsid: &str,
@@ -119,11 +121,7 @@ fn query_method(
     aliases: &[(&str, &str)],
     handler: fn(&AppState, &Params) -> Result<Body, ApiError>,
 ) -> Result<Body, ApiError> {
-    if method != Method::GET && method != Method::HEAD {
-        return Err(ApiError::wrong_method(format!("{nsid} is a query: use GET")));
-    }
-    let params = parse_params(state, nsid, query, aliases)?;
-    handler(state, &params)
+    handler(state, &query_params(state, nsid, method, query, aliases)?)
 }
 
 /// Parses and validates a query string.
