@@ -254,6 +254,31 @@ fn applying_a_prefix_twice_gives_the_same_read_model() {
 }
 
 #[test]
+fn a_live_catch_up_ends_with_a_commit_and_one_merged_segment() {
+    let env = env();
+    let did = "did:plc:mmmmmmmmmmmmmmmmmmmmmmmm";
+    let n = 3000;
+    let events: Vec<NewEvent> =
+        (0..n).map(|i| write(did, &format!("3m{i:05}"), "3r000", submission(&format!("Merged study {i}"), &[("M", did)], 1), false)).collect();
+    for chunk in events.chunks(500) {
+        env.log.append(chunk).unwrap();
+    }
+    let v = catalog::ensure_active(&env.ctx, "search").unwrap();
+    let mut p = catalog::open(&env.ctx, "search", v, Mode::Live).unwrap();
+    // Small batches: every one but the last says more events are waiting.
+    catch_up(env.log.as_ref(), p.as_mut(), 100).unwrap();
+    assert_eq!(p.durable_checkpoints().unwrap(), p.checkpoints().unwrap(), "the end of a catch-up is committed at once");
+    let index = env.ctx.search.open(v).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while index.segment_count() > 1 {
+        assert!(std::time::Instant::now() < deadline, "still {} segments a minute after the catch-up", index.segment_count());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let (hits, total) = search_all(&env, "merged study", SortOrder::Date, 1000);
+    assert_eq!((hits.len(), total), (n, n));
+}
+
+#[test]
 fn a_pasted_title_with_a_colon_finds_its_paper() {
     let env = env();
     let did = "did:plc:cccccccccccccccccccccccc";

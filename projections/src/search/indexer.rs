@@ -52,6 +52,10 @@ pub struct SearchProjection {
     last_commit: Instant,
     /// `None` in rebuild mode: commit only when flushed.
     commit_interval: Option<Duration>,
+    /// Whether a batch since the last end of a catch-up said more events were waiting.
+    catching_up: bool,
+    /// Live mode, until the first catch-up has ended: merge the segments then.
+    merge_after_catch_up: bool,
 }
 
 impl SearchProjection {
@@ -80,6 +84,8 @@ impl SearchProjection {
             new_tombstones: HashMap::new(),
             last_commit: Instant::now(),
             commit_interval: (mode == Mode::Live).then_some(LIVE_COMMIT_INTERVAL),
+            catching_up: false,
+            merge_after_catch_up: mode == Mode::Live,
         })
     }
 
@@ -159,6 +165,43 @@ impl SearchProjection {
         Ok(())
     }
 
+    /// A catch-up has ended (a batch or a flush found no more events waiting): commits
+    /// at once. After the first one in live mode (from a fresh seed, or after downtime),
+    /// merges the segments; later bursts are left to tantivy's merge policy, since a full
+    /// merge rewrites the whole index.
+    fn end_catch_up(&mut self) -> Result<(), ProjectionError> {
+        self.catching_up = false;
+        if self.applied != self.committed {
+            self.commit()?;
+        }
+        if std::mem::take(&mut self.merge_after_catch_up) {
+            self.merge_segments()?;
+        }
+        Ok(())
+    }
+
+    /// Merges every segment into one, in the background: a catch-up commits every 10 s and
+    /// leaves several segments, and every search walks each one. Searches see the merged
+    /// segment as soon as it is written. (A rebuild commits once, at its end, and is not
+    /// merged: its segments are as few as the indexing threads.)
+    fn merge_segments(&mut self) -> Result<(), ProjectionError> {
+        let segments = self.index.index.searchable_segment_ids()?;
+        if segments.len() < 2 {
+            return Ok(());
+        }
+        let merge = self.writer.merge(&segments);
+        let index = self.index.clone();
+        let count = segments.len();
+        std::thread::Builder::new()
+            .name("search-merge".into())
+            .spawn(move || match merge.wait().map_err(ProjectionError::from).and_then(|_| index.reload()) {
+                Ok(()) => debug!(segments = count, "merged the search index after a catch-up"),
+                Err(e) => tracing::warn!(error = %e, "merging the search index after a catch-up failed (searches go on over its segments)"),
+            })
+            .map_err(|e| ProjectionError::Search(format!("failed to start the merge thread: {e}")))?;
+        Ok(())
+    }
+
     fn commit(&mut self) -> Result<(), ProjectionError> {
         let payload = CommitPayload { checkpoints: self.applied.clone(), hidden: self.hidden.clone() };
         let payload = serde_json::to_string(&payload).map_err(|e| ProjectionError::Search(e.to_string()))?;
@@ -232,6 +275,11 @@ impl Projection for SearchProjection {
         }
         self.store_tombstones()?;
         self.applied.extend(batch.next().iter().map(|(p, o)| (*p, *o)));
+        if batch.more_to_come() {
+            self.catching_up = true;
+        } else if self.catching_up {
+            return self.end_catch_up();
+        }
         let interval = self.commit_interval.map(|every| if batch.more_to_come() { CATCH_UP_COMMIT_INTERVAL.max(every) } else { every });
         if interval.is_some_and(|every| self.last_commit.elapsed() >= every) {
             self.commit()?;
@@ -240,6 +288,9 @@ impl Projection for SearchProjection {
     }
 
     fn flush(&mut self) -> Result<(), ProjectionError> {
+        if self.catching_up {
+            return self.end_catch_up();
+        }
         if self.applied != self.committed {
             self.commit()?;
         }

@@ -74,6 +74,11 @@ impl SearchIndex {
         self.hidden.read().map(|h| h.clone()).unwrap_or_default()
     }
 
+    /// The number of segments searches walk, in the newest visible commit.
+    pub fn segment_count(&self) -> usize {
+        self.reader.searcher().segment_readers().len()
+    }
+
     /// The number of documents (eprints) in the newest visible commit.
     pub fn num_docs(&self) -> u64 {
         self.reader.searcher().num_docs()
