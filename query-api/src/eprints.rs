@@ -55,22 +55,16 @@ pub fn check_did(field: &str, did: &str) -> Result<(), ApiError> {
     }
 }
 
-/// Runs long work without stalling the other tasks of a multi-threaded runtime (in place
-/// elsewhere: `block_in_place` is refused by a current-thread runtime).
-fn off_worker<T>(work: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current() {
-        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(work),
-        _ => work(),
-    }
-}
-
-/// Runs store reads: in place when the store answers from local pages, off the worker when
-/// they wait on the network (ScyllaDB).
+/// Runs store reads: in place when the store answers from local pages, and otherwise (a
+/// network round trip on ScyllaDB) without stalling the other tasks of a multi-threaded
+/// runtime (`block_in_place` is refused by a current-thread one).
 fn blocking<T>(state: &AppState, read: impl FnOnce() -> T) -> T {
-    if state.store.reads_block() {
-        off_worker(read)
-    } else {
-        read()
+    if !state.store.reads_block() {
+        return read();
+    }
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(read),
+        _ => read(),
     }
 }
 

@@ -32,27 +32,7 @@ for port in "$PORT_OLD" "$PORT_NEW"; do
 done
 
 # The same request mixes as run.sh: 1,000 eprint URIs, and searches from their titles.
-python3 - "$PORT_OLD" "$WORK" <<'PY'
-import json, sys, urllib.parse, urllib.request
-port, work = sys.argv[1], sys.argv[2]
-base = f"http://127.0.0.1:{port}"
-uris, words, cursor = [], [], None
-while len(uris) < 1000:
-    q = f"{base}/xrpc/pub.svc.eprint.searchSubmissions?query=*&sortBy=date&limit=100" + (f"&cursor={cursor}" if cursor else "")
-    page = json.load(urllib.request.urlopen(q))
-    for h in page["submissions"]:
-        uris.append(h["uri"])
-        words.append(" ".join(h["title"].split()[:3]))
-    cursor = page.get("cursor")
-    if not cursor:
-        break
-with open(f"{work}/get.txt", "w") as f:
-    for u in uris:
-        f.write("/xrpc/pub.svc.eprint.getSubmission?uri=" + urllib.parse.quote(u, safe="") + "\n")
-with open(f"{work}/search.txt", "w") as f:
-    for w in words:
-        f.write("/xrpc/pub.svc.eprint.searchSubmissions?query=" + urllib.parse.quote(w, safe="") + "\n")
-PY
+python3 scripts/loadtest/mixes.py "$PORT_OLD" "$WORK"
 
 run() { # build port target paths connections
   WRK_PATHS="$WORK/$4" wrk -t2 -c"$5" -d"${SECS}s" --latency -s scripts/loadtest/paths.lua "http://127.0.0.1:$2" >"$WORK/out.wrk"

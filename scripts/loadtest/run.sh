@@ -69,31 +69,9 @@ start_svc
 wait_caught_up
 # Request mixes: 1,000 eprint URIs, and searches built from their title words.
 curl -s "http://127.0.0.1:$PORT/xrpc/pub.svc.eprint.searchSubmissions?query=*&limit=100" >/dev/null
-python3 - "$PORT" "$WORK" <<'PY'
-import json, sys, urllib.parse, urllib.request
-port, work = sys.argv[1], sys.argv[2]
-base = f"http://127.0.0.1:{port}"
-uris, words, cursor = [], [], None
-while len(uris) < 1000:
-    q = f"{base}/xrpc/pub.svc.eprint.searchSubmissions?query=*&sortBy=date&limit=100" + (f"&cursor={cursor}" if cursor else "")
-    page = json.load(urllib.request.urlopen(q))
-    for h in page["submissions"]:
-        uris.append(h["uri"])
-        words.append(" ".join(h["title"].split()[:3]))
-    cursor = page.get("cursor")
-    if not cursor:
-        break
-with open(f"{work}/get.txt", "w") as f:
-    for u in uris:
-        f.write("/xrpc/pub.svc.eprint.getSubmission?uri=" + urllib.parse.quote(u, safe="") + "\n")
-with open(f"{work}/search.txt", "w") as f:
-    for w in words:
-        f.write("/xrpc/pub.svc.eprint.searchSubmissions?query=" + urllib.parse.quote(w, safe="") + "\n")
-with open(f"{work}/base.txt", "w") as f:
-    f.write("/\n")
-with open(f"{work}/live.txt", "w") as f:
-    f.write("/health/liveness\n")
-PY
+python3 scripts/loadtest/mixes.py "$PORT" "$WORK"
+echo / >"$WORK/base.txt"
+echo /health/liveness >"$WORK/live.txt"
 target/release/examples/hello_baseline "127.0.0.1:$BASE_PORT" & BASE_PID=$!
 sleep 0.5
 
