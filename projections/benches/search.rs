@@ -26,7 +26,16 @@ fn papers() -> PathBuf {
 }
 
 fn request(query: &str, sort: SortOrder) -> SearchRequest {
-    SearchRequest { query: query.into(), fields: vec![], authors: vec![], created_from: None, created_to: None, sort, limit: 25, cursor: None }
+    SearchRequest {
+        query: query.into(),
+        fields: vec![],
+        authors: vec![],
+        created_from: None,
+        created_to: None,
+        sort,
+        limit: 25,
+        cursor: None,
+    }
 }
 
 fn bench(c: &mut Criterion) {

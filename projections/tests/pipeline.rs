@@ -121,8 +121,11 @@ fn updates_deletes_and_stale_revisions() {
     project_all(&env);
     let reader = EprintsReader::new(env.ctx.store.as_ref()).unwrap();
     let uri = format!("at://{a}/pub.svc.eprint.submission/3aaa");
-    let record: serde_json::Value = serde_json::from_str(reader.get(&uri).unwrap().unwrap().record.get()).unwrap();
+    let record: serde_json::Value = serde_json::from_str(&reader.get(&uri).unwrap().unwrap().record).unwrap();
     assert_eq!(record["title"], "Revised Title");
+    let (eprint, account) = reader.detail(&uri).unwrap().unwrap();
+    assert_eq!((eprint.record, account), (reader.get(&uri).unwrap().unwrap().record, reader.account(a).unwrap()));
+    assert!(reader.detail(&format!("at://{a}/pub.svc.eprint.submission/3bbb")).unwrap().is_none());
     assert!(reader.get(&format!("at://{a}/pub.svc.eprint.submission/3bbb")).unwrap().is_none());
     let page = reader.by_author(a, 10, None).unwrap();
     assert_eq!((page.total, page.eprints.len()), (1, 1));
@@ -212,7 +215,7 @@ fn backfill_and_live_events_commute() {
             .iter()
             .map(|rkey| {
                 reader.get(&format!("at://{a}/pub.svc.eprint.submission/{rkey}")).unwrap().map(|e| {
-                    let record: serde_json::Value = serde_json::from_str(e.record.get()).unwrap();
+                    let record: serde_json::Value = serde_json::from_str(&e.record).unwrap();
                     record["title"].as_str().unwrap().to_owned()
                 })
             })
@@ -258,8 +261,9 @@ fn a_live_catch_up_ends_with_a_commit_and_one_merged_segment() {
     let env = env();
     let did = "did:plc:mmmmmmmmmmmmmmmmmmmmmmmm";
     let n = 3000;
-    let events: Vec<NewEvent> =
-        (0..n).map(|i| write(did, &format!("3m{i:05}"), "3r000", submission(&format!("Merged study {i}"), &[("M", did)], 1), false)).collect();
+    let events: Vec<NewEvent> = (0..n)
+        .map(|i| write(did, &format!("3m{i:05}"), "3r000", submission(&format!("Merged study {i}"), &[("M", did)], 1), false))
+        .collect();
     for chunk in events.chunks(500) {
         env.log.append(chunk).unwrap();
     }
@@ -287,7 +291,8 @@ fn a_pasted_title_with_a_colon_finds_its_paper() {
         titles.iter().enumerate().map(|(i, t)| write(did, &format!("3c{i}"), "3r000", submission(t, &[("C", did)], 1), false)).collect();
     env.log.append(&events).unwrap();
     project_all(&env);
-    for (query, expected) in [("SADL: What to", vec![titles[0]]), ("title:next", vec![titles[1]]), ("Colons: title:less", vec![titles[3]])] {
+    for (query, expected) in [("SADL: What to", vec![titles[0]]), ("title:next", vec![titles[1]]), ("Colons: title:less", vec![titles[3]])]
+    {
         let (hits, total) = search_all(&env, query, SortOrder::Relevance, 10);
         let found: Vec<&str> = hits.iter().map(|h| h["title"].as_str().unwrap()).collect();
         assert_eq!((found, total), (expected.clone(), expected.len()), "{query}");
@@ -462,7 +467,7 @@ fn eprints_dump(store: &dyn store::Store, dids: &[&str], uris: &[String]) -> Vec
         out.push(format!("{did} account {:?} {:?}", account.handle, account.display_name));
     }
     for uri in uris {
-        out.push(format!("{uri}: {:?}", reader.get(uri).unwrap().map(|e| e.record.get().to_owned())));
+        out.push(format!("{uri}: {:?}", reader.get(uri).unwrap().map(|e| e.record)));
     }
     out
 }

@@ -1,9 +1,12 @@
 //! The eprint operations, shared by XRPC and REST: parameters in, JSON out.
 
+use axum::body::Bytes;
+use axum::http::header::{self, HeaderValue};
+use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, NaiveDate, Utc};
 use data_encoding::BASE64URL_NOPAD;
 use lexicons::formats;
-use projections::eprints::read::EprintsReader;
+use projections::eprints::read::{Account, Eprint, EprintsReader};
 use projections::search::{SearchCursor, SearchRequest, SortOrder};
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -12,24 +15,62 @@ use serde_json::{json, Value};
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// A response body, already serialized.
-pub type Body = Box<RawValue>;
+/// A response body: JSON, already serialized.
+#[derive(Debug, Clone)]
+pub struct Body(Bytes);
+
+impl Body {
+    /// The JSON text.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl IntoResponse for Body {
+    fn into_response(self) -> Response {
+        ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], self.0).into_response()
+    }
+}
 
 /// Serializes a response body.
 pub fn body<T: Serialize + ?Sized>(value: &T) -> Result<Body, ApiError> {
-    serde_json::value::to_raw_value(value).map_err(|e| ApiError::from_error(crate::error::Internal(e.to_string())))
+    serde_json::to_vec(value).map(|v| Body(v.into())).map_err(|e| ApiError::from_error(crate::error::Internal(e.to_string())))
 }
 
-/// The eprint detail, serialized around the stored record text without re-parsing it.
+/// The eprint detail's author.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Detail<'a> {
-    uri: &'a str,
-    cid: &'a str,
-    author: Value,
-    record: &'a RawValue,
-    indexed_at: &'a str,
-    metrics: Value,
+struct DetailAuthor<'a> {
+    did: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    display_name: Option<&'a str>,
+    handle: &'a str,
+}
+
+/// Writes the eprint detail around the stored record text, which goes out as the
+/// projection wrote it (valid JSON by construction), neither parsed nor copied twice:
+/// `{uri, cid, author, record, indexedAt, metrics}`.
+fn detail_body(eprint: &Eprint, account: &Account) -> Result<Body, ApiError> {
+    let author = DetailAuthor {
+        did: &eprint.did,
+        display_name: account.display_name.as_deref(),
+        handle: account.handle.as_deref().unwrap_or("handle.invalid"),
+    };
+    let record = if eprint.record.is_empty() { "null" } else { &eprint.record };
+    let mut out = Vec::with_capacity(record.len() + 512);
+    let fail = |e: serde_json::Error| ApiError::from_error(crate::error::Internal(e.to_string()));
+    out.extend_from_slice(b"{\"uri\":");
+    serde_json::to_writer(&mut out, &eprint.uri).map_err(fail)?;
+    out.extend_from_slice(b",\"cid\":");
+    serde_json::to_writer(&mut out, &eprint.cid).map_err(fail)?;
+    out.extend_from_slice(b",\"author\":");
+    serde_json::to_writer(&mut out, &author).map_err(fail)?;
+    out.extend_from_slice(b",\"record\":");
+    out.extend_from_slice(record.as_bytes());
+    out.extend_from_slice(b",\"indexedAt\":");
+    serde_json::to_writer(&mut out, &eprint.indexed_at).map_err(fail)?;
+    out.extend_from_slice(br#","metrics":{"citations":0,"downloads":0,"views":0}}"#);
+    Ok(Body(out.into()))
 }
 
 /// Checks that `uri` is the AT URI of a record and returns it.
@@ -71,32 +112,18 @@ fn blocking<T>(state: &AppState, read: impl FnOnce() -> T) -> T {
 /// The eprint detail of `uri` (the `getSubmission` answer).
 pub fn get(state: &AppState, uri: &str, cid: Option<&str>) -> Result<Body, ApiError> {
     parse_record_uri("uri", uri)?;
-    let (eprint, account) = blocking(state, || -> Result<_, ApiError> {
-        let reader = EprintsReader::new(state.store.as_ref())?;
-        let eprint = reader.get(uri)?.ok_or_else(|| ApiError::record_not_found(format!("no eprint at {uri}")))?;
-        let account = reader.account(&eprint.did)?;
-        if account.hidden {
-            return Err(ApiError::record_not_found(format!("no eprint at {uri}")));
-        }
-        Ok((eprint, account))
-    })?;
+    let detail = blocking(state, || EprintsReader::new(state.store.as_ref())?.detail(uri))?;
+    let (eprint, account) = match detail {
+        Some((_, account)) if account.hidden => None,
+        found => found,
+    }
+    .ok_or_else(|| ApiError::record_not_found(format!("no eprint at {uri}")))?;
     if let Some(cid) = cid {
         if cid != eprint.cid {
             return Err(ApiError::record_not_found(format!("the indexed record at {uri} has CID {}, not {cid}", eprint.cid)));
         }
     }
-    let mut author = json!({"did": eprint.did, "handle": account.handle.unwrap_or_else(|| "handle.invalid".into())});
-    if let Some(name) = account.display_name {
-        author["displayName"] = json!(name);
-    }
-    body(&Detail {
-        uri: &eprint.uri,
-        cid: &eprint.cid,
-        author,
-        record: &eprint.record,
-        indexed_at: &eprint.indexed_at,
-        metrics: json!({"views": 0, "downloads": 0, "citations": 0}),
-    })
+    detail_body(&eprint, &account)
 }
 
 /// A page of an author's eprints: `{eprints, cursor?, total}`.
@@ -212,7 +239,8 @@ pub async fn search(state: &AppState, args: SearchArgs) -> Result<SearchPage, Ap
         limit: args.limit,
         cursor,
     };
-    let _slot = state.searches.acquire().await.map_err(|_| ApiError::from_error(crate::error::Internal("the search slots are closed".into())))?;
+    let _slot =
+        state.searches.acquire().await.map_err(|_| ApiError::from_error(crate::error::Internal("the search slots are closed".into())))?;
     let results = tokio::task::spawn_blocking(move || index.search(&request))
         .await
         .map_err(|e| ApiError::from_error(crate::error::Internal(format!("the search task failed: {e}"))))??;

@@ -24,7 +24,7 @@ use axum::Router;
 use tower_http::cors::{Any, CorsLayer};
 use tower_http::trace::TraceLayer;
 
-pub use state::{AppState, ServiceIdentity, SyncSettings};
+pub use state::{AppState, ServiceIdentity, Shared, SyncSettings};
 
 /// The security headers every response carries.
 pub const SECURITY_HEADERS: &[(&str, &str)] = &[

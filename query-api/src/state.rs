@@ -12,9 +12,28 @@ use tokio::sync::{watch, Semaphore};
 
 use crate::auth::ServiceAuth;
 
-/// The shared state of the API.
+/// The shared state of the API: a handle on [`Shared`], which every request clones (one
+/// reference count, not one per field).
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl AppState {
+    /// The handle on `shared`.
+    pub fn new(shared: Shared) -> AppState {
+        AppState(Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// What every handler can reach.
+pub struct Shared {
     /// The event log (for readiness and lag).
     pub log: Arc<dyn EventLog>,
     /// The read-model store shared by every query node.
@@ -70,7 +89,7 @@ pub struct ServiceIdentity {
     pub public_url: String,
 }
 
-impl AppState {
+impl Shared {
     /// The active version of the search index, if one was activated.
     pub fn search_index(&self) -> Result<Option<Arc<SearchIndex>>, ProjectionError> {
         match self.node.active_version(SEARCH_MODEL)? {

@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use eventlog::EventLog;
 use projections::catalog::{Context, FollowActive};
 use projections::{Progress, Projection, Worker, WorkerConfig};
-use query_api::{AppState, ServiceIdentity, SyncSettings};
+use query_api::{AppState, ServiceIdentity, Shared, SyncSettings};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -74,7 +74,7 @@ impl Supervisor {
     pub async fn spawn_api(&mut self, args: &UpArgs, log: Arc<dyn EventLog>, ctx: &Context, progress: ProgressFeeds) -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("failed to listen on {}", args.listen))?;
         let local = listener.local_addr()?;
-        let state = AppState {
+        let state = AppState::new(Shared {
             log,
             store: ctx.store.clone(),
             node: ctx.node.clone(),
@@ -88,7 +88,7 @@ impl Supervisor {
             progress: Arc::new(progress),
             sync: Arc::new(sync_settings(args, ctx)),
             searches: query_api::state::search_slots(),
-        };
+        });
         let app = query_api::app(state);
         self.spawn(|token| async move {
             axum::serve(listener, app).with_graceful_shutdown(async move { token.cancelled().await }).await.context("http server failed")

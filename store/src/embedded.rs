@@ -127,6 +127,20 @@ impl Store for EmbeddedStore {
             .collect()
     }
 
+    fn get_each(&self, keys: &[(&TableRef, &str, &[u8])]) -> Result<Vec<Option<Columns>>, StoreError> {
+        let txn = self.db.begin_read()?;
+        keys.iter()
+            .map(|(table, partition, clustering)| {
+                let name = table.physical_name();
+                let Some(t) = open_rows(&txn, &name)? else { return Ok(None) };
+                match t.get((*partition, *clustering))? {
+                    Some(v) => Ok(Some(decode_columns(&name, v.value())?)),
+                    None => Ok(None),
+                }
+            })
+            .collect()
+    }
+
     fn count(&self, table: &TableRef, partition: &str) -> Result<u64, StoreError> {
         let name = table.physical_name();
         let txn = self.db.begin_read()?;

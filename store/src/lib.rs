@@ -132,6 +132,13 @@ pub trait Store: Send + Sync {
     /// snapshot, in the order of `keys`.
     fn get_many(&self, table: &TableRef, keys: &[(String, Vec<u8>)]) -> Result<Vec<Option<Columns>>, StoreError>;
 
+    /// One row from each of several tables, `(table, partition, clustering)`, in the order
+    /// of `keys`: at one snapshot where the store has snapshots (the embedded store: one
+    /// read transaction instead of one per row), row by row otherwise.
+    fn get_each(&self, keys: &[(&TableRef, &str, &[u8])]) -> Result<Vec<Option<Columns>>, StoreError> {
+        keys.iter().map(|(table, partition, clustering)| self.get(table, partition, clustering)).collect()
+    }
+
     /// The number of rows in one partition.
     fn count(&self, table: &TableRef, partition: &str) -> Result<u64, StoreError>;
 

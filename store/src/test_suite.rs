@@ -62,6 +62,9 @@ pub fn put_get_delete(store: &dyn Store) {
     let keys = vec![("p2".to_owned(), b"k".to_vec()), ("nope".to_owned(), b"k".to_vec()), ("p".to_owned(), b"k".to_vec())];
     assert_eq!(store.get_many(&t, &keys).unwrap(), vec![Some(cols(2)), None, Some(cols(1))]);
     assert_eq!(store.get_many(&TableRef::new("m", 9, "t"), &keys).unwrap(), vec![None, None, None]);
+    let missing = TableRef::new("m", 9, "t");
+    let each: [(&TableRef, &str, &[u8]); 4] = [(&other, "p", b"k"), (&t, "p", b"k"), (&missing, "p", b"k"), (&t, "p", b"x")];
+    assert_eq!(store.get_each(&each).unwrap(), vec![Some(cols(3)), Some(cols(1)), None, None]);
     let mut b = Batch::default();
     b.delete(&t, "p", b"k".to_vec(), 2);
     store.apply(b).unwrap();

@@ -16,8 +16,9 @@ pub struct Eprint {
     pub did: String,
     /// The record's CID.
     pub cid: String,
-    /// The record in the contract's shape, as stored JSON text (served without re-parsing).
-    pub record: Box<serde_json::value::RawValue>,
+    /// The record in the contract's shape: the JSON text the projection wrote, served as
+    /// it is (neither parsed nor checked again on the way out).
+    pub record: String,
     /// When the event that wrote it entered the log.
     pub indexed_at: String,
 }
@@ -54,6 +55,27 @@ fn parse(c: &Columns, k: &str) -> Result<Json, ProjectionError> {
     serde_json::from_str(&t).map_err(|e| ProjectionError::Corrupt(format!("eprint row {k}: {e}")))
 }
 
+/// The eprint in a record row, unless the row marks it deleted.
+fn eprint_of(uri: &str, mut row: Columns) -> Option<Eprint> {
+    if row.get("deleted").and_then(Value::as_bool) == Some(true) {
+        return None;
+    }
+    let mut take = |k: &str| match row.remove(k) {
+        Some(Value::Text(t)) => t,
+        _ => String::new(),
+    };
+    Some(Eprint { uri: uri.to_owned(), did: take("did"), cid: take("cid"), record: take("record"), indexed_at: take("indexedAt") })
+}
+
+/// The account in an account row (an absent row is the default account).
+fn account_of(row: Columns) -> Account {
+    Account {
+        handle: text(&row, "handle"),
+        display_name: text(&row, "displayName"),
+        hidden: row.get("active").and_then(Value::as_bool) == Some(false),
+    }
+}
+
 /// Reads the active version of the eprints model.
 pub struct EprintsReader<'a> {
     store: &'a dyn Store,
@@ -69,29 +91,26 @@ impl<'a> EprintsReader<'a> {
     /// The eprint at `uri`, unless absent or deleted.
     pub fn get(&self, uri: &str) -> Result<Option<Eprint>, ProjectionError> {
         let Some(v) = self.version else { return Ok(None) };
-        let Some(row) = self.store.get(&records(v), uri, &[])? else { return Ok(None) };
-        if row.get("deleted").and_then(Value::as_bool) == Some(true) {
-            return Ok(None);
-        }
-        Ok(Some(Eprint {
-            uri: uri.to_owned(),
-            did: text(&row, "did").unwrap_or_default(),
-            cid: text(&row, "cid").unwrap_or_default(),
-            record: serde_json::value::RawValue::from_string(text(&row, "record").unwrap_or_else(|| "null".into()))
-                .map_err(|e| ProjectionError::Corrupt(format!("eprint row record: {e}")))?,
-            indexed_at: text(&row, "indexedAt").unwrap_or_default(),
-        }))
+        let row = self.store.get(&records(v), uri, &[])?;
+        Ok(row.and_then(|row| eprint_of(uri, row)))
     }
 
     /// What the model knows of an account.
     pub fn account(&self, did: &str) -> Result<Account, ProjectionError> {
         let Some(v) = self.version else { return Ok(Account::default()) };
-        let row = self.store.get(&accounts(v), did, &[])?.unwrap_or_default();
-        Ok(Account {
-            handle: text(&row, "handle"),
-            display_name: text(&row, "displayName"),
-            hidden: row.get("active").and_then(Value::as_bool) == Some(false),
-        })
+        Ok(account_of(self.store.get(&accounts(v), did, &[])?.unwrap_or_default()))
+    }
+
+    /// The eprint at `uri` (unless absent or deleted) with its repository's account, both
+    /// read at one snapshot of the store. The repository is the URI's authority, which the
+    /// caller has checked to be a DID.
+    pub fn detail(&self, uri: &str) -> Result<Option<(Eprint, Account)>, ProjectionError> {
+        let Some(v) = self.version else { return Ok(None) };
+        let repo = uri.strip_prefix("at://").and_then(|rest| rest.split('/').next()).unwrap_or_default();
+        let (records, accounts) = (records(v), accounts(v));
+        let mut rows = self.store.get_each(&[(&records, uri, &[]), (&accounts, repo, &[])])?.into_iter();
+        let (Some(record), Some(account)) = (rows.next().flatten(), rows.next()) else { return Ok(None) };
+        Ok(eprint_of(uri, record).map(|eprint| (eprint, account_of(account.unwrap_or_default()))))
     }
 
     /// A page of an author's eprints, newest first, starting after `after`.

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 
 use tantivy::store::Compressor;
-use tantivy::{Index, IndexSettings, IndexReader, ReloadPolicy};
+use tantivy::{Index, IndexReader, IndexSettings, ReloadPolicy};
 
 pub use indexer::SearchProjection;
 pub use query::{SearchCursor, SearchRequest, SearchResults, SortOrder};

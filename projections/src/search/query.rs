@@ -13,9 +13,9 @@ use std::ops::Bound;
 use data_encoding::BASE64URL_NOPAD;
 use serde_json::value::RawValue;
 use tantivy::collector::{Count, TopDocs};
+use tantivy::columnar::Column;
 use tantivy::query::{AllQuery, BooleanQuery, BoostQuery, Occur, Query, QueryParser, RangeQuery, RegexQuery, TermQuery};
 use tantivy::schema::{IndexRecordOption, Value as _};
-use tantivy::columnar::Column;
 use tantivy::{DocAddress, DocId, Score, Searcher, SegmentReader, TantivyDocument, Term};
 
 use super::SearchIndex;
@@ -249,7 +249,8 @@ fn first_relevance_page(searcher: &Searcher, query: &dyn Query, n: usize) -> Res
     let mut seqs: HashMap<u32, Option<Column<u64>>> = HashMap::new();
     let mut keyed = Vec::with_capacity(candidates.len());
     for (score, addr) in candidates {
-        let column = seqs.entry(addr.segment_ord).or_insert_with(|| searcher.segment_reader(addr.segment_ord).fast_fields().u64("seq").ok());
+        let column =
+            seqs.entry(addr.segment_ord).or_insert_with(|| searcher.segment_reader(addr.segment_ord).fast_fields().u64("seq").ok());
         let seq = column.as_ref().and_then(|c| c.first(addr.doc_id)).unwrap_or(0);
         keyed.push(((score_bits(score), 0, seq), addr));
     }

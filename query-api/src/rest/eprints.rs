@@ -59,7 +59,7 @@ fn limit(p: &Pairs) -> Result<usize, ApiError> {
     }
 }
 
-async fn search(State(state): State<AppState>, RawQuery(query): RawQuery) -> Result<Json<Body>, RestError> {
+async fn search(State(state): State<AppState>, RawQuery(query): RawQuery) -> Result<Body, RestError> {
     let p = pairs(query)?;
     let sort = match one(&p, "sort")? {
         None | Some("relevance") => SortOrder::Relevance,
@@ -81,11 +81,11 @@ async fn search(State(state): State<AppState>, RawQuery(query): RawQuery) -> Res
         limit: limit(&p)?,
         cursor: one(&p, "cursor")?.map(str::to_owned),
     };
-    Ok(Json(eprints::search(&state, args).await?.into_body("results")?))
+    Ok(eprints::search(&state, args).await?.into_body("results")?)
 }
 
-async fn detail(State(state): State<AppState>, Path(uri): Path<String>) -> Result<Json<Body>, RestError> {
-    Ok(Json(eprints::get(&state, &uri, None)?))
+async fn detail(State(state): State<AppState>, Path(uri): Path<String>) -> Result<Body, RestError> {
+    Ok(eprints::get(&state, &uri, None)?)
 }
 
 async fn integrations(Path(uri): Path<String>) -> Result<Json<Value>, RestError> {

@@ -66,7 +66,7 @@ async fn dispatch(
         n => Err(ApiError::not_found(format!("no XRPC method {n}"))),
     };
     match result {
-        Ok(body) => axum::Json(body).into_response(),
+        Ok(body) => body.into_response(),
         Err(e) => e.into_response(),
     }
 }
