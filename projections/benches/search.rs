@@ -55,7 +55,7 @@ fn bench(c: &mut Criterion) {
         .hits
         .iter()
         .map(|hit| {
-            let summary: serde_json::Value = serde_json::from_str(hit.get()).unwrap();
+            let summary: serde_json::Value = serde_json::from_str(hit).unwrap();
             let title = summary["title"].as_str().unwrap_or_default();
             request(&title.split_whitespace().take(3).collect::<Vec<_>>().join(" "), SortOrder::Relevance)
         })

@@ -89,7 +89,7 @@ fn search_all(env: &Env, query: &str, sort: SortOrder, limit: usize) -> (Vec<ser
         // Every page, the first (found the fast way) and those after a cursor, counts the same.
         assert!(totals.iter().all(|t| *t == page.total), "{query:?} {sort:?}: totals {totals:?} then {}", page.total);
         totals.push(page.total);
-        hits.extend(page.hits.iter().map(|h| serde_json::from_str::<serde_json::Value>(h.get()).unwrap()));
+        hits.extend(page.hits.iter().map(|h| serde_json::from_str::<serde_json::Value>(h).unwrap()));
         match page.next {
             // Round-trip through the client-facing string form.
             Some(next) => cursor = Some(SearchCursor::decode(&next.encode(), sort).unwrap()),
@@ -296,6 +296,30 @@ fn a_pasted_title_with_a_colon_finds_its_paper() {
         let (hits, total) = search_all(&env, query, SortOrder::Relevance, 10);
         let found: Vec<&str> = hits.iter().map(|h| h["title"].as_str().unwrap()).collect();
         assert_eq!((found, total), (expected.clone(), expected.len()), "{query}");
+    }
+}
+
+#[test]
+fn words_in_the_title_rank_first() {
+    let env = env();
+    let did = "did:plc:eeeeeeeeeeeeeeeeeeeeeeee";
+    let paper = |title: &str, abstract_text: &str| {
+        let mut r = submission(title, &[("E", did)], 1);
+        r["abstract"] = json!(abstract_text);
+        r
+    };
+    let in_abstract = paper("Protein folding at scale", "We study self-supervised graph learning for molecules.");
+    // The longer document: without the title boost, the other one would rank first.
+    let in_title = paper(
+        "Self-supervised graph learning",
+        "We study protein folding at scale for molecules, with many more words around it than the other abstract has.",
+    );
+    env.log.append(&[write(did, "3t1", "3r000", in_abstract, false), write(did, "3t2", "3r000", in_title, false)]).unwrap();
+    project_all(&env);
+    for query in ["self-supervised graph", "graph learning", "Graph  LEARNING graph"] {
+        let (hits, total) = search_all(&env, query, SortOrder::Relevance, 10);
+        let found: Vec<&str> = hits.iter().map(|h| h["title"].as_str().unwrap()).collect();
+        assert_eq!((found, total), (vec!["Self-supervised graph learning", "Protein folding at scale"], 2), "{query}");
     }
 }
 

@@ -9,7 +9,6 @@ use lexicons::formats;
 use projections::eprints::read::{Account, Eprint, EprintsReader};
 use projections::search::{SearchCursor, SearchRequest, SortOrder};
 use serde::Serialize;
-use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::error::ApiError;
@@ -180,8 +179,8 @@ fn parse_bound(field: &str, value: &str, upper: bool) -> Result<i64, ApiError> {
 /// A page of search hits.
 #[derive(Debug)]
 pub struct SearchPage {
-    /// Eprint summaries, as stored (JSON text).
-    pub hits: Vec<Box<RawValue>>,
+    /// Eprint summaries, as stored (JSON text written by the search projection).
+    pub hits: Vec<String>,
     /// Where the next page starts.
     pub cursor: Option<String>,
     /// How many eprints match in all.
@@ -192,20 +191,26 @@ impl SearchPage {
     /// The response body `{cursor?, <list>: hits, total}` (XRPC names the list
     /// `submissions`, REST `results`), written around the stored summaries.
     pub fn into_body(self, list: &'static str) -> Result<Body, ApiError> {
-        struct Out<'a>(&'static str, &'a SearchPage);
-        impl Serialize for Out<'_> {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                use serde::ser::SerializeMap;
-                let mut map = s.serialize_map(None)?;
-                if let Some(c) = &self.1.cursor {
-                    map.serialize_entry("cursor", c)?;
-                }
-                map.serialize_entry(self.0, &self.1.hits)?;
-                map.serialize_entry("total", &self.1.total)?;
-                map.end()
-            }
+        let fail = |e: serde_json::Error| ApiError::from_error(crate::error::Internal(e.to_string()));
+        let mut out = Vec::with_capacity(64 + self.hits.iter().map(|h| h.len() + 1).sum::<usize>());
+        out.push(b'{');
+        if let Some(cursor) = &self.cursor {
+            out.extend_from_slice(b"\"cursor\":");
+            serde_json::to_writer(&mut out, cursor).map_err(fail)?;
+            out.push(b',');
         }
-        body(&Out(list, &self))
+        serde_json::to_writer(&mut out, list).map_err(fail)?;
+        out.extend_from_slice(b":[");
+        for (i, hit) in self.hits.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(hit.as_bytes());
+        }
+        out.extend_from_slice(b"],\"total\":");
+        out.extend_from_slice(self.total.to_string().as_bytes());
+        out.push(b'}');
+        Ok(Body(out.into()))
     }
 }
 

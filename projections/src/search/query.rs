@@ -11,7 +11,6 @@ use std::collections::HashMap;
 use std::ops::Bound;
 
 use data_encoding::BASE64URL_NOPAD;
-use serde_json::value::RawValue;
 use tantivy::collector::{Count, TopDocs};
 use tantivy::columnar::Column;
 use tantivy::query::{AllQuery, BooleanQuery, BoostQuery, Occur, Query, QueryParser, RangeQuery, RegexQuery, TermQuery};
@@ -99,9 +98,9 @@ pub struct SearchRequest {
 /// A page of hits.
 #[derive(Debug, Clone)]
 pub struct SearchResults {
-    /// Eprint summaries, in order, as the JSON text stored with each document (served
-    /// without being parsed and re-serialized).
-    pub hits: Vec<Box<RawValue>>,
+    /// Eprint summaries, in order: the JSON text the projection stored with each document,
+    /// served as it is (neither parsed nor checked again on the way out).
+    pub hits: Vec<String>,
     /// Where the next page starts, when there is one.
     pub next: Option<SearchCursor>,
     /// How many eprints match in all.
@@ -128,10 +127,24 @@ impl SearchIndex {
             let mut all = QueryParser::for_index(&self.index, vec![f.all]);
             all.set_conjunction_by_default();
             let (must, _errors) = all.parse_query_lenient(words);
+            // Words in the title rank higher: each word of the query is also looked up in
+            // the title (both fields are stemmed alike), as one term, never a phrase.
+            let mut title_words = Vec::new();
+            must.query_terms(&mut |term, _| {
+                if let Some(word) = term.value().as_str().filter(|_| term.field() == f.all) {
+                    title_words.push(Term::from_field_text(f.title, word));
+                }
+            });
             clauses.push((Occur::Must, must));
-            // Words in the title rank higher.
-            let (title, _errors) = QueryParser::for_index(&self.index, vec![f.title]).parse_query_lenient(words);
-            clauses.push((Occur::Should, Box::new(BoostQuery::new(title, 2.0))));
+            if !title_words.is_empty() {
+                title_words.sort();
+                title_words.dedup();
+                let title: Vec<(Occur, Box<dyn Query>)> = title_words
+                    .into_iter()
+                    .map(|t| (Occur::Should, Box::new(TermQuery::new(t, IndexRecordOption::WithFreqs)) as Box<dyn Query>))
+                    .collect();
+                clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(BooleanQuery::new(title)), 2.0))));
+            }
         }
         let any_of = |field, values: &[String]| -> Box<dyn Query> {
             let terms: Vec<(Occur, Box<dyn Query>)> = values
@@ -193,7 +206,7 @@ impl SearchIndex {
         for (_, addr) in top.iter().take(limit) {
             let doc: TantivyDocument = searcher.doc(*addr)?;
             let summary = doc.get_first(self.fields.summary).and_then(|v| v.as_str()).unwrap_or("{}");
-            hits.push(RawValue::from_string(summary.to_owned()).map_err(|e| ProjectionError::Corrupt(format!("search summary: {e}")))?);
+            hits.push(summary.to_owned());
         }
         let next = if more { top.get(limit - 1).map(|(key, _)| SearchCursor { sort: req.sort, key: *key }) } else { None };
         Ok(SearchResults { hits, next, total })
