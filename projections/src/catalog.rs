@@ -85,7 +85,7 @@ pub enum Mode {
 /// [`ProjectionError::Corrupt`] for an unknown model; otherwise what opening fails with.
 pub fn open(ctx: &Context, model: &str, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
     match model {
-        eprints::MODEL => Ok(Box::new(EprintsProjection::new(ctx.store.clone(), ctx.lexicons.clone(), version))),
+        eprints::MODEL => Ok(Box::new(EprintsProjection::new(ctx.store.clone(), ctx.lexicons.clone(), version, mode))),
         search::MODEL => Ok(Box::new(SearchProjection::open(&ctx.search, ctx.node.clone(), ctx.lexicons.clone(), version, mode)?)),
         other => Err(ProjectionError::Corrupt(format!("unknown read model {other}"))),
     }

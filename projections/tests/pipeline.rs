@@ -447,7 +447,7 @@ impl store::Store for CutShort {
         self.last_len.store(writes.len(), std::sync::atomic::Ordering::SeqCst);
         match self.cut.lock().unwrap().take() {
             Some(cut) => {
-                self.inner.apply(store::Batch { ops: writes.into_iter().take(cut).collect() })?;
+                self.inner.apply(store::Batch { ops: writes.into_iter().take(cut).collect(), deferred: false })?;
                 Err(store::StoreError::Unavailable("crashed mid-batch".into()))
             }
             None => self.inner.apply(batch),

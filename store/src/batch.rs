@@ -48,6 +48,11 @@ pub enum Op {
 pub struct Batch {
     /// The writes, applied in order.
     pub ops: Vec<Op>,
+    /// The batch need not be durable when `apply` returns, only once a later durable batch
+    /// or [`crate::Store::sync`] has been applied: a crash before then loses it whole, with
+    /// its checkpoints, so it is read again from the log. For rebuilds, where nobody waits
+    /// on a batch. Stores whose every write is durable ignore it.
+    pub deferred: bool,
 }
 
 impl Batch {
@@ -73,6 +78,11 @@ impl Batch {
     /// Adds a checkpoint update.
     pub fn checkpoint(&mut self, consumer: &str, partition: u32, next_offset: u64) {
         self.ops.push(Op::Checkpoint { consumer: consumer.to_owned(), partition, next_offset });
+    }
+
+    /// Marks the batch as one whose durability may wait (see [`Batch::deferred`]).
+    pub fn defer_durability(&mut self) {
+        self.deferred = true;
     }
 
     /// Whether the batch has no writes.

@@ -6,7 +6,7 @@ use std::ops::Bound;
 use std::path::Path;
 use std::sync::RwLock;
 
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableError, TableHandle};
+use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, TableError, TableHandle};
 
 use crate::value::{decode_columns, encode_columns};
 use crate::{consumer_name, Batch, Columns, Op, Page, Row, Scan, Store, StoreError, TableRef, VersionState};
@@ -198,7 +198,10 @@ impl Store for EmbeddedStore {
         if batch.is_empty() {
             return Ok(());
         }
-        let txn = self.db.begin_write()?;
+        let mut txn = self.db.begin_write()?;
+        if batch.deferred {
+            txn.set_durability(Durability::None).map_err(|e| StoreError::Unavailable(format!("cannot defer durability: {e}")))?;
+        }
         {
             let mut names: BTreeMap<String, Vec<&Op>> = BTreeMap::new();
             let mut checkpoints = txn.open_table(CHECKPOINTS)?;
@@ -233,6 +236,12 @@ impl Store for EmbeddedStore {
             }
         }
         txn.commit()?;
+        Ok(())
+    }
+
+    /// A durable commit makes the non-durable ones before it durable too.
+    fn sync(&self) -> Result<(), StoreError> {
+        self.db.begin_write()?.commit()?;
         Ok(())
     }
 
@@ -336,5 +345,26 @@ mod tests {
             let store = EmbeddedStore::open(dir.path()).unwrap();
             (Box::new(store) as Box<dyn Store>, Box::new(dir) as Box<dyn std::any::Any>)
         });
+    }
+
+    #[test]
+    fn a_deferred_batch_is_read_at_once_and_kept_after_a_sync() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = TableRef::new("m", 1, "t");
+        let mut columns = Columns::new();
+        columns.insert("n".into(), crate::Value::Int(7));
+        {
+            let store = EmbeddedStore::open(dir.path()).unwrap();
+            let mut batch = Batch::default();
+            batch.put(&t, "p", Vec::new(), columns.clone(), 1);
+            batch.checkpoint("m.v1", 0, 2);
+            batch.defer_durability();
+            store.apply(batch).unwrap();
+            assert_eq!(store.get(&t, "p", &[]).unwrap(), Some(columns.clone()));
+            store.sync().unwrap();
+        }
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        assert_eq!(store.get(&t, "p", &[]).unwrap(), Some(columns));
+        assert_eq!(store.checkpoints("m.v1").unwrap(), BTreeMap::from([(0, 2)]));
     }
 }

@@ -145,8 +145,13 @@ pub trait Store: Send + Sync {
     /// A page of rows of one partition.
     fn scan(&self, table: &TableRef, partition: &str, scan: &Scan) -> Result<Page, StoreError>;
 
-    /// Applies a batch atomically and durably.
+    /// Applies a batch atomically, and durably unless it is [`Batch::deferred`].
     fn apply(&self, batch: Batch) -> Result<(), StoreError>;
+
+    /// Makes every batch applied so far durable (the deferred ones too).
+    fn sync(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 
     /// A consumer's checkpoints: the next log offset to read, per log partition.
     fn checkpoints(&self, consumer: &str) -> Result<BTreeMap<u32, u64>, StoreError>;

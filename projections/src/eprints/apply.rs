@@ -12,6 +12,7 @@ use tracing::debug;
 
 use super::staged::Staged;
 use super::{accounts, by_author, records, MODEL};
+use crate::catalog::Mode;
 use crate::submission::Submission;
 use crate::{deadletter, Checkpoints, EventBatch, Projection, ProjectionError};
 
@@ -20,12 +21,16 @@ pub struct EprintsProjection {
     store: Arc<dyn Store>,
     lexicons: Arc<Lexicons>,
     version: u32,
+    /// Rebuild mode: batches are applied without waiting for durability, and made durable
+    /// together when the projection is flushed (a crash before then re-reads them from the
+    /// log: the checkpoints are lost with the rows).
+    defer_durability: bool,
 }
 
 impl EprintsProjection {
     /// A projection that builds `version` of the model in `store`.
-    pub fn new(store: Arc<dyn Store>, lexicons: Arc<Lexicons>, version: u32) -> EprintsProjection {
-        EprintsProjection { store, lexicons, version }
+    pub fn new(store: Arc<dyn Store>, lexicons: Arc<Lexicons>, version: u32, mode: Mode) -> EprintsProjection {
+        EprintsProjection { store, lexicons, version, defer_durability: mode == Mode::Rebuild }
     }
 }
 
@@ -231,7 +236,17 @@ impl Projection for EprintsProjection {
         for (partition, offset) in batch.next() {
             writes.checkpoint(&consumer, *partition, *offset);
         }
+        if self.defer_durability {
+            writes.defer_durability();
+        }
         self.store.apply(writes)?;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), ProjectionError> {
+        if self.defer_durability {
+            self.store.sync()?;
+        }
         Ok(())
     }
 }
