@@ -1,7 +1,6 @@
 //! Applying events to the eprints read model.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use chrono::SecondsFormat;
 use std::collections::BTreeSet;
@@ -22,32 +21,16 @@ pub struct EprintsProjection {
     store: Arc<dyn Store>,
     lexicons: Arc<Lexicons>,
     version: u32,
-    mode: Mode,
-    /// When a batch was last applied durably.
-    last_durable: Instant,
-    /// Batches applied since then without waiting for durability.
-    deferred: bool,
+    /// Rebuild mode: batches are applied without waiting for durability, and made durable
+    /// together when the projection is flushed (a crash before then re-reads them from the
+    /// log: the checkpoints are lost with the rows).
+    defer_durability: bool,
 }
-
-/// While a live worker catches up, a durable commit at least this often: a crash loses at
-/// most this much work, which the worker reads again from the log.
-const CATCH_UP_DURABLE_INTERVAL: Duration = Duration::from_secs(1);
 
 impl EprintsProjection {
     /// A projection that builds `version` of the model in `store`.
     pub fn new(store: Arc<dyn Store>, lexicons: Arc<Lexicons>, version: u32, mode: Mode) -> EprintsProjection {
-        EprintsProjection { store, lexicons, version, mode, last_durable: Instant::now(), deferred: false }
-    }
-
-    /// Whether `batch` may be applied without waiting for durability (see [`store::Batch::deferred`]):
-    /// always in a rebuild, which [`Projection::flush`] makes durable at its end; while a live
-    /// worker catches up (more events wait), unless the last durable commit is a second old.
-    /// A crash loses deferred batches whole, checkpoints included, so they are read again.
-    fn may_defer(&self, batch: &EventBatch) -> bool {
-        match self.mode {
-            Mode::Rebuild => true,
-            Mode::Live => batch.more_to_come() && self.last_durable.elapsed() < CATCH_UP_DURABLE_INTERVAL,
-        }
+        EprintsProjection { store, lexicons, version, defer_durability: mode == Mode::Rebuild }
     }
 }
 
@@ -253,24 +236,16 @@ impl Projection for EprintsProjection {
         for (partition, offset) in batch.next() {
             writes.checkpoint(&consumer, *partition, *offset);
         }
-        let defer = self.may_defer(batch);
-        if defer {
+        if self.defer_durability {
             writes.defer_durability();
         }
         self.store.apply(writes)?;
-        if defer {
-            self.deferred = true;
-        } else {
-            self.deferred = false;
-            self.last_durable = Instant::now();
-        }
         Ok(())
     }
 
     fn flush(&mut self) -> Result<(), ProjectionError> {
-        if std::mem::take(&mut self.deferred) {
+        if self.defer_durability {
             self.store.sync()?;
-            self.last_durable = Instant::now();
         }
         Ok(())
     }
