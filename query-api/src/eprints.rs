@@ -18,13 +18,6 @@ use crate::state::AppState;
 #[derive(Debug, Clone)]
 pub struct Body(Bytes);
 
-impl Body {
-    /// The JSON text.
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.0
-    }
-}
-
 impl IntoResponse for Body {
     fn into_response(self) -> Response {
         ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], self.0).into_response()
