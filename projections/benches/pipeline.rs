@@ -1,5 +1,5 @@
-//! The embedded pipeline on real papers (the committed sample): log append and read, each
-//! projection's apply, and search queries.
+//! The embedded pipeline on real papers (the committed sample): log append and read, and
+//! each projection's apply. Searches have their own bench, `benches/search.rs`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -8,7 +8,6 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use eventlog::{EmbeddedLog, EventLog};
 use projections::catalog::{self, Context, Mode};
 use projections::catch_up;
-use projections::search::{SearchRequest, SortOrder};
 
 fn sample() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/arxiv-sample-3k.jsonl.gz")
@@ -45,28 +44,6 @@ fn bench(c: &mut Criterion) {
                 BatchSize::PerIteration,
             )
         });
-    }
-    g.finish();
-
-    let dir = tempfile::tempdir().unwrap();
-    let ctx = context(dir.path());
-    let v = catalog::ensure_active(&ctx, "search").unwrap();
-    let mut p = catalog::open(&ctx, "search", v, Mode::Rebuild).unwrap();
-    catch_up(log.as_ref(), p.as_mut(), 8192).unwrap();
-    let index = ctx.search.open(v).unwrap();
-    let mut g = c.benchmark_group("search");
-    for (name, query, sort) in [("words", "neural networks", SortOrder::Relevance), ("all_by_date", "*", SortOrder::Date)] {
-        let req = SearchRequest {
-            query: query.into(),
-            fields: vec![],
-            authors: vec![],
-            created_from: None,
-            created_to: None,
-            sort,
-            limit: 25,
-            cursor: None,
-        };
-        g.bench_function(name, |b| b.iter(|| index.search(&req).unwrap()));
     }
     g.finish();
 }

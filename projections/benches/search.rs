@@ -25,19 +25,6 @@ fn papers() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/arxiv-sample-3k.jsonl.gz"))
 }
 
-fn request(query: &str, sort: SortOrder) -> SearchRequest {
-    SearchRequest {
-        query: query.into(),
-        fields: vec![],
-        authors: vec![],
-        created_from: None,
-        created_to: None,
-        sort,
-        limit: 25,
-        cursor: None,
-    }
-}
-
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let log = Arc::new(EmbeddedLog::open(&dir.path().join("log"), 4).unwrap());
@@ -50,14 +37,14 @@ fn bench(c: &mut Criterion) {
     let index = ctx.search.open(version).unwrap();
 
     // The load test's mix: the first three words of the newest titles.
-    let newest = index.search(&SearchRequest { limit: 200, ..request("*", SortOrder::Date) }).unwrap();
+    let newest = index.search(&SearchRequest { limit: 200, ..SearchRequest::new("*", SortOrder::Date) }).unwrap();
     let queries: Vec<SearchRequest> = newest
         .hits
         .iter()
         .map(|hit| {
             let summary: serde_json::Value = serde_json::from_str(hit).unwrap();
             let title = summary["title"].as_str().unwrap_or_default();
-            request(&title.split_whitespace().take(3).collect::<Vec<_>>().join(" "), SortOrder::Relevance)
+            SearchRequest::new(&title.split_whitespace().take(3).collect::<Vec<_>>().join(" "), SortOrder::Relevance)
         })
         .collect();
 
@@ -69,7 +56,7 @@ fn bench(c: &mut Criterion) {
             index.search(&queries[next]).unwrap()
         })
     });
-    g.bench_function("all_by_date", |b| b.iter(|| index.search(&request("*", SortOrder::Date)).unwrap()));
+    g.bench_function("all_by_date", |b| b.iter(|| index.search(&SearchRequest::new("*", SortOrder::Date)).unwrap()));
     g.finish();
 }
 

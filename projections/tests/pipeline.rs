@@ -75,16 +75,7 @@ fn search_all(env: &Env, query: &str, sort: SortOrder, limit: usize) -> (Vec<ser
     let mut cursor: Option<SearchCursor> = None;
     let mut totals = Vec::new();
     loop {
-        let req = SearchRequest {
-            query: query.into(),
-            fields: vec![],
-            authors: vec![],
-            created_from: None,
-            created_to: None,
-            sort,
-            limit,
-            cursor,
-        };
+        let req = SearchRequest { limit, cursor, ..SearchRequest::new(query, sort) };
         let page = index.search(&req).unwrap();
         // Every page, the first (found the fast way) and those after a cursor, counts the same.
         assert!(totals.iter().all(|t| *t == page.total), "{query:?} {sort:?}: totals {totals:?} then {}", page.total);

@@ -80,11 +80,6 @@ impl Batch {
         self.ops.push(Op::Checkpoint { consumer: consumer.to_owned(), partition, next_offset });
     }
 
-    /// Marks the batch as one whose durability may wait (see [`Batch::deferred`]).
-    pub fn defer_durability(&mut self) {
-        self.deferred = true;
-    }
-
     /// Whether the batch has no writes.
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()

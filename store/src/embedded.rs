@@ -358,7 +358,7 @@ mod tests {
             let mut batch = Batch::default();
             batch.put(&t, "p", Vec::new(), columns.clone(), 1);
             batch.checkpoint("m.v1", 0, 2);
-            batch.defer_durability();
+            batch.deferred = true;
             store.apply(batch).unwrap();
             assert_eq!(store.get(&t, "p", &[]).unwrap(), Some(columns.clone()));
             store.sync().unwrap();

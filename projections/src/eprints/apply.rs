@@ -236,9 +236,7 @@ impl Projection for EprintsProjection {
         for (partition, offset) in batch.next() {
             writes.checkpoint(&consumer, *partition, *offset);
         }
-        if self.defer_durability {
-            writes.defer_durability();
-        }
+        writes.deferred = self.defer_durability;
         self.store.apply(writes)?;
         Ok(())
     }

@@ -95,6 +95,22 @@ pub struct SearchRequest {
     pub cursor: Option<SearchCursor>,
 }
 
+impl SearchRequest {
+    /// The first page (25 hits) of `query` in `sort` order, without filters.
+    pub fn new(query: &str, sort: SortOrder) -> SearchRequest {
+        SearchRequest {
+            query: query.to_owned(),
+            fields: Vec::new(),
+            authors: Vec::new(),
+            created_from: None,
+            created_to: None,
+            sort,
+            limit: 25,
+            cursor: None,
+        }
+    }
+}
+
 /// A page of hits.
 #[derive(Debug, Clone)]
 pub struct SearchResults {

@@ -48,19 +48,28 @@ async fn dispatch(
     let q = query.as_deref().unwrap_or_default();
     let result = match nsid.as_str() {
         "pub.svc.eprint.getSubmission" => query_method(&state, &nsid, &method, q, &[], eprint::get_submission),
-        "pub.svc.eprint.searchSubmissions" => match query_params(&state, &nsid, &method, q, &[("q", "query"), ("author", "authors")]) {
-            Ok(p) => eprint::search_submissions(&state, &p).await,
-            Err(e) => Err(e),
-        },
+        "pub.svc.eprint.searchSubmissions" => {
+            async {
+                let p = query_params(&state, &nsid, &method, q, &[("q", "query"), ("author", "authors")])?;
+                eprint::search_submissions(&state, &p).await
+            }
+            .await
+        }
         "pub.svc.eprint.listByAuthor" => query_method(&state, &nsid, &method, q, &[("did", "author")], eprint::list_by_author),
-        "pub.svc.sync.checkStaleness" => match query_params(&state, &nsid, &method, q, &[]) {
-            Ok(p) => sync::check_staleness(&state, &p).await.and_then(|v| crate::eprints::body(&v)),
-            Err(e) => Err(e),
-        },
-        "pub.svc.sync.verify" => match query_params(&state, &nsid, &method, q, &[]) {
-            Ok(p) => sync::verify(&state, &p).await.and_then(|v| crate::eprints::body(&v)),
-            Err(e) => Err(e),
-        },
+        "pub.svc.sync.checkStaleness" => {
+            async {
+                let p = query_params(&state, &nsid, &method, q, &[])?;
+                crate::eprints::body(&sync::check_staleness(&state, &p).await?)
+            }
+            .await
+        }
+        "pub.svc.sync.verify" => {
+            async {
+                let p = query_params(&state, &nsid, &method, q, &[])?;
+                crate::eprints::body(&sync::verify(&state, &p).await?)
+            }
+            .await
+        }
         "pub.svc.sync.refreshRecord" | "pub.svc.sync.deleteRecord" => procedure(&state, &nsid, &method, &headers, &body).await,
         n if catalog::is_named(n) => Err(ApiError::not_implemented(n)),
         n => Err(ApiError::not_found(format!("no XRPC method {n}"))),
