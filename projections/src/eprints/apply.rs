@@ -173,6 +173,30 @@ impl EprintsProjection {
         Ok(())
     }
 
+    /// Reads the record and account rows the batch's events decide on, one store read per
+    /// table instead of one per event.
+    fn prefetch(&self, st: &mut Staged, batch: &EventBatch) -> Result<(), ProjectionError> {
+        let mut uris = Vec::new();
+        let mut dids = Vec::new();
+        for event in batch.iter() {
+            if let Some((w, submission)) = event.submission(&self.lexicons) {
+                if submission.is_ok() {
+                    uris.push(w.uri());
+                }
+                continue;
+            }
+            match &event.envelope.payload {
+                Payload::RecordDelete(d) if d.collection == SUBMISSION => uris.push(d.uri()),
+                Payload::Identity(i) => dids.push(i.did.clone()),
+                Payload::Account(a) => dids.push(a.did.clone()),
+                _ => {}
+            }
+        }
+        st.prefetch(self.store.as_ref(), &records(self.version), uris)?;
+        st.prefetch(self.store.as_ref(), &accounts(self.version), dids)?;
+        Ok(())
+    }
+
     fn account(&self, st: &mut Staged, did: &str, position: u64, update: impl FnOnce(&mut Columns)) -> Result<(), ProjectionError> {
         let table = accounts(self.version);
         let mut c = st.get(self.store.as_ref(), &table, did, &[])?.unwrap_or_default();
@@ -197,6 +221,7 @@ impl Projection for EprintsProjection {
 
     fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError> {
         let mut st = Staged::default();
+        self.prefetch(&mut st, batch)?;
         for event in batch.iter() {
             if let Some((w, submission)) = event.submission(&self.lexicons) {
                 self.write(&mut st, event.envelope, w, submission)?;

@@ -2,7 +2,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use store::{Batch, Columns, Store, StoreError, TableRef};
+use rustc_hash::FxBuildHasher;
+use store::{Batch, Columns, Op, Store, StoreError, TableRef};
 
 type Key = (TableRef, String, Vec<u8>);
 
@@ -13,19 +14,39 @@ type Key = (TableRef, String, Vec<u8>);
 /// the rows derived from them: on a store without atomic batches, a crash mid-batch then
 /// leaves decision rows only where everything they imply has landed, and re-applying the
 /// batch from the old checkpoint rewrites the same rows.
+///
+/// Only rows of tables read from are remembered for reads (the listing rows, most of a
+/// batch, are written and never read back); a table's first read looks through the writes
+/// staged before it.
 #[derive(Default)]
 pub(crate) struct Staged {
     derived: Batch,
     decisions: Batch,
-    read_tables: HashSet<TableRef>,
-    cache: HashMap<Key, Option<Columns>>,
+    read_tables: HashSet<TableRef, FxBuildHasher>,
+    cache: HashMap<Key, Option<Columns>, FxBuildHasher>,
 }
 
 impl Staged {
-    pub fn get(&mut self, store: &dyn Store, table: &TableRef, partition: &str, clustering: &[u8]) -> Result<Option<Columns>, StoreError> {
-        if !self.read_tables.contains(table) {
-            self.read_tables.insert(table.clone());
+    /// Reads the rows of `partitions` (empty clustering key) of `table` in one store read,
+    /// so that the batch's later [`Staged::get`]s of them cost no store round trip.
+    pub fn prefetch(&mut self, store: &dyn Store, table: &TableRef, partitions: Vec<String>) -> Result<(), StoreError> {
+        self.start_reading(table);
+        let keys: Vec<(String, Vec<u8>)> = partitions
+            .into_iter()
+            .filter(|p| !self.cache.contains_key(&(table.clone(), p.clone(), Vec::new())))
+            .map(|p| (p, Vec::new()))
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        let rows = store.get_many(table, &keys)?;
+        for ((partition, clustering), row) in keys.into_iter().zip(rows) {
+            self.cache.insert((table.clone(), partition, clustering), row);
         }
+        Ok(())
+    }
+
+    pub fn get(&mut self, store: &dyn Store, table: &TableRef, partition: &str, clustering: &[u8]) -> Result<Option<Columns>, StoreError> {
+        self.start_reading(table);
         let key = (table.clone(), partition.to_owned(), clustering.to_vec());
         if let Some(v) = self.cache.get(&key) {
             return Ok(v.clone());
@@ -35,27 +56,58 @@ impl Staged {
         Ok(v)
     }
 
-    fn target(&mut self, table: &TableRef) -> &mut Batch {
+    /// Marks `table` as read from; on its first read, remembers the writes staged to it so far.
+    fn start_reading(&mut self, table: &TableRef) {
         if self.read_tables.contains(table) {
-            &mut self.decisions
-        } else {
-            &mut self.derived
+            return;
+        }
+        self.read_tables.insert(table.clone());
+        for op in &self.derived.ops {
+            match op {
+                Op::Put { table: t, partition, clustering, columns, .. } if t == table => {
+                    self.cache.insert((t.clone(), partition.clone(), clustering.clone()), Some(columns.clone()));
+                }
+                Op::Delete { table: t, partition, clustering, .. } if t == table => {
+                    self.cache.insert((t.clone(), partition.clone(), clustering.clone()), None);
+                }
+                _ => {}
+            }
         }
     }
 
     pub fn put(&mut self, table: &TableRef, partition: &str, clustering: Vec<u8>, columns: Columns, position: u64) {
-        self.cache.insert((table.clone(), partition.to_owned(), clustering.clone()), Some(columns.clone()));
-        self.target(table).put(table, partition, clustering, columns, position);
+        if self.read_tables.contains(table) {
+            self.cache.insert((table.clone(), partition.to_owned(), clustering.clone()), Some(columns.clone()));
+            self.decisions.put(table, partition, clustering, columns, position);
+        } else {
+            self.derived.put(table, partition, clustering, columns, position);
+        }
     }
 
     pub fn delete(&mut self, table: &TableRef, partition: &str, clustering: Vec<u8>, position: u64) {
-        self.cache.insert((table.clone(), partition.to_owned(), clustering.clone()), None);
-        self.target(table).delete(table, partition, clustering, position);
+        if self.read_tables.contains(table) {
+            self.cache.insert((table.clone(), partition.to_owned(), clustering.clone()), None);
+            self.decisions.delete(table, partition, clustering, position);
+        } else {
+            self.derived.delete(table, partition, clustering, position);
+        }
     }
 
-    /// The rows put (not deleted) in this batch in one partition of a table.
+    /// The rows put (not deleted since) in this batch in one partition of a table.
     pub fn staged_in(&self, table: &TableRef, partition: &str) -> Vec<Columns> {
-        self.cache.iter().filter(|((t, p, _), _)| t == table && p == partition).filter_map(|(_, c)| c.clone()).collect()
+        let mut rows: HashMap<&[u8], Option<&Columns>> = HashMap::new();
+        for op in self.derived.ops.iter().chain(&self.decisions.ops) {
+            match op {
+                Op::Put { table: t, partition: p, clustering, columns, .. } if t == table && p == partition => {
+                    rows.insert(clustering, Some(columns));
+                }
+                Op::Delete { table: t, partition: p, clustering, .. } if t == table && p == partition => {
+                    rows.insert(clustering, None);
+                }
+                _ => {}
+            }
+        }
+        rows.into_values().flatten().cloned().collect()
     }
 
     /// The derived rows, a barrier, then the decision rows.
