@@ -24,7 +24,7 @@ mod openapi;
 mod params;
 mod validate;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
@@ -61,6 +61,8 @@ pub enum MethodKind {
 #[derive(Debug, Clone)]
 pub struct Lexicons {
     docs: BTreeMap<String, Value>,
+    /// The `parameters` definition of every method that has one, found once at load.
+    params: HashMap<String, Value>,
 }
 
 impl Lexicons {
@@ -83,7 +85,8 @@ impl Lexicons {
             }
             map.insert(id.to_owned(), doc);
         }
-        Ok(Lexicons { docs: map })
+        let params = map.iter().filter_map(|(nsid, d)| Some((nsid.clone(), d.pointer("/defs/main/parameters")?.clone()))).collect();
+        Ok(Lexicons { docs: map, params })
     }
 
     /// The document of an NSID.
@@ -141,7 +144,7 @@ impl Lexicons {
     /// [`LexiconError::Invalid`] naming the offending parameter.
     pub fn validate_params(&self, nsid: &str, raw: &[(String, String)]) -> Result<Params, LexiconError> {
         // A method without parameters accepts (and ignores) any.
-        let schema = self.docs.get(nsid).and_then(|d| d.pointer("/defs/main/parameters")).unwrap_or(&Value::Null);
+        let schema = self.params.get(nsid).unwrap_or(&Value::Null);
         params::parse(schema, raw).map_err(Into::into)
     }
 

@@ -4,10 +4,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::path::Path;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, TableError, TableHandle};
 
+use crate::row_cache::{RowCache, RowKey};
 use crate::value::{decode_columns, encode_columns};
 use crate::{consumer_name, Batch, Columns, Op, Page, Row, Scan, Store, StoreError, TableRef, VersionState};
 
@@ -22,6 +23,9 @@ const ACTIVE: TableDefinition<&str, u32> = TableDefinition::new("_active");
 /// The store file's name inside the data directory.
 pub const STORE_FILE: &str = "store.redb";
 
+/// The row cache's size: about 64 MiB of rows (a detail row is ~3 KB: some 20,000 of them).
+const ROW_CACHE_BYTES: u64 = 64 << 20;
+
 /// The embedded [`Store`] on one redb file.
 pub struct EmbeddedStore {
     db: Database,
@@ -29,6 +33,8 @@ pub struct EmbeddedStore {
     /// at a time open the file and every change goes through [`Store::set_active_version`],
     /// so this copy is exact; it spares every query a read transaction.
     active: RwLock<HashMap<String, u32>>,
+    /// Rows read recently, exact under writes (see [`RowCache`]).
+    rows: RowCache,
 }
 
 fn state_code(state: VersionState) -> u8 {
@@ -58,6 +64,15 @@ fn open_rows<'t>(txn: &'t redb::ReadTransaction, name: &'t str) -> Result<Option
         Ok(t) => Ok(Some(t)),
         Err(TableError::TableDoesNotExist(_)) => Ok(None),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// The row at `key` (physical table, partition, clustering), read in `txn`.
+fn read_row(txn: &redb::ReadTransaction, key: &RowKey) -> Result<Option<Columns>, StoreError> {
+    let Some(t) = open_rows(txn, &key.0)? else { return Ok(None) };
+    match t.get((key.1.as_str(), key.2.as_slice()))? {
+        Some(v) => Ok(Some(decode_columns(&key.0, v.value())?)),
+        None => Ok(None),
     }
 }
 
@@ -94,7 +109,7 @@ impl EmbeddedStore {
             active.insert(model.value().to_owned(), version.value());
         }
         drop(txn);
-        Ok(EmbeddedStore { db, active: RwLock::new(active) })
+        Ok(EmbeddedStore { db, active: RwLock::new(active), rows: RowCache::new(ROW_CACHE_BYTES) })
     }
 }
 
@@ -106,13 +121,19 @@ impl Store for EmbeddedStore {
     }
 
     fn get(&self, table: &TableRef, partition: &str, clustering: &[u8]) -> Result<Option<Columns>, StoreError> {
-        let name = table.physical_name();
-        let txn = self.db.begin_read()?;
-        let Some(t) = open_rows(&txn, &name)? else { return Ok(None) };
-        match t.get((partition, clustering))? {
-            Some(v) => Ok(Some(decode_columns(&name, v.value())?)),
-            None => Ok(None),
+        let key: RowKey = (table.physical_name(), partition.to_owned(), clustering.to_vec());
+        let ticket = self.rows.begin_read();
+        if ticket.is_some() {
+            if let Some(row) = self.rows.get(&key) {
+                return Ok(row.map(|c| (*c).clone()));
+            }
         }
+        let txn = self.db.begin_read()?;
+        let row = read_row(&txn, &key)?;
+        if let Some(ticket) = ticket {
+            self.rows.fill(ticket, key, row.clone().map(Arc::new));
+        }
+        Ok(row)
     }
 
     fn get_many(&self, table: &TableRef, keys: &[(String, Vec<u8>)]) -> Result<Vec<Option<Columns>>, StoreError> {
@@ -128,17 +149,26 @@ impl Store for EmbeddedStore {
     }
 
     fn get_each(&self, keys: &[(&TableRef, &str, &[u8])]) -> Result<Vec<Option<Columns>>, StoreError> {
-        let txn = self.db.begin_read()?;
-        keys.iter()
-            .map(|(table, partition, clustering)| {
-                let name = table.physical_name();
-                let Some(t) = open_rows(&txn, &name)? else { return Ok(None) };
-                match t.get((*partition, *clustering))? {
-                    Some(v) => Ok(Some(decode_columns(&name, v.value())?)),
-                    None => Ok(None),
+        let keys: Vec<RowKey> = keys.iter().map(|(t, p, c)| (t.physical_name(), (*p).to_owned(), c.to_vec())).collect();
+        if let Some(ticket) = self.rows.begin_read() {
+            let mut rows: Vec<Option<Option<Columns>>> =
+                keys.iter().map(|k| self.rows.get(k).map(|row| row.map(|c| (*c).clone()))).collect();
+            if rows.iter().any(Option::is_none) {
+                let txn = self.db.begin_read()?;
+                for (key, slot) in keys.iter().zip(&mut rows).filter(|(_, slot)| slot.is_none()) {
+                    let row = read_row(&txn, key)?;
+                    self.rows.fill(ticket, key.clone(), row.clone().map(Arc::new));
+                    *slot = Some(row);
                 }
-            })
-            .collect()
+            }
+            // Cached rows are the state when the read began; the rest are too unless a
+            // write started since.
+            if self.rows.unchanged_since(ticket) {
+                return Ok(rows.into_iter().map(Option::unwrap_or_default).collect());
+            }
+        }
+        let txn = self.db.begin_read()?;
+        keys.iter().map(|key| read_row(&txn, key)).collect()
     }
 
     fn count(&self, table: &TableRef, partition: &str) -> Result<u64, StoreError> {
@@ -198,6 +228,8 @@ impl Store for EmbeddedStore {
         if batch.is_empty() {
             return Ok(());
         }
+        // Announced before the transaction, ended (evicting the rows) after its commit.
+        let mut write = self.rows.begin_write();
         let mut txn = self.db.begin_write()?;
         if batch.deferred {
             txn.set_durability(Durability::None).map_err(|e| StoreError::Unavailable(format!("cannot defer durability: {e}")))?;
@@ -222,6 +254,10 @@ impl Store for EmbeddedStore {
                 ops.sort_by(|a, b| row_key(a).cmp(&row_key(b)));
                 let mut t = txn.open_table(RowTable::new(&name))?;
                 for op in ops {
+                    write.touch(|| {
+                        let (partition, clustering) = row_key(op);
+                        (name.clone(), partition.to_owned(), clustering.to_vec())
+                    });
                     match op {
                         Op::Put { partition, clustering, columns, .. } => {
                             let bytes = encode_columns(columns)?;
@@ -308,6 +344,8 @@ impl Store for EmbeddedStore {
     }
 
     fn drop_version(&self, model: &str, version: u32, tables: &[&str]) -> Result<(), StoreError> {
+        let mut write = self.rows.begin_write();
+        write.touch_all();
         let txn = self.db.begin_write()?;
         {
             for name in tables {
@@ -366,5 +404,71 @@ mod tests {
         let store = EmbeddedStore::open(dir.path()).unwrap();
         assert_eq!(store.get(&t, "p", &[]).unwrap(), Some(columns));
         assert_eq!(store.checkpoints("m.v1").unwrap(), BTreeMap::from([(0, 2)]));
+    }
+
+    fn n(value: i64) -> Columns {
+        Columns::from([("n".to_owned(), crate::Value::Int(value))])
+    }
+
+    fn put(store: &EmbeddedStore, rows: &[(&TableRef, &str, i64)]) {
+        let mut batch = Batch::default();
+        for (t, p, v) in rows {
+            batch.put(t, p, Vec::new(), n(*v), 1);
+        }
+        store.apply(batch).unwrap();
+    }
+
+    #[test]
+    fn cached_rows_follow_every_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        let (t, u) = (TableRef::new("m", 1, "t"), TableRef::new("m", 1, "u"));
+        // A cached absence, then a cached row, each replaced by the write after it.
+        assert_eq!(store.get(&t, "p", &[]).unwrap(), None);
+        put(&store, &[(&t, "p", 1), (&u, "q", 1)]);
+        for _ in 0..2 {
+            assert_eq!(store.get(&t, "p", &[]).unwrap(), Some(n(1)));
+            assert_eq!(store.get_each(&[(&t, "p", &[]), (&u, "q", &[])]).unwrap(), vec![Some(n(1)), Some(n(1))]);
+        }
+        put(&store, &[(&t, "p", 2)]);
+        assert_eq!(store.get(&t, "p", &[]).unwrap(), Some(n(2)));
+        assert_eq!(store.get_each(&[(&t, "p", &[]), (&u, "q", &[])]).unwrap(), vec![Some(n(2)), Some(n(1))]);
+        let mut batch = Batch::default();
+        batch.delete(&t, "p", Vec::new(), 2);
+        store.apply(batch).unwrap();
+        assert_eq!(store.get(&t, "p", &[]).unwrap(), None);
+        store.drop_version("m", 1, &["t", "u"]).unwrap();
+        assert_eq!(store.get_each(&[(&u, "q", &[])]).unwrap(), vec![None]);
+    }
+
+    /// Readers racing a writer never see a row older than a write already acknowledged,
+    /// and never half of a batch.
+    #[test]
+    fn reads_racing_writes_see_acknowledged_writes_and_whole_batches() {
+        use std::sync::atomic::{AtomicI64, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        let (t, u) = (TableRef::new("m", 1, "t"), TableRef::new("m", 1, "u"));
+        put(&store, &[(&t, "p", 0), (&u, "q", 0)]);
+        let acknowledged = AtomicI64::new(0);
+        let value = |row: &Option<Columns>| row.as_ref().and_then(|c| c.get("n")).and_then(crate::Value::as_int).unwrap();
+        std::thread::scope(|scope| {
+            for _ in 0..3 {
+                scope.spawn(|| loop {
+                    let floor = acknowledged.load(Ordering::SeqCst);
+                    let one = value(&store.get(&t, "p", &[]).unwrap());
+                    assert!(one >= floor, "read {one} after write {floor} was acknowledged");
+                    let both = store.get_each(&[(&t, "p", &[]), (&u, "q", &[])]).unwrap();
+                    assert_eq!(value(&both[0]), value(&both[1]), "a read saw half of a batch");
+                    if floor == 500 {
+                        break;
+                    }
+                });
+            }
+            for i in 1..=500 {
+                put(&store, &[(&t, "p", i), (&u, "q", i)]);
+                acknowledged.store(i, Ordering::SeqCst);
+            }
+        });
     }
 }

@@ -32,6 +32,7 @@
 mod batch;
 mod embedded;
 mod error;
+mod row_cache;
 mod scylla;
 pub mod test_suite;
 mod value;

@@ -1,0 +1,133 @@
+//! A bounded cache of decoded rows in front of the embedded store, exact under writes.
+//!
+//! Reading a row from redb costs a read transaction, a table lookup, a B-tree walk and
+//! decoding; a hot row served from here costs a hash lookup and a copy. Writes keep it
+//! exact with two counters: every write bumps `started` before it begins and `finished`
+//! after it has evicted the rows it wrote. A read uses the cache only while no write is
+//! under way (the counters are equal), fills it only if no write started since the read
+//! began, and a read of several rows that saw a write start meanwhile is redone from one
+//! snapshot without the cache.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use quick_cache::sync::Cache;
+use quick_cache::Weighter;
+
+use crate::Columns;
+
+/// A row's key: physical table name, partition key, clustering key.
+pub(crate) type RowKey = (String, String, Vec<u8>);
+
+/// A cached row; `None` caches its absence.
+pub(crate) type CachedRow = Option<Arc<Columns>>;
+
+/// The writes a read saw begun when it began.
+#[derive(Clone, Copy)]
+pub(crate) struct Ticket(u64);
+
+#[derive(Clone)]
+struct RowWeight;
+
+impl Weighter<RowKey, CachedRow> for RowWeight {
+    /// Approximate bytes: the key and the text of the columns (a row's big columns are text).
+    fn weight(&self, key: &RowKey, row: &CachedRow) -> u64 {
+        let columns: usize = row.as_deref().map_or(0, |c| c.iter().map(|(k, v)| k.len() + v.as_text().map_or(8, str::len) + 32).sum());
+        (key.0.len() + key.1.len() + key.2.len() + columns + 64) as u64
+    }
+}
+
+pub(crate) struct RowCache {
+    rows: Cache<RowKey, CachedRow, RowWeight>,
+    started: AtomicU64,
+    finished: AtomicU64,
+    /// Held to fill the cache and to evict a write's rows, so that no fill of a row read
+    /// before a write lands after the write evicted it. Readers only try it.
+    fill: Mutex<()>,
+}
+
+impl RowCache {
+    /// A cache of about `capacity_bytes` of rows.
+    pub fn new(capacity_bytes: u64) -> RowCache {
+        let estimated_rows = (capacity_bytes / 2048).max(16) as usize;
+        RowCache {
+            rows: Cache::with_weighter(estimated_rows, capacity_bytes.max(1), RowWeight),
+            started: AtomicU64::new(0),
+            finished: AtomicU64::new(0),
+            fill: Mutex::new(()),
+        }
+    }
+
+    /// Starts a read: `None` while a write is under way (the cache must not be used then).
+    pub fn begin_read(&self) -> Option<Ticket> {
+        let started = self.started.load(Ordering::SeqCst);
+        (self.finished.load(Ordering::SeqCst) == started).then_some(Ticket(started))
+    }
+
+    /// The cached row at `key`: `None` on a miss, `Some(None)` for a cached absence.
+    pub fn get(&self, key: &RowKey) -> Option<CachedRow> {
+        self.rows.get(key)
+    }
+
+    /// Remembers a row read from the store under `ticket`, unless a write started since.
+    pub fn fill(&self, ticket: Ticket, key: RowKey, row: CachedRow) {
+        if let Ok(_guard) = self.fill.try_lock() {
+            if self.started.load(Ordering::SeqCst) == ticket.0 {
+                self.rows.insert(key, row);
+            }
+        }
+    }
+
+    /// Whether no write started since `ticket`: rows read under it are one state.
+    pub fn unchanged_since(&self, ticket: Ticket) -> bool {
+        self.started.load(Ordering::SeqCst) == ticket.0
+    }
+
+    /// Announces a write, before its transaction begins. (No fill lands after this, so a
+    /// cache empty now stays empty, and the write need not name its rows.)
+    pub fn begin_write(&self) -> WriteGuard<'_> {
+        self.started.fetch_add(1, Ordering::SeqCst);
+        let empty = {
+            let _guard = self.fill.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            self.rows.is_empty()
+        };
+        WriteGuard { cache: self, rows: Vec::new(), track: !empty, all: false }
+    }
+}
+
+/// A write under way; dropping it (committed or not) evicts its rows and ends it.
+pub(crate) struct WriteGuard<'a> {
+    cache: &'a RowCache,
+    rows: Vec<RowKey>,
+    track: bool,
+    all: bool,
+}
+
+impl WriteGuard<'_> {
+    /// Names a row the write changes (`key` is only called when the cache holds rows).
+    pub fn touch(&mut self, key: impl FnOnce() -> RowKey) {
+        if self.track {
+            self.rows.push(key());
+        }
+    }
+
+    /// The write changes rows it does not name (it drops tables): evict every row.
+    pub fn touch_all(&mut self) {
+        self.all = true;
+    }
+}
+
+impl Drop for WriteGuard<'_> {
+    fn drop(&mut self) {
+        {
+            let _guard = self.cache.fill.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if self.all {
+                self.cache.rows.clear();
+            }
+            for key in &self.rows {
+                self.cache.rows.remove(key);
+            }
+        }
+        self.cache.finished.fetch_add(1, Ordering::SeqCst);
+    }
+}
