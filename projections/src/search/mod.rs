@@ -21,6 +21,7 @@ use tantivy::{Index, IndexReader, IndexSettings, ReloadPolicy};
 pub use indexer::SearchProjection;
 pub use query::{SearchCursor, SearchRequest, SearchResults, SortOrder};
 pub use schema::SearchFields;
+pub use stem::en_stem;
 
 use crate::{Checkpoints, ProjectionError};
 

@@ -38,7 +38,7 @@ type StemCache = HashMap<InlineWord, InlineWord, FxBuildHasher>;
 
 /// The `en_stem` analyzer with a stem cache per analyzer instance (tantivy clones an analyzer
 /// for each field of each segment writer, so caches are never shared between threads).
-pub(crate) fn en_stem() -> TextAnalyzer {
+pub fn en_stem() -> TextAnalyzer {
     TextAnalyzer::builder(SimpleTokenizer::default())
         .filter(RemoveLongFilter::limit(40))
         .filter(LowerCaser)
