@@ -544,3 +544,22 @@ fn a_batch_cut_short_is_completed_by_applying_it_again() {
         assert_eq!(run(Some(cut)).0, clean, "cut after {cut} of {writes} writes");
     }
 }
+
+/// A deletion keeps an older write of the same record out when that write arrives in a
+/// later batch (the tombstone is read back from the store, not from the batch).
+#[test]
+fn a_deletion_keeps_an_older_write_out_in_a_later_batch() {
+    let env = env();
+    let a = "did:plc:aaaaaaaaaaaaaaaaaaaaaaaa";
+    env.log.append(&[write(a, "3zzz", "3r01", submission("Zebra one", &[("A", a)], 1), false), delete(a, "3zzz", "3r02")]).unwrap();
+    project_all(&env);
+    env.log.append(&[write(a, "3zzz", "3r01", submission("Zebra one", &[("A", a)], 1), false)]).unwrap();
+    project_all(&env);
+    assert_eq!(search_all(&env, "zebra", SortOrder::Relevance, 10).1, 0);
+    let reader = EprintsReader::new(env.ctx.store.as_ref()).unwrap();
+    assert!(reader.get(&format!("at://{a}/pub.svc.eprint.submission/3zzz")).unwrap().is_none());
+    // A newer write comes back.
+    env.log.append(&[write(a, "3zzz", "3r03", submission("Zebra three", &[("A", a)], 1), false)]).unwrap();
+    project_all(&env);
+    assert_eq!(search_all(&env, "zebra", SortOrder::Relevance, 10).1, 1);
+}

@@ -49,6 +49,9 @@ pub struct SearchProjection {
     node: Arc<dyn Store>,
     /// Tombstones of this batch, written to the node's store at its end.
     new_tombstones: HashMap<String, (String, u64)>,
+    /// The stored tombstones (revision by URI) of the records this batch writes or deletes,
+    /// read in one store read when the batch begins.
+    stored_tombstones: HashMap<String, String>,
     last_commit: Instant,
     /// `None` in rebuild mode: commit only when flushed.
     commit_interval: Option<Duration>,
@@ -82,6 +85,7 @@ impl SearchProjection {
             pending_revs: HashMap::new(),
             node,
             new_tombstones: HashMap::new(),
+            stored_tombstones: HashMap::new(),
             last_commit: Instant::now(),
             commit_interval: (mode == Mode::Live).then_some(LIVE_COMMIT_INTERVAL),
             catching_up: false,
@@ -89,7 +93,6 @@ impl SearchProjection {
         })
     }
 
-    /// The revision of the indexed document at `uri`, if any.
     /// The revision the index holds for `uri`: its document's, or its tombstone's.
     fn current_rev(&self, uri: &str) -> Result<Option<String>, ProjectionError> {
         if let Some(Some(rev)) = self.pending_revs.get(uri) {
@@ -107,8 +110,27 @@ impl SearchProjection {
         if let Some((rev, _)) = self.new_tombstones.get(uri) {
             return Ok(Some(rev.clone()));
         }
-        let tombstone = self.node.get(&tombstones(self.version), uri, &[])?;
-        Ok(tombstone.and_then(|c| c.get("rev").and_then(Value::as_text).map(str::to_owned)))
+        Ok(self.stored_tombstones.get(uri).cloned())
+    }
+
+    /// Reads the stored tombstones of the records `batch` writes or deletes, in one read.
+    fn read_tombstones(&mut self, batch: &EventBatch) -> Result<(), ProjectionError> {
+        let uris: Vec<String> = batch
+            .iter()
+            .filter_map(|event| match &event.envelope.payload {
+                Payload::RecordCreate(w) | Payload::RecordUpdate(w) if w.collection == SUBMISSION => Some(w.uri()),
+                Payload::RecordDelete(d) if d.collection == SUBMISSION => Some(d.uri()),
+                _ => None,
+            })
+            .collect();
+        let keys: Vec<(String, Vec<u8>)> = uris.into_iter().map(|uri| (uri, Vec::new())).collect();
+        let rows = self.node.get_many(&tombstones(self.version), &keys)?;
+        self.stored_tombstones = keys
+            .into_iter()
+            .zip(rows)
+            .filter_map(|((uri, _), row)| Some((uri, row?.get("rev").and_then(Value::as_text)?.to_owned())))
+            .collect();
+        Ok(())
     }
 
     fn write(&mut self, event: &Envelope, w: &RecordWrite, s: &Submission) -> Result<(), ProjectionError> {
@@ -234,6 +256,7 @@ impl Projection for SearchProjection {
     }
 
     fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError> {
+        self.read_tombstones(batch)?;
         for event in batch.iter() {
             if let Some((w, submission)) = event.submission(&self.lexicons) {
                 // Invalid records are the eprints model's dead letters; search skips them.
