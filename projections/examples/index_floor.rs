@@ -69,8 +69,10 @@ fn main() {
                     d.add_text(did, account_for(name).did);
                 }
             }
-            for c in p.categories.iter().filter(|_| has("field")) {
-                d.add_text(field, c);
+            if has("field") {
+                for c in &p.categories {
+                    d.add_text(field, c);
+                }
             }
             if has("uri") {
                 d.add_text(uri, format!("at://{repo}/pub.svc.eprint.submission/{}", p.id));

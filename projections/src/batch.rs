@@ -61,6 +61,19 @@ impl EventBatch {
         self.events.is_empty()
     }
 
+    /// The URIs of the records of `collection` that the batch writes or deletes, in order
+    /// (a record written twice is named twice).
+    pub fn record_uris(&self, collection: &str) -> Vec<String> {
+        self.events
+            .iter()
+            .filter_map(|e| match &e.payload {
+                Payload::RecordCreate(w) | Payload::RecordUpdate(w) if w.collection == collection => Some(w.uri()),
+                Payload::RecordDelete(d) if d.collection == collection => Some(d.uri()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The events with what projections derive from them.
     pub fn iter(&self) -> impl Iterator<Item = BatchEvent<'_>> {
         self.events.iter().zip(&self.submissions).map(|(envelope, submission)| BatchEvent { envelope, submission })

@@ -176,23 +176,16 @@ impl EprintsProjection {
     /// Reads the record and account rows the batch's events decide on, one store read per
     /// table instead of one per event.
     fn prefetch(&self, st: &mut Staged, batch: &EventBatch) -> Result<(), ProjectionError> {
-        let mut uris = Vec::new();
-        let mut dids = Vec::new();
-        for event in batch.iter() {
-            if let Some((w, submission)) = event.submission(&self.lexicons) {
-                if submission.is_ok() {
-                    uris.push(w.uri());
-                }
-                continue;
-            }
-            match &event.envelope.payload {
-                Payload::RecordDelete(d) if d.collection == SUBMISSION => uris.push(d.uri()),
-                Payload::Identity(i) => dids.push(i.did.clone()),
-                Payload::Account(a) => dids.push(a.did.clone()),
-                _ => {}
-            }
-        }
-        st.prefetch(self.store.as_ref(), &records(self.version), uris)?;
+        let dids = batch
+            .events()
+            .iter()
+            .filter_map(|e| match &e.payload {
+                Payload::Identity(i) => Some(i.did.clone()),
+                Payload::Account(a) => Some(a.did.clone()),
+                _ => None,
+            })
+            .collect();
+        st.prefetch(self.store.as_ref(), &records(self.version), batch.record_uris(SUBMISSION))?;
         st.prefetch(self.store.as_ref(), &accounts(self.version), dids)?;
         Ok(())
     }

@@ -28,19 +28,16 @@ pub(crate) struct Staged {
 
 impl Staged {
     /// Reads the rows of `partitions` (empty clustering key) of `table` in one store read,
-    /// so that the batch's later [`Staged::get`]s of them cost no store round trip.
-    pub fn prefetch(&mut self, store: &dyn Store, table: &TableRef, partitions: Vec<String>) -> Result<(), StoreError> {
+    /// so that the batch's later [`Staged::get`]s of them cost no store round trip. Rows the
+    /// batch already wrote keep their staged value.
+    pub fn prefetch(&mut self, store: &dyn Store, table: &TableRef, mut partitions: Vec<String>) -> Result<(), StoreError> {
         self.start_reading(table);
-        let keys: Vec<(String, Vec<u8>)> = partitions
-            .into_iter()
-            .filter(|p| !self.cache.contains_key(&(table.clone(), p.clone(), Vec::new())))
-            .map(|p| (p, Vec::new()))
-            .collect::<HashSet<_>>()
-            .into_iter()
-            .collect();
+        partitions.sort_unstable();
+        partitions.dedup();
+        let keys: Vec<(String, Vec<u8>)> = partitions.into_iter().map(|p| (p, Vec::new())).collect();
         let rows = store.get_many(table, &keys)?;
         for ((partition, clustering), row) in keys.into_iter().zip(rows) {
-            self.cache.insert((table.clone(), partition, clustering), row);
+            self.cache.entry((table.clone(), partition, clustering)).or_insert(row);
         }
         Ok(())
     }

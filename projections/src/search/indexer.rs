@@ -115,15 +115,7 @@ impl SearchProjection {
 
     /// Reads the stored tombstones of the records `batch` writes or deletes, in one read.
     fn read_tombstones(&mut self, batch: &EventBatch) -> Result<(), ProjectionError> {
-        let uris: Vec<String> = batch
-            .iter()
-            .filter_map(|event| match &event.envelope.payload {
-                Payload::RecordCreate(w) | Payload::RecordUpdate(w) if w.collection == SUBMISSION => Some(w.uri()),
-                Payload::RecordDelete(d) if d.collection == SUBMISSION => Some(d.uri()),
-                _ => None,
-            })
-            .collect();
-        let keys: Vec<(String, Vec<u8>)> = uris.into_iter().map(|uri| (uri, Vec::new())).collect();
+        let keys: Vec<(String, Vec<u8>)> = batch.record_uris(SUBMISSION).into_iter().map(|uri| (uri, Vec::new())).collect();
         let rows = self.node.get_many(&tombstones(self.version), &keys)?;
         self.stored_tombstones = keys
             .into_iter()
