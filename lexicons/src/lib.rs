@@ -13,7 +13,7 @@
 //!     "createdAt": "2025-01-01T00:00:00.000Z"
 //! });
 //! lex.validate_record("pub.svc.eprint.submission", &record).unwrap();
-//! let params = lex.validate_params("pub.svc.eprint.listByAuthor", &[("author".into(), "did:plc:abc".into())]).unwrap();
+//! let params = lex.validate_params("pub.svc.eprint.listByAuthor", &[("author", "did:plc:abc")]).unwrap();
 //! assert_eq!(params.int("limit"), Some(25));
 //! ```
 #![warn(missing_docs)]
@@ -61,8 +61,8 @@ pub enum MethodKind {
 #[derive(Debug, Clone)]
 pub struct Lexicons {
     docs: BTreeMap<String, Value>,
-    /// The `parameters` definition of every method that has one, found once at load.
-    params: HashMap<String, Value>,
+    /// The `parameters` definition of every method that has one, compiled once at load.
+    params: HashMap<String, params::ParamsSchema>,
 }
 
 impl Lexicons {
@@ -85,7 +85,10 @@ impl Lexicons {
             }
             map.insert(id.to_owned(), doc);
         }
-        let params = map.iter().filter_map(|(nsid, d)| Some((nsid.clone(), d.pointer("/defs/main/parameters")?.clone()))).collect();
+        let params = map
+            .iter()
+            .filter_map(|(nsid, d)| Some((nsid.clone(), params::ParamsSchema::compile(d.pointer("/defs/main/parameters")?))))
+            .collect();
         Ok(Lexicons { docs: map, params })
     }
 
@@ -142,10 +145,12 @@ impl Lexicons {
     ///
     /// # Errors
     /// [`LexiconError::Invalid`] naming the offending parameter.
-    pub fn validate_params(&self, nsid: &str, raw: &[(String, String)]) -> Result<Params, LexiconError> {
-        // A method without parameters accepts (and ignores) any.
-        let schema = self.params.get(nsid).unwrap_or(&Value::Null);
-        params::parse(schema, raw).map_err(Into::into)
+    pub fn validate_params<K: AsRef<str>, V: AsRef<str>>(&self, nsid: &str, raw: &[(K, V)]) -> Result<Params, LexiconError> {
+        match self.params.get(nsid) {
+            Some(schema) => schema.parse(raw).map_err(Into::into),
+            // A method without parameters accepts (and ignores) any.
+            None => Ok(Params::default()),
+        }
     }
 
     /// Validates the JSON input body of a procedure against its lexicon.

@@ -64,111 +64,178 @@ impl Params {
     }
 }
 
-fn scalar(schema: &Value, raw: &str, name: &str) -> Result<ParamValue, ValidationError> {
-    let kind = schema.get("type").and_then(Value::as_str).unwrap_or("string");
-    let value = match kind {
-        "integer" => {
-            let n: i64 = raw.trim().parse().map_err(|_| ValidationError::new(name, format!("expected an integer, got {raw:?}")))?;
-            ParamValue::Int(n)
-        }
-        "boolean" => match raw {
-            "true" | "1" => ParamValue::Bool(true),
-            "false" | "0" => ParamValue::Bool(false),
-            _ => return Err(ValidationError::new(name, format!("expected true or false, got {raw:?}"))),
-        },
-        _ => ParamValue::Str(raw.to_owned()),
-    };
-    check(schema, &value, name)?;
-    Ok(value)
+/// A method's `parameters` definition, compiled once at load: checking a query string walks
+/// these structs instead of looking names up in the JSON schema on every request.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ParamsSchema {
+    /// In the definition's order, which is the order errors are found in.
+    params: Vec<Param>,
+    required: Vec<String>,
 }
 
-fn check(schema: &Value, value: &ParamValue, name: &str) -> Result<(), ValidationError> {
-    match value {
-        ParamValue::Int(n) => {
-            if let Some(min) = schema.get("minimum").and_then(Value::as_i64) {
-                if *n < min {
+#[derive(Debug, Clone)]
+struct Param {
+    name: String,
+    kind: Kind,
+    default: Option<ParamValue>,
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    Scalar(Scalar),
+    /// A repeated parameter: `maxLength` bounds the number of items.
+    Array {
+        items: Scalar,
+        max_items: Option<i64>,
+    },
+}
+
+/// The checks on one value: its type and the constraints the lexicon gives it.
+#[derive(Debug, Clone)]
+struct Scalar {
+    ty: ScalarType,
+    minimum: Option<i64>,
+    maximum: Option<i64>,
+    one_of: Option<Vec<String>>,
+    max_length: Option<i64>,
+    format: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum ScalarType {
+    Str,
+    Int,
+    Bool,
+}
+
+impl ParamsSchema {
+    /// Compiles a `parameters` definition (`{type: "params", properties, required}`).
+    pub(crate) fn compile(schema: &Value) -> ParamsSchema {
+        let params = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|props| props.iter().map(|(name, prop)| Param::compile(name, prop)).collect())
+            .unwrap_or_default();
+        let required = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|names| names.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .unwrap_or_default();
+        ParamsSchema { params, required }
+    }
+
+    /// Parses raw query-string pairs. Unknown parameters are ignored, as XRPC asks; a scalar
+    /// parameter given twice is an error.
+    pub(crate) fn parse<K: AsRef<str>, V: AsRef<str>>(&self, raw: &[(K, V)]) -> Result<Params, ValidationError> {
+        let mut out = BTreeMap::new();
+        for param in &self.params {
+            let mut given = raw.iter().filter(|(k, _)| k.as_ref() == param.name).map(|(_, v)| v.as_ref());
+            let Some(first) = given.next() else {
+                if let Some(default) = &param.default {
+                    out.insert(param.name.clone(), default.clone());
+                }
+                continue;
+            };
+            let value = match &param.kind {
+                Kind::Scalar(scalar) => {
+                    if given.next().is_some() {
+                        return Err(ValidationError::new(param.name.as_str(), "given more than once"));
+                    }
+                    scalar.parse(first, &param.name)?
+                }
+                Kind::Array { items, max_items } => {
+                    let values = std::iter::once(first)
+                        .chain(given)
+                        .enumerate()
+                        .map(|(i, raw)| items.parse(raw, &format!("{}[{i}]", param.name)))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    if let Some(max) = max_items.filter(|max| values.len() as i64 > *max) {
+                        return Err(ValidationError::new(param.name.as_str(), format!("must have at most {max} items")));
+                    }
+                    ParamValue::List(values)
+                }
+            };
+            out.insert(param.name.clone(), value);
+        }
+        if let Some(missing) = self.required.iter().find(|name| !out.contains_key(name.as_str())) {
+            return Err(ValidationError::new(missing.as_str(), "required parameter missing"));
+        }
+        Ok(Params(out))
+    }
+}
+
+impl Param {
+    fn compile(name: &str, prop: &Value) -> Param {
+        let kind = if prop.get("type").and_then(Value::as_str) == Some("array") {
+            Kind::Array {
+                items: Scalar::compile(prop.get("items").unwrap_or(&Value::Null)),
+                max_items: prop.get("maxLength").and_then(Value::as_i64),
+            }
+        } else {
+            Kind::Scalar(Scalar::compile(prop))
+        };
+        let default = match prop.get("default") {
+            Some(Value::Number(n)) => n.as_i64().map(ParamValue::Int),
+            Some(Value::Bool(b)) => Some(ParamValue::Bool(*b)),
+            Some(Value::String(s)) => Some(ParamValue::Str(s.clone())),
+            _ => None,
+        };
+        Param { name: name.to_owned(), kind, default }
+    }
+}
+
+impl Scalar {
+    fn compile(schema: &Value) -> Scalar {
+        let ty = match schema.get("type").and_then(Value::as_str) {
+            Some("integer") => ScalarType::Int,
+            Some("boolean") => ScalarType::Bool,
+            _ => ScalarType::Str,
+        };
+        Scalar {
+            ty,
+            minimum: schema.get("minimum").and_then(Value::as_i64),
+            maximum: schema.get("maximum").and_then(Value::as_i64),
+            one_of: schema
+                .get("enum")
+                .and_then(Value::as_array)
+                .map(|values| values.iter().filter_map(Value::as_str).map(str::to_owned).collect()),
+            max_length: schema.get("maxLength").and_then(Value::as_i64),
+            format: schema.get("format").and_then(Value::as_str).map(str::to_owned),
+        }
+    }
+
+    /// Parses one raw value and checks it; `name` is the path errors name.
+    fn parse(&self, raw: &str, name: &str) -> Result<ParamValue, ValidationError> {
+        match self.ty {
+            ScalarType::Int => {
+                let n: i64 = raw.trim().parse().map_err(|_| ValidationError::new(name, format!("expected an integer, got {raw:?}")))?;
+                if let Some(min) = self.minimum.filter(|min| n < *min) {
                     return Err(ValidationError::new(name, format!("must be at least {min}")));
                 }
-            }
-            if let Some(max) = schema.get("maximum").and_then(Value::as_i64) {
-                if *n > max {
+                if let Some(max) = self.maximum.filter(|max| n > *max) {
                     return Err(ValidationError::new(name, format!("must be at most {max}")));
                 }
+                Ok(ParamValue::Int(n))
             }
-        }
-        ParamValue::Str(s) => {
-            if let Some(values) = schema.get("enum").and_then(Value::as_array) {
-                if !values.iter().any(|v| v.as_str() == Some(s)) {
-                    let list: Vec<&str> = values.iter().filter_map(Value::as_str).collect();
-                    return Err(ValidationError::new(name, format!("must be one of {}", list.join(", "))));
+            ScalarType::Bool => match raw {
+                "true" | "1" => Ok(ParamValue::Bool(true)),
+                "false" | "0" => Ok(ParamValue::Bool(false)),
+                _ => Err(ValidationError::new(name, format!("expected true or false, got {raw:?}"))),
+            },
+            ScalarType::Str => {
+                if let Some(values) = self.one_of.as_ref().filter(|values| !values.iter().any(|v| v == raw)) {
+                    return Err(ValidationError::new(name, format!("must be one of {}", values.join(", "))));
                 }
-            }
-            if let Some(max) = schema.get("maxLength").and_then(Value::as_i64) {
-                if s.chars().count() as i64 > max {
+                if let Some(max) = self.max_length.filter(|max| raw.chars().count() as i64 > *max) {
                     return Err(ValidationError::new(name, format!("must be at most {max} characters")));
                 }
-            }
-            if let Some(format) = schema.get("format").and_then(Value::as_str) {
-                if !formats::check(format, s) {
+                if let Some(format) = self.format.as_deref().filter(|format| !formats::check(format, raw)) {
                     return Err(ValidationError::new(name, format!("must be a valid {format}")));
                 }
-            }
-        }
-        ParamValue::Bool(_) | ParamValue::List(_) => {}
-    }
-    Ok(())
-}
-
-/// Parses raw query-string pairs against a `params` definition. Unknown parameters are
-/// ignored, as XRPC asks; a scalar parameter given twice is an error.
-pub(crate) fn parse(schema: &Value, raw: &[(String, String)]) -> Result<Params, ValidationError> {
-    let empty = serde_json::Map::new();
-    let props = schema.get("properties").and_then(Value::as_object).unwrap_or(&empty);
-    let mut out = BTreeMap::new();
-    for (name, prop) in props {
-        let given: Vec<&str> = raw.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str()).collect();
-        if given.is_empty() {
-            if let Some(default) = prop.get("default") {
-                let value = match default {
-                    Value::Number(n) => n.as_i64().map(ParamValue::Int),
-                    Value::Bool(b) => Some(ParamValue::Bool(*b)),
-                    Value::String(s) => Some(ParamValue::Str(s.clone())),
-                    _ => None,
-                };
-                if let Some(v) = value {
-                    out.insert(name.clone(), v);
-                }
-            }
-            continue;
-        }
-        if prop.get("type").and_then(Value::as_str) == Some("array") {
-            let item_schema = prop.get("items").cloned().unwrap_or(Value::Null);
-            let items = given
-                .iter()
-                .enumerate()
-                .map(|(i, raw)| scalar(&item_schema, raw, &format!("{name}[{i}]")))
-                .collect::<Result<Vec<_>, _>>()?;
-            if let Some(max) = prop.get("maxLength").and_then(Value::as_i64) {
-                if items.len() as i64 > max {
-                    return Err(ValidationError::new(name.as_str(), format!("must have at most {max} items")));
-                }
-            }
-            out.insert(name.clone(), ParamValue::List(items));
-        } else {
-            if given.len() > 1 {
-                return Err(ValidationError::new(name.as_str(), "given more than once"));
-            }
-            out.insert(name.clone(), scalar(prop, given[0], name)?);
-        }
-    }
-    if let Some(required) = schema.get("required").and_then(Value::as_array) {
-        for name in required.iter().filter_map(Value::as_str) {
-            if !out.contains_key(name) {
-                return Err(ValidationError::new(name, "required parameter missing"));
+                Ok(ParamValue::Str(raw.to_owned()))
             }
         }
     }
-    Ok(Params(out))
 }
 
 #[cfg(test)]

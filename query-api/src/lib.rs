@@ -21,6 +21,7 @@ use axum::http::header::{self, HeaderName, HeaderValue};
 use axum::http::Method;
 use axum::response::IntoResponse;
 use axum::Router;
+use tower::util::MapResponseLayer;
 use tower_http::cors::{Any, CorsLayer};
 use tower_http::trace::TraceLayer;
 
@@ -45,23 +46,29 @@ async fn fallback(uri: axum::http::Uri) -> axum::response::Response {
 
 /// Builds the whole application.
 pub fn app(state: AppState) -> Router {
+    // The policy is the same for every origin and request, so no answer varies with the
+    // request's CORS headers: no `Vary` (which the layer would otherwise build per request).
     let cors = CorsLayer::new()
         .allow_origin(Any)
         .allow_methods([Method::GET, Method::POST, Method::PUT, Method::DELETE, Method::OPTIONS])
-        .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE]);
-    Router::new()
-        .merge(xrpc::routes())
-        .merge(rest::routes())
-        .merge(health::routes())
-        .fallback(fallback)
-        .with_state(state)
-        .layer(cors)
-        .layer(TraceLayer::new_for_http())
-        .layer(axum::middleware::map_response(security_headers))
+        .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE])
+        .vary(Vec::<HeaderName>::new());
+    let router =
+        Router::new().merge(xrpc::routes()).merge(rest::routes()).merge(health::routes()).fallback(fallback).with_state(state).layer(cors);
+    // Request spans and response events are logged at DEBUG. When the filter drops them, the
+    // layer would still time and wrap every response: it is left out then (a sixth of a
+    // detail read's cost, docs/performance.md).
+    let router = if tracing::enabled!(target: "tower_http::trace::on_response", tracing::Level::DEBUG) {
+        router.layer(TraceLayer::new_for_http())
+    } else {
+        router
+    };
+    router.layer(MapResponseLayer::new(security_headers))
 }
 
-/// Sets the [`SECURITY_HEADERS`] on a response (one layer for all of them).
-async fn security_headers(mut response: axum::response::Response) -> axum::response::Response {
+/// Sets the [`SECURITY_HEADERS`] on a response (one layer for all of them; a plain function,
+/// so the layer neither boxes nor allocates per request).
+fn security_headers(mut response: axum::response::Response) -> axum::response::Response {
     let headers = response.headers_mut();
     for (name, value) in SECURITY_HEADERS {
         headers.insert(HeaderName::from_static(name), HeaderValue::from_static(value));

@@ -121,7 +121,7 @@ impl Store for EmbeddedStore {
     }
 
     fn get(&self, table: &TableRef, partition: &str, clustering: &[u8]) -> Result<Option<Columns>, StoreError> {
-        let key: RowKey = (table.physical_name(), partition.to_owned(), clustering.to_vec());
+        let key: RowKey = (table.physical_name().to_owned(), partition.to_owned(), clustering.to_vec());
         let ticket = self.rows.begin_read();
         if ticket.is_some() {
             if let Some(row) = self.rows.get(&key) {
@@ -139,25 +139,24 @@ impl Store for EmbeddedStore {
     fn get_many(&self, table: &TableRef, keys: &[(String, Vec<u8>)]) -> Result<Vec<Option<Columns>>, StoreError> {
         let name = table.physical_name();
         let txn = self.db.begin_read()?;
-        let Some(t) = open_rows(&txn, &name)? else { return Ok(vec![None; keys.len()]) };
+        let Some(t) = open_rows(&txn, name)? else { return Ok(vec![None; keys.len()]) };
         keys.iter()
             .map(|(p, c)| match t.get((p.as_str(), c.as_slice()))? {
-                Some(v) => Ok(Some(decode_columns(&name, v.value())?)),
+                Some(v) => Ok(Some(decode_columns(name, v.value())?)),
                 None => Ok(None),
             })
             .collect()
     }
 
-    fn get_each(&self, keys: &[(&TableRef, &str, &[u8])]) -> Result<Vec<Option<Columns>>, StoreError> {
-        let keys: Vec<RowKey> = keys.iter().map(|(t, p, c)| (t.physical_name(), (*p).to_owned(), c.to_vec())).collect();
+    fn get_each(&self, keys: &[(&TableRef, &str, &[u8])]) -> Result<Vec<Option<Arc<Columns>>>, StoreError> {
+        let keys: Vec<RowKey> = keys.iter().map(|(t, p, c)| (t.physical_name().to_owned(), (*p).to_owned(), c.to_vec())).collect();
         if let Some(ticket) = self.rows.begin_read() {
-            let mut rows: Vec<Option<Option<Columns>>> =
-                keys.iter().map(|k| self.rows.get(k).map(|row| row.map(|c| (*c).clone()))).collect();
+            let mut rows: Vec<Option<Option<Arc<Columns>>>> = keys.iter().map(|k| self.rows.get(k)).collect();
             if rows.iter().any(Option::is_none) {
                 let txn = self.db.begin_read()?;
                 for (key, slot) in keys.iter().zip(&mut rows).filter(|(_, slot)| slot.is_none()) {
-                    let row = read_row(&txn, key)?;
-                    self.rows.fill(ticket, key.clone(), row.clone().map(Arc::new));
+                    let row = read_row(&txn, key)?.map(Arc::new);
+                    self.rows.fill(ticket, key.clone(), row.clone());
                     *slot = Some(row);
                 }
             }
@@ -168,13 +167,13 @@ impl Store for EmbeddedStore {
             }
         }
         let txn = self.db.begin_read()?;
-        keys.iter().map(|key| read_row(&txn, key)).collect()
+        keys.iter().map(|key| Ok(read_row(&txn, key)?.map(Arc::new))).collect()
     }
 
     fn count(&self, table: &TableRef, partition: &str) -> Result<u64, StoreError> {
         let name = table.physical_name();
         let txn = self.db.begin_read()?;
-        let Some(t) = open_rows(&txn, &name)? else { return Ok(0) };
+        let Some(t) = open_rows(&txn, name)? else { return Ok(0) };
         let end = partition_end(partition);
         let empty: &[u8] = &[];
         let range = t.range::<(&str, &[u8])>((Bound::Included((partition, empty)), Bound::Excluded((end.as_str(), empty))))?;
@@ -189,7 +188,7 @@ impl Store for EmbeddedStore {
     fn scan(&self, table: &TableRef, partition: &str, scan: &Scan) -> Result<Page, StoreError> {
         let name = table.physical_name();
         let txn = self.db.begin_read()?;
-        let Some(t) = open_rows(&txn, &name)? else { return Ok(Page { rows: Vec::new(), next: None }) };
+        let Some(t) = open_rows(&txn, name)? else { return Ok(Page { rows: Vec::new(), next: None }) };
         let end = partition_end(partition);
         let empty: &[u8] = &[];
         let (lower, upper) = match (&scan.after, scan.reverse) {
@@ -202,7 +201,7 @@ impl Store for EmbeddedStore {
         let mut push = |entry: Result<RangeEntry<'_>, redb::StorageError>| -> Result<bool, StoreError> {
             let (k, v) = entry?;
             let (_, clustering) = k.value();
-            rows.push(Row { clustering: clustering.to_vec(), columns: decode_columns(&name, v.value())? });
+            rows.push(Row { clustering: clustering.to_vec(), columns: decode_columns(name, v.value())? });
             Ok(rows.len() < scan.limit)
         };
         if scan.limit > 0 {
@@ -239,7 +238,7 @@ impl Store for EmbeddedStore {
             let mut checkpoints = txn.open_table(CHECKPOINTS)?;
             for op in &batch.ops {
                 match op {
-                    Op::Put { table, .. } | Op::Delete { table, .. } => names.entry(table.physical_name()).or_default().push(op),
+                    Op::Put { table, .. } | Op::Delete { table, .. } => names.entry(table.physical_name().to_owned()).or_default().push(op),
                     Op::Checkpoint { consumer, partition, next_offset } => {
                         checkpoints.insert((consumer.as_str(), *partition), *next_offset)?;
                     }
@@ -349,7 +348,7 @@ impl Store for EmbeddedStore {
         let txn = self.db.begin_write()?;
         {
             for name in tables {
-                let physical = TableRef::new(model, version, name).physical_name();
+                let physical = TableRef::new(model, version, name).physical_name().to_owned();
                 txn.delete_table(RowTable::new(&physical))?;
             }
             let consumer = consumer_name(model, version);
@@ -428,11 +427,11 @@ mod tests {
         put(&store, &[(&t, "p", 1), (&u, "q", 1)]);
         for _ in 0..2 {
             assert_eq!(store.get(&t, "p", &[]).unwrap(), Some(n(1)));
-            assert_eq!(store.get_each(&[(&t, "p", &[]), (&u, "q", &[])]).unwrap(), vec![Some(n(1)), Some(n(1))]);
+            assert_eq!(store.get_each(&[(&t, "p", &[]), (&u, "q", &[])]).unwrap(), vec![Some(Arc::new(n(1))), Some(Arc::new(n(1)))]);
         }
         put(&store, &[(&t, "p", 2)]);
         assert_eq!(store.get(&t, "p", &[]).unwrap(), Some(n(2)));
-        assert_eq!(store.get_each(&[(&t, "p", &[]), (&u, "q", &[])]).unwrap(), vec![Some(n(2)), Some(n(1))]);
+        assert_eq!(store.get_each(&[(&t, "p", &[]), (&u, "q", &[])]).unwrap(), vec![Some(Arc::new(n(2))), Some(Arc::new(n(1)))]);
         let mut batch = Batch::default();
         batch.delete(&t, "p", Vec::new(), 2);
         store.apply(batch).unwrap();
@@ -451,15 +450,15 @@ mod tests {
         let (t, u) = (TableRef::new("m", 1, "t"), TableRef::new("m", 1, "u"));
         put(&store, &[(&t, "p", 0), (&u, "q", 0)]);
         let acknowledged = AtomicI64::new(0);
-        let value = |row: &Option<Columns>| row.as_ref().and_then(|c| c.get("n")).and_then(crate::Value::as_int).unwrap();
+        let value = |row: Option<&Columns>| row.and_then(|c| c.get("n")).and_then(crate::Value::as_int).unwrap();
         std::thread::scope(|scope| {
             for _ in 0..3 {
                 scope.spawn(|| loop {
                     let floor = acknowledged.load(Ordering::SeqCst);
-                    let one = value(&store.get(&t, "p", &[]).unwrap());
+                    let one = value(store.get(&t, "p", &[]).unwrap().as_ref());
                     assert!(one >= floor, "read {one} after write {floor} was acknowledged");
                     let both = store.get_each(&[(&t, "p", &[]), (&u, "q", &[])]).unwrap();
-                    assert_eq!(value(&both[0]), value(&both[1]), "a read saw half of a batch");
+                    assert_eq!(value(both[0].as_deref()), value(both[1].as_deref()), "a read saw half of a batch");
                     if floor == 500 {
                         break;
                     }

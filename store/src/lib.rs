@@ -38,6 +38,7 @@ pub mod test_suite;
 mod value;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 pub use batch::{Batch, Op};
 pub use embedded::EmbeddedStore;
@@ -45,27 +46,70 @@ pub use error::StoreError;
 pub use scylla::{ScyllaConfig, ScyllaStore, DEFAULT_KEYSPACE};
 pub use value::{Columns, Value};
 
-/// A table of one version of one read model.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A table of one version of one read model. It is made once with its physical name, which
+/// every store operation uses as the table's key (and which is not formatted per read).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TableRef {
-    /// The read model, e.g. `eprints`.
-    pub model: String,
-    /// The read model's version.
-    pub version: u32,
-    /// The table within the model, e.g. `by_author`.
-    pub name: String,
+    /// `<model>.v<version>.<name>`.
+    physical: String,
+    model_len: usize,
+    name_start: usize,
+    version: u32,
 }
 
 impl TableRef {
     /// Names a table.
     pub fn new(model: &str, version: u32, name: &str) -> TableRef {
-        TableRef { model: model.to_owned(), version, name: name.to_owned() }
+        let mut physical = String::with_capacity(model.len() + name.len() + 12);
+        physical.push_str(model);
+        physical.push_str(".v");
+        push_decimal(&mut physical, version);
+        physical.push('.');
+        let name_start = physical.len();
+        physical.push_str(name);
+        TableRef { physical, model_len: model.len(), name_start, version }
+    }
+
+    /// The read model, e.g. `eprints`.
+    pub fn model(&self) -> &str {
+        &self.physical[..self.model_len]
+    }
+
+    /// The read model's version.
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
+    /// The table within the model, e.g. `by_author`.
+    pub fn name(&self) -> &str {
+        &self.physical[self.name_start..]
     }
 
     /// The physical name: `<model>.v<version>.<name>`.
-    pub fn physical_name(&self) -> String {
-        format!("{}.v{}.{}", self.model, self.version, self.name)
+    pub fn physical_name(&self) -> &str {
+        &self.physical
     }
+}
+
+/// Ordered by model, version, then table.
+impl Ord for TableRef {
+    fn cmp(&self, other: &TableRef) -> std::cmp::Ordering {
+        (self.model(), self.version, self.name()).cmp(&(other.model(), other.version, other.name()))
+    }
+}
+
+impl PartialOrd for TableRef {
+    fn partial_cmp(&self, other: &TableRef) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Appends `n` in decimal (without the formatting machinery: tables are named on hot paths).
+fn push_decimal(out: &mut String, n: u32) {
+    if n >= 10 {
+        push_decimal(out, n / 10);
+    }
+    out.push(char::from(b'0' + (n % 10) as u8));
 }
 
 /// One row returned by a scan.
@@ -135,9 +179,10 @@ pub trait Store: Send + Sync {
 
     /// One row from each of several tables, `(table, partition, clustering)`, in the order
     /// of `keys`: at one snapshot where the store has snapshots (the embedded store: one
-    /// read transaction instead of one per row), row by row otherwise.
-    fn get_each(&self, keys: &[(&TableRef, &str, &[u8])]) -> Result<Vec<Option<Columns>>, StoreError> {
-        keys.iter().map(|(table, partition, clustering)| self.get(table, partition, clustering)).collect()
+    /// read transaction instead of one per row), row by row otherwise. The rows are shared:
+    /// the embedded store hands out the rows of its cache without copying them.
+    fn get_each(&self, keys: &[(&TableRef, &str, &[u8])]) -> Result<Vec<Option<Arc<Columns>>>, StoreError> {
+        keys.iter().map(|(table, partition, clustering)| Ok(self.get(table, partition, clustering)?.map(Arc::new))).collect()
     }
 
     /// The number of rows in one partition.
@@ -181,4 +226,24 @@ pub trait Store: Send + Sync {
 /// The consumer name under which a version of a model keeps its checkpoints.
 pub fn consumer_name(model: &str, version: u32) -> String {
     format!("{model}.v{version}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TableRef;
+
+    #[test]
+    fn a_table_ref_names_its_parts_and_orders_by_them() {
+        for (model, version, name) in
+            [("eprints", 0, "records"), ("search", 7, "tombstones"), ("a.b", 1234567890, "c.d"), ("m", u32::MAX, "")]
+        {
+            let t = TableRef::new(model, version, name);
+            assert_eq!((t.model(), t.version(), t.name()), (model, version, name));
+            assert_eq!(t.physical_name(), format!("{model}.v{version}.{name}"));
+        }
+        let mut tables = [TableRef::new("m", 10, "a"), TableRef::new("m", 9, "b"), TableRef::new("l", 99, "z"), TableRef::new("m", 9, "a")];
+        tables.sort();
+        let order: Vec<(&str, u32, &str)> = tables.iter().map(|t| (t.model(), t.version(), t.name())).collect();
+        assert_eq!(order, [("l", 99, "z"), ("m", 9, "a"), ("m", 9, "b"), ("m", 10, "a")]);
+    }
 }

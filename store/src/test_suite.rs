@@ -2,6 +2,8 @@
 //! [`run_all`] with a factory that makes a fresh, empty store (and a guard that keeps its
 //! resources alive for the test).
 
+use std::sync::Arc;
+
 use crate::{Batch, Columns, Scan, Store, TableRef, Value, VersionState};
 
 /// Makes a fresh store for one test, with a guard to drop after it.
@@ -64,7 +66,7 @@ pub fn put_get_delete(store: &dyn Store) {
     assert_eq!(store.get_many(&TableRef::new("m", 9, "t"), &keys).unwrap(), vec![None, None, None]);
     let missing = TableRef::new("m", 9, "t");
     let each: [(&TableRef, &str, &[u8]); 4] = [(&other, "p", b"k"), (&t, "p", b"k"), (&missing, "p", b"k"), (&t, "p", b"x")];
-    assert_eq!(store.get_each(&each).unwrap(), vec![Some(cols(3)), Some(cols(1)), None, None]);
+    assert_eq!(store.get_each(&each).unwrap(), vec![Some(Arc::new(cols(3))), Some(Arc::new(cols(1))), None, None]);
     let mut b = Batch::default();
     b.delete(&t, "p", b"k".to_vec(), 2);
     store.apply(b).unwrap();

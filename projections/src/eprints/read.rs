@@ -56,22 +56,19 @@ fn parse(c: &Columns, k: &str) -> Result<Json, ProjectionError> {
 }
 
 /// The eprint in a record row, unless the row marks it deleted.
-fn eprint_of(uri: &str, mut row: Columns) -> Option<Eprint> {
+fn eprint_of(uri: &str, row: &Columns) -> Option<Eprint> {
     if row.get("deleted").and_then(Value::as_bool) == Some(true) {
         return None;
     }
-    let mut take = |k: &str| match row.remove(k) {
-        Some(Value::Text(t)) => t,
-        _ => String::new(),
-    };
-    Some(Eprint { uri: uri.to_owned(), did: take("did"), cid: take("cid"), record: take("record"), indexed_at: take("indexedAt") })
+    let text = |k: &str| text(row, k).unwrap_or_default();
+    Some(Eprint { uri: uri.to_owned(), did: text("did"), cid: text("cid"), record: text("record"), indexed_at: text("indexedAt") })
 }
 
 /// The account in an account row (an absent row is the default account).
-fn account_of(row: Columns) -> Account {
+fn account_of(row: &Columns) -> Account {
     Account {
-        handle: text(&row, "handle"),
-        display_name: text(&row, "displayName"),
+        handle: text(row, "handle"),
+        display_name: text(row, "displayName"),
         hidden: row.get("active").and_then(Value::as_bool) == Some(false),
     }
 }
@@ -92,13 +89,13 @@ impl<'a> EprintsReader<'a> {
     pub fn get(&self, uri: &str) -> Result<Option<Eprint>, ProjectionError> {
         let Some(v) = self.version else { return Ok(None) };
         let row = self.store.get(&records(v), uri, &[])?;
-        Ok(row.and_then(|row| eprint_of(uri, row)))
+        Ok(row.and_then(|row| eprint_of(uri, &row)))
     }
 
     /// What the model knows of an account.
     pub fn account(&self, did: &str) -> Result<Account, ProjectionError> {
         let Some(v) = self.version else { return Ok(Account::default()) };
-        Ok(account_of(self.store.get(&accounts(v), did, &[])?.unwrap_or_default()))
+        Ok(account_of(&self.store.get(&accounts(v), did, &[])?.unwrap_or_default()))
     }
 
     /// The eprint at `uri` (unless absent or deleted) with its repository's account, both
@@ -110,7 +107,7 @@ impl<'a> EprintsReader<'a> {
         let (records, accounts) = (records(v), accounts(v));
         let mut rows = self.store.get_each(&[(&records, uri, &[]), (&accounts, repo, &[])])?.into_iter();
         let (Some(record), Some(account)) = (rows.next().flatten(), rows.next()) else { return Ok(None) };
-        Ok(eprint_of(uri, record).map(|eprint| (eprint, account_of(account.unwrap_or_default()))))
+        Ok(eprint_of(uri, &record).map(|eprint| (eprint, account_of(account.as_deref().unwrap_or(&Columns::new())))))
     }
 
     /// A page of an author's eprints, newest first, starting after `after`.

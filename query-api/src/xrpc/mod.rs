@@ -6,9 +6,10 @@ pub mod catalog;
 mod eprint;
 pub mod sync;
 
-use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
-use axum::http::{header, HeaderMap, Method};
+use std::borrow::Cow;
+
+use axum::extract::{Path, Request, State};
+use axum::http::{header, Method};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
@@ -32,47 +33,55 @@ pub const SERVED: &[&str] = &[
 /// The largest procedure body accepted.
 const MAX_BODY: usize = 64 * 1024;
 
-/// The XRPC routes.
+/// The XRPC routes: one static route per served method (matched without capturing the
+/// NSID), and `/xrpc/{nsid}` for the rest.
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/xrpc/{nsid}", any(dispatch))
+    SERVED.iter().fold(Router::new().route("/xrpc/{nsid}", any(unserved)), |router, &nsid| {
+        router.route(&format!("/xrpc/{nsid}"), any(move |State(state): State<AppState>, request: Request| dispatch(state, nsid, request)))
+    })
 }
 
-async fn dispatch(
-    State(state): State<AppState>,
-    Path(nsid): Path<String>,
-    method: Method,
-    headers: HeaderMap,
-    RawQuery(query): RawQuery,
-    body: Bytes,
-) -> Response {
-    let q = query.as_deref().unwrap_or_default();
-    let result = match nsid.as_str() {
-        "pub.svc.eprint.getSubmission" => query_method(&state, &nsid, &method, q, &[], eprint::get_submission),
+/// Answers an NSID this build does not serve: 501 for the contract's other operations,
+/// 404 for anything else.
+async fn unserved(Path(nsid): Path<String>) -> Response {
+    if catalog::is_named(&nsid) {
+        ApiError::not_implemented(&nsid).into_response()
+    } else {
+        ApiError::not_found(format!("no XRPC method {nsid}")).into_response()
+    }
+}
+
+/// Answers a served method. It takes the request whole: a query reads only its query string,
+/// and only a procedure reads the body and the headers.
+async fn dispatch(state: AppState, nsid: &'static str, request: Request) -> Response {
+    let method = request.method().clone();
+    let q = request.uri().query().unwrap_or_default();
+    let result = match nsid {
+        "pub.svc.eprint.getSubmission" => query_method(&state, nsid, &method, q, &[], eprint::get_submission),
         "pub.svc.eprint.searchSubmissions" => {
             async {
-                let p = query_params(&state, &nsid, &method, q, &[("q", "query"), ("author", "authors")])?;
+                let p = query_params(&state, nsid, &method, q, &[("q", "query"), ("author", "authors")])?;
                 eprint::search_submissions(&state, &p).await
             }
             .await
         }
-        "pub.svc.eprint.listByAuthor" => query_method(&state, &nsid, &method, q, &[("did", "author")], eprint::list_by_author),
+        "pub.svc.eprint.listByAuthor" => query_method(&state, nsid, &method, q, &[("did", "author")], eprint::list_by_author),
         "pub.svc.sync.checkStaleness" => {
             async {
-                let p = query_params(&state, &nsid, &method, q, &[])?;
+                let p = query_params(&state, nsid, &method, q, &[])?;
                 crate::eprints::body(&sync::check_staleness(&state, &p).await?)
             }
             .await
         }
         "pub.svc.sync.verify" => {
             async {
-                let p = query_params(&state, &nsid, &method, q, &[])?;
+                let p = query_params(&state, nsid, &method, q, &[])?;
                 crate::eprints::body(&sync::verify(&state, &p).await?)
             }
             .await
         }
-        "pub.svc.sync.refreshRecord" | "pub.svc.sync.deleteRecord" => procedure(&state, &nsid, &method, &headers, &body).await,
-        n if catalog::is_named(n) => Err(ApiError::not_implemented(n)),
-        n => Err(ApiError::not_found(format!("no XRPC method {n}"))),
+        "pub.svc.sync.refreshRecord" | "pub.svc.sync.deleteRecord" => procedure(&state, nsid, request).await,
+        n => Err(ApiError::from_error(crate::error::Internal(format!("{n} is listed as served but has no handler")))),
     };
     match result {
         Ok(body) => body.into_response(),
@@ -82,10 +91,12 @@ async fn dispatch(
 
 /// Runs a sync procedure: POST with a JSON body valid against its lexicon, and a service-auth
 /// token for the method (checked before the body, so an anonymous caller learns nothing).
-async fn procedure(state: &AppState, nsid: &str, method: &Method, headers: &HeaderMap, body: &Bytes) -> Result<Body, ApiError> {
-    if method != Method::POST {
+async fn procedure(state: &AppState, nsid: &str, request: Request) -> Result<Body, ApiError> {
+    if request.method() != Method::POST {
         return Err(ApiError::wrong_method(format!("{nsid} is a procedure: use POST")));
     }
+    let (parts, body) = request.into_parts();
+    let headers = &parts.headers;
     let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
     let caller = state.sync.auth.verify(authorization, nsid).await?;
     let is_json = headers
@@ -95,11 +106,11 @@ async fn procedure(state: &AppState, nsid: &str, method: &Method, headers: &Head
     if !is_json {
         return Err(ApiError::invalid_request(format!("{nsid} takes a JSON body (Content-Type: application/json)")));
     }
-    if body.len() > MAX_BODY {
-        return Err(ApiError::invalid_request(format!("the body is larger than {MAX_BODY} bytes")));
-    }
+    let body = axum::body::to_bytes(body, MAX_BODY)
+        .await
+        .map_err(|_| ApiError::invalid_request(format!("the body could not be read whole, or is larger than {MAX_BODY} bytes")))?;
     let input: serde_json::Value =
-        serde_json::from_slice(body).map_err(|e| ApiError::invalid_request(format!("the body is not JSON: {e}")))?;
+        serde_json::from_slice(&body).map_err(|e| ApiError::invalid_request(format!("the body is not JSON: {e}")))?;
     state.lexicons.validate_input(nsid, &input).map_err(|e| match e {
         LexiconError::Invalid(v) => ApiError::invalid_param(&v.path, v.message),
         other => ApiError::from_error(other),
@@ -133,14 +144,14 @@ fn query_method(
     handler(state, &query_params(state, nsid, method, query, aliases)?)
 }
 
-/// Parses and validates a query string.
+/// Parses and validates a query string. (Its pairs borrow from the query where nothing was
+/// escaped; invalid UTF-8 in an escape becomes U+FFFD, as in every form decoder.)
 pub fn parse_params(state: &AppState, nsid: &str, query: &str, aliases: &[(&str, &str)]) -> Result<Params, ApiError> {
-    let mut raw: Vec<(String, String)> =
-        serde_urlencoded::from_str(query).map_err(|_| ApiError::invalid_request("the query string is not valid URL encoding"))?;
+    let mut raw: Vec<(Cow<str>, Cow<str>)> = form_urlencoded::parse(query.as_bytes()).collect();
     for (alias, canonical) in aliases {
         if !raw.iter().any(|(k, _)| k == canonical) {
             for (k, _) in raw.iter_mut().filter(|(k, _)| k == alias) {
-                *k = (*canonical).to_owned();
+                *k = Cow::Borrowed(canonical);
             }
         }
     }

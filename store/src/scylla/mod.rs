@@ -193,11 +193,15 @@ impl Db {
         if self.tables.lock().expect("tables").contains(name) {
             return Ok(());
         }
-        match self.versions(&table.model).await?.get(&table.version) {
+        match self.versions(table.model()).await?.get(&table.version()) {
             Some(Some(VersionState::Building | VersionState::Active)) | None => {}
             Some(state) => {
                 let state = state.map_or("dropped", state_name);
-                return Err(unavailable(format!("version {} of {} is {state}: not creating its table {name}", table.version, table.model)));
+                return Err(unavailable(format!(
+                    "version {} of {} is {state}: not creating its table {name}",
+                    table.version(),
+                    table.model()
+                )));
             }
         }
         self.ddl(&schema::create_table(&self.keyspace, name)).await?;

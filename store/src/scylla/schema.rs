@@ -27,7 +27,7 @@ pub fn create_bookkeeping(keyspace: &str) -> [String; 2] {
 
 /// The CQL table name of a read-model table, or `None` when its parts cannot form one.
 pub fn table_name(table: &TableRef) -> Option<String> {
-    let name = format!("{}__v{}__{}", table.model, table.version, table.name);
+    let name = format!("{}__v{}__{}", table.model(), table.version(), table.name());
     is_identifier(&name).then_some(name)
 }
 
