@@ -114,8 +114,15 @@ fn updates_deletes_and_stale_revisions() {
     let uri = format!("at://{a}/pub.svc.eprint.submission/3aaa");
     let record: serde_json::Value = serde_json::from_str(&reader.get(&uri).unwrap().unwrap().record).unwrap();
     assert_eq!(record["title"], "Revised Title");
-    let (eprint, account) = reader.detail(&uri).unwrap().unwrap();
-    assert_eq!((eprint.record, account), (reader.get(&uri).unwrap().unwrap().record, reader.account(a).unwrap()));
+    let (detail, eprint, account) = (reader.detail(&uri).unwrap().unwrap(), reader.get(&uri).unwrap().unwrap(), reader.account(a).unwrap());
+    assert_eq!(
+        (detail.did(), detail.cid(), detail.record(), detail.indexed_at()),
+        (&*eprint.did, &*eprint.cid, &*eprint.record, &*eprint.indexed_at)
+    );
+    assert_eq!(
+        (detail.handle(), detail.display_name(), detail.hidden()),
+        (account.handle.as_deref(), account.display_name.as_deref(), account.hidden)
+    );
     assert!(reader.detail(&format!("at://{a}/pub.svc.eprint.submission/3bbb")).unwrap().is_none());
     assert!(reader.get(&format!("at://{a}/pub.svc.eprint.submission/3bbb")).unwrap().is_none());
     let page = reader.by_author(a, 10, None).unwrap();

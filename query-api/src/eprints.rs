@@ -6,7 +6,7 @@ use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, NaiveDate, Utc};
 use data_encoding::BASE64URL_NOPAD;
 use lexicons::formats;
-use projections::eprints::read::{Account, Eprint, EprintsReader};
+use projections::eprints::read::{Detail, EprintsReader};
 use projections::search::{SearchCursor, SearchRequest, SortOrder};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -42,25 +42,22 @@ struct DetailAuthor<'a> {
 /// Writes the eprint detail around the stored record text, which goes out as the
 /// projection wrote it (valid JSON by construction), neither parsed nor copied twice:
 /// `{uri, cid, author, record, indexedAt, metrics}`.
-fn detail_body(eprint: &Eprint, account: &Account) -> Result<Body, ApiError> {
-    let author = DetailAuthor {
-        did: &eprint.did,
-        display_name: account.display_name.as_deref(),
-        handle: account.handle.as_deref().unwrap_or("handle.invalid"),
-    };
-    let record = if eprint.record.is_empty() { "null" } else { &eprint.record };
+fn detail_body(uri: &str, detail: &Detail) -> Result<Body, ApiError> {
+    let author =
+        DetailAuthor { did: detail.did(), display_name: detail.display_name(), handle: detail.handle().unwrap_or("handle.invalid") };
+    let record = if detail.record().is_empty() { "null" } else { detail.record() };
     let mut out = Vec::with_capacity(record.len() + 512);
     let fail = |e: serde_json::Error| ApiError::from_error(crate::error::Internal(e.to_string()));
     out.extend_from_slice(b"{\"uri\":");
-    serde_json::to_writer(&mut out, &eprint.uri).map_err(fail)?;
+    serde_json::to_writer(&mut out, uri).map_err(fail)?;
     out.extend_from_slice(b",\"cid\":");
-    serde_json::to_writer(&mut out, &eprint.cid).map_err(fail)?;
+    serde_json::to_writer(&mut out, detail.cid()).map_err(fail)?;
     out.extend_from_slice(b",\"author\":");
     serde_json::to_writer(&mut out, &author).map_err(fail)?;
     out.extend_from_slice(b",\"record\":");
     out.extend_from_slice(record.as_bytes());
     out.extend_from_slice(b",\"indexedAt\":");
-    serde_json::to_writer(&mut out, &eprint.indexed_at).map_err(fail)?;
+    serde_json::to_writer(&mut out, detail.indexed_at()).map_err(fail)?;
     out.extend_from_slice(br#","metrics":{"citations":0,"downloads":0,"views":0}}"#);
     Ok(Body(out.into()))
 }
@@ -104,18 +101,15 @@ fn blocking<T>(state: &AppState, read: impl FnOnce() -> T) -> T {
 /// The eprint detail of `uri` (the `getSubmission` answer).
 pub fn get(state: &AppState, uri: &str, cid: Option<&str>) -> Result<Body, ApiError> {
     parse_record_uri("uri", uri)?;
-    let detail = blocking(state, || EprintsReader::new(state.store.as_ref())?.detail(uri))?;
-    let (eprint, account) = match detail {
-        Some((_, account)) if account.hidden => None,
-        found => found,
-    }
-    .ok_or_else(|| ApiError::record_not_found(format!("no eprint at {uri}")))?;
+    let detail = blocking(state, || EprintsReader::new(state.store.as_ref())?.detail(uri))?
+        .filter(|d| !d.hidden())
+        .ok_or_else(|| ApiError::record_not_found(format!("no eprint at {uri}")))?;
     if let Some(cid) = cid {
-        if cid != eprint.cid {
-            return Err(ApiError::record_not_found(format!("the indexed record at {uri} has CID {}, not {cid}", eprint.cid)));
+        if cid != detail.cid() {
+            return Err(ApiError::record_not_found(format!("the indexed record at {uri} has CID {}, not {cid}", detail.cid())));
         }
     }
-    detail_body(&eprint, &account)
+    detail_body(uri, &detail)
 }
 
 /// A page of an author's eprints: `{eprints, cursor?, total}`.

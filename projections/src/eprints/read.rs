@@ -1,5 +1,7 @@
 //! Reading the eprints read model (its active version).
 
+use std::sync::Arc;
+
 use serde_json::Value as Json;
 use store::{Columns, Scan, Store, Value};
 
@@ -33,6 +35,55 @@ pub struct Account {
     /// The account is not active (taken down, suspended, deactivated or deleted): its
     /// content is hidden from every query until it is active again.
     pub hidden: bool,
+}
+
+/// An eprint's detail as the store holds it: its record row and its repository's account
+/// row, shared with the store's row cache and read in place (nothing is copied out).
+#[derive(Debug, Clone)]
+pub struct Detail {
+    record: Arc<Columns>,
+    account: Option<Arc<Columns>>,
+}
+
+impl Detail {
+    fn text<'a>(row: &'a Columns, column: &str) -> Option<&'a str> {
+        row.get(column).and_then(Value::as_text)
+    }
+
+    /// The repository DID.
+    pub fn did(&self) -> &str {
+        Detail::text(&self.record, "did").unwrap_or_default()
+    }
+
+    /// The record's CID.
+    pub fn cid(&self) -> &str {
+        Detail::text(&self.record, "cid").unwrap_or_default()
+    }
+
+    /// The record's JSON text, as [`Eprint::record`].
+    pub fn record(&self) -> &str {
+        Detail::text(&self.record, "record").unwrap_or_default()
+    }
+
+    /// When the event that wrote it entered the log.
+    pub fn indexed_at(&self) -> &str {
+        Detail::text(&self.record, "indexedAt").unwrap_or_default()
+    }
+
+    /// The repository's current handle, if known.
+    pub fn handle(&self) -> Option<&str> {
+        Detail::text(self.account.as_deref()?, "handle")
+    }
+
+    /// The repository's display name, if known.
+    pub fn display_name(&self) -> Option<&str> {
+        Detail::text(self.account.as_deref()?, "displayName")
+    }
+
+    /// The repository's account is not active, as [`Account::hidden`].
+    pub fn hidden(&self) -> bool {
+        self.account.as_deref().is_some_and(|a| a.get("active").and_then(Value::as_bool) == Some(false))
+    }
 }
 
 /// A page of an author's eprints.
@@ -101,13 +152,16 @@ impl<'a> EprintsReader<'a> {
     /// The eprint at `uri` (unless absent or deleted) with its repository's account, both
     /// read at one snapshot of the store. The repository is the URI's authority, which the
     /// caller has checked to be a DID.
-    pub fn detail(&self, uri: &str) -> Result<Option<(Eprint, Account)>, ProjectionError> {
+    pub fn detail(&self, uri: &str) -> Result<Option<Detail>, ProjectionError> {
         let Some(v) = self.version else { return Ok(None) };
         let repo = uri.strip_prefix("at://").and_then(|rest| rest.split('/').next()).unwrap_or_default();
         let (records, accounts) = (records(v), accounts(v));
         let mut rows = self.store.get_each(&[(&records, uri, &[]), (&accounts, repo, &[])])?.into_iter();
         let (Some(record), Some(account)) = (rows.next().flatten(), rows.next()) else { return Ok(None) };
-        Ok(eprint_of(uri, &record).map(|eprint| (eprint, account_of(account.as_deref().unwrap_or(&Columns::new())))))
+        if record.get("deleted").and_then(Value::as_bool) == Some(true) {
+            return Ok(None);
+        }
+        Ok(Some(Detail { record, account }))
     }
 
     /// A page of an author's eprints, newest first, starting after `after`.
