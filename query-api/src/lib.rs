@@ -19,10 +19,11 @@ pub mod xrpc;
 
 use axum::http::header::{self, HeaderName, HeaderValue};
 use axum::http::Method;
-use axum::response::IntoResponse;
+use axum::response::{IntoResponse, Response};
 use axum::Router;
-use tower::util::MapResponseLayer;
-use tower_http::cors::{Any, CorsLayer};
+use tower::util::MapResponse;
+use tower::ServiceBuilder;
+use tower_http::cors::{Any, Cors, CorsLayer};
 use tower_http::trace::TraceLayer;
 
 pub use state::{AppState, ServiceIdentity, Shared, SyncSettings};
@@ -35,7 +36,7 @@ pub const SECURITY_HEADERS: &[(&str, &str)] = &[
     ("strict-transport-security", "max-age=31536000; includeSubDomains"),
 ];
 
-async fn fallback(uri: axum::http::Uri) -> axum::response::Response {
+async fn fallback(uri: axum::http::Uri) -> Response {
     let e = error::ApiError::not_found(format!("no route {}", uri.path()));
     if uri.path().starts_with("/api/") {
         e.into_rest()
@@ -44,8 +45,16 @@ async fn fallback(uri: axum::http::Uri) -> axum::response::Response {
     }
 }
 
-/// Builds the whole application.
-pub fn app(state: AppState) -> Router {
+/// The whole application: the router inside the middleware every response goes through.
+pub type App = MapResponse<Cors<Router>, fn(Response) -> Response>;
+
+/// Builds the whole application. Serve it with
+/// `axum::serve(listener, ServiceExt::<Request>::into_make_service(app))` ([`axum::ServiceExt`]).
+///
+/// CORS and the security headers wrap the router once, rather than each route
+/// (`Router::layer`): per request they are cloned with the service (no allocation), where a
+/// per-route layer boxes a copy of the route's whole stack.
+pub fn app(state: AppState) -> App {
     // The policy is the same for every origin and request, so no answer varies with the
     // request's CORS headers: no `Vary` (which the layer would otherwise build per request).
     let cors = CorsLayer::new()
@@ -53,8 +62,7 @@ pub fn app(state: AppState) -> Router {
         .allow_methods([Method::GET, Method::POST, Method::PUT, Method::DELETE, Method::OPTIONS])
         .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE])
         .vary(Vec::<HeaderName>::new());
-    let router =
-        Router::new().merge(xrpc::routes()).merge(rest::routes()).merge(health::routes()).fallback(fallback).with_state(state).layer(cors);
+    let router = Router::new().merge(xrpc::routes()).merge(rest::routes()).merge(health::routes()).fallback(fallback).with_state(state);
     // Request spans and response events are logged at DEBUG. When the filter drops them, the
     // layer would still time and wrap every response: it is left out then (a sixth of a
     // detail read's cost, docs/performance.md).
@@ -63,12 +71,12 @@ pub fn app(state: AppState) -> Router {
     } else {
         router
     };
-    router.layer(MapResponseLayer::new(security_headers))
+    ServiceBuilder::new().map_response(security_headers as fn(Response) -> Response).layer(cors).service(router)
 }
 
 /// Sets the [`SECURITY_HEADERS`] on a response (one layer for all of them; a plain function,
 /// so the layer neither boxes nor allocates per request).
-fn security_headers(mut response: axum::response::Response) -> axum::response::Response {
+fn security_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
     for (name, value) in SECURITY_HEADERS {
         headers.insert(HeaderName::from_static(name), HeaderValue::from_static(value));

@@ -91,7 +91,10 @@ impl Supervisor {
         });
         let app = query_api::app(state);
         self.spawn(|token| async move {
-            axum::serve(listener, app).with_graceful_shutdown(async move { token.cancelled().await }).await.context("http server failed")
+            axum::serve(listener, axum::ServiceExt::<axum::extract::Request>::into_make_service(app))
+                .with_graceful_shutdown(async move { token.cancelled().await })
+                .await
+                .context("http server failed")
         });
         info!(listen = %local, "serving the API");
         Ok(())
