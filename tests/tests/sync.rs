@@ -101,6 +101,11 @@ async fn sync_operations_prove_records_and_check_service_auth() {
     let (status, body) =
         svc.post(REFRESH, Some(&token(&alice, "pub.svc.sync.refreshRecord").await.unwrap()), &json!({"uri": "nope"})).await.unwrap();
     assert_eq!(refusal(status, &body), (400, "InvalidRequest".into()), "{body}");
+    // A body over 64 KiB, with a good token: refused before it is read whole.
+    let padded = json!({"uri": paper, "padding": "x".repeat(70_000)});
+    let (status, body) = svc.post(REFRESH, Some(&token(&alice, "pub.svc.sync.refreshRecord").await.unwrap()), &padded).await.unwrap();
+    assert_eq!(refusal(status, &body), (400, "InvalidRequest".into()), "{body}");
+    assert!(body["message"].as_str().is_some_and(|m| m.contains("larger than 65536 bytes")), "{body}");
 
     // An approved service refreshes anyone's record.
     let (status, body) =
