@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The load test behind docs/performance.md. Measures, in one run on this machine:
 #   seed throughput, projection catch-up throughput, full replay time, getSubmission and
-#   searchSubmissions latency and requests/s under wrk beside an axum hello-world baseline,
-#   and svc's resident memory.
+#   searchSubmissions latency and requests/s under wrk beside an axum hello-world baseline
+#   (getSubmission's ratio also in back-to-back pairs, SVC_LOADTEST_PAIRS, default 5), and
+#   svc's resident memory.
 # Usage: scripts/loadtest/run.sh [PAPERS_FILE] [DURATION] [CONNECTIONS]
 #   SVC_BIN=path/to/svc measures that binary instead of building this checkout (to compare
 #   two builds on the same machine, one run after the other).
@@ -107,6 +108,33 @@ w = sys.argv[1]
 r = {n: float(open(f"{w}/{n}.wrk.rps").read()) for n in ["baseline", "getSubmission", "searchSubmissions"]}
 print(f"\n- getSubmission at {100*r['getSubmission']/r['baseline']:.0f}% of the baseline's requests/s")
 print(f"- searchSubmissions at {100*r['searchSubmissions']/r['baseline']:.0f}% of the baseline's requests/s")
+PY
+
+# The same ratio in pairs: the baseline and getSubmission back to back, PAIRS times, for
+# PAIR_DURATION each. The single runs above land minutes apart, and these VMs' speed drifts
+# up to 2x in minutes; a pair's two runs share the host's speed of the moment.
+PAIRS=${SVC_LOADTEST_PAIRS:-5}
+PAIR_DURATION=${SVC_LOADTEST_PAIR_DURATION:-4s}
+echo
+echo "## getSubmission beside the baseline, in $PAIRS back-to-back pairs ($PAIR_DURATION each)"
+echo
+echo "| pair | baseline req/s | getSubmission req/s | ratio |"
+echo "|---|---|---|---|"
+for i in $(seq "$PAIRS"); do
+  DURATION=$PAIR_DURATION run_wrk "pair-baseline-$i" "$BASE_PORT" "$WORK/base.txt" >/dev/null
+  DURATION=$PAIR_DURATION run_wrk "pair-get-$i" "$PORT" "$WORK/get.txt" >/dev/null
+  python3 - "$WORK" "$i" <<'PY'
+import sys
+w, i = sys.argv[1], sys.argv[2]
+b, g = (float(open(f"{w}/pair-{n}-{i}.wrk.rps").read()) for n in ("baseline", "get"))
+print(f"| {i} | {b:,.0f} | {g:,.0f} | {100 * g / b:.0f} % |")
+open(f"{w}/pairs.txt", "a").write(f"{g / b}\n")
+PY
+done
+python3 - "$WORK" <<'PY'
+import statistics, sys
+ratios = [float(l) for l in open(f"{sys.argv[1]}/pairs.txt")]
+print(f"\n- getSubmission at {100 * statistics.median(ratios):.0f}% of the baseline's requests/s (median of the pairs; range {100 * min(ratios):.0f}-{100 * max(ratios):.0f} %)")
 PY
 echo
 echo "## memory (svc up)"
