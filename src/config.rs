@@ -143,6 +143,55 @@ pub struct UpArgs {
     /// Events per projection batch.
     #[arg(long, env = "SVC_BATCH_SIZE", default_value_t = 2000)]
     pub batch_size: usize,
+
+    #[command(flatten)]
+    pub http: HttpArgs,
+}
+
+/// The bounds of the HTTP server.
+#[derive(Debug, Clone, Args)]
+pub struct HttpArgs {
+    /// Seconds a client may take to send a request's head (request line and headers) before
+    /// its connection is closed.
+    #[arg(long, env = "SVC_HEADER_READ_TIMEOUT", default_value_t = 10.0)]
+    pub header_read_timeout: f64,
+    /// Seconds a request may take in all (reading its body included) before it is answered
+    /// 503.
+    #[arg(long, env = "SVC_REQUEST_TIMEOUT", default_value_t = 30.0)]
+    pub request_timeout: f64,
+    /// Connections served at once; more wait in the listen backlog.
+    #[arg(long, env = "SVC_MAX_CONNECTIONS", default_value_t = 4096)]
+    pub max_connections: usize,
+    /// The longest request URI accepted, in bytes (longer: 414).
+    #[arg(long, env = "SVC_MAX_URI_BYTES", default_value_t = 8192)]
+    pub max_uri_bytes: usize,
+}
+
+impl HttpArgs {
+    /// The server limits these flags set.
+    pub fn limits(&self) -> query_api::server::ServerLimits {
+        query_api::server::ServerLimits {
+            header_read_timeout: std::time::Duration::from_secs_f64(self.header_read_timeout),
+            request_timeout: std::time::Duration::from_secs_f64(self.request_timeout),
+            max_connections: self.max_connections,
+            max_uri_bytes: self.max_uri_bytes,
+        }
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        for (flag, secs) in [("--header-read-timeout", self.header_read_timeout), ("--request-timeout", self.request_timeout)] {
+            if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
+                return Err(ConfigError::Seconds(flag));
+            }
+        }
+        if self.max_connections == 0 {
+            return Err(ConfigError::Zero("--max-connections"));
+        }
+        if self.max_uri_bytes < 256 {
+            return Err(ConfigError::Zero("--max-uri-bytes (at least 256)"));
+        }
+        Ok(())
+    }
 }
 
 /// `svc seed`.
@@ -161,6 +210,11 @@ pub struct SeedArgs {
     /// Papers per append (one durable write each).
     #[arg(long, default_value_t = 1000)]
     pub batch: usize,
+
+    /// Stop at the first line that cannot become a valid record (appending nothing of its
+    /// batch) instead of skipping it.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// `svc ingest`.
@@ -292,6 +346,9 @@ pub enum ConfigError {
     /// A size must be positive.
     #[error("{0} must be at least 1")]
     Zero(&'static str),
+    /// A duration in seconds out of range.
+    #[error("{0} must be a number of seconds above 0 and at most 86400")]
+    Seconds(&'static str),
     /// A source URL is not one.
     #[error("{flag} {url:?} must be a {schemes} URL")]
     SourceUrl {
@@ -305,6 +362,9 @@ pub enum ConfigError {
     /// `--model` names no read model.
     #[error("--model {0:?} is not a read model (known: {known})", known = projections::catalog::MODELS.join(", "))]
     UnknownModel(String),
+    /// `--model` names a read model without dead letters.
+    #[error("--model {0:?} keeps no dead letters (models that do: {known})", known = projections::catalog::SHARED_MODELS.join(", "))]
+    NoDeadLetters(String),
 }
 
 impl Cli {
@@ -322,6 +382,7 @@ impl Cli {
                 if up.batch_size == 0 {
                     return Err(ConfigError::Zero("--batch-size"));
                 }
+                up.http.validate()?;
             }
             Command::Seed(seed) if seed.batch == 0 => return Err(ConfigError::Zero("--batch")),
             Command::Ingest(ingest) => {
@@ -343,8 +404,11 @@ impl Cli {
                     return Err(ConfigError::SourceUrl { flag: "svc backfill pds", url: url.clone(), schemes: "http:// or https://" });
                 }
             }
-            Command::DeadLetters(d) if !projections::catalog::SHARED_MODELS.contains(&d.model.as_str()) => {
+            Command::DeadLetters(d) if !projections::catalog::MODELS.contains(&d.model.as_str()) => {
                 return Err(ConfigError::UnknownModel(d.model.clone()));
+            }
+            Command::DeadLetters(d) if !projections::catalog::SHARED_MODELS.contains(&d.model.as_str()) => {
+                return Err(ConfigError::NoDeadLetters(d.model.clone()));
             }
             Command::Replay(replay) => {
                 if let Some(unknown) = replay.models.iter().find(|m| !projections::catalog::MODELS.contains(&m.as_str())) {

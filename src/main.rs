@@ -3,6 +3,7 @@
 
 mod commands;
 mod config;
+mod progress;
 mod telemetry;
 
 use clap::Parser;

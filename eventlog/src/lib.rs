@@ -38,7 +38,7 @@ pub mod test_suite;
 
 use event_schema::{Envelope, NewEvent, Position};
 
-pub use embedded::EmbeddedLog;
+pub use embedded::{EmbeddedLog, LOG_FILE};
 pub use error::LogError;
 pub use group::GroupMember;
 pub use kafka::{KafkaConfig, KafkaLog};

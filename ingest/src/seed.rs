@@ -11,21 +11,29 @@
 //!   `externalIds.arxivId`, `doi` and `submittedBy`. Papers with more than 100 authors
 //!   keep the first 100, the lexicon's limit.
 //!
+//! - A line that cannot become a record the submission lexicon accepts (not JSON, no
+//!   authors, a bad date, a title over 500 characters…) is skipped and counted by reason,
+//!   with its line number; in strict mode it ends the run instead.
+//!
 //! The same file always gives the same DIDs, record keys, CIDs and events. Re-running a
 //! seed appends the same events again; the read models skip them (their revision is not
 //! newer than what they hold), so nothing is doubled.
 
-use std::collections::HashSet;
-use std::io::{BufRead, BufReader};
+use std::collections::{BTreeMap, HashSet};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use chrono::NaiveDate;
 use data_encoding::BASE32_NOPAD;
 use event_schema::{IdentityChange, NewEvent, Payload, RecordWrite, Source};
 use eventlog::EventLog;
-use serde::Deserialize;
+use lexicons::{LexiconError, Lexicons};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::{Digest, Sha256};
+use tracing::warn;
 
 use crate::repo::{record_cid, tid};
 use crate::IngestError;
@@ -91,15 +99,18 @@ pub fn account_for(name: &str) -> SeedAccount {
 }
 
 /// The repository events of one paper; identity events only for accounts not in `seen`.
+/// The record is checked against the submission lexicon before any event is made: seeding
+/// never writes a record its own lexicon refuses.
 ///
 /// # Errors
-/// [`IngestError::BadPaper`] for a paper without authors or with a date that is not
-/// `YYYY-MM-DD`.
-pub fn paper_events(paper: &Paper, source: &Source, seen: &mut HashSet<String>) -> Result<Vec<NewEvent>, String> {
-    if paper.authors.is_empty() {
-        return Err("no authors".into());
+/// [`SkipReason`] for a paper that cannot become a valid record: no authors, a date that is
+/// not `YYYY-MM-DD`, or a record the lexicon refuses (say a title over 500 characters).
+pub fn paper_events(paper: &Paper, source: &Source, lexicons: &Lexicons, seen: &mut HashSet<String>) -> Result<Vec<NewEvent>, SkipReason> {
+    if paper.authors.iter().all(|a| a.trim().is_empty()) {
+        return Err(SkipReason::new("no authors", None));
     }
-    let date = NaiveDate::parse_from_str(&paper.date, "%Y-%m-%d").map_err(|e| format!("date {:?}: {e}", paper.date))?;
+    let date = NaiveDate::parse_from_str(&paper.date, "%Y-%m-%d")
+        .map_err(|e| SkipReason::new("date is not YYYY-MM-DD", Some(format!("{:?}: {e}", paper.date))))?;
     let midnight = date.and_hms_opt(0, 0, 0).map(|d| d.and_utc().timestamp_micros()).unwrap_or_default().max(0) as u64;
     let id_hash = Sha256::digest(paper.id.as_bytes());
     let within_day = u64::from_be_bytes(id_hash[..8].try_into().unwrap_or_default()) % 86_400_000_000;
@@ -107,24 +118,14 @@ pub fn paper_events(paper: &Paper, source: &Source, seen: &mut HashSet<String>) 
     let rkey = tid(midnight + within_day, clock_id);
     let rev = tid(midnight + within_day + 1, clock_id);
 
-    let mut events = Vec::new();
+    let mut accounts = Vec::new();
     let mut authors = Vec::new();
-    for (i, name) in paper.authors.iter().take(MAX_AUTHORS).enumerate() {
-        let name = squash_whitespace(name);
+    for name in paper.authors.iter().map(|n| squash_whitespace(n)).filter(|n| !n.is_empty()).take(MAX_AUTHORS) {
         let account = account_for(&name);
-        if seen.insert(account.did.clone()) {
-            events.push(NewEvent::repo(
-                source.clone(),
-                Payload::Identity(IdentityChange {
-                    did: account.did.clone(),
-                    handle: Some(account.handle),
-                    display_name: Some(name.clone()),
-                }),
-            ));
-        }
-        authors.push(json!({"name": name, "did": account.did, "order": i + 1}));
+        authors.push(json!({"name": name, "did": account.did, "order": authors.len() + 1}));
+        accounts.push((account, name));
     }
-    let repo = authors[0]["did"].as_str().unwrap_or_default().to_owned();
+    let repo = accounts[0].0.did.clone();
     let mut record = json!({
         "$type": lexicons::SUBMISSION,
         "title": squash_whitespace(&paper.title),
@@ -138,13 +139,73 @@ pub fn paper_events(paper: &Paper, source: &Source, seen: &mut HashSet<String>) 
     if let Some(doi) = &paper.doi {
         record["doi"] = json!(doi);
     }
-    let cid = record_cid(&record).map_err(|e| e.to_string())?;
+    if let Err(e) = lexicons.validate_record(lexicons::SUBMISSION, &record) {
+        let detail = e.to_string();
+        return Err(match e {
+            LexiconError::Invalid(v) => SkipReason::new(format!("refused by the submission lexicon: {}: {}", v.path, v.message), None),
+            _ => SkipReason::new("refused by the submission lexicon", Some(detail)),
+        });
+    }
+    let cid = record_cid(&record).map_err(|e| SkipReason::new("not encodable as DAG-CBOR", Some(e.to_string())))?;
+    let mut events = Vec::new();
+    for (account, name) in accounts {
+        if seen.insert(account.did.clone()) {
+            events.push(NewEvent::repo(
+                source.clone(),
+                Payload::Identity(IdentityChange { did: account.did, handle: Some(account.handle), display_name: Some(name) }),
+            ));
+        }
+    }
     events.push(NewEvent::repo(
         source.clone(),
         Payload::RecordCreate(RecordWrite { did: repo, collection: lexicons::SUBMISSION.to_owned(), rkey, cid, rev, record }),
     ));
     Ok(events)
 }
+
+/// Why a line of a seed file did not become a record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkipReason {
+    /// The kind of fault, the same for every line with it (what reports group by).
+    pub kind: String,
+    /// What exactly was wrong on this line, when there is more to say.
+    pub detail: Option<String>,
+}
+
+impl SkipReason {
+    fn new(kind: impl Into<String>, detail: Option<String>) -> SkipReason {
+        SkipReason { kind: kind.into(), detail }
+    }
+
+    /// A line that is not a paper in JSON: serde's message without its position (the
+    /// column differs on every line).
+    fn not_a_paper(e: &serde_json::Error) -> SkipReason {
+        let message = e.to_string();
+        let kind = message.split(" at line ").next().unwrap_or(&message);
+        SkipReason::new(format!("not a paper: {kind}"), None)
+    }
+}
+
+impl std::fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.detail {
+            Some(d) => write!(f, "{} ({d})", self.kind),
+            None => f.write_str(&self.kind),
+        }
+    }
+}
+
+/// The lines skipped for one reason.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Skips {
+    /// How many.
+    pub count: usize,
+    /// The first few line numbers (1-based), at most [`FIRST_LINES`].
+    pub lines: Vec<usize>,
+}
+
+/// How many line numbers a report keeps per reason.
+pub const FIRST_LINES: usize = 5;
 
 /// What a seed run did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -153,12 +214,73 @@ pub struct SeedReport {
     pub papers: usize,
     /// Events appended (records and identities).
     pub events: usize,
+    /// Lines skipped, by reason.
+    pub skipped: BTreeMap<String, Skips>,
 }
 
-/// Opens a JSON-lines file, gzip or plain (told apart by the gzip magic bytes).
-fn open_lines(path: &Path) -> Result<Box<dyn BufRead>, IngestError> {
+impl SeedReport {
+    /// Lines skipped in all.
+    pub fn skipped_lines(&self) -> usize {
+        self.skipped.values().map(|s| s.count).sum()
+    }
+
+    fn skip(&mut self, line: usize, reason: &SkipReason) {
+        let skips = self.skipped.entry(reason.kind.clone()).or_default();
+        skips.count += 1;
+        if skips.lines.len() < FIRST_LINES {
+            skips.lines.push(line);
+        }
+    }
+}
+
+/// How to seed.
+#[derive(Debug, Clone)]
+pub struct SeedOptions {
+    /// Papers per append (one durable write each).
+    pub batch_papers: usize,
+    /// Stop after this many papers.
+    pub limit: Option<usize>,
+    /// Stop at the first line that cannot become a record, appending nothing after it,
+    /// instead of skipping it.
+    pub strict: bool,
+}
+
+impl Default for SeedOptions {
+    fn default() -> Self {
+        SeedOptions { batch_papers: 1000, limit: None, strict: false }
+    }
+}
+
+/// How far a seed run has read, for progress displays.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SeedProgress {
+    /// Bytes of the file read so far (compressed bytes for a gzip file).
+    pub bytes: u64,
+    /// The file's size in bytes.
+    pub total_bytes: u64,
+    /// Papers turned into events so far.
+    pub papers: usize,
+}
+
+/// Counts the bytes read through it.
+struct Counting<R> {
+    inner: R,
+    read: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Opens a JSON-lines file, gzip or plain (told apart by the gzip magic bytes); the counter
+/// follows the bytes read from the file itself.
+fn open_lines(path: &Path, read: Arc<AtomicU64>) -> Result<Box<dyn BufRead>, IngestError> {
     let read_err = |source| IngestError::Read { path: path.display().to_string(), source };
-    let mut file = BufReader::new(std::fs::File::open(path).map_err(read_err)?);
+    let mut file = BufReader::new(Counting { inner: std::fs::File::open(path).map_err(read_err)?, read });
     if file.fill_buf().map_err(read_err)?.starts_with(&[0x1f, 0x8b]) {
         Ok(Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(file))))
     } else {
@@ -166,45 +288,73 @@ fn open_lines(path: &Path) -> Result<Box<dyn BufRead>, IngestError> {
     }
 }
 
-/// Seeds the log from a file of papers, appending in batches of `batch_papers` papers.
-/// `limit` stops after that many papers.
+/// Seeds the log from a file of papers, appending in batches of `options.batch_papers`
+/// papers. A line that cannot become a valid record is skipped and counted by reason (or,
+/// with `options.strict`, ends the run). `on_progress` is called after every append.
 ///
 /// # Errors
-/// [`IngestError::BadPaper`] names the first line that is not a paper (nothing after it is
-/// appended); [`IngestError::Log`] when the log refuses an append.
-pub fn seed_file(path: &Path, log: &dyn EventLog, batch_papers: usize, limit: Option<usize>) -> Result<SeedReport, IngestError> {
-    let lines = open_lines(path)?;
+/// [`IngestError::BadPaper`] names the first line that cannot become a record, in strict
+/// mode (nothing after it is appended); [`IngestError::Read`] when the file cannot be read;
+/// [`IngestError::Log`] when the log refuses an append.
+pub fn seed_file(
+    path: &Path,
+    log: &dyn EventLog,
+    options: &SeedOptions,
+    on_progress: &mut dyn FnMut(SeedProgress),
+) -> Result<SeedReport, IngestError> {
+    let read_err = |source| IngestError::Read { path: path.display().to_string(), source };
+    let total_bytes = std::fs::metadata(path).map_err(read_err)?.len();
+    let bytes = Arc::new(AtomicU64::new(0));
+    let lines = open_lines(path, bytes.clone())?;
     let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let source = Source::Seed { file: file_name };
+    let lexicons = Lexicons::builtin();
     let mut seen = HashSet::new();
     let mut report = SeedReport::default();
     let mut pending = Vec::new();
     let mut pending_papers = 0;
+    let mut flush = |pending: &mut Vec<NewEvent>, pending_papers: &mut usize, report: &mut SeedReport| -> Result<(), IngestError> {
+        if !pending.is_empty() {
+            log.append(pending)?;
+        }
+        report.events += pending.len();
+        report.papers += *pending_papers;
+        pending.clear();
+        *pending_papers = 0;
+        on_progress(SeedProgress { bytes: bytes.load(Ordering::Relaxed), total_bytes, papers: report.papers });
+        Ok(())
+    };
     for (i, line) in lines.lines().enumerate() {
-        if limit.is_some_and(|l| report.papers + pending_papers >= l) {
+        if options.limit.is_some_and(|l| report.papers + pending_papers >= l) {
             break;
         }
-        let line = line.map_err(|source| IngestError::Read { path: path.display().to_string(), source })?;
+        let line = line.map_err(read_err)?;
         if line.trim().is_empty() {
             continue;
         }
-        let bad = |reason: String| IngestError::BadPaper { path: path.display().to_string(), line: i + 1, reason };
-        let paper: Paper = serde_json::from_str(&line).map_err(|e| bad(e.to_string()))?;
-        pending.extend(paper_events(&paper, &source, &mut seen).map_err(bad)?);
-        pending_papers += 1;
-        if pending_papers >= batch_papers {
-            log.append(&pending)?;
-            report.events += pending.len();
-            report.papers += pending_papers;
-            pending.clear();
-            pending_papers = 0;
+        let events = serde_json::from_str::<Paper>(&line)
+            .map_err(|e| SkipReason::not_a_paper(&e))
+            .and_then(|paper| paper_events(&paper, &source, &lexicons, &mut seen));
+        match events {
+            Ok(events) => {
+                pending.extend(events);
+                pending_papers += 1;
+            }
+            Err(reason) if options.strict => {
+                return Err(IngestError::BadPaper { path: path.display().to_string(), line: i + 1, reason: reason.to_string() });
+            }
+            Err(reason) => {
+                if report.skipped.get(&reason.kind).is_none_or(|s| s.count < FIRST_LINES) {
+                    warn!(line = i + 1, reason = %reason, "skipping a line of the seed file");
+                }
+                report.skip(i + 1, &reason);
+            }
+        }
+        if pending_papers >= options.batch_papers {
+            flush(&mut pending, &mut pending_papers, &mut report)?;
         }
     }
-    if !pending.is_empty() {
-        log.append(&pending)?;
-        report.events += pending.len();
-        report.papers += pending_papers;
-    }
+    flush(&mut pending, &mut pending_papers, &mut report)?;
     Ok(report)
 }
 
@@ -224,8 +374,9 @@ mod tests {
     #[test]
     fn events_are_deterministic_and_valid() {
         let src = Source::Seed { file: "t".into() };
-        let a = paper_events(&paper(), &src, &mut HashSet::new()).unwrap();
-        let b = paper_events(&paper(), &src, &mut HashSet::new()).unwrap();
+        let lex = Lexicons::builtin();
+        let a = paper_events(&paper(), &src, &lex, &mut HashSet::new()).unwrap();
+        let b = paper_events(&paper(), &src, &lex, &mut HashSet::new()).unwrap();
         assert_eq!(a, b);
         assert_eq!(a.len(), 3, "two identities and one record");
         let Payload::RecordCreate(w) = &a[2].payload else { panic!("record last") };
@@ -236,8 +387,8 @@ mod tests {
         assert!(lexicons::formats::is_tid(&w.rkey) && w.rev > w.rkey);
         lexicons::Lexicons::builtin().validate_record(&w.collection, &w.record).unwrap();
         let mut seen = HashSet::new();
-        paper_events(&paper(), &src, &mut seen).unwrap();
-        assert_eq!(paper_events(&paper(), &src, &mut seen).unwrap().len(), 1, "known accounts are not announced again");
+        paper_events(&paper(), &src, &lex, &mut seen).unwrap();
+        assert_eq!(paper_events(&paper(), &src, &lex, &mut seen).unwrap().len(), 1, "known accounts are not announced again");
     }
 
     #[test]
@@ -248,5 +399,56 @@ mod tests {
             assert!(lexicons::formats::is_handle(&acc.handle), "{acc:?}");
         }
         assert_ne!(account_for("A B").did, account_for("A C").did);
+    }
+
+    fn line(id: &str, title: &str, authors: &[&str], date: &str) -> String {
+        json!({"id": id, "title": title, "abstract": "A.", "authors": authors, "categories": ["cs.CL"], "date": date}).to_string()
+    }
+
+    #[test]
+    fn lines_that_cannot_become_records_are_skipped_and_reported_by_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("papers.jsonl");
+        let long_title = "T".repeat(512);
+        let lines = [
+            line("1", "Good one", &["Ada Lovelace"], "2020-01-01"),
+            line("2", "No authors", &[], "2020-01-01"),
+            "{not json".to_owned(),
+            line("3", &long_title, &["Alan Turing"], "2020-01-01"),
+            line("4", "Bad date", &["Alan Turing"], "01/02/2020"),
+            line("5", "Blank authors", &["  "], "2020-01-01"),
+            String::new(),
+            line("6", "Good two", &["Grace Hopper"], "2021-01-01"),
+        ];
+        std::fs::write(&path, lines.join("\n")).unwrap();
+        let log = eventlog::EmbeddedLog::open(&dir.path().join("data"), 1).unwrap();
+        let mut calls = 0;
+        let report = seed_file(&path, &log, &SeedOptions::default(), &mut |p| {
+            calls += 1;
+            assert_eq!(p.total_bytes, std::fs::metadata(&path).unwrap().len());
+        })
+        .unwrap();
+        assert!(calls >= 1);
+        assert_eq!((report.papers, report.events), (2, 4), "two records and their two authors");
+        assert_eq!(report.skipped_lines(), 5);
+        assert_eq!(report.skipped["no authors"], Skips { count: 2, lines: vec![2, 6] });
+        assert_eq!(report.skipped["date is not YYYY-MM-DD"].lines, vec![5]);
+        assert_eq!(report.skipped["refused by the submission lexicon: title: must be at most 500 characters"].lines, vec![4]);
+        assert!(report.skipped.keys().any(|k| k.starts_with("not a paper: ")), "{:?}", report.skipped);
+        // Every record written is one its own lexicon accepts.
+        let lex = Lexicons::builtin();
+        for event in log.read_merged(0, 100).unwrap() {
+            if let Payload::RecordCreate(w) = &event.payload {
+                lex.validate_record(&w.collection, &w.record).unwrap();
+            }
+        }
+
+        let strict = SeedOptions { strict: true, ..SeedOptions::default() };
+        let log = eventlog::EmbeddedLog::open(&dir.path().join("strict"), 1).unwrap();
+        match seed_file(&path, &log, &strict, &mut |_| {}) {
+            Err(IngestError::BadPaper { line: 2, reason, .. }) => assert_eq!(reason, "no authors"),
+            other => panic!("strict mode stops at line 2: {other:?}"),
+        }
+        assert!(log.read_merged(0, 10).unwrap().is_empty(), "nothing of the batch is appended");
     }
 }

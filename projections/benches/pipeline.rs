@@ -16,7 +16,13 @@ fn sample() -> std::path::PathBuf {
 fn seeded(papers: usize) -> (tempfile::TempDir, Arc<EmbeddedLog>, usize) {
     let dir = tempfile::tempdir().unwrap();
     let log = Arc::new(EmbeddedLog::open(dir.path(), 4).unwrap());
-    let report = ingest::seed::seed_file(&sample(), log.as_ref(), 1000, Some(papers)).unwrap();
+    let report = ingest::seed::seed_file(
+        &sample(),
+        log.as_ref(),
+        &ingest::seed::SeedOptions { limit: Some(papers), ..Default::default() },
+        &mut |_| {},
+    )
+    .unwrap();
     (dir, log, report.events)
 }
 

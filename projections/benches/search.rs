@@ -28,7 +28,7 @@ fn papers() -> PathBuf {
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let log = Arc::new(EmbeddedLog::open(&dir.path().join("log"), 4).unwrap());
-    ingest::seed::seed_file(&papers(), log.as_ref(), 1000, None).unwrap();
+    ingest::seed::seed_file(&papers(), log.as_ref(), &Default::default(), &mut |_| {}).unwrap();
     let ctx = Context::single(Arc::new(store::EmbeddedStore::open(&dir.path().join("store")).unwrap()), &dir.path().join("search"));
     let version = catalog::ensure_active(&ctx, "search").unwrap();
     let mut projection = catalog::open(&ctx, "search", version, Mode::Rebuild).unwrap();

@@ -101,7 +101,18 @@ pub fn open(ctx: &Context, model: &str, version: u32, mode: Mode) -> Result<Box<
 pub fn ensure_active(ctx: &Context, model: &str) -> Result<u32, ProjectionError> {
     let registry = ctx.registry(model);
     if let Some(v) = registry.active_version(model)? {
-        return Ok(v);
+        if model != search::MODEL || ctx.search.is_current(v)? {
+            return Ok(v);
+        }
+        // An index of an older schema (this node's own): a new version replaces it, built
+        // from the log; readiness holds traffic off the node until it is complete.
+        let new = registry.create_version(model)?;
+        registry.set_active_version(model, new)?;
+        tracing::warn!(model, old = v, new, "the search index was built by an older svc with another schema; rebuilding it from the log");
+        if let Err(e) = drop_version(ctx, model, v) {
+            tracing::warn!(model, version = v, error = %e, "could not drop the old search index; it stays retired");
+        }
+        return Ok(new);
     }
     let mine = registry.create_version(model)?;
     let versions = registry.versions(model)?;

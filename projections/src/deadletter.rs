@@ -4,6 +4,7 @@
 use event_schema::Envelope;
 use serde::Serialize;
 use store::{Columns, Scan, Store, StoreError, TableRef, Value};
+use tracing::warn;
 
 /// The table of a model version's dead letters.
 pub fn table(model: &str, version: u32) -> TableRef {
@@ -28,6 +29,27 @@ pub struct DeadLetter {
     pub uri: Option<String>,
     /// Why the event was not applied.
     pub reason: String,
+}
+
+/// Parks `event` as a dead letter of `model` with `reason`: logs it at WARN and returns the
+/// row that records it, `(clustering, columns)`, for the caller to write with its batch.
+pub fn park(model: &str, event: &Envelope, uri: Option<String>, reason: &str) -> (Vec<u8>, Columns) {
+    warn!(
+        model,
+        partition = event.position.partition,
+        offset = event.position.offset,
+        key = event.key,
+        kind = event.kind,
+        uri = uri.as_deref(),
+        reason,
+        "dead letter: an event could not be applied"
+    );
+    row(event, uri, reason)
+}
+
+/// How many dead letters a model version holds.
+pub fn count(store: &dyn Store, model: &str, version: u32) -> Result<u64, StoreError> {
+    store.count(&table(model, version), PARTITION)
 }
 
 /// The row that records `event` as dead with `reason`: `(clustering, columns)`.

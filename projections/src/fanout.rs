@@ -26,6 +26,18 @@ const READ_AHEAD: usize = 2;
 /// # Errors
 /// A failed log read fails every projection that had not failed before it.
 pub fn catch_up_all(log: &dyn EventLog, projections: Vec<&mut dyn Projection>, batch_size: usize) -> Vec<Result<u64, ProjectionError>> {
+    catch_up_all_reporting(log, projections, batch_size, &|_| {})
+}
+
+/// [`catch_up_all`], calling `on_read` with the number of events read so far after every
+/// batch (for progress displays).
+pub fn catch_up_all_reporting(
+    log: &dyn EventLog,
+    projections: Vec<&mut dyn Projection>,
+    batch_size: usize,
+    on_read: &(dyn Fn(u64) + Sync),
+) -> Vec<Result<u64, ProjectionError>> {
+    let mut read = 0u64;
     let each = match projections.iter().map(|p| p.checkpoints()).collect::<Result<Vec<_>, _>>() {
         Ok(each) => each,
         Err(e) => {
@@ -49,6 +61,8 @@ pub fn catch_up_all(log: &dyn EventLog, projections: Vec<&mut dyn Projection>, b
                 Err(e) => break Some(e),
             };
             checkpoints.extend(batch.next().iter().map(|(p, o)| (*p, *o)));
+            read += batch.len() as u64;
+            on_read(read);
             for sender in &mut senders {
                 // A projection that failed has dropped its receiver: stop feeding it.
                 if sender.as_ref().is_some_and(|tx| tx.send(batch.clone()).is_err()) {

@@ -27,6 +27,6 @@ mod worker;
 
 pub use batch::{BatchEvent, EventBatch};
 pub use error::ProjectionError;
-pub use fanout::catch_up_all;
+pub use fanout::{catch_up_all, catch_up_all_reporting};
 pub use projection::{Checkpoints, Projection};
 pub use worker::{catch_up, Progress, Worker, WorkerConfig};

@@ -40,6 +40,9 @@ pub struct Progress {
     pub checkpoints: Checkpoints,
     /// Events applied since the worker started.
     pub applied: u64,
+    /// The worker has read the log to its end at least once since it started: the model is
+    /// complete as of some moment after the start (it may lag behind new events since).
+    pub caught_up: bool,
 }
 
 /// Every partition of the log.
@@ -151,7 +154,7 @@ impl Worker {
     pub fn new(log: Arc<dyn EventLog>, projections: Vec<Box<dyn Projection>>, config: WorkerConfig) -> Worker {
         let progress = projections
             .iter()
-            .map(|p| watch::channel(Progress { checkpoints: p.durable_checkpoints().unwrap_or_default(), applied: 0 }).0)
+            .map(|p| watch::channel(Progress { checkpoints: p.durable_checkpoints().unwrap_or_default(), applied: 0, caught_up: false }).0)
             .collect();
         Worker { log, projections, config, progress, member: None }
     }
@@ -176,6 +179,7 @@ impl Worker {
         let Worker { log, mut projections, config, progress, member } = self;
         let models: Vec<_> = projections.iter().map(|p| p.model()).collect();
         info!(?models, "projection worker started");
+        let started_at = Instant::now();
         let mut applied_total = 0u64;
         let mut attempt = 0u32;
         let mut batch_size = config.batch_size;
@@ -220,10 +224,21 @@ impl Worker {
                     }
                     for (projection, progress) in projections.iter().zip(&progress) {
                         let checkpoints = projection.durable_checkpoints()?;
+                        let caught_up_now = n == 0 && !progress.borrow().caught_up;
+                        if caught_up_now {
+                            info!(
+                                model = projection.model(),
+                                version = projection.version(),
+                                events = applied_total,
+                                seconds = started_at.elapsed().as_secs_f64(),
+                                "caught up with the log: the read model is complete"
+                            );
+                        }
                         progress.send_if_modified(|p| {
-                            let changed = p.checkpoints != checkpoints;
+                            let changed = p.checkpoints != checkpoints || caught_up_now;
                             p.checkpoints = checkpoints;
                             p.applied = applied_total;
+                            p.caught_up |= caught_up_now;
                             changed
                         });
                     }

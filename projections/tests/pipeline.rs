@@ -83,7 +83,7 @@ fn search_all(env: &Env, query: &str, sort: SortOrder, limit: usize) -> (Vec<ser
         hits.extend(page.hits.iter().map(|h| serde_json::from_str::<serde_json::Value>(h).unwrap()));
         match page.next {
             // Round-trip through the client-facing string form.
-            Some(next) => cursor = Some(SearchCursor::decode(&next.encode(), sort).unwrap()),
+            Some(next) => cursor = Some(SearchCursor::decode(&next.encode(), &req).unwrap()),
             None => return (hits, page.total),
         }
     }

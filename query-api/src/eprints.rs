@@ -118,7 +118,8 @@ pub fn list_by_author(state: &AppState, did: &str, limit: usize, cursor: Option<
     let after = cursor
         .map(|c| BASE64URL_NOPAD.decode(c.as_bytes()).map_err(|_| ApiError::invalid_param("cursor", "not a cursor of this listing")))
         .transpose()?;
-    if after.as_ref().is_some_and(|a| a.len() != 16) {
+    // A listing key: 8 bytes of createdAt, then the record's AT URI.
+    if after.as_ref().is_some_and(|a| a.len() <= 8 || !a[8..].starts_with(b"at://") || std::str::from_utf8(&a[8..]).is_err()) {
         return Err(ApiError::invalid_param("cursor", "not a cursor of this listing"));
     }
     let page = blocking(state, || EprintsReader::new(state.store.as_ref())?.by_author(did, limit, after))?;
@@ -153,15 +154,26 @@ pub struct SearchArgs {
 /// Parses an ISO 8601 date or datetime; a bare date means its first (or, for an upper
 /// bound, its last) microsecond.
 fn parse_bound(field: &str, value: &str, upper: bool) -> Result<i64, ApiError> {
+    let in_range = |year: i32| (MIN_YEAR..=MAX_YEAR).contains(&year);
+    let out_of_range = || ApiError::invalid_param(field, format!("must be a date between the years {MIN_YEAR} and {MAX_YEAR}"));
     if let Ok(dt) = DateTime::parse_from_rfc3339(value) {
-        return Ok(dt.with_timezone(&Utc).timestamp_micros());
+        let dt = dt.with_timezone(&Utc);
+        return if in_range(chrono::Datelike::year(&dt)) { Ok(dt.timestamp_micros()) } else { Err(out_of_range()) };
     }
     if let Ok(d) = NaiveDate::parse_from_str(value, "%Y-%m-%d") {
+        if !in_range(chrono::Datelike::year(&d)) {
+            return Err(out_of_range());
+        }
         let start = d.and_hms_opt(0, 0, 0).map(|t| t.and_utc().timestamp_micros()).unwrap_or_default();
         return Ok(if upper { start + 86_400_000_000 - 1 } else { start });
     }
     Err(ApiError::invalid_param(field, "must be an ISO 8601 date (YYYY-MM-DD) or datetime"))
 }
+
+/// The earliest year a date filter may name: before any scholarly journal.
+pub const MIN_YEAR: i32 = 1000;
+/// The latest year a date filter may name (four-digit years, as ISO 8601 without expansion).
+pub const MAX_YEAR: i32 = 9999;
 
 /// A page of search hits.
 #[derive(Debug)]
@@ -215,13 +227,7 @@ pub async fn search(state: &AppState, args: SearchArgs) -> Result<SearchPage, Ap
         }
     }
     let sort = args.sort.unwrap_or(SortOrder::Relevance);
-    let cursor = args
-        .cursor
-        .as_deref()
-        .map(|c| SearchCursor::decode(c, sort).map_err(|_| ApiError::invalid_param("cursor", "not a cursor of this search")))
-        .transpose()?;
-    let Some(index) = state.search_index()? else { return Ok(SearchPage { hits: Vec::new(), cursor: None, total: 0 }) };
-    let request = SearchRequest {
+    let mut request = SearchRequest {
         query: args.query,
         fields: args.fields,
         authors: args.authors,
@@ -229,8 +235,14 @@ pub async fn search(state: &AppState, args: SearchArgs) -> Result<SearchPage, Ap
         created_to,
         sort,
         limit: args.limit,
-        cursor,
+        cursor: None,
     };
+    request.cursor = args
+        .cursor
+        .as_deref()
+        .map(|c| SearchCursor::decode(c, &request).map_err(|e| ApiError::invalid_param("cursor", e.to_string())))
+        .transpose()?;
+    let Some(index) = state.search_index()? else { return Ok(SearchPage { hits: Vec::new(), cursor: None, total: 0 }) };
     let _slot =
         state.searches.acquire().await.map_err(|_| ApiError::from_error(crate::error::Internal("the search slots are closed".into())))?;
     let results = tokio::task::spawn_blocking(move || index.search(&request))

@@ -27,11 +27,13 @@ pub struct ApiError {
     name: &'static str,
     message: String,
     details: Option<Value>,
+    /// The `Allow` header of a 405: the HTTP methods the route takes.
+    allow: Option<&'static str>,
 }
 
 impl ApiError {
-    fn new(status: StatusCode, name: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError { status, name, message: message.into(), details: None }
+    pub(crate) fn new(status: StatusCode, name: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError { status, name, message: message.into(), details: None, allow: None }
     }
 
     /// 400 `InvalidRequest`, naming the offending parameter.
@@ -58,9 +60,10 @@ impl ApiError {
         ApiError::new(StatusCode::NOT_FOUND, "NotFound", message)
     }
 
-    /// 405 `InvalidRequest`: the method exists but not with this HTTP method.
-    pub fn wrong_method(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "InvalidRequest", message)
+    /// 405 `InvalidRequest`: the method exists but not with this HTTP method; `allow` names
+    /// the methods it takes (the `Allow` header, RFC 9110), unless the router sets it.
+    pub fn wrong_method(message: impl Into<String>, allow: Option<&'static str>) -> ApiError {
+        ApiError { allow, ..ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "InvalidRequest", message) }
     }
 
     /// 401 `AuthRequired`: the operation needs credentials and none were sent.
@@ -139,7 +142,7 @@ impl ApiError {
         if let Some(d) = self.details {
             body["details"] = d;
         }
-        (self.status, Json(json!({ "error": body }))).into_response()
+        with_allow((self.status, Json(json!({ "error": body }))).into_response(), self.allow)
     }
 }
 
@@ -156,8 +159,15 @@ impl IntoResponse for ApiError {
         if let Some(d) = self.details {
             body["details"] = d;
         }
-        (self.status, Json(body)).into_response()
+        with_allow((self.status, Json(body)).into_response(), self.allow)
     }
+}
+
+fn with_allow(mut response: Response, allow: Option<&'static str>) -> Response {
+    if let Some(allow) = allow {
+        response.headers_mut().insert(axum::http::header::ALLOW, axum::http::HeaderValue::from_static(allow));
+    }
+    response
 }
 
 /// An [`ApiError`] answered in the REST envelope.

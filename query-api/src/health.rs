@@ -22,28 +22,53 @@ async fn liveness() -> Json<Value> {
     Json(json!({"status": "ok"}))
 }
 
-/// 200 when the log, the store and the search index answer; 503 naming what does not.
-/// The body also tells, per projection, whether it has caught up with the log.
+/// Readiness: whether a load balancer may send this node traffic.
+///
+/// 200 only when the log, the store and the search index answer **and** every read model
+/// this node serves has been complete at least once since the process started: its worker
+/// (or, for a shared model built by other processes, its checkpoints in the store) reached
+/// the end of the log. A fresh node whose index is still being built answers 503, so it gets
+/// no traffic until it can answer fully. Once complete, a node stays ready while it lags
+/// behind new events (the lag is reported, not a reason to take every node out at once).
+///
+/// The body tells, per read model: `ready` (complete once), `caughtUp` (at the end of the
+/// log right now), `lag` (events not yet applied), `applied` (since start) and
+/// `deadLetters` (events it could not apply, for models that keep them).
 async fn readiness(State(state): State<AppState>) -> Response {
     let s = state.clone();
     let checked = tokio::task::spawn_blocking(move || {
         let log = s.log.check().map_err(|e| e.to_string());
         let store = s.store.check().map_err(|e| e.to_string());
         let search = s.search_index().map(|_| ()).map_err(|e| e.to_string());
+        let ends = s.log.end_offsets().ok();
+        // Events not yet applied, from the log's end offsets (None when they are unknown).
+        let lag = |checkpoints: &projections::Checkpoints| -> Option<u64> {
+            let ends = ends.as_ref()?;
+            Some(ends.iter().enumerate().map(|(part, end)| end.saturating_sub(checkpoints.get(&(part as u32)).copied().unwrap_or(0))).sum())
+        };
         let caught_up = |checkpoints: &projections::Checkpoints| {
             (0..s.log.partitions()).all(|part| {
                 let at = checkpoints.get(&part).copied().unwrap_or(0);
                 s.log.read(part, at, 1).map(|e| e.is_empty()).unwrap_or(false)
             })
         };
-        let mut projections: Vec<Value> = s
-            .progress
-            .iter()
-            .map(|(model, rx)| {
-                let p = rx.borrow().clone();
-                json!({"model": model, "caughtUp": caught_up(&p.checkpoints), "applied": p.applied})
-            })
-            .collect();
+        let dead_letters = |model: &str| -> Option<u64> {
+            if !projections::catalog::SHARED_MODELS.contains(&model) {
+                return None;
+            }
+            let version = s.store.active_version(model).ok()??;
+            projections::deadletter::count(s.store.as_ref(), model, version).ok()
+        };
+        let mut all_ready = true;
+        let mut projections: Vec<Value> = Vec::new();
+        for (model, rx) in s.progress.iter() {
+            let p = rx.borrow().clone();
+            all_ready &= p.caught_up;
+            projections.push(json!({
+                "model": model, "ready": p.caught_up, "caughtUp": caught_up(&p.checkpoints), "lag": lag(&p.checkpoints),
+                "applied": p.applied, "deadLetters": dead_letters(model),
+            }));
+        }
         // Shared models built by other processes: their checkpoints are in the store.
         for model in projections::catalog::SHARED_MODELS.iter().filter(|m| !s.progress.iter().any(|(p, _)| p == *m)) {
             let checkpoints = s.store.active_version(model).and_then(|v| match v {
@@ -51,23 +76,34 @@ async fn readiness(State(state): State<AppState>) -> Response {
                 None => Ok(Default::default()),
             });
             projections.push(match checkpoints {
-                Ok(c) => json!({"model": model, "caughtUp": caught_up(&c), "builtElsewhere": true}),
-                Err(e) => json!({"model": model, "caughtUp": false, "builtElsewhere": true, "error": e.to_string()}),
+                Ok(c) => {
+                    let now = caught_up(&c);
+                    let ready = s.complete_once(model, now);
+                    all_ready &= ready;
+                    json!({"model": model, "ready": ready, "caughtUp": now, "lag": lag(&c), "builtElsewhere": true,
+                           "deadLetters": dead_letters(model)})
+                }
+                Err(e) => {
+                    let ready = s.complete_once(model, false);
+                    all_ready &= ready;
+                    json!({"model": model, "ready": ready, "caughtUp": false, "builtElsewhere": true, "error": e.to_string()})
+                }
             });
         }
-        (log, store, search, projections)
+        (log, store, search, projections, all_ready)
     })
     .await;
-    let Ok((log, store, search, projections)) = checked else {
+    let Ok((log, store, search, projections, complete)) = checked else {
         return (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "unavailable"}))).into_response();
     };
     let status = |r: &Result<(), String>| match r {
         Ok(()) => json!("ok"),
         Err(e) => json!({"error": e}),
     };
-    let ready = log.is_ok() && store.is_ok() && search.is_ok();
+    let healthy = log.is_ok() && store.is_ok() && search.is_ok();
+    let ready = healthy && complete;
     let body = json!({
-        "status": if ready { "ok" } else { "unavailable" },
+        "status": if ready { "ok" } else if healthy { "catchingUp" } else { "unavailable" },
         "checks": {"log": status(&log), "store": status(&store), "search": status(&search)},
         "projections": projections,
     });

@@ -14,12 +14,13 @@ pub mod error;
 mod health;
 pub mod openapi;
 pub mod rest;
+pub mod server;
 pub mod state;
 pub mod xrpc;
 
 use axum::http::header::{self, HeaderName, HeaderValue};
 use axum::http::Method;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::Router;
 use tower::util::MapResponse;
 use tower::ServiceBuilder;
@@ -37,12 +38,14 @@ pub const SECURITY_HEADERS: &[(&str, &str)] = &[
 ];
 
 async fn fallback(uri: axum::http::Uri) -> Response {
-    let e = error::ApiError::not_found(format!("no route {}", uri.path()));
-    if uri.path().starts_with("/api/") {
-        e.into_rest()
-    } else {
-        e.into_response()
-    }
+    server::error_for_path(uri.path(), error::ApiError::not_found(format!("no route {}", uri.path())))
+}
+
+/// A route that exists but not for this HTTP method: 405 in the route's envelope (the
+/// router adds the `Allow` header naming the methods it has).
+async fn method_not_allowed(method: Method, uri: axum::http::Uri) -> Response {
+    let e = error::ApiError::wrong_method(format!("{method} is not allowed on {}", uri.path()), None);
+    server::error_for_path(uri.path(), e)
 }
 
 /// The whole application: the router inside the middleware every response goes through.
@@ -62,7 +65,13 @@ pub fn app(state: AppState) -> App {
         .allow_methods([Method::GET, Method::POST, Method::PUT, Method::DELETE, Method::OPTIONS])
         .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE])
         .vary(Vec::<HeaderName>::new());
-    let router = Router::new().merge(xrpc::routes()).merge(rest::routes()).merge(health::routes()).fallback(fallback).with_state(state);
+    let router = Router::new()
+        .merge(xrpc::routes())
+        .merge(rest::routes())
+        .merge(health::routes())
+        .fallback(fallback)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state);
     // Request spans and response events are logged at DEBUG. When the filter drops them, the
     // layer would still time and wrap every response: it is left out then (a sixth of a
     // detail read's cost, docs/performance.md).
@@ -76,7 +85,7 @@ pub fn app(state: AppState) -> App {
 
 /// Sets the [`SECURITY_HEADERS`] on a response (one layer for all of them; a plain function,
 /// so the layer neither boxes nor allocates per request).
-fn security_headers(mut response: Response) -> Response {
+pub(crate) fn security_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
     for (name, value) in SECURITY_HEADERS {
         headers.insert(HeaderName::from_static(name), HeaderValue::from_static(value));

@@ -54,6 +54,8 @@ pub struct Shared {
     pub sync: Arc<SyncSettings>,
     /// Searches running at once ([`search_slots`]); the others wait their turn, in order.
     pub searches: Arc<Semaphore>,
+    /// The shared models built elsewhere that readiness has seen complete since the start.
+    pub complete_models: std::sync::Mutex<std::collections::BTreeSet<&'static str>>,
 }
 
 /// Two search slots per core. A search is almost all CPU work: running many more at once
@@ -90,6 +92,16 @@ pub struct ServiceIdentity {
 }
 
 impl Shared {
+    /// Whether `model` (built by other processes) has been complete since this node started,
+    /// given whether it is complete `now`; remembers the first time it is.
+    pub fn complete_once(&self, model: &'static str, now: bool) -> bool {
+        let Ok(mut seen) = self.complete_models.lock() else { return now };
+        if now {
+            seen.insert(model);
+        }
+        seen.contains(model)
+    }
+
     /// The active version of the search index, if one was activated.
     pub fn search_index(&self) -> Result<Option<Arc<SearchIndex>>, ProjectionError> {
         match self.node.active_version(SEARCH_MODEL)? {

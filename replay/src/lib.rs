@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use eventlog::EventLog;
 use projections::catalog::{self, Context};
-use projections::{catch_up, catch_up_all, Projection, ProjectionError};
+use projections::{catch_up, catch_up_all_reporting, Projection, ProjectionError};
 use store::VersionState;
 use tracing::{info, warn};
 
@@ -167,13 +167,32 @@ pub fn rebuild(log: &dyn EventLog, ctx: &Context, model: &str) -> Result<Rebuild
 /// The first failing rebuild; the models that succeeded stay swapped in (and their old
 /// versions are dropped).
 pub fn rebuild_all(log: &dyn EventLog, ctx: &Context, options: &RebuildOptions) -> Result<Vec<RebuildReport>, ReplayError> {
+    rebuild_all_reporting(log, ctx, options, &|_| {})
+}
+
+/// [`rebuild_all`], calling `on_read` with the number of events replayed so far (for
+/// progress displays; the log's end offsets give the total).
+///
+/// # Errors
+/// As [`rebuild_all`].
+pub fn rebuild_all_reporting(
+    log: &dyn EventLog,
+    ctx: &Context,
+    options: &RebuildOptions,
+    on_read: &(dyn Fn(u64) + Sync),
+) -> Result<Vec<RebuildReport>, ReplayError> {
     let started = Instant::now();
     let mut builds = Vec::new();
     for model in &options.models {
         let model = catalog::model(model).map_err(|source| ReplayError::Projection { model: (*model).to_owned(), source })?;
         builds.push(begin(ctx, model)?);
     }
-    let results = catch_up_all(log, builds.iter_mut().map(|b| b.projection.as_mut() as &mut dyn Projection).collect(), REBUILD_BATCH);
+    let results = catch_up_all_reporting(
+        log,
+        builds.iter_mut().map(|b| b.projection.as_mut() as &mut dyn Projection).collect(),
+        REBUILD_BATCH,
+        on_read,
+    );
     let mut reports = Vec::new();
     let mut failed = None;
     for (build, built) in builds.into_iter().zip(results) {

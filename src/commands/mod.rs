@@ -71,17 +71,49 @@ pub fn open_context(data: &DataArgs, with_node_models: bool) -> anyhow::Result<C
     Ok(Context { node: Arc::new(node), ..Context::single(store, &search_root) })
 }
 
-/// `svc seed`.
+/// Refuses a data directory that holds no `file` of svc's (a mistyped `--data-dir`):
+/// commands that only read must not create one. Only `seed` and `up` create one.
+fn require_data(data: &DataArgs, file: &str, what: &str) -> anyhow::Result<()> {
+    let dir = &data.data_dir;
+    if !dir.is_dir() {
+        anyhow::bail!("--data-dir {} does not exist: nothing to {what} (svc seed or svc up create one)", dir.display());
+    }
+    if !dir.join(file).is_file() {
+        anyhow::bail!("--data-dir {} holds no svc data (no {file}): nothing to {what} (svc seed or svc up create it)", dir.display());
+    }
+    Ok(())
+}
+
+/// Refuses a data directory without an embedded log, when the log is the embedded one.
+fn require_log(data: &DataArgs, what: &str) -> anyhow::Result<()> {
+    if data.log_url.is_some() {
+        return Ok(());
+    }
+    require_data(data, eventlog::LOG_FILE, what)
+}
+
+/// `svc seed`: prints a JSON line with what it appended and what it skipped, by reason.
 pub fn seed(args: SeedArgs) -> anyhow::Result<()> {
     let log = open_log(&args.data)?;
     let started = Instant::now();
-    let report = ingest::seed::seed_file(&args.file, log.as_ref(), args.batch, args.limit)
-        .with_context(|| format!("failed to seed from {}", args.file.display()))?;
+    let options = ingest::seed::SeedOptions { batch_papers: args.batch, limit: args.limit, strict: args.strict };
+    let mut progress: Option<crate::progress::Progress> = None;
+    let report = ingest::seed::seed_file(&args.file, log.as_ref(), &options, &mut |p| {
+        progress.get_or_insert_with(|| crate::progress::Progress::new("seeding", "bytes", p.total_bytes)).set(p.bytes);
+    })
+    .with_context(|| format!("failed to seed from {}", args.file.display()))?;
+    drop(progress);
     let secs = started.elapsed().as_secs_f64();
-    info!(papers = report.papers, events = report.events, seconds = secs, "seeded");
+    let skipped = report.skipped_lines();
+    info!(papers = report.papers, events = report.events, skipped, seconds = secs, "seeded");
+    for (reason, skips) in &report.skipped {
+        tracing::warn!(count = skips.count, first_lines = ?skips.lines, reason, "skipped lines that cannot become valid records");
+    }
     let line = serde_json::json!({
         "papers": report.papers,
         "events": report.events,
+        "skippedLines": skipped,
+        "skipped": report.skipped.iter().map(|(reason, s)| serde_json::json!({"reason": reason, "count": s.count, "firstLines": s.lines})).collect::<Vec<_>>(),
         "seconds": secs,
         "eventsPerSecond": report.events as f64 / secs.max(1e-9),
     });
@@ -104,9 +136,13 @@ pub fn replay(args: ReplayArgs) -> anyhow::Result<()> {
     };
     let node_models = models.iter().any(|m| projections::catalog::NODE_MODELS.contains(m));
     let grace = Duration::from_secs(args.grace_seconds.unwrap_or(if shared { 10 } else { 0 }));
+    require_log(data, "replay")?;
     let log = open_log(data)?;
     let ctx = open_context(data, node_models)?;
-    let reports = replay::rebuild_all(log.as_ref(), &ctx, &replay::RebuildOptions { models, grace })?;
+    let total = log.end_offsets()?.iter().sum();
+    let progress = crate::progress::Progress::new("replaying", "events", total);
+    let reports = replay::rebuild_all_reporting(log.as_ref(), &ctx, &replay::RebuildOptions { models, grace }, &|read| progress.set(read))?;
+    progress.finish();
     let mut out = std::io::stdout().lock();
     for r in reports {
         let line = serde_json::json!({
@@ -124,6 +160,9 @@ pub fn replay(args: ReplayArgs) -> anyhow::Result<()> {
 
 /// `svc dead-letters`.
 pub fn dead_letters(args: DeadLetterArgs) -> anyhow::Result<()> {
+    if args.data.store_url.is_none() {
+        require_data(&args.data, store::STORE_FILE, "list")?;
+    }
     let store = open_store(&args.data)?;
     let Some(version) = store.active_version(&args.model)? else { return Ok(()) };
     let mut out = std::io::stdout().lock();
@@ -135,6 +174,7 @@ pub fn dead_letters(args: DeadLetterArgs) -> anyhow::Result<()> {
 
 /// `svc log tail`.
 pub fn log_tail(data: DataArgs, from: u64, limit: Option<usize>) -> anyhow::Result<()> {
+    require_log(&data, "read")?;
     let log = open_log(&data)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut next = from;

@@ -56,6 +56,15 @@ impl Supervisor {
         self.spawn(|token| async move { worker.run(token).await.context("projection worker stopped") });
     }
 
+    /// Shows the first catch-up of each model of `progress` (from a fresh seed, or after
+    /// downtime): events applied against what the log held, until the model is complete.
+    /// (Not a supervised task: it ends on its own, which must not stop the service.)
+    pub fn spawn_catch_up_progress(&mut self, log: Arc<dyn EventLog>, progress: &ProgressFeeds) {
+        for (model, rx) in progress.clone() {
+            tokio::spawn(show_catch_up(model, log.clone(), rx, self.cancel.clone()));
+        }
+    }
+
     /// Follows the network sources of `source`, if any, into `log`.
     pub fn spawn_sources(&mut self, source: &SourceArgs, log: Arc<dyn EventLog>) {
         if let Some(url) = &source.jetstream {
@@ -88,13 +97,12 @@ impl Supervisor {
             progress: Arc::new(progress),
             sync: Arc::new(sync_settings(args, ctx)),
             searches: query_api::state::search_slots(),
+            complete_models: Default::default(),
         });
         let app = query_api::app(state);
+        let limits = args.http.limits();
         self.spawn(|token| async move {
-            axum::serve(listener, axum::ServiceExt::<axum::extract::Request>::into_make_service(app))
-                .with_graceful_shutdown(async move { token.cancelled().await })
-                .await
-                .context("http server failed")
+            query_api::server::serve(listener, app, limits, async move { token.cancelled().await }).await.context("http server failed")
         });
         info!(listen = %local, "serving the API");
         Ok(())
@@ -144,6 +152,45 @@ fn sync_settings(args: &UpArgs, ctx: &Context) -> SyncSettings {
         auth: Arc::new(query_api::auth::ServiceAuth::new(&args.service_did, resolver, ledger)),
         collections: args.source.network.collections.clone(),
         approved: args.approved_services.clone(),
+    }
+}
+
+/// Events not applied yet by a model at `checkpoints`, by the log's end offsets.
+fn behind(log: &dyn EventLog, checkpoints: &projections::Checkpoints) -> u64 {
+    let Ok(ends) = log.end_offsets() else { return 0 };
+    ends.iter().enumerate().map(|(part, end)| end.saturating_sub(checkpoints.get(&(part as u32)).copied().unwrap_or(0))).sum()
+}
+
+/// Shows one model's first catch-up until it is complete (the worker logs that moment).
+async fn show_catch_up(model: &'static str, log: Arc<dyn EventLog>, mut rx: watch::Receiver<Progress>, token: CancellationToken) {
+    let first = rx.borrow().clone();
+    if first.caught_up {
+        return;
+    }
+    let log2 = log.clone();
+    let checkpoints = first.checkpoints.clone();
+    let waiting = tokio::task::spawn_blocking(move || behind(log2.as_ref(), &checkpoints)).await.unwrap_or(0);
+    if waiting == 0 {
+        return;
+    }
+    info!(model, events = waiting, "catching up with the log");
+    let display = crate::progress::Progress::new(model, "events", waiting);
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            _ = token.cancelled() => return,
+            changed = rx.changed() => if changed.is_err() { return },
+            _ = tick.tick() => {}
+        }
+        let now = rx.borrow().clone();
+        if now.caught_up {
+            return;
+        }
+        let log2 = log.clone();
+        let checkpoints = now.checkpoints.clone();
+        let left = tokio::task::spawn_blocking(move || behind(log2.as_ref(), &checkpoints)).await.unwrap_or(0);
+        display.set_total(now.applied + left);
+        display.set(now.applied);
     }
 }
 

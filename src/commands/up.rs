@@ -33,6 +33,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         supervisor.spawn_worker(node);
     }
     supervisor.spawn_sources(&args.source, log.clone());
+    supervisor.spawn_catch_up_progress(log.clone(), &progress);
     supervisor.spawn_api(&args, log, &ctx, progress).await?;
     info!(data_dir = %args.data.data_dir.display(), "svc up");
     supervisor.run().await
@@ -61,6 +62,7 @@ pub async fn serve(args: UpArgs) -> anyhow::Result<()> {
     let progress = worker.progress();
     let mut supervisor = Supervisor::new();
     supervisor.spawn_worker(worker);
+    supervisor.spawn_catch_up_progress(log.clone(), &progress);
     supervisor.spawn_api(&args, log, &ctx, progress).await?;
     info!(data_dir = %args.data.data_dir.display(), "svc serve");
     supervisor.run().await
@@ -70,7 +72,7 @@ pub async fn serve(args: UpArgs) -> anyhow::Result<()> {
 /// with none configured it is done.
 pub async fn ingest(args: IngestArgs) -> anyhow::Result<()> {
     if let Some(file) = args.seed.clone() {
-        let seed = SeedArgs { data: args.data.clone(), file, limit: args.limit, batch: args.batch };
+        let seed = SeedArgs { data: args.data.clone(), file, limit: args.limit, batch: args.batch, strict: false };
         tokio::task::spawn_blocking(move || super::seed(seed)).await??;
     }
     if args.source.firehose.is_none() && args.source.jetstream.is_none() {

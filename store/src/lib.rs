@@ -41,7 +41,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub use batch::{Batch, Op};
-pub use embedded::EmbeddedStore;
+pub use embedded::{EmbeddedStore, STORE_FILE};
 pub use error::StoreError;
 pub use scylla::{ScyllaConfig, ScyllaStore, DEFAULT_KEYSPACE};
 pub use value::{Columns, Value};

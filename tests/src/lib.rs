@@ -179,7 +179,8 @@ pub struct Service {
 }
 
 impl Service {
-    /// Starts `svc up` on `data_dir` and waits until it answers readiness.
+    /// Starts `svc up` on `data_dir` and waits until it serves (liveness; readiness waits
+    /// for the read models to be complete: [`Service::wait_caught_up`]).
     pub async fn start(data_dir: &Path) -> Result<Service> {
         Service::start_on(data_dir, free_port()).await
     }
@@ -196,12 +197,18 @@ impl Service {
 
     /// Starts `svc ROLE` (`up` or `serve`) on a given port and backend.
     pub async fn start_role(role: &str, data_dir: &Path, port: u16, backend: &Backend) -> Result<Service> {
+        Service::start_args(role, data_dir, port, backend, &[]).await
+    }
+
+    /// Starts `svc ROLE` with extra flags.
+    pub async fn start_args(role: &str, data_dir: &Path, port: u16, backend: &Backend, extra: &[&str]) -> Result<Service> {
         let log_path = data_dir.with_extension(format!("{port}.log"));
         let log = std::fs::File::create(&log_path)?;
         let child = Command::new(svc_bin())
             .args([role, "--data-dir"])
             .arg(data_dir)
             .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(extra)
             .env("RUST_LOG", "info,scylla=error")
             .envs(backend.env())
             .stdout(Stdio::null())
@@ -211,6 +218,11 @@ impl Service {
         let svc = Service { child, base: format!("http://127.0.0.1:{port}"), port, data_dir: data_dir.to_owned(), log_path };
         svc.wait_ready().await?;
         Ok(svc)
+    }
+
+    /// What it has logged so far (stderr).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
     }
 
     /// The port it listens on.
@@ -226,7 +238,7 @@ impl Service {
     async fn wait_ready(&self) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            if let Ok(r) = reqwest::get(format!("{}/health/readiness", self.base)).await {
+            if let Ok(r) = reqwest::get(format!("{}/health/liveness", self.base)).await {
                 if r.status().is_success() {
                     return Ok(());
                 }
@@ -244,7 +256,7 @@ impl Service {
         loop {
             let body: Value = reqwest::get(format!("{}/health/readiness", self.base)).await?.json().await?;
             let projections = body["projections"].as_array().cloned().unwrap_or_default();
-            if !projections.is_empty() && projections.iter().all(|p| p["caughtUp"] == true) {
+            if !projections.is_empty() && projections.iter().all(|p| p["caughtUp"] == true && p["ready"] == true) {
                 return Ok(());
             }
             if Instant::now() > deadline {

@@ -63,6 +63,15 @@ async fn invalid_records_are_dead_lettered_and_bad_requests_get_clear_errors() {
     let service = Service::start(&data).await.unwrap();
     service.wait_caught_up().await.unwrap();
 
+    // Each dead letter is logged at WARN with its reason, and readiness counts them per model.
+    let (_, _, ready) = service.get("/health/readiness").await.unwrap();
+    let eprints = ready["projections"].as_array().unwrap().iter().find(|p| p["model"] == "eprints").unwrap().clone();
+    assert_eq!(eprints["deadLetters"], 3, "{ready}");
+    let log = service.log();
+    let warned: Vec<&str> = log.lines().filter(|l| l.contains("WARN") && l.contains("dead letter")).collect();
+    assert_eq!(warned.len(), 3, "{log}");
+    assert!(warned.iter().any(|l| l.contains("authors[0].did")), "{warned:?}");
+
     // Everything else goes on: the valid record after the invalid ones is indexed.
     let (_, _, found) = service.get("/xrpc/pub.svc.eprint.searchSubmissions?query=zymurgical%20quasicrystals").await.unwrap();
     assert_eq!(found["total"], 1, "{found}");

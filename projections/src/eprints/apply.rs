@@ -35,8 +35,20 @@ impl EprintsProjection {
 }
 
 /// The by-author clustering key: newest sorts last, so a backwards scan is newest first.
-fn listing_key(indexed_at_micros: i64, ordinal: u64) -> Vec<u8> {
-    let mut k = (indexed_at_micros as u64).to_be_bytes().to_vec();
+/// The clustering key of an eprint in an author's listing: its `createdAt` (order-preserving
+/// big-endian), then its URI. Listings are ordered by the data alone, so a live svc and one
+/// rebuilt from the same repositories list an author's eprints in the same order however the
+/// events arrived.
+pub(crate) fn listing_key(created_at_micros: i64, uri: &str) -> Vec<u8> {
+    let mut k = ((created_at_micros as u64) ^ (1 << 63)).to_be_bytes().to_vec();
+    k.extend_from_slice(uri.as_bytes());
+    k
+}
+
+/// The listing key of rows written before listings were ordered by the data: the time the
+/// event was appended, then its log position.
+fn legacy_listing_key(appended_at_micros: i64, ordinal: u64) -> Vec<u8> {
+    let mut k = (appended_at_micros as u64).to_be_bytes().to_vec();
     k.extend_from_slice(&ordinal.to_be_bytes());
     k
 }
@@ -61,8 +73,12 @@ impl EprintsProjection {
         let ordinal = existing.get("ordinal").and_then(Value::as_int).unwrap_or_default() as u64;
         let listed: Vec<String> = text(existing, "listed").and_then(|l| serde_json::from_str(&l).ok()).unwrap_or_default();
         let at = existing.get("listingAt").and_then(Value::as_int).unwrap_or_default();
+        let key = match (existing.get("listingByData").and_then(Value::as_bool), text(existing, "uri")) {
+            (Some(true), Some(uri)) => listing_key(at, &uri),
+            _ => legacy_listing_key(at, ordinal),
+        };
         for did in listed {
-            st.delete(&by_author(self.version), &did, listing_key(at, ordinal), position);
+            st.delete(&by_author(self.version), &did, key.clone(), position);
         }
         Ok(())
     }
@@ -79,7 +95,7 @@ impl EprintsProjection {
         let submission = match submission {
             Ok(s) => s,
             Err(reason) => {
-                let (clustering, cols) = deadletter::row(event, Some(uri), reason);
+                let (clustering, cols) = deadletter::park(MODEL, event, Some(uri), reason);
                 st.put(&deadletter::table(MODEL, self.version), deadletter::partition(), clustering, cols, position);
                 return Ok(());
             }
@@ -95,11 +111,11 @@ impl EprintsProjection {
         }
         let indexed_at = event.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true);
         let listed = submission.listed_dids(&w.did);
-        let at = event.appended_at.timestamp_micros();
+        let at = submission.created_at.timestamp_micros();
         for did in &listed {
             let mut c = Columns::new();
             c.insert("uri".into(), Value::Text(uri.clone()));
-            st.put(&by_author(self.version), did, listing_key(at, position), c, position);
+            st.put(&by_author(self.version), did, listing_key(at, &uri), c, position);
         }
         let mut c = Columns::new();
         c.insert("uri".into(), Value::Text(uri.clone()));
@@ -110,6 +126,7 @@ impl EprintsProjection {
         c.insert("indexedAt".into(), Value::Text(indexed_at));
         c.insert("listed".into(), Value::Text(serde_json::to_string(&listed).unwrap_or_default()));
         c.insert("listingAt".into(), Value::Int(at));
+        c.insert("listingByData".into(), Value::Bool(true));
         c.insert("ordinal".into(), Value::Int(position as i64));
         c.insert("deleted".into(), Value::Bool(false));
         st.put(&table, &uri, Vec::new(), c, position);
@@ -233,7 +250,7 @@ impl Projection for EprintsProjection {
                     }
                 })?,
                 Payload::Rejected(r) => {
-                    let (clustering, cols) = deadletter::row(event.envelope, None, &r.reason);
+                    let (clustering, cols) = deadletter::park(MODEL, event.envelope, None, &r.reason);
                     st.put(&deadletter::table(MODEL, self.version), deadletter::partition(), clustering, cols, position);
                 }
                 Payload::Account(a) => {

@@ -3,12 +3,14 @@
 //!
 //! Tables of model `eprints` (partition key → clustering key: columns):
 //! - `records`: record URI → empty: uri, did, cid, rev, record (contract shape, JSON),
-//!   indexedAt, listed (JSON array of DIDs), listingAt, deleted, ordinal (the log position
-//!   of the event that made the row).
+//!   indexedAt, listed (JSON array of DIDs), listingAt (createdAt, µs), listingByData (the
+//!   listing key is createdAt ‖ URI; rows of older builds keyed by append time ‖ offset lack
+//!   it), deleted, ordinal (the log position of the event that made the row).
 //!   A deletion leaves a tombstone with its `rev`, so an older write replayed later is skipped.
-//! - `by_author`: DID → indexedAt (µs, big-endian) ‖ offset (big-endian): uri.
-//!   Scanned backwards for newest first; summaries come from `records`; an author's total
-//!   is the partition's row count.
+//! - `by_author`: DID → createdAt (µs, order-preserving big-endian) ‖ record URI: uri.
+//!   Scanned backwards for newest first (equal dates: greater URI first), an order that
+//!   depends on the data only; summaries come from `records`; an author's total is the
+//!   partition's row count.
 //! - `accounts`: DID → empty: handle, displayName, active, status.
 //! - `dead_letters`: see [`crate::deadletter`].
 

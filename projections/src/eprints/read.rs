@@ -46,43 +46,39 @@ pub struct Detail {
 }
 
 impl Detail {
-    fn text<'a>(row: &'a Columns, column: &str) -> Option<&'a str> {
-        row.get(column).and_then(Value::as_text)
-    }
-
     /// The repository DID.
     pub fn did(&self) -> &str {
-        Detail::text(&self.record, "did").unwrap_or_default()
+        text(&self.record, "did").unwrap_or_default()
     }
 
     /// The record's CID.
     pub fn cid(&self) -> &str {
-        Detail::text(&self.record, "cid").unwrap_or_default()
+        text(&self.record, "cid").unwrap_or_default()
     }
 
     /// The record's JSON text, as [`Eprint::record`].
     pub fn record(&self) -> &str {
-        Detail::text(&self.record, "record").unwrap_or_default()
+        text(&self.record, "record").unwrap_or_default()
     }
 
     /// When the event that wrote it entered the log.
     pub fn indexed_at(&self) -> &str {
-        Detail::text(&self.record, "indexedAt").unwrap_or_default()
+        text(&self.record, "indexedAt").unwrap_or_default()
     }
 
     /// The repository's current handle, if known.
     pub fn handle(&self) -> Option<&str> {
-        Detail::text(self.account.as_deref()?, "handle")
+        text(self.account.as_deref()?, "handle")
     }
 
     /// The repository's display name, if known.
     pub fn display_name(&self) -> Option<&str> {
-        Detail::text(self.account.as_deref()?, "displayName")
+        text(self.account.as_deref()?, "displayName")
     }
 
     /// The repository's account is not active, as [`Account::hidden`].
     pub fn hidden(&self) -> bool {
-        self.account.as_deref().is_some_and(|a| a.get("active").and_then(Value::as_bool) == Some(false))
+        self.account.as_deref().is_some_and(inactive)
     }
 }
 
@@ -97,30 +93,40 @@ pub struct AuthorPage {
     pub total: i64,
 }
 
-fn text(c: &Columns, k: &str) -> Option<String> {
-    c.get(k).and_then(Value::as_text).map(str::to_owned)
+fn text<'a>(c: &'a Columns, k: &str) -> Option<&'a str> {
+    c.get(k).and_then(Value::as_text)
 }
 
 fn parse(c: &Columns, k: &str) -> Result<Json, ProjectionError> {
     let t = text(c, k).ok_or_else(|| ProjectionError::Corrupt(format!("eprint row without {k}")))?;
-    serde_json::from_str(&t).map_err(|e| ProjectionError::Corrupt(format!("eprint row {k}: {e}")))
+    serde_json::from_str(t).map_err(|e| ProjectionError::Corrupt(format!("eprint row {k}: {e}")))
+}
+
+/// Whether a record row marks its record deleted.
+fn deleted(row: &Columns) -> bool {
+    row.get("deleted").and_then(Value::as_bool) == Some(true)
+}
+
+/// Whether an account row marks its account not active.
+fn inactive(row: &Columns) -> bool {
+    row.get("active").and_then(Value::as_bool) == Some(false)
 }
 
 /// The eprint in a record row, unless the row marks it deleted.
 fn eprint_of(uri: &str, row: &Columns) -> Option<Eprint> {
-    if row.get("deleted").and_then(Value::as_bool) == Some(true) {
+    if deleted(row) {
         return None;
     }
-    let text = |k: &str| text(row, k).unwrap_or_default();
+    let text = |k: &str| text(row, k).unwrap_or_default().to_owned();
     Some(Eprint { uri: uri.to_owned(), did: text("did"), cid: text("cid"), record: text("record"), indexed_at: text("indexedAt") })
 }
 
 /// The account in an account row (an absent row is the default account).
 fn account_of(row: &Columns) -> Account {
     Account {
-        handle: text(row, "handle"),
-        display_name: text(row, "displayName"),
-        hidden: row.get("active").and_then(Value::as_bool) == Some(false),
+        handle: text(row, "handle").map(str::to_owned),
+        display_name: text(row, "displayName").map(str::to_owned),
+        hidden: inactive(row),
     }
 }
 
@@ -158,7 +164,7 @@ impl<'a> EprintsReader<'a> {
         let (records, accounts) = (records(v), accounts(v));
         let mut rows = self.store.get_each(&[(&records, uri, &[]), (&accounts, repo, &[])])?.into_iter();
         let (Some(record), Some(account)) = (rows.next().flatten(), rows.next()) else { return Ok(None) };
-        if record.get("deleted").and_then(Value::as_bool) == Some(true) {
+        if deleted(&record) {
             return Ok(None);
         }
         Ok(Some(Detail { record, account }))
@@ -168,17 +174,18 @@ impl<'a> EprintsReader<'a> {
     pub fn by_author(&self, did: &str, limit: usize, after: Option<Vec<u8>>) -> Result<AuthorPage, ProjectionError> {
         let Some(v) = self.version else { return Ok(AuthorPage { eprints: Vec::new(), next: None, total: 0 }) };
         let page = self.store.scan(&by_author(v), did, &Scan { after, limit, reverse: true })?;
-        let keys: Vec<(String, Vec<u8>)> = page.rows.iter().filter_map(|r| text(&r.columns, "uri")).map(|uri| (uri, Vec::new())).collect();
+        let keys: Vec<(String, Vec<u8>)> =
+            page.rows.iter().filter_map(|r| text(&r.columns, "uri")).map(|uri| (uri.to_owned(), Vec::new())).collect();
         let mut eprints = Vec::with_capacity(keys.len());
         let mut hidden: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
         for ((uri, _), row) in keys.iter().zip(self.store.get_many(&records(v), &keys)?) {
             let Some(row) = row else { continue };
             let repo = text(&row, "did").unwrap_or_default();
-            let is_hidden = match hidden.get(&repo) {
+            let is_hidden = match hidden.get(repo) {
                 Some(h) => *h,
                 None => {
-                    let h = self.account(&repo)?.hidden;
-                    hidden.insert(repo, h);
+                    let h = self.account(repo)?.hidden;
+                    hidden.insert(repo.to_owned(), h);
                     h
                 }
             };
@@ -188,7 +195,7 @@ impl<'a> EprintsReader<'a> {
             let record = parse(&row, "record")?;
             let cid = text(&row, "cid").unwrap_or_default();
             let indexed_at = text(&row, "indexedAt").unwrap_or_default();
-            eprints.push(summary_of(uri, &cid, &record, &indexed_at));
+            eprints.push(summary_of(uri, cid, &record, indexed_at));
         }
         let total = self.store.count(&by_author(v), did)? as i64;
         Ok(AuthorPage { eprints, next: page.next, total })

@@ -153,6 +153,10 @@ impl SearchProjection {
         for did in s.listed_dids(&w.did) {
             doc.add_text(f.author_did, &did);
         }
+        for id in super::ids::of_record(&s.record) {
+            doc.add_text(f.ids, &id);
+        }
+        doc.add_u64(f.abstract_words, s.abstract_text.split_whitespace().count() as u64);
         doc.add_i64(f.created, s.created_at.timestamp_micros());
         doc.add_u64(f.citations, 0);
         doc.add_u64(f.seq, event.position.ordinal());

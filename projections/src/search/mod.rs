@@ -4,6 +4,7 @@
 //! checkpoints are always committed together. The active version is the store's
 //! active-version pointer for model `search`.
 
+mod ids;
 mod indexer;
 mod query;
 mod schema;
@@ -21,7 +22,7 @@ use tantivy::{Index, IndexReader, IndexSettings, ReloadPolicy};
 pub use indexer::SearchProjection;
 pub use query::{SearchCursor, SearchRequest, SearchResults, SortOrder};
 pub use schema::SearchFields;
-pub use stem::en_stem;
+pub use stem::{en_fold, en_stem};
 
 use crate::{Checkpoints, ProjectionError};
 
@@ -124,11 +125,27 @@ impl SearchIndexes {
         let mmap = tantivy::directory::MmapDirectory::open(&dir).map_err(|e| ProjectionError::Search(e.to_string()))?;
         let index = Index::builder().schema(schema).settings(index_settings()).open_or_create(mmap)?;
         index.tokenizers().register("en_stem", stem::en_stem());
+        index.tokenizers().register(stem::EN_FOLD, stem::en_fold());
+        index.tokenizers().register(stem::NAMES_FOLD, stem::names_fold());
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
         let hidden = CommitPayload::parse(index.load_metas()?.payload.as_deref()).hidden;
         let idx = Arc::new(SearchIndex { index, reader, fields, hidden: RwLock::new(Arc::new(hidden)) });
         open.insert(version, idx.clone());
         Ok(idx)
+    }
+
+    /// Whether `version` was built with this build's schema (or not built yet). An index of
+    /// an older schema cannot be opened: its model gets a new version, built from the log.
+    pub fn is_current(&self, version: u32) -> Result<bool, ProjectionError> {
+        if self.open.lock().map_err(|_| ProjectionError::Search("index registry poisoned".into()))?.contains_key(&version) {
+            return Ok(true);
+        }
+        let dir = self.dir(version);
+        if !dir.join("meta.json").exists() {
+            return Ok(true);
+        }
+        let existing = Index::open_in_dir(&dir)?;
+        Ok(existing.schema() == schema::build().0)
     }
 
     /// Closes and deletes one version (after a newer one replaced it).

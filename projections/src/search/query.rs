@@ -41,34 +41,43 @@ impl SortOrder {
     }
 }
 
-/// Where the next page starts: the sort key of the last hit returned.
+/// Where the next page starts: the sort key of the last hit returned, and the fingerprint
+/// of the search it belongs to ([`SearchRequest::fingerprint`]), so that a cursor of one
+/// search is refused by another instead of paging into something else.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SearchCursor {
     sort: SortOrder,
     key: (u64, u64, u64),
+    search: u64,
 }
 
 impl SearchCursor {
     /// The opaque string form given to clients.
     pub fn encode(&self) -> String {
         let (a, b, c) = self.key;
-        BASE64URL_NOPAD.encode(format!("{}.{a:x}.{b:x}.{c:x}", self.sort.tag()).as_bytes())
+        BASE64URL_NOPAD.encode(format!("{}.{a:x}.{b:x}.{c:x}.{:x}", self.sort.tag(), self.search).as_bytes())
     }
 
-    /// Parses a cursor given back by a client for a search sorted by `sort`.
+    /// Parses a cursor given back by a client for `request` (whose own cursor is ignored).
     ///
     /// # Errors
-    /// [`ProjectionError::InvalidSearch`] for a string that is not such a cursor.
-    pub fn decode(s: &str, sort: SortOrder) -> Result<SearchCursor, ProjectionError> {
-        let invalid = || ProjectionError::InvalidSearch("cursor is not valid for this search".into());
+    /// [`ProjectionError::InvalidSearch`] for a string that is not a cursor, or the cursor of
+    /// another search (other words, filters or order).
+    pub fn decode(s: &str, request: &SearchRequest) -> Result<SearchCursor, ProjectionError> {
+        let invalid = || ProjectionError::InvalidSearch("not a cursor of this search".into());
         let bytes = BASE64URL_NOPAD.decode(s.as_bytes()).map_err(|_| invalid())?;
         let text = String::from_utf8(bytes).map_err(|_| invalid())?;
         let parts: Vec<&str> = text.split('.').collect();
-        if parts.len() != 4 || parts[0] != sort.tag() {
+        let n = |p: &str| u64::from_str_radix(p, 16).map_err(|_| invalid());
+        if parts.len() != 5 || n(parts[4])? != request.fingerprint() {
+            return Err(ProjectionError::InvalidSearch(
+                "the cursor belongs to another search (other query, filters or order): start again without it".into(),
+            ));
+        }
+        if parts[0] != request.sort.tag() {
             return Err(invalid());
         }
-        let n = |p: &str| u64::from_str_radix(p, 16).map_err(|_| invalid());
-        Ok(SearchCursor { sort, key: (n(parts[1])?, n(parts[2])?, n(parts[3])?) })
+        Ok(SearchCursor { sort: request.sort, key: (n(parts[1])?, n(parts[2])?, n(parts[3])?), search: request.fingerprint() })
     }
 }
 
@@ -96,6 +105,28 @@ pub struct SearchRequest {
 }
 
 impl SearchRequest {
+    /// What the search is, apart from its page: the words, filters and order, hashed
+    /// (FNV-1a, 64 bits: stable across builds, so cursors survive a restart).
+    pub fn fingerprint(&self) -> u64 {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut eat = |bytes: &[u8]| {
+            for b in bytes.iter().chain(&[0xff]) {
+                hash ^= u64::from(*b);
+                hash = hash.wrapping_mul(0x0100_0000_01b3);
+            }
+        };
+        eat(self.query.trim().as_bytes());
+        let mut fields = self.fields.clone();
+        fields.sort();
+        let mut authors = self.authors.clone();
+        authors.sort();
+        eat(fields.join("\n").as_bytes());
+        eat(authors.join("\n").as_bytes());
+        eat(format!("{:?}.{:?}", self.created_from, self.created_to).as_bytes());
+        eat(self.sort.tag().as_bytes());
+        hash
+    }
+
     /// The first page (25 hits) of `query` in `sort` order, without filters.
     pub fn new(query: &str, sort: SortOrder) -> SearchRequest {
         SearchRequest {
@@ -131,26 +162,43 @@ fn order_i64(v: i64) -> u64 {
 type SortKey = (u64, u64, u64);
 
 impl SearchIndex {
-    fn build_query(&self, req: &SearchRequest) -> Box<dyn Query> {
+    fn build_query(&self, req: &SearchRequest) -> Result<Box<dyn Query>, ProjectionError> {
         let f = self.fields;
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        check_field_names(req.query.trim())?;
         let words = colons_as_punctuation(req.query.trim());
         let words = words.as_ref();
         if !(words.is_empty() || words == "*") {
             // Every word must match (in the combined field): what people expect of a
             // scholarly search box, and far fewer documents to score than a disjunction.
-            // Lenient parsing: whatever users type becomes a query, never an error.
+            // A query that is not valid syntax (`"unterminated`, `((((`, `[a TO`, a pasted
+            // `\text{M}^2`) is searched as the words it holds, never refused.
             let mut all = QueryParser::for_index(&self.index, vec![f.all]);
             all.set_conjunction_by_default();
-            let (must, _errors) = all.parse_query_lenient(words);
+            let must = match all.parse_query(words) {
+                Ok(q) => q,
+                Err(_) => all.parse_query_lenient(&as_plain_words(words)).0,
+            };
             // Words in the title rank higher: each word of the query is also looked up in
-            // the title (both fields are stemmed alike), as one term, never a phrase.
+            // the title (both fields are analyzed alike), as one term, never a phrase.
             let mut title_words = Vec::new();
             must.query_terms(&mut |term, _| {
                 if let Some(word) = term.value().as_str().filter(|_| term.field() == f.all) {
                     title_words.push(Term::from_field_text(f.title, word));
                 }
             });
+            // An identifier typed as the query (an arXiv id, a DOI) finds its eprint first;
+            // the words still match as words.
+            let must: Box<dyn Query> = match super::ids::of_query(req.query.trim()) {
+                Some(id) => {
+                    let exact = TermQuery::new(Term::from_field_text(f.ids, &id), IndexRecordOption::Basic);
+                    Box::new(BooleanQuery::new(vec![
+                        (Occur::Should, Box::new(BoostQuery::new(Box::new(exact), IDENTIFIER_BOOST))),
+                        (Occur::Should, must),
+                    ]))
+                }
+                None => must,
+            };
             clauses.push((Occur::Must, must));
             if !title_words.is_empty() {
                 title_words.sort();
@@ -196,18 +244,19 @@ impl SearchIndex {
                 }
             }
         }
-        match clauses.len() {
+        Ok(match clauses.len() {
             0 => Box::new(AllQuery),
             _ => Box::new(BooleanQuery::new(clauses)),
-        }
+        })
     }
 
     /// Runs a search on the newest visible commit.
     ///
     /// # Errors
+    /// [`ProjectionError::InvalidSearch`] for a query that names an unknown field;
     /// [`ProjectionError::Search`] when the index cannot be read.
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResults, ProjectionError> {
-        let query = self.build_query(req);
+        let query = self.build_query(req)?;
         let searcher = self.reader.searcher();
         let limit = req.limit.max(1);
         let (top, total) = match (req.sort, req.cursor) {
@@ -224,7 +273,8 @@ impl SearchIndex {
             let summary = doc.get_first(self.fields.summary).and_then(|v| v.as_str()).unwrap_or("{}");
             hits.push(summary.to_owned());
         }
-        let next = if more { top.get(limit - 1).map(|(key, _)| SearchCursor { sort: req.sort, key: *key }) } else { None };
+        let search = req.fingerprint();
+        let next = if more { top.get(limit - 1).map(|(key, _)| SearchCursor { sort: req.sort, key: *key, search }) } else { None };
         Ok(SearchResults { hits, next, total })
     }
 }
@@ -240,16 +290,15 @@ fn keyed_top(searcher: &Searcher, query: &dyn Query, sort: SortOrder, cursor: Op
         let seq = fast.u64("seq").ok();
         let created = fast.i64("created").ok();
         let citations = fast.u64("citations").ok();
+        let words = fast.u64("abstract_words").ok();
         move |doc: DocId, score: Score| -> (bool, SortKey) {
             let seq = seq.as_ref().and_then(|c| c.first(doc)).unwrap_or(0);
+            let relevance = || score_bits(score * substance(words.as_ref().and_then(|c| c.first(doc))));
             let key = match sort {
-                SortOrder::Relevance => (score_bits(score), 0, seq),
+                SortOrder::Relevance => (relevance(), 0, seq),
                 SortOrder::Date => (order_i64(created.as_ref().and_then(|c| c.first(doc)).unwrap_or(0)), 0, seq),
-                SortOrder::Citations => (
-                    citations.as_ref().and_then(|c| c.first(doc)).unwrap_or(0),
-                    order_i64(created.as_ref().and_then(|c| c.first(doc)).unwrap_or(0)),
-                    seq,
-                ),
+                // Until citation counts are indexed every count is 0: relevance decides.
+                SortOrder::Citations => (citations.as_ref().and_then(|c| c.first(doc)).unwrap_or(0), relevance(), seq),
             };
             (cursor.is_none_or(|c| key < c), key)
         }
@@ -272,7 +321,11 @@ const TIE_MARGIN: usize = 16;
 /// required clause, so tantivy scores each match anyway (block-max WAND applies only to a
 /// bare union of terms).
 fn first_relevance_page(searcher: &Searcher, query: &dyn Query, n: usize) -> Result<Option<Found>, ProjectionError> {
-    let (candidates, total) = searcher.search(query, &(TopDocs::with_limit(n + TIE_MARGIN), Count))?;
+    let collector = TopDocs::with_limit(n + TIE_MARGIN).tweak_score(|segment: &SegmentReader| {
+        let words = segment.fast_fields().u64("abstract_words").ok();
+        move |doc: DocId, score: Score| score * substance(words.as_ref().and_then(|c| c.first(doc)))
+    });
+    let (candidates, total) = searcher.search(query, &(collector, Count))?;
     let exhaustive = candidates.len() < n + TIE_MARGIN;
     // One `seq` column per segment, opened once: opening one decodes its header.
     let mut seqs: HashMap<u32, Option<Column<u64>>> = HashMap::new();
@@ -292,12 +345,77 @@ fn first_relevance_page(searcher: &Searcher, query: &dyn Query, n: usize) -> Res
     Ok(Some((keyed, total)))
 }
 
+/// How much of its text score a document keeps, by the words of its abstract: a bare title
+/// (say a 1982 "Machine Translation" with no abstract) matches a short query as well as a
+/// paper about it, and BM25's length normalization even favours it; half its score leaves it
+/// below the substantive papers. From 40 words on, a document keeps its whole score. (An
+/// index built before abstracts were counted has no column: every document keeps its score.)
+fn substance(abstract_words: Option<u64>) -> f32 {
+    match abstract_words {
+        Some(words) => 0.5 + 0.5 * (words.min(SUBSTANTIVE_WORDS) as f32 / SUBSTANTIVE_WORDS as f32),
+        None => 1.0,
+    }
+}
+
+/// Abstract words from which a document keeps its whole text score ([`substance`]).
+const SUBSTANTIVE_WORDS: u64 = 40;
+
+/// How much an exact identifier match outweighs the words of a query.
+const IDENTIFIER_BOOST: f32 = 1000.0;
+
 fn score_bits(score: Score) -> u64 {
     u64::from(score.max(0.0).to_bits())
 }
 
 /// The fields a query may name (`title:word`, `authors:name`).
 const ADDRESSABLE_FIELDS: &[&str] = &["title", "authors"];
+
+/// Words before a colon that are no field but the scheme of something pasted: identifiers
+/// and URLs (`arXiv:2507.10072`, `doi:10.1234/x`, `https://…`, `did:plc:…`).
+const SCHEMES: &[&str] = &["arxiv", "doi", "http", "https", "did", "urn", "at", "isbn", "issn", "pmid", "pmc", "orcid"];
+
+/// Refuses a query that names a field search does not have (`nosuchfield:x`): a field
+/// name is a word of letters at the start of a term, directly followed by a colon and a
+/// word. (A colon followed by a space, or after something that is not a name, is
+/// punctuation: see [`colons_as_punctuation`].)
+fn check_field_names(query: &str) -> Result<(), ProjectionError> {
+    let mut in_quotes = false;
+    let mut word_start = 0;
+    // Inside a pasted identifier or URL, up to the next space.
+    let mut in_scheme = false;
+    for (i, c) in query.char_indices() {
+        match c {
+            '"' => in_quotes = !in_quotes,
+            ':' if !in_quotes && !in_scheme => {
+                let name = query[word_start..i].trim_start_matches(['+', '-', '(']);
+                let names_a_word = query[i + 1..].starts_with(|c: char| !c.is_whitespace());
+                let is_name = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                let lower = name.to_ascii_lowercase();
+                in_scheme = SCHEMES.contains(&lower.as_str());
+                if names_a_word && is_name && !ADDRESSABLE_FIELDS.contains(&name) && !in_scheme {
+                    return Err(ProjectionError::InvalidSearch(format!(
+                        "the query names an unknown field {name:?} (fields: {})",
+                        ADDRESSABLE_FIELDS.join(", ")
+                    )));
+                }
+                word_start = i + 1;
+            }
+            c if c.is_whitespace() => {
+                word_start = i + c.len_utf8();
+                in_scheme = false;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// A query that is not valid syntax, as the plain words it holds: every character that is
+/// neither a letter, a digit nor a space becomes a space.
+fn as_plain_words(query: &str) -> String {
+    query.chars().map(|c| if c.is_alphanumeric() || c.is_whitespace() { c } else { ' ' }).collect()
+}
 
 /// Turns every colon outside quotes that does not follow an [`ADDRESSABLE_FIELDS`] name
 /// (and precede a word) into a space. tantivy reads `word:` as a field name and the lenient
@@ -344,7 +462,32 @@ pub(crate) fn regex_escape(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::colons_as_punctuation;
+    use super::{as_plain_words, check_field_names, colons_as_punctuation};
+
+    #[test]
+    fn unknown_fields_are_refused_and_pasted_identifiers_are_not() {
+        for bad in ["nosuchfield:x", "graph -abstract:x", "(venue:neurips)"] {
+            let e = check_field_names(bad).unwrap_err().to_string();
+            assert!(e.contains("unknown field"), "{bad}: {e}");
+        }
+        for ok in [
+            "title:graph",
+            "SADL: What to Ignore?",
+            "arXiv:2507.10072",
+            "doi:10.1/x",
+            "https://doi.org/10.1/x",
+            "\"a:b\"",
+            "10:30",
+            "did:plc:abc",
+        ] {
+            check_field_names(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+        }
+    }
+
+    #[test]
+    fn invalid_syntax_becomes_plain_words() {
+        assert_eq!(as_plain_words("\\text{M}^2 of ((x"), " text M  2 of   x");
+    }
 
     #[test]
     fn colons_name_a_field_only_before_a_word_and_after_a_field_name() {
@@ -355,7 +498,7 @@ mod tests {
             ("-authors:smith graph", "-authors:smith graph"),
             ("(title:\"graph neural\" OR x)", "(title:\"graph neural\" OR x)"),
             ("title: graph", "title  graph"),
-            ("abstract:graph", "abstract graph"),
+            ("abstract: graph", "abstract  graph"),
             ("\"Re: a study\" of did:plc:abc", "\"Re: a study\" of did plc abc"),
             ("no colon here", "no colon here"),
             ("Émile:Été", "Émile Été"),

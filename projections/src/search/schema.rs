@@ -30,6 +30,11 @@ pub struct SearchFields {
     pub seq: Field,
     /// The eprint summary (JSON) returned with hits.
     pub summary: Field,
+    /// Identifiers, exact and normalized ([`super::ids::normalize`]): the arXiv id without
+    /// its version, the DOI, lower-cased. An identifier typed as the query finds its eprint.
+    pub ids: Field,
+    /// Words in the abstract: the relevance order favours eprints with one over bare titles.
+    pub abstract_words: Field,
 }
 
 fn text(tokenizer: &str) -> TextOptions {
@@ -43,15 +48,17 @@ pub(crate) fn build() -> (Schema, SearchFields) {
     let fields = SearchFields {
         uri: b.add_text_field("uri", STRING | STORED),
         rev: b.add_text_field("rev", STRING | STORED),
-        title: b.add_text_field("title", text("en_stem")),
-        authors: b.add_text_field("authors", text("default")),
-        all: b.add_text_field("all", text("en_stem")),
+        title: b.add_text_field("title", text(super::stem::EN_FOLD)),
+        authors: b.add_text_field("authors", text(super::stem::NAMES_FOLD)),
+        all: b.add_text_field("all", text(super::stem::EN_FOLD)),
         field: b.add_text_field("field", STRING),
         author_did: b.add_text_field("author_did", STRING),
         created: b.add_i64_field("created", INDEXED | FAST),
         citations: b.add_u64_field("citations", FAST),
         seq: b.add_u64_field("seq", FAST),
         summary: b.add_text_field("summary", STORED),
+        ids: b.add_text_field("ids", STRING),
+        abstract_words: b.add_u64_field("abstract_words", FAST),
     };
     (b.build(), fields)
 }

@@ -9,7 +9,9 @@ use std::collections::HashMap;
 
 use rust_stemmers::{Algorithm, Stemmer};
 use rustc_hash::FxBuildHasher;
-use tantivy::tokenizer::{LowerCaser, RemoveLongFilter, SimpleTokenizer, TextAnalyzer, Token, TokenFilter, TokenStream, Tokenizer};
+use tantivy::tokenizer::{
+    AsciiFoldingFilter, LowerCaser, RemoveLongFilter, SimpleTokenizer, TextAnalyzer, Token, TokenFilter, TokenStream, Tokenizer,
+};
 
 /// The most distinct words one cache remembers; past it, new words are stemmed uncached.
 const MAX_CACHED_WORDS: usize = 200_000;
@@ -43,6 +45,31 @@ pub fn en_stem() -> TextAnalyzer {
         .filter(RemoveLongFilter::limit(40))
         .filter(LowerCaser)
         .filter(CachedEnglishStemmer)
+        .build()
+}
+
+/// The name of [`en_fold`] in an index's tokenizer registry.
+pub const EN_FOLD: &str = "en_fold";
+/// The name of [`names_fold`] in an index's tokenizer registry.
+pub const NAMES_FOLD: &str = "names_fold";
+
+/// Text fields: `en_stem` with accents folded to ASCII before stemming, at index and query
+/// time alike, so `Gómez-Rodríguez` and `Gomez-Rodriguez` give the same terms.
+pub fn en_fold() -> TextAnalyzer {
+    TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(40))
+        .filter(LowerCaser)
+        .filter(AsciiFoldingFilter)
+        .filter(CachedEnglishStemmer)
+        .build()
+}
+
+/// Names: words lower-cased and accents folded, not stemmed.
+pub fn names_fold() -> TextAnalyzer {
+    TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(40))
+        .filter(LowerCaser)
+        .filter(AsciiFoldingFilter)
         .build()
 }
 
@@ -132,6 +159,16 @@ mod tests {
             out.push((t.text.clone(), t.position, t.offset_from, t.offset_to));
         }
         out
+    }
+
+    #[test]
+    fn folded_analyzers_give_the_same_terms_with_and_without_accents() {
+        for mut analyzer in [en_fold(), names_fold()] {
+            let terms = |a: &mut TextAnalyzer, t: &str| tokens(a, t).into_iter().map(|t| t.0).collect::<Vec<_>>();
+            assert_eq!(terms(&mut analyzer, "Gómez-Rodríguez Ñúñez Émile"), terms(&mut analyzer, "Gomez-Rodriguez Nunez Emile"));
+        }
+        let words: Vec<String> = tokens(&mut en_fold(), "Généralisations").into_iter().map(|t| t.0).collect();
+        assert_eq!(words, vec!["generalis"]);
     }
 
     #[test]

@@ -22,9 +22,10 @@ pub fn routes() -> Router<AppState> {
 
 type Pairs = Vec<(String, String)>;
 
-fn pairs(query: Option<String>) -> Result<Pairs, ApiError> {
-    serde_urlencoded::from_str(query.as_deref().unwrap_or_default())
-        .map_err(|_| ApiError::invalid_request("the query string is not valid URL encoding"))
+/// The query string's pairs (invalid UTF-8 in an escape becomes U+FFFD, as in every form
+/// decoder, as in the XRPC routes).
+fn pairs(query: Option<String>) -> Pairs {
+    form_urlencoded::parse(query.unwrap_or_default().as_bytes()).into_owned().collect()
 }
 
 /// The single value of a parameter; given twice is an error.
@@ -60,7 +61,7 @@ fn limit(p: &Pairs) -> Result<usize, ApiError> {
 }
 
 async fn search(State(state): State<AppState>, RawQuery(query): RawQuery) -> Result<Body, RestError> {
-    let p = pairs(query)?;
+    let p = pairs(query);
     let sort = match one(&p, "sort")? {
         None | Some("relevance") => SortOrder::Relevance,
         Some("date") => SortOrder::Date,
@@ -94,7 +95,7 @@ async fn integrations(Path(uri): Path<String>) -> Result<Json<Value>, RestError>
 }
 
 async fn by_author(State(state): State<AppState>, Path(did): Path<String>, RawQuery(query): RawQuery) -> Result<Json<Value>, RestError> {
-    let p = pairs(query)?;
+    let p = pairs(query);
     eprints::check_did("did", &did)?;
     Ok(Json(eprints::list_by_author(&state, &did, limit(&p)?, one(&p, "cursor")?)?))
 }

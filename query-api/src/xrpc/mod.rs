@@ -93,7 +93,7 @@ async fn dispatch(state: AppState, nsid: &'static str, request: Request) -> Resp
 /// token for the method (checked before the body, so an anonymous caller learns nothing).
 async fn procedure(state: &AppState, nsid: &str, request: Request) -> Result<Body, ApiError> {
     if request.method() != Method::POST {
-        return Err(ApiError::wrong_method(format!("{nsid} is a procedure: use POST")));
+        return Err(ApiError::wrong_method(format!("{nsid} is a procedure: use POST"), Some("POST")));
     }
     let (parts, body) = request.into_parts();
     let headers = &parts.headers;
@@ -127,7 +127,7 @@ async fn procedure(state: &AppState, nsid: &str, request: Request) -> Result<Bod
 /// name is absent).
 fn query_params(state: &AppState, nsid: &str, method: &Method, query: &str, aliases: &[(&str, &str)]) -> Result<Params, ApiError> {
     if method != Method::GET && method != Method::HEAD {
-        return Err(ApiError::wrong_method(format!("{nsid} is a query: use GET")));
+        return Err(ApiError::wrong_method(format!("{nsid} is a query: use GET"), Some("GET, HEAD")));
     }
     parse_params(state, nsid, query, aliases)
 }
