@@ -375,7 +375,7 @@ const ADDRESSABLE_FIELDS: &[&str] = &["title", "authors"];
 const SCHEMES: &[&str] = &["arxiv", "doi", "http", "https", "did", "urn", "at", "isbn", "issn", "pmid", "pmc", "orcid"];
 
 /// Refuses a query that names a field search does not have (`nosuchfield:x`): a field
-/// name is a word of letters at the start of a term, directly followed by a colon and a
+/// name is a lower-case word at the start of a term, directly followed by a colon and a
 /// word. (A colon followed by a space, or after something that is not a name, is
 /// punctuation: see [`colons_as_punctuation`].)
 fn check_field_names(query: &str) -> Result<(), ProjectionError> {
@@ -389,8 +389,10 @@ fn check_field_names(query: &str) -> Result<(), ProjectionError> {
             ':' if !in_quotes && !in_scheme => {
                 let name = query[word_start..i].trim_start_matches(['+', '-', '(']);
                 let names_a_word = query[i + 1..].starts_with(|c: char| !c.is_whitespace());
-                let is_name = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                // Field names are lower case: a capitalized word before a colon is a pasted
+                // title's (`GovRelBench:A Benchmark…`), and is punctuation.
+                let is_name = name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+                    && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
                 let lower = name.to_ascii_lowercase();
                 in_scheme = SCHEMES.contains(&lower.as_str());
                 if names_a_word && is_name && !ADDRESSABLE_FIELDS.contains(&name) && !in_scheme {
