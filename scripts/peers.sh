@@ -8,7 +8,9 @@
 #   .peers/node22; tests start scripts/pds/launch.mjs from there (about 3-6 min the first
 #   time: better-sqlite3 compiles from source; reinstalled when package.json changes);
 #   the Compose tool (Debian's docker-compose; it validates docker-compose.yml, no Docker
-#   engine needed), with apt when run as root.
+#   engine needed), with apt when run as root;
+#   schemathesis (an OpenAPI-driven fuzzer, from PyPI) into the virtualenv .peers/st, for
+#   the test that fuzzes svc from its own /openapi.json (tests/tests/openapi_fuzz.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PEERS=.peers
@@ -62,3 +64,12 @@ if ! command -v docker-compose >/dev/null; then
     echo "warning: docker-compose is missing and cannot be installed without root; the compose test will fail: apt-get install docker-compose" >&2
   fi
 fi
+
+SCHEMATHESIS_VERSION=4.32.5
+if [ "$("$PEERS/st/bin/st" --version 2>/dev/null)" != "st, version $SCHEMATHESIS_VERSION" ]; then
+  echo "installing schemathesis $SCHEMATHESIS_VERSION from PyPI into $PEERS/st" >&2
+  rm -rf "$PEERS/st"
+  python3 -m venv "$PEERS/st"
+  "$PEERS/st/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" >&2
+fi
+"$PEERS/st/bin/st" --version >&2

@@ -14,7 +14,7 @@ use ipld_core::ipld::Ipld;
 
 use crate::car::Car;
 use crate::commit::{self, CommitError, WriteAt};
-use crate::identity::Resolver;
+use crate::identity::{ResolveError, Resolver};
 
 /// Why a record could not be fetched and proven.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -22,6 +22,9 @@ pub enum FetchError {
     /// The repository DID could not be resolved, or names no host.
     #[error("{0}")]
     Identity(String),
+    /// The DID does not exist, or is of a method svc cannot resolve: no repository to ask.
+    #[error("{0}")]
+    UnknownDid(String),
     /// The host does not hold the repository (or it is taken down or deactivated there).
     #[error("the repository {did} is not available from {pds}: {reason}")]
     RepoNotFound {
@@ -60,6 +63,16 @@ pub struct ProvenRecord {
     pub rev: String,
     /// The record's CID and DAG-CBOR block; `None` when the repository does not hold it.
     pub record: Option<(Cid, Vec<u8>)>,
+}
+
+impl FetchError {
+    /// A DID that cannot be resolved: unknown (no repository to ask) or unavailable.
+    fn from_resolve(e: ResolveError) -> FetchError {
+        match e {
+            ResolveError::UnsupportedMethod(_) | ResolveError::NotFound { .. } => FetchError::UnknownDid(e.to_string()),
+            other => FetchError::Identity(other.to_string()),
+        }
+    }
 }
 
 impl ProvenRecord {
@@ -115,7 +128,7 @@ impl RecordFetcher {
     /// # Errors
     /// [`FetchError`] saying what failed.
     pub async fn fetch(&self, did: &str, collection: &str, rkey: &str) -> Result<ProvenRecord, FetchError> {
-        let doc = self.resolver.resolve(did).await.map_err(|e| FetchError::Identity(e.to_string()))?;
+        let doc = self.resolver.resolve(did).await.map_err(FetchError::from_resolve)?;
         let pds = doc.pds.clone().ok_or_else(|| FetchError::Identity(format!("the DID document of {did} names no PDS")))?;
         let url = format!("{pds}/xrpc/com.atproto.sync.getRecord");
         let response = self
@@ -142,7 +155,7 @@ impl RecordFetcher {
         let signed = match commit::verify_commit(&car, &root, did, &doc.signing_key) {
             Ok(c) => c,
             Err(CommitError::Signature(_)) => {
-                let doc = self.resolver.refresh(did).await.map_err(|e| FetchError::Identity(e.to_string()))?;
+                let doc = self.resolver.refresh(did).await.map_err(FetchError::from_resolve)?;
                 commit::verify_commit(&car, &root, did, &doc.signing_key).map_err(|e| unverified(e.to_string()))?
             }
             Err(e) => return Err(unverified(e.to_string())),

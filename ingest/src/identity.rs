@@ -15,6 +15,14 @@ pub enum ResolveError {
     /// Not a DID method this resolver knows (or not a DID).
     #[error("cannot resolve {0}: only did:plc and did:web are supported")]
     UnsupportedMethod(String),
+    /// The directory or host answered that it has no such DID (HTTP 404 or 410).
+    #[error("{did} does not exist (its directory or host answered HTTP {status})")]
+    NotFound {
+        /// The DID.
+        did: String,
+        /// The HTTP status.
+        status: u16,
+    },
     /// The directory or host did not answer with a document.
     #[error("resolving {did}: {reason}")]
     Unavailable {
@@ -258,6 +266,10 @@ impl Resolver {
         };
         let unavailable = |reason: String| ResolveError::Unavailable { did: did.to_owned(), reason };
         let response = self.http.get(&url).send().await.map_err(|e| unavailable(format!("GET {url}: {e}")))?;
+        let status = response.status().as_u16();
+        if status == 404 || status == 410 {
+            return Err(ResolveError::NotFound { did: did.to_owned(), status });
+        }
         if !response.status().is_success() {
             return Err(unavailable(format!("GET {url}: HTTP {}", response.status())));
         }

@@ -29,7 +29,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Value;
 
 pub use error::{LexiconError, ValidationError};
-pub use openapi::ExtraRoute;
+pub use openapi::{format_pattern, ExtraRoute, DID_PATTERN, RECORD_URI_PATTERN};
 pub use params::{ParamValue, Params};
 
 /// The NSID of eprint submission records.

@@ -32,6 +32,29 @@ fn reference(base: &str, r: &str) -> Value {
     json!({"$ref": format!("#/components/schemas/{}", component_name(nsid, def))})
 }
 
+/// The regular expression (ECMA 262, as JSON Schema reads `pattern`) of each string format
+/// svc checks, matching exactly what [`crate::formats::check`] accepts, so that a client
+/// generated from the document sends what svc takes. AT URIs are those of records named by
+/// DID (`at://did/collection/rkey`): the only AT URIs svc's operations take.
+pub fn format_pattern(format: &str) -> Option<&'static str> {
+    Some(match format {
+        "did" => DID_PATTERN,
+        "at-uri" => RECORD_URI_PATTERN,
+        "cid" => "^(b[a-z2-7]{7,255}|Qm[A-Za-z0-9]{44})$",
+        "nsid" => "^[A-Za-z0-9-]{1,63}(\\.[A-Za-z0-9-]{1,63})+\\.[A-Za-z][A-Za-z0-9]{0,62}$",
+        "handle" => "^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)+[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$",
+        "tid" => "^[234567abcdefghij][234567abcdefghijklmnopqrstuvwxyz]{12}$",
+        "record-key" => "^[A-Za-z0-9_:~-][A-Za-z0-9._:~-]{0,511}$",
+        _ => return None,
+    })
+}
+
+/// A DID: `did:<method>:<id>`.
+pub const DID_PATTERN: &str = "^did:[a-z]+:[A-Za-z0-9._:%-]*[A-Za-z0-9._-]$";
+
+/// The AT URI of a record named by DID: `at://<did>/<collection NSID>/<record key>`.
+pub const RECORD_URI_PATTERN: &str = "^at://did:[a-z]+:[A-Za-z0-9._:%-]*[A-Za-z0-9._-]/[A-Za-z0-9-]{1,63}(\\.[A-Za-z0-9-]{1,63})+\\.[A-Za-z][A-Za-z0-9]{0,62}/[A-Za-z0-9_:~-][A-Za-z0-9._:~-]{0,511}$";
+
 /// Converts a lexicon schema into a JSON Schema (the dialect of OpenAPI 3.1).
 fn schema(base: &str, s: &Value) -> Value {
     let kind = s.get("type").and_then(Value::as_str).unwrap_or("unknown");
@@ -78,6 +101,9 @@ fn schema(base: &str, s: &Value) -> Value {
                 }
             }
             if let Some(f) = s.get("format").and_then(Value::as_str) {
+                if let Some(pattern) = format_pattern(f) {
+                    out.insert("pattern".into(), json!(pattern));
+                }
                 let f = if f == "datetime" { "date-time" } else { f };
                 out.insert("format".into(), json!(f));
             }
@@ -182,9 +208,12 @@ pub(crate) fn render(lex: &Lexicons, title: &str, version: &str, extra: &[ExtraR
             "tags": [nsid.rsplit_once('.').map_or("xrpc", |(ns, _)| ns)],
             "responses": {
                 "200": {"description": "OK", "content": {"application/json": {"schema": output}}},
-                "400": error_response("InvalidRequest"),
+                "400": error_response("InvalidRequest: a parameter or the body is invalid"),
                 "404": error_response("RecordNotFound"),
-                "500": error_response("InternalError")
+                "405": error_response("InvalidRequest: wrong HTTP method (the Allow header names the right one)"),
+                "414": error_response("InvalidRequest: the URI is too long"),
+                "500": error_response("InternalError"),
+                "503": error_response("ServiceUnavailable: a dependency is unavailable, or the request timed out")
             }
         });
         let method = match kind {
@@ -196,6 +225,10 @@ pub(crate) fn render(lex: &Lexicons, title: &str, version: &str, extra: &[ExtraR
                 if let Some(input) = main.pointer("/input/schema") {
                     op["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": schema(&nsid, input)}}});
                 }
+                // Every procedure svc serves acts for a caller: a service-auth token.
+                op["security"] = json!([{"serviceAuth": []}]);
+                op["responses"]["401"] = error_response("AuthRequired, InvalidToken or ExpiredToken: no valid service-auth token");
+                op["responses"]["403"] = error_response("Forbidden: the caller may not act on this record");
                 "post"
             }
         };
@@ -209,7 +242,17 @@ pub(crate) fn render(lex: &Lexicons, title: &str, version: &str, extra: &[ExtraR
         "openapi": "3.1.0",
         "info": {"title": title, "version": version},
         "paths": paths,
-        "components": {"schemas": components}
+        "components": {
+            "schemas": components,
+            "securitySchemes": {
+                "serviceAuth": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "bearerFormat": "JWT",
+                    "description": "An AT Protocol service-auth token (com.atproto.server.getServiceAuth): aud = svc's DID, lxm = the method, signed by the issuer's #atproto key; each token is accepted once."
+                }
+            }
+        }
     })
 }
 
@@ -229,6 +272,64 @@ mod tests {
         for piece in text.split("\"$ref\":\"#/components/schemas/").skip(1) {
             let name = &piece[..piece.find('"').unwrap()];
             assert!(doc["components"]["schemas"].get(name).is_some(), "dangling ref {name}");
+        }
+    }
+
+    /// Each pattern accepts exactly what svc's format check accepts, on both sides of it.
+    #[test]
+    fn patterns_agree_with_the_format_checks() {
+        let cases: &[(&str, &[&str])] = &[
+            (
+                "did",
+                &[
+                    "did:plc:ewvi7nxzyoun6zhxrhs64oiz",
+                    "did:web:example.com",
+                    "did:plc:",
+                    "did::x",
+                    "did:PLC:x",
+                    "did:plc:a b",
+                    "did:plc:x:",
+                    "did:plc:x%",
+                    "",
+                ],
+            ),
+            (
+                "cid",
+                &[
+                    "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm",
+                    "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG",
+                    "xyz",
+                    "bafy",
+                    "BAFYREIE5737",
+                ],
+            ),
+            (
+                "nsid",
+                &["pub.svc.eprint.submission", "com.example.fooBar", "a-b.c.d", "pub.svc", "pub..svc.x", "pub.svc.x-y", "pub.svc.1x", ""],
+            ),
+            ("tid", &["3lbxqprzvpc2a", "3lbxqprzvpc2", "zzzzzzzzzzzzz"]),
+            ("record-key", &["3kabc", "self", "a.b", ".", "..", "bad key", ""]),
+            ("handle", &["alice.test", "a-b.c.example", "alice", "-a.test", "a-.test", "alice.1test", "a_b.test", "a..test"]),
+        ];
+        for (format, values) in cases {
+            let pattern = super::format_pattern(format).unwrap();
+            let re = regex_lite::Regex::new(pattern).unwrap();
+            for v in *values {
+                assert_eq!(re.is_match(v), crate::formats::check(format, v), "{format} {v:?} against {pattern}");
+            }
+        }
+        let re = regex_lite::Regex::new(super::RECORD_URI_PATTERN).unwrap();
+        for (uri, ok) in [
+            ("at://did:plc:abc/pub.svc.eprint.submission/3kabc", true),
+            ("at://alice.test/pub.svc.eprint.submission/3kabc", false),
+            ("at://did:plc:abc/pub.svc.eprint.submission", false),
+            ("at://did:plc:abc/notnsid/x", false),
+            ("at://did:plc:abc/pub.svc.a.b/bad key", false),
+        ] {
+            assert_eq!(re.is_match(uri), ok, "{uri}");
+            if ok {
+                assert!(crate::formats::parse_at_uri(uri).is_some_and(|u| u.rkey.is_some() && crate::formats::is_did(u.authority)));
+            }
         }
     }
 }

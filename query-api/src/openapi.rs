@@ -1,8 +1,27 @@
 //! The OpenAPI 3.1 document: the XRPC methods from the lexicons, plus the REST, health and
 //! identity routes described here.
 
-use lexicons::{ExtraRoute, Lexicons};
+use lexicons::{ExtraRoute, Lexicons, DID_PATTERN, RECORD_URI_PATTERN};
 use serde_json::{json, Value};
+
+/// A date bound as the search operations take it: a date (`YYYY-MM-DD`) or an RFC 3339
+/// datetime, with a year from 1000 to 9999.
+fn date_bound() -> Value {
+    json!({"anyOf": [
+        {"type": "string", "format": "date", "pattern": "^[1-9][0-9]{3}-"},
+        {"type": "string", "format": "date-time", "pattern": "^[1-9][0-9]{3}-[0-9]{2}-[0-9]{2}T"}
+    ]})
+}
+
+/// DIDs separated by commas.
+fn did_list() -> Value {
+    let one = DID_PATTERN.trim_start_matches('^').trim_end_matches('$');
+    json!({"type": "string", "pattern": format!("^{one}(,{one})*$")})
+}
+
+fn did() -> Value {
+    json!({"type": "string", "format": "did", "pattern": DID_PATTERN})
+}
 
 fn op(id: &str, summary: &str, params: Value, rest: bool) -> Value {
     let error_schema = if rest {
@@ -20,7 +39,10 @@ fn op(id: &str, summary: &str, params: Value, rest: bool) -> Value {
             "200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}},
             "400": err("bad request"),
             "404": err("not found"),
-            "500": err("server error")
+            "405": err("wrong HTTP method (the Allow header names the right one)"),
+            "414": err("the URI is too long"),
+            "500": err("server error"),
+            "503": err("a dependency is unavailable, or the request timed out")
         }
     })
 }
@@ -29,18 +51,22 @@ fn q(name: &str, schema: Value, description: &str) -> Value {
     json!({"name": name, "in": "query", "required": false, "schema": schema, "description": description})
 }
 
-fn path(name: &str, description: &str) -> Value {
-    json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}, "description": description})
+fn path(name: &str, schema: Value, description: &str) -> Value {
+    json!({"name": name, "in": "path", "required": true, "schema": schema, "description": description})
+}
+
+fn record_uri() -> Value {
+    json!({"type": "string", "format": "at-uri", "pattern": RECORD_URI_PATTERN})
 }
 
 /// The routes that are not XRPC methods.
 pub fn extra_routes() -> Vec<ExtraRoute> {
     let search_params = json!([
-        q("q", json!({"type": "string"}), "search words; empty lists everything"),
-        q("field", json!({"type": "string"}), "field code (repeat or comma-separate for several)"),
-        q("author", json!({"type": "string", "format": "did"}), "author DID (repeat or comma-separate for several)"),
-        q("from", json!({"type": "string"}), "ISO 8601 date or datetime, inclusive"),
-        q("to", json!({"type": "string"}), "ISO 8601 date or datetime, inclusive"),
+        q("q", json!({"type": "string", "maxLength": 1000}), "search words; empty lists everything"),
+        q("field", json!({"type": "string", "pattern": "^[^,]+(,[^,]+)*$"}), "field codes, comma-separated (or repeat the parameter)"),
+        q("author", did_list(), "author DIDs, comma-separated (or repeat the parameter)"),
+        q("from", date_bound(), "ISO 8601 date or RFC 3339 datetime, inclusive"),
+        q("to", date_bound(), "ISO 8601 date or RFC 3339 datetime, inclusive (a date includes its whole day)"),
         q("sort", json!({"type": "string", "enum": ["relevance", "date", "citations"]}), "order"),
         q("limit", json!({"type": "integer", "minimum": 1, "maximum": 100, "default": 25}), "page size"),
         q("cursor", json!({"type": "string"}), "opaque cursor of the previous page"),
@@ -49,13 +75,16 @@ pub fn extra_routes() -> Vec<ExtraRoute> {
     vec![
         route("/api/v1/eprints", op("rest.listEprints", "Search or list eprints", search_params.clone(), true)),
         route("/api/v1/search", op("rest.search", "Search eprints (alias of /api/v1/eprints)", search_params, true)),
-        route("/api/v1/eprints/{uri}", op("rest.getEprint", "One eprint", json!([path("uri", "URL-encoded AT URI")]), true)),
+        route(
+            "/api/v1/eprints/{uri}",
+            op("rest.getEprint", "One eprint", json!([path("uri", record_uri(), "URL-encoded AT URI of the eprint")]), true),
+        ),
         route(
             "/api/v1/eprints/{uri}/integrations",
             op(
                 "rest.getIntegrations",
                 "Integration data of an eprint (not implemented yet: 501)",
-                json!([path("uri", "URL-encoded AT URI")]),
+                json!([path("uri", record_uri(), "URL-encoded AT URI of the eprint")]),
                 true,
             ),
         ),
@@ -65,7 +94,7 @@ pub fn extra_routes() -> Vec<ExtraRoute> {
                 "rest.listAuthorEprints",
                 "Eprints of an author, newest first",
                 json!([
-                    path("did", "author DID"),
+                    path("did", did(), "author DID"),
                     q("limit", json!({"type": "integer", "minimum": 1, "maximum": 100}), "page size"),
                     q("cursor", json!({"type": "string"}), "cursor")
                 ]),
@@ -81,5 +110,55 @@ pub fn extra_routes() -> Vec<ExtraRoute> {
 
 /// Renders the whole document.
 pub fn document(lexicons: &Lexicons) -> Value {
-    lexicons.openapi("svc", env!("CARGO_PKG_VERSION"), &extra_routes())
+    let mut doc = lexicons.openapi("svc", env!("CARGO_PKG_VERSION"), &extra_routes());
+    // What the lexicons cannot state: the date bounds' forms and range, and the aliases the
+    // XRPC methods accept (`q` for `query`, `author` for `authors`, `did` for `author`).
+    let params = |doc: &mut Value, nsid: &str| -> Option<Vec<Value>> {
+        doc.pointer_mut(&format!("/paths/~1xrpc~1{nsid}/get/parameters")).and_then(Value::as_array_mut).map(std::mem::take)
+    };
+    if let Some(mut list) = params(&mut doc, "pub.svc.eprint.searchSubmissions") {
+        for param in list.iter_mut() {
+            match param["name"].as_str() {
+                Some("dateFrom" | "dateTo") => param["schema"] = date_bound(),
+                Some("query") => {
+                    param["required"] = json!(false);
+                    param["description"] = json!("Search words; `*` or an empty string matches every eprint. Required, as `query` or `q`.");
+                }
+                _ => {}
+            }
+        }
+        list.push(q("q", json!({"type": "string", "maxLength": 1000}), "alias of `query` (used when `query` is absent)"));
+        list.push(json!({"name": "author", "in": "query", "required": false, "style": "form", "explode": true,
+            "schema": {"type": "array", "maxItems": 20, "items": did()}, "description": "alias of `authors` (used when `authors` is absent)"}));
+        doc["paths"]["/xrpc/pub.svc.eprint.searchSubmissions"]["get"]["parameters"] = Value::Array(list);
+    }
+    if let Some(mut list) = params(&mut doc, "pub.svc.eprint.listByAuthor") {
+        for param in list.iter_mut().filter(|p| p["name"] == "author") {
+            param["required"] = json!(false);
+            param["description"] = json!("The author's DID. Required, as `author` or `did`.");
+        }
+        list.push(q("did", did(), "alias of `author` (used when `author` is absent)"));
+        doc["paths"]["/xrpc/pub.svc.eprint.listByAuthor"]["get"]["parameters"] = Value::Array(list);
+    }
+    doc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_document_states_the_date_bounds_and_the_auth_of_procedures() {
+        let doc = document(&Lexicons::builtin());
+        let params = doc.pointer("/paths/~1xrpc~1pub.svc.eprint.searchSubmissions/get/parameters").unwrap().as_array().unwrap();
+        let date_from = params.iter().find(|p| p["name"] == "dateFrom").unwrap();
+        assert_eq!(date_from["schema"], date_bound());
+        let refresh = doc.pointer("/paths/~1xrpc~1pub.svc.sync.refreshRecord/post").unwrap();
+        assert_eq!(refresh["security"], json!([{"serviceAuth": []}]));
+        assert!(refresh["responses"].get("401").is_some());
+        assert_eq!(doc.pointer("/components/securitySchemes/serviceAuth/scheme"), Some(&json!("bearer")));
+        let get = doc.pointer("/paths/~1xrpc~1pub.svc.eprint.getSubmission/get/parameters").unwrap().as_array().unwrap();
+        let uri = get.iter().find(|p| p["name"] == "uri").unwrap();
+        assert_eq!(uri["schema"]["pattern"], json!(RECORD_URI_PATTERN));
+    }
 }

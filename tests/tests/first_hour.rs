@@ -215,6 +215,12 @@ async fn hostile_and_sloppy_clients_get_envelopes_bounds_and_lenient_search() {
     let (s, _, b) = raw(&base, reqwest::Method::GET, &format!("/api/v1/search?q={long}")).await;
     assert_eq!((s, b["error"]["code"].as_str()), (414, Some("INVALID_REQUEST")), "{b}");
 
+    // A DID of a method svc cannot resolve names no repository it can reach: 404, not a 502.
+    let (s, _, b) = raw(&base, reqwest::Method::GET, &format!("/xrpc/pub.svc.sync.verify?uri={}", enc("at://did:a:0/a.b.c/x"))).await;
+    assert_eq!((s, b["error"].as_str()), (404, Some("RepoNotFound")), "{b}");
+    let (s, _, b) = raw(&base, reqwest::Method::GET, "/api/v1/eprints?author=").await;
+    assert_eq!((s, b["error"]["code"].as_str()), (400, Some("INVALID_REQUEST")), "an empty author: {b}");
+
     // A client that sends half a request head is cut off; others are served meanwhile.
     let mut slow = tokio::net::TcpStream::connect(base.trim_start_matches("http://")).await.unwrap();
     slow.write_all(b"GET /health/liveness HTTP/1.1\r\nHost: x\r\n").await.unwrap();

@@ -38,15 +38,13 @@ fn one<'a>(p: &'a Pairs, name: &str) -> Result<Option<&'a str>, ApiError> {
     Ok(first)
 }
 
-/// Every value of a parameter, repeated or comma-separated.
-fn many(p: &Pairs, name: &str) -> Vec<String> {
-    p.iter()
-        .filter(|(k, _)| k == name)
-        .flat_map(|(_, v)| v.split(','))
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
-        .map(str::to_owned)
-        .collect()
+/// Every value of a parameter, repeated or comma-separated; an empty one is an error.
+fn many(p: &Pairs, name: &str) -> Result<Vec<String>, ApiError> {
+    let values: Vec<String> = p.iter().filter(|(k, _)| k == name).flat_map(|(_, v)| v.split(',')).map(str::to_owned).collect();
+    if values.iter().any(String::is_empty) {
+        return Err(ApiError::invalid_param(name, "an empty value (each value, comma-separated or repeated, must be given)"));
+    }
+    Ok(values)
 }
 
 fn limit(p: &Pairs) -> Result<usize, ApiError> {
@@ -74,8 +72,8 @@ async fn search(State(state): State<AppState>, RawQuery(query): RawQuery) -> Res
     }
     let args = SearchArgs {
         query: q,
-        fields: many(&p, "field"),
-        authors: many(&p, "author"),
+        fields: many(&p, "field")?,
+        authors: many(&p, "author")?,
         from: one(&p, "from")?.map(|v| ("from", v.to_owned())),
         to: one(&p, "to")?.map(|v| ("to", v.to_owned())),
         sort: Some(sort),

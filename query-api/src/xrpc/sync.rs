@@ -76,7 +76,7 @@ async fn indexed(state: &AppState, uri: &str) -> Result<Option<Indexed>, ApiErro
 
 async fn fetch(state: &AppState, t: &Target) -> Result<ProvenRecord, ApiError> {
     state.sync.fetcher.fetch(&t.did, &t.collection, &t.rkey).await.map_err(|e| match e {
-        FetchError::RepoNotFound { .. } => ApiError::repo_not_found(e.to_string()),
+        FetchError::RepoNotFound { .. } | FetchError::UnknownDid(_) => ApiError::repo_not_found(e.to_string()),
         FetchError::Identity(_) | FetchError::Unavailable(_) | FetchError::Unverified { .. } => ApiError::upstream(e.to_string()),
     })
 }
