@@ -13,6 +13,11 @@ pub struct Cli {
     #[arg(long, env = "SVC_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
     pub log_format: LogFormat,
 
+    /// Seconds between progress log lines of long work (seeding, catching up, replaying)
+    /// when stderr is not a terminal (on a terminal a progress bar shows it).
+    #[arg(long, env = "SVC_PROGRESS_INTERVAL", default_value_t = 5.0, global = true)]
+    pub progress_interval: f64,
+
     /// What to run.
     #[command(subcommand)]
     pub command: Command,
@@ -370,6 +375,9 @@ pub enum ConfigError {
 impl Cli {
     /// Cross-field checks that clap cannot express.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        if !(self.progress_interval.is_finite() && self.progress_interval > 0.0 && self.progress_interval <= 86_400.0) {
+            return Err(ConfigError::Seconds("--progress-interval"));
+        }
         match &self.command {
             Command::Up(up) | Command::Serve(up) => {
                 up.source.validate()?;

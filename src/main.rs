@@ -3,6 +3,7 @@
 
 mod commands;
 mod config;
+mod memory;
 mod progress;
 mod telemetry;
 
@@ -18,6 +19,7 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     cli.validate()?;
     telemetry::init(cli.log_format);
+    progress::set_log_interval(std::time::Duration::from_secs_f64(cli.progress_interval));
     match cli.command {
         Command::Up(args) => runtime()?.block_on(commands::up::up(args)),
         Command::Project(args) => runtime()?.block_on(commands::up::project(args)),

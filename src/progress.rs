@@ -3,14 +3,23 @@
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use tracing::info;
 
-/// How often a log line reports progress when stderr is not a terminal.
-const LOG_EVERY: Duration = Duration::from_secs(5);
+/// How often a log line reports progress when stderr is not a terminal (`--progress-interval`).
+static LOG_EVERY: OnceLock<Duration> = OnceLock::new();
+
+/// Sets how often progress is logged when stderr is not a terminal (once, at start).
+pub fn set_log_interval(every: Duration) {
+    let _ = LOG_EVERY.set(every);
+}
+
+fn log_every() -> Duration {
+    LOG_EVERY.get().copied().unwrap_or(Duration::from_secs(5))
+}
 
 /// One piece of long work, measured in `unit`s out of a known total.
 pub struct Progress {
@@ -53,7 +62,7 @@ impl Progress {
             return;
         }
         let Ok(mut last) = self.last_log.lock() else { return };
-        if last.elapsed() < LOG_EVERY {
+        if last.elapsed() < log_every() {
             return;
         }
         *last = Instant::now();

@@ -25,6 +25,11 @@ const META_NEXT_OFFSET: &str = "next_offset";
 /// The log file's name inside the data directory.
 pub const LOG_FILE: &str = "log.redb";
 
+/// redb's page cache for the log (its default is 1 GiB per database). Readers go through
+/// the log front to back once; caching the pages they passed would only hold memory
+/// (docs/performance.md, "Memory after catch-up").
+const PAGE_CACHE_BYTES: usize = 64 * 1024 * 1024;
+
 /// The embedded [`EventLog`]: durable, partitioned, on one redb file.
 pub struct EmbeddedLog {
     db: Arc<Database>,
@@ -40,7 +45,7 @@ impl EmbeddedLog {
     /// [`LogError::Unavailable`] when the directory or file cannot be opened.
     pub fn open(dir: &Path, partitions: u32) -> Result<EmbeddedLog, LogError> {
         std::fs::create_dir_all(dir).map_err(|e| LogError::Unavailable(format!("failed to create {}: {e}", dir.display())))?;
-        let db = Database::create(dir.join(LOG_FILE))?;
+        let db = redb::Builder::new().set_cache_size(PAGE_CACHE_BYTES).create(dir.join(LOG_FILE))?;
         let txn = db.begin_write()?;
         let (stored_partitions, next_offset) = {
             let _ = txn.open_table(EVENTS)?;

@@ -4,7 +4,9 @@
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::extract::Request;
@@ -14,6 +16,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::server::graceful::GracefulShutdown;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tower::ServiceExt as _;
@@ -124,7 +127,7 @@ pub async fn serve(listener: TcpListener, app: App, limits: ServerLimits, shutdo
         let builder = builder.clone();
         let watcher = graceful.watcher();
         tokio::spawn(async move {
-            let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+            let connection = builder.serve_connection_with_upgrades(TokioIo::new(EnvelopeBareErrors::new(stream)), service);
             if let Err(e) = watcher.watch(connection.into_owned()).await {
                 debug!(%peer, error = %e, "connection ended with an error");
             }
@@ -134,4 +137,107 @@ pub async fn serve(listener: TcpListener, app: App, limits: ServerLimits, shutdo
     drop(listener);
     graceful.shutdown().await;
     Ok(())
+}
+
+/// The connection as hyper sees it: reads pass through; a bare error hyper answers by
+/// itself (a request head it cannot parse: 400, 414 for a URI of 64 KiB or more, 431 for
+/// headers over its buffer) is given the XRPC error envelope on its way out. svc's own
+/// answers always have a body, so a `content-length: 0` 4xx head is hyper's.
+struct EnvelopeBareErrors<IO> {
+    inner: IO,
+    /// The replacement being written, and how much of it is written.
+    pending: Option<(Vec<u8>, usize, usize)>,
+}
+
+impl<IO> EnvelopeBareErrors<IO> {
+    fn new(inner: IO) -> Self {
+        EnvelopeBareErrors { inner, pending: None }
+    }
+}
+
+/// The enveloped replacement of a bare error head hyper wrote by itself, if `head` is one.
+fn envelope_bare_error(head: &[u8]) -> Option<Vec<u8>> {
+    let rest = head.strip_prefix(b"HTTP/1.1 ")?;
+    let status = std::str::from_utf8(rest.get(..3)?).ok()?;
+    let message = match status {
+        "400" => "the request could not be parsed",
+        "414" => "the request URI is too long",
+        "431" => "the request headers are too large",
+        _ => return None,
+    };
+    let end = head.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let lower = head[..end].to_ascii_lowercase();
+    if end + 4 != head.len() || !lower.windows(19).any(|w| w == b"\r\ncontent-length: 0") || lower.windows(14).any(|w| w == b"\r\ncontent-type") {
+        return None;
+    }
+    let reason = std::str::from_utf8(&rest[3..]).ok()?.split("\r\n").next()?.trim();
+    let body = serde_json::json!({"error": "InvalidRequest", "message": message}).to_string();
+    let mut out = format!("HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n", body.len());
+    for (name, value) in crate::SECURITY_HEADERS {
+        out.push_str(&format!("{name}: {value}\r\n"));
+    }
+    out.push_str("\r\n");
+    out.push_str(&body);
+    Some(out.into_bytes())
+}
+
+impl<IO: AsyncRead + Unpin> AsyncRead for EnvelopeBareErrors<IO> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<IO: AsyncWrite + Unpin> AsyncWrite for EnvelopeBareErrors<IO> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        if self.pending.is_none() {
+            match envelope_bare_error(buf) {
+                Some(replacement) => self.pending = Some((replacement, 0, buf.len())),
+                None => return Pin::new(&mut self.inner).poll_write(cx, buf),
+            }
+        }
+        let this = &mut *self;
+        let Some((replacement, written, original)) = this.pending.as_mut() else { return Poll::Ready(Ok(0)) };
+        while *written < replacement.len() {
+            match Pin::new(&mut this.inner).poll_write(cx, &replacement[*written..]) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => *written += n,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        // The whole of hyper's head counts as written; the connection closes after it.
+        let original = *original;
+        this.pending = None;
+        Poll::Ready(Ok(original))
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::envelope_bare_error;
+
+    #[test]
+    fn bare_errors_of_hyper_get_the_envelope_and_answers_of_svc_do_not() {
+        let bare = b"HTTP/1.1 414 URI Too Long\r\ncontent-length: 0\r\ndate: Mon, 23 Nov 2026 16:00:00 GMT\r\n\r\n";
+        let out = String::from_utf8(envelope_bare_error(bare).unwrap()).unwrap();
+        assert!(out.starts_with("HTTP/1.1 414 URI Too Long\r\ncontent-type: application/json\r\n"), "{out}");
+        let body = out.split("\r\n\r\n").nth(1).unwrap();
+        assert!(out.contains(&format!("content-length: {}\r\n", body.len())), "{out}");
+        let json: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(json["error"], "InvalidRequest");
+        let ours = b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: 0\r\n\r\n";
+        assert!(envelope_bare_error(ours).is_none());
+        let with_body = b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n{}";
+        assert!(envelope_bare_error(with_body).is_none());
+        assert!(envelope_bare_error(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").is_none());
+        assert!(envelope_bare_error(b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\n\r\n").is_some());
+    }
 }

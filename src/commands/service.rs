@@ -65,6 +65,23 @@ impl Supervisor {
         }
     }
 
+    /// Once every model of `progress` has first caught up, hands the memory the catch-up
+    /// used (batches, staging maps, index writer buffers, all freed by then) back to the
+    /// operating system, so a node serves with the footprint of a restarted one.
+    pub fn spawn_release_after_catch_up(&mut self, progress: &ProgressFeeds) {
+        let feeds = progress.clone();
+        let token = self.cancel.clone();
+        tokio::spawn(async move {
+            for (_, mut rx) in feeds {
+                tokio::select! {
+                    _ = token.cancelled() => return,
+                    done = rx.wait_for(|p| p.caught_up) => if done.is_err() { return },
+                }
+            }
+            let _ = tokio::task::spawn_blocking(crate::memory::release_free_memory).await;
+        });
+    }
+
     /// Follows the network sources of `source`, if any, into `log`.
     pub fn spawn_sources(&mut self, source: &SourceArgs, log: Arc<dyn EventLog>) {
         if let Some(url) = &source.jetstream {

@@ -23,6 +23,12 @@ const ACTIVE: TableDefinition<&str, u32> = TableDefinition::new("_active");
 /// The store file's name inside the data directory.
 pub const STORE_FILE: &str = "store.redb";
 
+/// redb's page cache for the store (its default is 1 GiB per database). A catch-up touches
+/// every page once and a full cache stays resident for the life of the process; the pages
+/// queries re-read (interior nodes, recent rows) fit in far less, and the operating system's
+/// file cache keeps the rest (docs/performance.md, "Memory after catch-up").
+const PAGE_CACHE_BYTES: usize = 256 * 1024 * 1024;
+
 /// The row cache's size: about 64 MiB of rows (a detail row is ~3 KB: some 20,000 of them).
 const ROW_CACHE_BYTES: u64 = 64 << 20;
 
@@ -96,7 +102,7 @@ impl EmbeddedStore {
     /// [`StoreError::Unavailable`] when the file cannot be opened.
     pub fn open(dir: &Path) -> Result<EmbeddedStore, StoreError> {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::Unavailable(format!("failed to create {}: {e}", dir.display())))?;
-        let db = Database::create(dir.join(STORE_FILE))?;
+        let db = redb::Builder::new().set_cache_size(PAGE_CACHE_BYTES).create(dir.join(STORE_FILE))?;
         let txn = db.begin_write()?;
         txn.open_table(CHECKPOINTS)?;
         txn.open_table(VERSIONS)?;

@@ -106,7 +106,7 @@ async fn readiness_waits_for_complete_read_models() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     svc(&["seed", "--data-dir", data.to_str().unwrap(), sample_papers().to_str().unwrap()]).unwrap();
-    let service = Service::start(&data).await.unwrap();
+    let service = Service::start_args("up", &data, free_port(), &Backend::embedded(), &["--progress-interval", "0.2"]).await.unwrap();
     let mut saw_catching_up = false;
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
@@ -126,6 +126,8 @@ async fn readiness_waits_for_complete_read_models() {
     }
     assert!(saw_catching_up, "a fresh node answered ready before its index was built");
     let log = service.log();
+    // The first catch-up showed its progress (stderr is no terminal here: log lines).
+    assert!(log.lines().any(|l| l.contains("percent=") && l.contains("eta_seconds")), "no progress lines:\n{log}");
     for model in ["eprints", "search"] {
         assert!(
             log.lines().any(|l| l.contains("caught up with the log") && l.contains(&format!("model=\"{model}\""))
@@ -133,6 +135,16 @@ async fn readiness_waits_for_complete_read_models() {
             "no catch-up line for {model}:\n{log}"
         );
     }
+    service.stop().unwrap();
+    // A replay shows its progress too.
+    let out = std::process::Command::new(tests::svc_bin())
+        .args(["replay", "--progress-interval", "0.01", "--data-dir", data.to_str().unwrap()])
+        .env("RUST_LOG", "info")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.lines().any(|l| l.contains("replaying") && l.contains("percent=")), "{stderr}");
 }
 
 async fn raw(base: &str, method: reqwest::Method, path: &str) -> (u16, reqwest::header::HeaderMap, Value) {
@@ -214,6 +226,19 @@ async fn hostile_and_sloppy_clients_get_envelopes_bounds_and_lenient_search() {
     assert_eq!((s, b["error"].as_str()), (414, Some("InvalidRequest")), "{b}");
     let (s, _, b) = raw(&base, reqwest::Method::GET, &format!("/api/v1/search?q={long}")).await;
     assert_eq!((s, b["error"]["code"].as_str()), (414, Some("INVALID_REQUEST")), "{b}");
+
+    // A URI too long for the HTTP library itself (64 KiB and more) is refused before svc's
+    // router sees it; the answer still carries the envelope.
+    let mut raw_client = tokio::net::TcpStream::connect(base.trim_start_matches("http://")).await.unwrap();
+    let huge = format!("GET /xrpc/pub.svc.eprint.searchSubmissions?query={} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(70_000));
+    raw_client.write_all(huge.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), raw_client.read_to_end(&mut answer)).await.unwrap().unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 414"), "{answer}");
+    assert!(answer.to_ascii_lowercase().contains("content-type: application/json"), "{answer}");
+    let body: Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(body["error"], "InvalidRequest", "{answer}");
 
     // A DID of a method svc cannot resolve names no repository it can reach: 404, not a 502.
     let (s, _, b) = raw(&base, reqwest::Method::GET, &format!("/xrpc/pub.svc.sync.verify?uri={}", enc("at://did:a:0/a.b.c/x"))).await;

@@ -24,8 +24,12 @@ const LIVE_COMMIT_INTERVAL: Duration = Duration::from_millis(1000);
 /// Commit this often while catching up (more events already wait in the log): every commit
 /// writes a segment, and many small segments cost merges and slow the catch-up down.
 const CATCH_UP_COMMIT_INTERVAL: Duration = Duration::from_secs(10);
-/// The indexing memory budget, shared by the writer's threads.
+/// The indexing memory budget while catching up or rebuilding, shared by the writer's
+/// threads.
 const WRITER_HEAP_BYTES: usize = 192 * 1024 * 1024;
+/// The indexing memory budget once a live projection has caught up: live batches are small,
+/// and the bulk writer's threads would keep the memory they used for the catch-up.
+const LIVE_WRITER_HEAP_BYTES: usize = 16 * 1024 * 1024;
 
 /// The table of a version's tombstones, in the node's store.
 fn tombstones(version: u32) -> TableRef {
@@ -35,7 +39,9 @@ fn tombstones(version: u32) -> TableRef {
 /// Builds one version of the search index.
 pub struct SearchProjection {
     index: Arc<SearchIndex>,
-    writer: IndexWriter<TantivyDocument>,
+    /// Always present; an `Option` only so that the bulk writer can be closed before its
+    /// live replacement is opened (an index takes one writer at a time).
+    writer: Option<IndexWriter<TantivyDocument>>,
     lexicons: Arc<Lexicons>,
     version: u32,
     applied: Checkpoints,
@@ -73,7 +79,7 @@ impl SearchProjection {
         let index = indexes.open(version)?;
         let committed = CommitPayload::parse(index.index.load_metas()?.payload.as_deref());
         let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(4);
-        let writer = index.index.writer_with_num_threads(threads, WRITER_HEAP_BYTES)?;
+        let writer = Some(index.index.writer_with_num_threads(threads, WRITER_HEAP_BYTES)?);
         Ok(SearchProjection {
             index,
             writer,
@@ -91,6 +97,20 @@ impl SearchProjection {
             catching_up: false,
             merge_after_catch_up: mode == Mode::Live,
         })
+    }
+
+    fn writer(&mut self) -> Result<&mut IndexWriter<TantivyDocument>, ProjectionError> {
+        self.writer.as_mut().ok_or_else(|| ProjectionError::Search("the index writer is closed".into()))
+    }
+
+    /// Replaces the bulk writer with a small one for live batches, once the first catch-up
+    /// has committed: its threads end and the memory they held is freed.
+    fn shrink_writer(&mut self) -> Result<(), ProjectionError> {
+        if let Some(bulk) = self.writer.take() {
+            bulk.wait_merging_threads()?;
+        }
+        self.writer = Some(self.index.index.writer_with_num_threads(1, LIVE_WRITER_HEAP_BYTES)?);
+        Ok(())
     }
 
     /// The revision the index holds for `uri`: its document's, or its tombstone's.
@@ -161,8 +181,9 @@ impl SearchProjection {
         doc.add_u64(f.citations, 0);
         doc.add_u64(f.seq, event.position.ordinal());
         doc.add_text(f.summary, s.summary(&uri, &w.cid, &indexed_at).to_string());
-        self.writer.delete_term(Term::from_field_text(f.uri, &uri));
-        self.writer.add_document(doc)?;
+        let writer = self.writer()?;
+        writer.delete_term(Term::from_field_text(f.uri, &uri));
+        writer.add_document(doc)?;
         self.pending_revs.insert(uri, Some(w.rev.clone()));
         Ok(())
     }
@@ -193,6 +214,7 @@ impl SearchProjection {
             self.commit()?;
         }
         if std::mem::take(&mut self.merge_after_catch_up) {
+            self.shrink_writer()?;
             self.merge_segments()?;
         }
         Ok(())
@@ -207,7 +229,7 @@ impl SearchProjection {
         if segments.len() < 2 {
             return Ok(());
         }
-        let merge = self.writer.merge(&segments);
+        let merge = self.writer()?.merge(&segments);
         let index = self.index.clone();
         let count = segments.len();
         std::thread::Builder::new()
@@ -223,7 +245,7 @@ impl SearchProjection {
     fn commit(&mut self) -> Result<(), ProjectionError> {
         let payload = CommitPayload { checkpoints: self.applied.clone(), hidden: self.hidden.clone() };
         let payload = serde_json::to_string(&payload).map_err(|e| ProjectionError::Search(e.to_string()))?;
-        let mut prepared = self.writer.prepare_commit()?;
+        let mut prepared = self.writer()?.prepare_commit()?;
         prepared.set_payload(&payload);
         prepared.commit()?;
         self.index.reload()?;
@@ -266,7 +288,7 @@ impl Projection for SearchProjection {
                     // A deleted account's documents go for good, not just hidden.
                     let pattern = format!("at://{}/.*", super::query::regex_escape(&a.did));
                     let query = RegexQuery::from_pattern(&pattern, self.index.fields.uri)?;
-                    self.writer.delete_query(Box::new(query))?;
+                    self.writer()?.delete_query(Box::new(query))?;
                     let prefix = format!("at://{}/", a.did);
                     for (_, rev) in self.pending_revs.iter_mut().filter(|(uri, _)| uri.starts_with(&prefix)) {
                         *rev = None;
@@ -287,7 +309,8 @@ impl Projection for SearchProjection {
                 if self.current_rev(&uri)?.is_some_and(|held| held >= d.rev) {
                     continue;
                 }
-                self.writer.delete_term(Term::from_field_text(self.index.fields.uri, &uri));
+                let field = self.index.fields.uri;
+                self.writer()?.delete_term(Term::from_field_text(field, &uri));
                 self.new_tombstones.insert(uri.clone(), (d.rev.clone(), event.envelope.position.ordinal()));
                 self.pending_revs.insert(uri, None);
             }

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Resident memory of `svc up` right after its first catch-up from zero, and of a restarted
+# process serving the same data (docs/performance.md, "Memory after catch-up").
+#
+#   scripts/loadtest/memory.sh SVC_BIN SEED_FILE
+#
+# Seeds a fresh data directory from SEED_FILE, starts `svc up`, waits until readiness
+# answers 200 (every read model complete), waits 10 s more and reads the resident set
+# (VmRSS); then stops it, starts it again on the same data and reads it the same way.
+set -euo pipefail
+bin=${1:?usage: memory.sh SVC_BIN SEED_FILE}
+seed=${2:?usage: memory.sh SVC_BIN SEED_FILE}
+dir=$(mktemp -d)
+trap 'kill $pid 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
+port=${PORT:-3931}
+"$bin" seed --data-dir "$dir/data" "$seed" >/dev/null 2>&1
+
+measure() {
+  local label=$1 started
+  started=$(date +%s.%N)
+  "$bin" up --data-dir "$dir/data" --listen "127.0.0.1:$port" >"$dir/$label.log" 2>&1 &
+  pid=$!
+  until [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health/readiness")" = 200 ]; do sleep 0.2; done
+  local ready
+  ready=$(echo "$(date +%s.%N) - $started" | bc | xargs printf "%.1f")
+  sleep 10
+  local mb
+  mb() { awk -v k="$1:" '$1 == k { printf "%.0f", $2 / 1024 }' "/proc/$pid/status"; }
+  echo "$label: ready after ${ready} s; 10 s later resident $(mb VmRSS) MB" \
+    "(anonymous $(mb RssAnon) MB, mapped files $(mb RssFile) MB), peak $(mb VmHWM) MB"
+  kill -TERM "$pid"
+  wait "$pid" 2>/dev/null || true
+}
+
+measure "first catch-up"
+measure "restarted"
