@@ -167,12 +167,16 @@ fn envelope_bare_error(head: &[u8]) -> Option<Vec<u8>> {
     };
     let end = head.windows(4).position(|w| w == b"\r\n\r\n")?;
     let lower = head[..end].to_ascii_lowercase();
-    if end + 4 != head.len() || !lower.windows(19).any(|w| w == b"\r\ncontent-length: 0") || lower.windows(14).any(|w| w == b"\r\ncontent-type") {
+    if end + 4 != head.len()
+        || !lower.windows(19).any(|w| w == b"\r\ncontent-length: 0")
+        || lower.windows(14).any(|w| w == b"\r\ncontent-type")
+    {
         return None;
     }
     let reason = std::str::from_utf8(&rest[3..]).ok()?.split("\r\n").next()?.trim();
     let body = serde_json::json!({"error": "InvalidRequest", "message": message}).to_string();
-    let mut out = format!("HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n", body.len());
+    let mut out =
+        format!("HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n", body.len());
     for (name, value) in crate::SECURITY_HEADERS {
         out.push_str(&format!("{name}: {value}\r\n"));
     }

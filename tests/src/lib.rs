@@ -132,6 +132,11 @@ impl Backend {
         self
     }
 
+    /// The `kafka://` URL of this backend's log, if it has one.
+    pub fn log_url(&self) -> Option<&str> {
+        self.env.iter().find(|(k, _)| k == "SVC_LOG").map(|(_, v)| v.as_str())
+    }
+
     /// The environment that selects this backend.
     pub fn env(&self) -> Vec<(&str, &str)> {
         self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()

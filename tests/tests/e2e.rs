@@ -138,6 +138,22 @@ async fn seed_query_crash_restart_replay(backend: Backend) {
     let report: Value =
         serde_json::from_str(backend.svc(&["seed", "--data-dir", data_s, papers.to_str().unwrap()]).unwrap().trim()).unwrap();
     assert_eq!(report["papers"], PAPERS);
+    // `svc log tail` prints every acknowledged event once, across partitions and pages.
+    let tail = backend.svc(&["log", "tail", "--data-dir", data_s]).unwrap();
+    let mut positions: Vec<(u64, u64)> = tail
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|e| (e["position"]["partition"].as_u64().unwrap(), e["position"]["offset"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        positions.len() as u64,
+        report["events"].as_u64().unwrap(),
+        "{}: log tail printed a different number of events",
+        backend.name
+    );
+    positions.sort();
+    positions.dedup();
+    assert_eq!(positions.len() as u64, report["events"].as_u64().unwrap(), "{}: log tail repeated events", backend.name);
 
     let service = Service::start_with(&data, tests::free_port(), &backend).await.unwrap();
     service.wait_caught_up().await.unwrap();
@@ -278,4 +294,32 @@ async fn log_tail_prints_every_event_once_in_order() {
         v
     };
     assert_eq!(again.iter().map(strip).collect::<Vec<_>>(), lines.iter().map(strip).collect::<Vec<_>>());
+}
+
+/// On Kafka, offsets are per partition: `svc log tail` must follow each partition with its
+/// own cursor. A thousand events in one partition, then ten later ones in another: a tail
+/// that paged all partitions with one offset printed the thousand and lost the ten.
+#[tokio::test(flavor = "multi_thread")]
+async fn log_tail_on_kafka_follows_every_partition() {
+    use event_schema::{IdentityChange, NewEvent, Payload, Source};
+    use eventlog::EventLog;
+    let backend = Backend::kafka();
+    let log = eventlog::KafkaLog::open(eventlog::KafkaConfig::from_url(backend.log_url().unwrap(), 4).unwrap()).unwrap();
+    let key_in = |partition: u32| (0..).map(|i| format!("did:plc:tail{i}")).find(|k| eventlog::partition_for(k, 4) == partition).unwrap();
+    let identity = |did: &str, i: usize| {
+        NewEvent::repo(
+            Source::Manual { note: "log tail test".into() },
+            Payload::Identity(IdentityChange { did: did.to_owned(), handle: Some(format!("h{i}.test")), display_name: None }),
+        )
+    };
+    let (busy, quiet) = (key_in(0), key_in(1));
+    log.append(&(0..1000).map(|i| identity(&busy, i)).collect::<Vec<_>>()).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    log.append(&(0..10).map(|i| identity(&quiet, i)).collect::<Vec<_>>()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let tail = backend.svc(&["log", "tail", "--data-dir", dir.path().to_str().unwrap()]).unwrap();
+    let keys: Vec<String> = tail.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["key"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(keys.len(), 1010, "log tail printed {} of 1010 events", keys.len());
+    assert_eq!(keys.iter().filter(|k| **k == quiet).count(), 10);
+    assert!(keys[1000..].iter().all(|k| *k == quiet), "the later events come last");
 }
