@@ -1,7 +1,8 @@
 //! A judged query set over the committed sample of real arXiv papers, so that a change to
 //! the ranking cannot make it silently worse: known-item queries (a paper's whole title,
-//! the first words of its title, its arXiv id in two forms), scored by mean reciprocal rank
-//! over the first 10 hits. The figures are in docs/search.md; the floors below sit just
+//! the first words of its title, words of its abstract, its arXiv id in two forms), scored
+//! by mean reciprocal rank over the first 10 hits, and topical queries judged by the papers'
+//! arXiv categories, scored by nDCG over the first 10 hits. The figures are in docs/search.md; the floors below sit just
 //! under them.
 
 use std::io::BufRead;
@@ -22,6 +23,7 @@ struct Paper {
     id: String,
     title: String,
     abstract_text: String,
+    categories: Vec<String>,
 }
 
 fn sample() -> Vec<Paper> {
@@ -33,6 +35,7 @@ fn sample() -> Vec<Paper> {
             id: v["id"].as_str().unwrap().to_owned(),
             title: v["title"].as_str().unwrap().split_whitespace().collect::<Vec<_>>().join(" "),
             abstract_text: v["abstract"].as_str().unwrap_or_default().to_owned(),
+            categories: v["categories"].as_array().map(|a| a.iter().filter_map(|c| c.as_str()).map(str::to_owned).collect()).unwrap_or_default(),
         })
         .collect()
 }
@@ -81,4 +84,58 @@ fn known_item_queries_find_their_papers() {
     assert!(short >= 0.84, "first 2 title words: MRR {short:.3}");
     assert!(from_abstract >= 0.59, "4 words of the abstract: MRR {from_abstract:.3}");
     assert_eq!((ids, prefixed_ids), (1.0, 1.0), "identifiers find their paper first");
+
+    // Topical queries, judged by the papers' arXiv categories: grade 2 when the query's
+    // category is a paper's primary one, 1 when it is one of its others, 0 otherwise.
+    let ndcg = topical_ndcg(&index, &sample());
+    println!("topical queries: {} judged by category; nDCG@{DEPTH} {ndcg:.3}", TOPICAL.len());
+    assert!(ndcg >= 0.36, "topical queries: nDCG {ndcg:.3}");
+}
+
+/// Topical queries and the arXiv category that judges them.
+const TOPICAL: &[(&str, &str)] = &[
+    ("channel capacity coding", "cs.IT"),
+    ("wireless communication beamforming", "cs.IT"),
+    ("game theory equilibrium", "cs.GT"),
+    ("mechanism design auction", "cs.GT"),
+    ("robot manipulation", "cs.RO"),
+    ("rendering meshes", "cs.GR"),
+    ("finite element simulation", "cs.CE"),
+    ("user study interaction", "cs.HC"),
+    ("speech audio", "cs.SD"),
+    ("machine translation", "cs.CL"),
+    ("object detection", "cs.CV"),
+    ("image compression", "eess.IV"),
+];
+
+/// Mean nDCG over the first [`DEPTH`] hits of the [`TOPICAL`] queries.
+fn topical_ndcg(index: &projections::search::SearchIndex, papers: &[Paper]) -> f64 {
+    let grade = |categories: &[String], category: &str| -> f64 {
+        match categories.iter().position(|c| c == category) {
+            Some(0) => 2.0,
+            Some(_) => 1.0,
+            None => 0.0,
+        }
+    };
+    let dcg = |grades: &[f64]| grades.iter().enumerate().map(|(i, g)| (2f64.powf(*g) - 1.0) / ((i + 2) as f64).log2()).sum::<f64>();
+    let mut total = 0.0;
+    for (query, category) in TOPICAL {
+        let request = SearchRequest { limit: DEPTH, ..SearchRequest::new(query, SortOrder::Relevance) };
+        let hits = index.search(&request).unwrap().hits;
+        let grades: Vec<f64> = hits
+            .iter()
+            .map(|h| {
+                let hit: serde_json::Value = serde_json::from_str(h).unwrap();
+                let fields: Vec<String> = hit["fields"].as_array().unwrap().iter().map(|f| f.as_str().unwrap().to_owned()).collect();
+                grade(&fields, category)
+            })
+            .collect();
+        let mut ideal: Vec<f64> = papers.iter().map(|p| grade(&p.categories, category)).filter(|g| *g > 0.0).collect();
+        ideal.sort_by(|a, b| b.total_cmp(a));
+        ideal.truncate(DEPTH);
+        let score = dcg(&grades) / dcg(&ideal);
+        println!("  {query:?} ({category}): nDCG@{DEPTH} {score:.3}");
+        total += score;
+    }
+    total / TOPICAL.len() as f64
 }
