@@ -19,11 +19,19 @@
 //!   (round-robin assignment, 6 s session timeout): a member's consumer only takes part in
 //!   the group's rebalances, with its partitions paused, while the worker reads through the
 //!   log as usual; the projection checkpoints stay in the store, written with the rows.
+//! - **Where a partition ends.** A read takes the end to be the highest of the high watermark
+//!   the broker reports (ListOffsets) and the ends this process has seen (its own appends'
+//!   delivery reports, the records it read), and checks it: having read up to it, it looks at
+//!   what the last fetch brought beyond. A record past the reported watermark (or a read
+//!   starting past it) shows the broker's watermarks lag behind its records: that is logged
+//!   at WARN once per partition, and from then on this process reads every partition until
+//!   its fetches stay empty for [`IDLE_END`], never stopping at a watermark.
+//!   [`EventLog::end_offset`] is the same believed end. See docs/topology.md.
 //! - **Change notification.** A background thread polls the high watermarks (appends may come
 //!   from other processes) and wakes readers waiting on [`EventLog::appended`].
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -45,6 +53,10 @@ use crate::{partition_for, EventLog, GroupMember, LogError};
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often the watcher thread polls the high watermarks.
 const WATCH_INTERVAL: Duration = Duration::from_millis(100);
+/// How long a read at or past the reported end waits for a record, when no EOF comes,
+/// before it takes the partition's end as reached: several empty fetches
+/// (`fetch.wait.max.ms` is 50 ms).
+pub const IDLE_END: Duration = Duration::from_millis(250);
 
 /// Where and how to reach the Kafka log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,6 +128,15 @@ pub struct KafkaLog {
     committers: Mutex<std::collections::HashMap<String, Arc<BaseConsumer>>>,
     appended_tx: Arc<watch::Sender<u64>>,
     stop: Arc<AtomicBool>,
+    /// Per partition, the end this process has seen: past its own acknowledged appends and
+    /// past the records it read.
+    seen_end: Vec<AtomicU64>,
+    /// Per partition, whether the broker was caught returning records past the watermark it
+    /// reports (logged once).
+    contradicted: Vec<AtomicBool>,
+    /// The broker's watermarks were caught lagging behind its records: reads no longer stop
+    /// at the believed end but when fetches stay empty for [`IDLE_END`].
+    untrusted: AtomicBool,
 }
 
 impl KafkaLog {
@@ -142,7 +163,7 @@ impl KafkaLog {
             .set("group.id", "svc.reader")
             .set("fetch.wait.max.ms", "50")
             .set("enable.auto.commit", "false")
-            .set("enable.partition.eof", "false")
+            .set("enable.partition.eof", "true")
             .create()
             .map_err(|e| unavailable("consumer", e))?;
         let partitions = wait_for_partitions(&reader, &config.topic)?;
@@ -162,6 +183,9 @@ impl KafkaLog {
             committers: Mutex::new(Default::default()),
             appended_tx: Arc::new(appended_tx),
             stop: Arc::new(AtomicBool::new(false)),
+            seen_end: (0..partitions).map(|_| AtomicU64::new(0)).collect(),
+            contradicted: (0..partitions).map(|_| AtomicBool::new(false)).collect(),
+            untrusted: AtomicBool::new(false),
         };
         log.appended_tx.send_replace(log.total_end()?);
         log.watch_appends()?;
@@ -171,6 +195,36 @@ impl KafkaLog {
     /// The sum of the partitions' high watermarks: grows with every append.
     fn total_end(&self) -> Result<u64, LogError> {
         (0..self.partitions).map(|p| self.end_offset(p)).sum()
+    }
+
+    /// The high watermark the broker reports for `partition` (ListOffsets).
+    fn reported_end(&self, partition: u32) -> Result<u64, LogError> {
+        let reader = self.reader.lock().map_err(|_| unavailable("reader", "lock poisoned"))?;
+        let (_, high) =
+            reader.fetch_watermarks(&self.config.topic, partition as i32, REQUEST_TIMEOUT).map_err(|e| unavailable("watermarks", e))?;
+        Ok(high.max(0) as u64)
+    }
+
+    /// Remembers that `partition` holds records up to `end` (exclusive).
+    fn saw_end(&self, partition: u32, end: u64) {
+        if let Some(seen) = self.seen_end.get(partition as usize) {
+            seen.fetch_max(end, Ordering::Relaxed);
+        }
+    }
+
+    /// Logs, once per partition, that the broker returned a record at `offset` past the
+    /// watermark `reported` it gave for the partition.
+    fn contradiction(&self, partition: u32, offset: u64, reported: u64) {
+        self.untrusted.store(true, Ordering::Relaxed);
+        if self.contradicted.get(partition as usize).is_some_and(|c| !c.swap(true, Ordering::Relaxed)) {
+            warn!(
+                topic = self.config.topic,
+                partition,
+                offset,
+                reported_end = reported,
+                "kafka: the broker returned records past the high watermark it reports; reading on until its fetches are empty"
+            );
+        }
     }
 
     fn watch_appends(&self) -> Result<(), LogError> {
@@ -372,7 +426,11 @@ impl EventLog for KafkaLog {
         let mut positions = Vec::with_capacity(deliveries.len());
         for delivery in deliveries {
             match block_on(delivery) {
-                Ok(Ok(d)) => positions.push(Position { partition: d.partition as u32, offset: d.offset as u64 }),
+                Ok(Ok(d)) => {
+                    let position = Position { partition: d.partition as u32, offset: d.offset as u64 };
+                    self.saw_end(position.partition, position.offset + 1);
+                    positions.push(position);
+                }
                 Ok(Err((e, _))) => return Err(unavailable("delivery", e)),
                 Err(_) => return Err(unavailable("delivery", "the producer was closed")),
             }
@@ -384,36 +442,67 @@ impl EventLog for KafkaLog {
 
     fn read(&self, partition: u32, from: u64, max: usize) -> Result<Vec<Envelope>, LogError> {
         self.check_partition(partition)?;
-        let end = self.end_offset(partition)?;
-        if from >= end || max == 0 {
+        // Where the broker and this process believe the partition ends.
+        let reported = self.reported_end(partition)?;
+        let believed = reported.max(self.seen_end[partition as usize].load(Ordering::Relaxed));
+        if from > reported {
+            // A position past the broker's end was reached by reading: its watermark lags.
+            self.contradiction(partition, from, reported);
+        }
+        let trusted = !self.untrusted.load(Ordering::Relaxed);
+        if max == 0 || (trusted && from >= believed) {
             return Ok(Vec::new());
         }
-        let last = end.min(from.saturating_add(max as u64)) - 1;
         let reader = self.reader.lock().map_err(|_| unavailable("reader", "lock poisoned"))?;
         reader.assign(&self.one_partition(partition, Offset::Offset(from as i64))?).map_err(|e| unavailable("assign", e))?;
-        let mut out = Vec::with_capacity((last - from + 1).min(65_536) as usize);
+        let mut out = Vec::with_capacity(max.min(65_536));
+        let mut position = from;
         let deadline = Instant::now() + REQUEST_TIMEOUT;
+        let mut idle_since = Instant::now();
         while out.len() < max {
-            let Some(message) = reader.poll(Duration::from_millis(100)) else {
-                if Instant::now() >= deadline {
-                    return Err(unavailable(
-                        "read",
-                        format!("no events from partition {partition} offset {from} within {REQUEST_TIMEOUT:?}"),
-                    ));
+            let trusted = !self.untrusted.load(Ordering::Relaxed);
+            // At the believed end a broker that reports its end truly has nothing more; a
+            // look at what the last fetch already brought catches one that does not.
+            let at_end = position >= believed;
+            let wait = if at_end && trusted { Duration::ZERO } else { Duration::from_millis(50) };
+            match reader.poll(wait) {
+                Some(Err(KafkaError::PartitionEOF(_))) => {}
+                Some(Err(e)) => return Err(unavailable("fetch", e)),
+                Some(Ok(message)) => {
+                    let offset = message.offset() as u64;
+                    // Messages fetched for an earlier assignment may still be queued: skip them.
+                    if message.partition() != partition as i32 || offset < position {
+                        continue;
+                    }
+                    if offset >= reported {
+                        self.contradiction(partition, offset, reported);
+                    }
+                    let bytes = message.payload().unwrap_or_default();
+                    out.push(codec::decode(Position { partition, offset }, bytes).map_err(|source| LogError::Corrupt {
+                        partition,
+                        offset,
+                        source,
+                    })?);
+                    position = offset + 1;
+                    self.saw_end(partition, position);
+                    idle_since = Instant::now();
                 }
-                continue;
-            };
-            let message = message.map_err(|e| unavailable("fetch", e))?;
-            let offset = message.offset() as u64;
-            // Messages fetched for an earlier assignment may still be queued: skip them.
-            if message.partition() != partition as i32 || offset < from {
-                continue;
-            }
-            let position = Position { partition, offset };
-            let bytes = message.payload().unwrap_or_default();
-            out.push(codec::decode(position, bytes).map_err(|source| LogError::Corrupt { partition, offset, source })?);
-            if offset >= last {
-                break;
+                None if at_end && trusted => break,
+                // A broker whose watermark lags raises no reliable end: fetches that stay
+                // empty for a while mean the end.
+                None if at_end => {
+                    if idle_since.elapsed() >= IDLE_END {
+                        break;
+                    }
+                }
+                None => {
+                    if Instant::now() >= deadline {
+                        return Err(unavailable(
+                            "read",
+                            format!("partition {partition} ends at {believed} but no events came from offset {position} within {REQUEST_TIMEOUT:?}"),
+                        ));
+                    }
+                }
             }
         }
         Ok(out)
@@ -421,10 +510,7 @@ impl EventLog for KafkaLog {
 
     fn end_offset(&self, partition: u32) -> Result<u64, LogError> {
         self.check_partition(partition)?;
-        let reader = self.reader.lock().map_err(|_| unavailable("reader", "lock poisoned"))?;
-        let (_, high) =
-            reader.fetch_watermarks(&self.config.topic, partition as i32, REQUEST_TIMEOUT).map_err(|e| unavailable("watermarks", e))?;
-        Ok(high.max(0) as u64)
+        Ok(self.reported_end(partition)?.max(self.seen_end[partition as usize].load(Ordering::Relaxed)))
     }
 
     fn commit_checkpoint(&self, consumer: &str, partition: u32, next_offset: u64) -> Result<(), LogError> {

@@ -65,6 +65,18 @@ impl Tansu {
     pub fn url(&self) -> String {
         format!("kafka://{}?rdkafka.batch.num.messages=1", self.addr)
     }
+
+    /// The broker's `kafka://` URL with the producer's real batching, under which tansu's
+    /// watermarks lag behind its records (see [`Tansu::url`]): for the tests of readers that
+    /// must not trust them.
+    pub fn batched_url(&self) -> String {
+        format!("kafka://{}?", self.addr)
+    }
+
+    /// `host:port`.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
 }
 
 impl Drop for Tansu {

@@ -89,3 +89,92 @@ fn group_members_split_the_partitions_and_survivors_take_over() {
     drop(first);
     wait_for(&[&second], "the survivor takes over", |o| o[0].len() == 4);
 }
+
+/// Every acknowledged position of `events` appended by a log of its own (one producer).
+fn append_with_own_producer(broker: &Tansu, topic: &str, events: &[event_schema::NewEvent]) -> Vec<event_schema::Position> {
+    let config = KafkaConfig::from_url(&format!("{}topic={topic}", broker.batched_url()), 4).unwrap();
+    let log = KafkaLog::open(config).unwrap();
+    let mut positions = Vec::new();
+    for chunk in events.chunks(5_000) {
+        positions.extend(log.append(chunk).unwrap());
+    }
+    positions
+}
+
+/// What an independent client (a plain librdkafka consumer, not svc's reader) reads of the
+/// topic: every (partition, offset) until nothing more comes for 3 s.
+fn independent_read(broker: &Tansu, topic: &str, partitions: u32) -> Vec<(u32, u64)> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::Message;
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", broker.addr().to_string())
+        .set("group.id", "independent-reader")
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    for p in 0..partitions {
+        tpl.add_partition_offset(topic, p as i32, rdkafka::Offset::Beginning).unwrap();
+    }
+    consumer.assign(&tpl).unwrap();
+    let mut seen = Vec::new();
+    let mut last = std::time::Instant::now();
+    while last.elapsed() < Duration::from_secs(3) {
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
+            seen.push((m.partition() as u32, m.offset() as u64));
+            last = std::time::Instant::now();
+        }
+    }
+    seen.sort();
+    seen
+}
+
+/// The broker's real batching, two producers one after the other: svc's reader returns
+/// every acknowledged position exactly once, as an independent reader sees them, whatever
+/// the broker reports as the end of each partition (tansu's watermarks lag behind batches).
+#[test]
+fn reads_every_acknowledged_event_of_real_batches() {
+    let broker = Tansu::start();
+    let topic = "batched";
+    let events = identity_events(24_000);
+    let (first, second) = events.split_at(12_000);
+    let mut acked: Vec<(u32, u64)> = append_with_own_producer(&broker, topic, first)
+        .into_iter()
+        .chain(append_with_own_producer(&broker, topic, second))
+        .map(|p| (p.partition, p.offset))
+        .collect();
+    acked.sort();
+    assert_eq!(acked.len(), 24_000);
+
+    let reader = KafkaLog::open(KafkaConfig::from_url(&format!("{}topic={topic}", broker.batched_url()), 4).unwrap()).unwrap();
+    let mut read = Vec::new();
+    for p in 0..reader.partitions() {
+        let mut from = 0;
+        loop {
+            let page = reader.read(p, from, 1_000).unwrap();
+            let Some(last) = page.last() else { break };
+            from = last.position.offset + 1;
+            read.extend(page.iter().map(|e| (e.position.partition, e.position.offset)));
+        }
+        assert!(reader.end_offset(p).unwrap() >= from, "the end offset of partition {p} is behind what was read");
+    }
+    read.sort();
+    let before = read.len();
+    read.dedup();
+    assert_eq!(read.len(), before, "a position was read twice");
+    let first_difference = |a: &[(u32, u64)], b: &[(u32, u64)]| a.iter().zip(b).position(|(x, y)| x != y);
+    assert!(
+        read == acked,
+        "svc's reader returned {} of {} acknowledged events (first difference at {:?})",
+        read.len(),
+        acked.len(),
+        first_difference(&read, &acked)
+    );
+    let independent = independent_read(&broker, topic, 4);
+    assert!(
+        independent == acked,
+        "an independent reader read {} events (first difference at {:?})",
+        independent.len(),
+        first_difference(&independent, &acked)
+    );
+}

@@ -35,7 +35,10 @@ fn sample() -> Vec<Paper> {
             id: v["id"].as_str().unwrap().to_owned(),
             title: v["title"].as_str().unwrap().split_whitespace().collect::<Vec<_>>().join(" "),
             abstract_text: v["abstract"].as_str().unwrap_or_default().to_owned(),
-            categories: v["categories"].as_array().map(|a| a.iter().filter_map(|c| c.as_str()).map(str::to_owned).collect()).unwrap_or_default(),
+            categories: v["categories"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|c| c.as_str()).map(str::to_owned).collect())
+                .unwrap_or_default(),
         })
         .collect()
 }
