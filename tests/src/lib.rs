@@ -126,6 +126,16 @@ impl Backend {
         Backend { name: "kafka+scylla", _cql: Some(cql), ..backend }
     }
 
+    /// [`Backend::kafka_scylla`] with the producers' real batching, under which tansu's
+    /// high watermarks lag behind its records: svc must read past them.
+    pub fn kafka_scylla_batched() -> Backend {
+        let broker = eventlog::tansu::Tansu::start();
+        let url = format!("{}topic=svc.e2e", broker.batched_url());
+        let cql = CqlTestServer::start();
+        let env = vec![("SVC_LOG".into(), url), ("SVC_STORE".into(), format!("scylla://{}/svc_e2e", cql.addr))];
+        Backend { name: "kafka(batched)+scylla", env, _broker: Some(broker), _cql: Some(cql) }
+    }
+
     /// The same backend with one more environment variable for the `svc` processes.
     pub fn with_env(mut self, key: &str, value: &str) -> Backend {
         self.env.push((key.to_owned(), value.to_owned()));

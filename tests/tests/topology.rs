@@ -1,6 +1,7 @@
 //! The scale-out topology as separate processes, as a user would run it from
-//! `docker-compose.yml`, here against a tansu broker and the CQL test server: `svc ingest`,
-//! two `svc project`, two `svc serve`. Both query nodes answer the same; a projector killed
+//! `docker-compose.yml`, here against a tansu broker (with the producers' real batching,
+//! under which its watermarks lag behind its records) and the CQL test server, with 3,030
+//! papers in three seeds: `svc ingest`, two `svc project`, two `svc serve`. Both query nodes answer the same; a projector killed
 //! mid-stream is replaced by the other and nothing is lost or doubled; `svc replay` rebuilds
 //! a new version while the old one serves, swaps it in, and the projectors follow it.
 //!
@@ -15,15 +16,24 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tests::{enc, svc_bin, Backend, Projector, Service};
 
-/// Writes papers `from..to` of the sample to a plain JSON-lines file.
-fn write_slice(dest: &Path, from: usize, to: usize) {
-    use std::io::{BufRead, Write};
+/// The papers of the committed sample (2,990), then as many more as asked for, made from
+/// the first ones with new ids and titles.
+fn papers(total: usize) -> Vec<String> {
+    use std::io::BufRead;
     let file = std::fs::File::open(tests::sample_papers()).unwrap();
-    let lines = std::io::BufReader::new(flate2::read::GzDecoder::new(file)).lines();
-    let mut out = std::fs::File::create(dest).unwrap();
-    for line in lines.skip(from).take(to - from) {
-        writeln!(out, "{}", line.unwrap()).unwrap();
-    }
+    let sample: Vec<String> = std::io::BufReader::new(flate2::read::GzDecoder::new(file)).lines().map(Result::unwrap).collect();
+    let extra = (0..total.saturating_sub(sample.len())).map(|i| {
+        let mut paper: Value = serde_json::from_str(&sample[i % sample.len()]).unwrap();
+        paper["id"] = Value::from(format!("9999.{i:05}"));
+        paper["title"] = Value::from(format!("Replica {i}: {}", paper["title"].as_str().unwrap()));
+        paper.to_string()
+    });
+    sample.iter().cloned().chain(extra).take(total).collect()
+}
+
+/// Writes papers `from..to` of `all` to a plain JSON-lines file.
+fn write_slice(all: &[String], dest: &Path, from: usize, to: usize) {
+    std::fs::write(dest, all[from..to].join("\n") + "\n").unwrap();
 }
 
 /// Starts an `svc` command of the backend without waiting for it.
@@ -87,17 +97,23 @@ fn wait_owns_partitions(projector: &Projector) {
     }
 }
 
+/// Papers of the first seed, of the second (during which a projector dies), and of a third
+/// appended after the online replay.
+const SEEDS: [(usize, usize); 3] = [(0, 1500), (1500, 3000), (3000, 3030)];
+
 #[tokio::test(flavor = "multi_thread")]
 async fn ingest_two_projectors_two_query_nodes_takeover_and_online_replay() {
-    let backend = Backend::kafka_scylla();
+    // The producers' real batching, under which the broker's watermarks lag its records.
+    let backend = Backend::kafka_scylla_batched();
     let dir = tempfile::tempdir().unwrap();
     let work = dir.path();
-    let parts: Vec<_> = [(0, 300), (300, 600), (600, 630)]
+    let all = papers(SEEDS[2].1);
+    let parts: Vec<_> = SEEDS
         .iter()
         .enumerate()
         .map(|(i, (from, to))| {
             let path = work.join(format!("part{i}.jsonl"));
-            write_slice(&path, *from, *to);
+            write_slice(&all, &path, *from, *to);
             path
         })
         .collect();
@@ -115,7 +131,7 @@ async fn ingest_two_projectors_two_query_nodes_takeover_and_online_replay() {
     wait_owns_partitions(&b);
     q1.wait_caught_up().await.unwrap();
     q2.wait_caught_up().await.unwrap();
-    assert_complete_and_equal(&q1, &q2, 300).await;
+    assert_complete_and_equal(&q1, &q2, SEEDS[0].1).await;
 
     // The second part; one projector dies while it is being projected.
     let mut second = ingest(&parts[1]);
@@ -125,13 +141,17 @@ async fn ingest_two_projectors_two_query_nodes_takeover_and_online_replay() {
     assert!(second.wait().unwrap().success());
     q1.wait_caught_up().await.unwrap();
     q2.wait_caught_up().await.unwrap();
-    let uris = assert_complete_and_equal(&q1, &q2, 600).await;
+    let uris = assert_complete_and_equal(&q1, &q2, SEEDS[1].1).await;
     assert!(b.log().contains("partitions={0, 1, 2, 3}"), "the survivor took every partition over; its log:\n{}", b.log());
     assert!(a_log.contains("now owns these partitions"), "the killed projector had partitions: {a_log}");
 
     // Rebuild while both query nodes serve: the old version answers until the swap.
     let probe = format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(&uris[17]));
     let (_, before) = q1.get_bytes(&probe).await.unwrap();
+    let mut old_answers = Vec::new();
+    for uri in &uris {
+        old_answers.push(q1.get_bytes(&format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(uri))).await.unwrap());
+    }
     let replay_dir = work.join("replay");
     let mut replay = spawn_svc(&backend, &["replay", "--data-dir", replay_dir.to_str().unwrap(), "--grace-seconds", "2"]);
     let mut probes = 0;
@@ -152,8 +172,12 @@ async fn ingest_two_projectors_two_query_nodes_takeover_and_online_replay() {
     assert!(ingest(&parts[2]).wait().unwrap().success());
     q1.wait_caught_up().await.unwrap();
     q2.wait_caught_up().await.unwrap();
-    assert_complete_and_equal(&q1, &q2, 630).await;
+    assert_complete_and_equal(&q1, &q2, SEEDS[2].1).await;
     assert!(b.log().contains("a new version was swapped in; following it"), "the projector moved to the new version: {}", b.log());
     let (_, after) = q2.get_bytes(&probe).await.unwrap();
     assert_eq!(after, before, "the rebuilt version answers byte for byte the same");
+    for (uri, old) in uris.iter().zip(&old_answers) {
+        let new = q2.get_bytes(&format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(uri))).await.unwrap();
+        assert_eq!(&new, old, "the rebuilt version answers {uri} as the old one did");
+    }
 }
