@@ -165,11 +165,11 @@ pub struct HttpArgs {
     #[arg(long, env = "SVC_REQUEST_TIMEOUT", default_value_t = 30.0)]
     pub request_timeout: f64,
     /// Connections served at once; more wait in the listen backlog.
-    #[arg(long, env = "SVC_MAX_CONNECTIONS", default_value_t = 4096)]
-    pub max_connections: usize,
+    #[arg(long, env = "SVC_MAX_CONNECTIONS", default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: u64,
     /// The longest request URI accepted, in bytes (longer: 414).
-    #[arg(long, env = "SVC_MAX_URI_BYTES", default_value_t = 8192)]
-    pub max_uri_bytes: usize,
+    #[arg(long, env = "SVC_MAX_URI_BYTES", default_value_t = 8192, value_parser = clap::value_parser!(u64).range(256..))]
+    pub max_uri_bytes: u64,
 }
 
 impl HttpArgs {
@@ -178,8 +178,8 @@ impl HttpArgs {
         query_api::server::ServerLimits {
             header_read_timeout: std::time::Duration::from_secs_f64(self.header_read_timeout),
             request_timeout: std::time::Duration::from_secs_f64(self.request_timeout),
-            max_connections: self.max_connections,
-            max_uri_bytes: self.max_uri_bytes,
+            max_connections: self.max_connections as usize,
+            max_uri_bytes: self.max_uri_bytes as usize,
         }
     }
 
@@ -188,12 +188,6 @@ impl HttpArgs {
             if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
                 return Err(ConfigError::Seconds(flag));
             }
-        }
-        if self.max_connections == 0 {
-            return Err(ConfigError::Zero("--max-connections"));
-        }
-        if self.max_uri_bytes < 256 {
-            return Err(ConfigError::Zero("--max-uri-bytes (at least 256)"));
         }
         Ok(())
     }

@@ -38,8 +38,8 @@ fn main() {
         .collect();
 
     let mut b = Schema::builder();
-    let all = b.add_text_field("all", text("en_stem"));
-    let title = b.add_text_field("title", text("en_stem"));
+    let all = b.add_text_field("all", text("en_fold"));
+    let title = b.add_text_field("title", text("en_fold"));
     let authors = b.add_text_field("authors", text("default"));
     let did = b.add_text_field("author_did", STRING);
     let field = b.add_text_field("field", STRING);
@@ -93,7 +93,7 @@ fn main() {
 
     let dir = tempfile::tempdir().expect("a temporary directory");
     let index = Index::create_in_dir(dir.path(), b.build()).expect("a new index");
-    index.tokenizers().register("en_stem", projections::search::en_stem());
+    index.tokenizers().register("en_fold", projections::search::en_fold());
     let (cpu0, t0) = (cpu_seconds(), Instant::now());
     let mut writer: IndexWriter<TantivyDocument> = index.writer_with_num_threads(2, 192 << 20).expect("a writer");
     for d in docs {

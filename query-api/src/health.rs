@@ -42,10 +42,7 @@ async fn readiness(State(state): State<AppState>) -> Response {
         let search = s.search_index().map(|_| ()).map_err(|e| e.to_string());
         let ends = s.log.end_offsets().ok();
         // Events not yet applied, from the log's end offsets (None when they are unknown).
-        let lag = |checkpoints: &projections::Checkpoints| -> Option<u64> {
-            let ends = ends.as_ref()?;
-            Some(ends.iter().enumerate().map(|(part, end)| end.saturating_sub(checkpoints.get(&(part as u32)).copied().unwrap_or(0))).sum())
-        };
+        let lag = |checkpoints: &projections::Checkpoints| ends.as_deref().map(|ends| projections::events_behind(ends, checkpoints));
         let caught_up = |checkpoints: &projections::Checkpoints| {
             (0..s.log.partitions()).all(|part| {
                 let at = checkpoints.get(&part).copied().unwrap_or(0);

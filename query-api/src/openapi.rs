@@ -108,15 +108,17 @@ pub fn extra_routes() -> Vec<ExtraRoute> {
     ]
 }
 
+/// The query parameters of the XRPC method `nsid` in `doc`.
+fn query_params<'a>(doc: &'a mut Value, nsid: &str) -> Option<&'a mut Vec<Value>> {
+    doc.pointer_mut(&format!("/paths/~1xrpc~1{nsid}/get/parameters")).and_then(Value::as_array_mut)
+}
+
 /// Renders the whole document.
 pub fn document(lexicons: &Lexicons) -> Value {
     let mut doc = lexicons.openapi("svc", env!("CARGO_PKG_VERSION"), &extra_routes());
     // What the lexicons cannot state: the date bounds' forms and range, and the aliases the
     // XRPC methods accept (`q` for `query`, `author` for `authors`, `did` for `author`).
-    let params = |doc: &mut Value, nsid: &str| -> Option<Vec<Value>> {
-        doc.pointer_mut(&format!("/paths/~1xrpc~1{nsid}/get/parameters")).and_then(Value::as_array_mut).map(std::mem::take)
-    };
-    if let Some(mut list) = params(&mut doc, "pub.svc.eprint.searchSubmissions") {
+    if let Some(list) = query_params(&mut doc, "pub.svc.eprint.searchSubmissions") {
         for param in list.iter_mut() {
             match param["name"].as_str() {
                 Some("dateFrom" | "dateTo") => param["schema"] = date_bound(),
@@ -130,15 +132,13 @@ pub fn document(lexicons: &Lexicons) -> Value {
         list.push(q("q", json!({"type": "string", "maxLength": 1000}), "alias of `query` (used when `query` is absent)"));
         list.push(json!({"name": "author", "in": "query", "required": false, "style": "form", "explode": true,
             "schema": {"type": "array", "maxItems": 20, "items": did()}, "description": "alias of `authors` (used when `authors` is absent)"}));
-        doc["paths"]["/xrpc/pub.svc.eprint.searchSubmissions"]["get"]["parameters"] = Value::Array(list);
     }
-    if let Some(mut list) = params(&mut doc, "pub.svc.eprint.listByAuthor") {
+    if let Some(list) = query_params(&mut doc, "pub.svc.eprint.listByAuthor") {
         for param in list.iter_mut().filter(|p| p["name"] == "author") {
             param["required"] = json!(false);
             param["description"] = json!("The author's DID. Required, as `author` or `did`.");
         }
         list.push(q("did", did(), "alias of `author` (used when `author` is absent)"));
-        doc["paths"]["/xrpc/pub.svc.eprint.listByAuthor"]["get"]["parameters"] = Value::Array(list);
     }
     doc
 }

@@ -172,10 +172,11 @@ fn sync_settings(args: &UpArgs, ctx: &Context) -> SyncSettings {
     }
 }
 
-/// Events not applied yet by a model at `checkpoints`, by the log's end offsets.
-fn behind(log: &dyn EventLog, checkpoints: &projections::Checkpoints) -> u64 {
-    let Ok(ends) = log.end_offsets() else { return 0 };
-    ends.iter().enumerate().map(|(part, end)| end.saturating_sub(checkpoints.get(&(part as u32)).copied().unwrap_or(0))).sum()
+/// Events not applied yet by a model at `checkpoints` (0 when the log's end is unknown).
+async fn behind(log: &Arc<dyn EventLog>, checkpoints: &projections::Checkpoints) -> u64 {
+    let (log, checkpoints) = (log.clone(), checkpoints.clone());
+    let ends = tokio::task::spawn_blocking(move || log.end_offsets().map(|ends| projections::events_behind(&ends, &checkpoints)));
+    ends.await.ok().and_then(Result::ok).unwrap_or(0)
 }
 
 /// Shows one model's first catch-up until it is complete (the worker logs that moment).
@@ -184,9 +185,7 @@ async fn show_catch_up(model: &'static str, log: Arc<dyn EventLog>, mut rx: watc
     if first.caught_up {
         return;
     }
-    let log2 = log.clone();
-    let checkpoints = first.checkpoints.clone();
-    let waiting = tokio::task::spawn_blocking(move || behind(log2.as_ref(), &checkpoints)).await.unwrap_or(0);
+    let waiting = behind(&log, &first.checkpoints).await;
     if waiting == 0 {
         return;
     }
@@ -203,10 +202,7 @@ async fn show_catch_up(model: &'static str, log: Arc<dyn EventLog>, mut rx: watc
         if now.caught_up {
             return;
         }
-        let log2 = log.clone();
-        let checkpoints = now.checkpoints.clone();
-        let left = tokio::task::spawn_blocking(move || behind(log2.as_ref(), &checkpoints)).await.unwrap_or(0);
-        display.set_total(now.applied + left);
+        display.set_total(now.applied + behind(&log, &now.checkpoints).await);
         display.set(now.applied);
     }
 }

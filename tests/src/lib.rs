@@ -386,6 +386,23 @@ impl Drop for Projector {
     }
 }
 
+/// A `pub.svc.eprint.submission` create event as another producer would append it (a fixed
+/// CID and revision), for tests that put records straight into the log.
+pub fn submission_event(did: &str, rkey: &str, record: Value, note: &str) -> event_schema::NewEvent {
+    use event_schema::{NewEvent, Payload, RecordWrite, Source};
+    NewEvent::repo(
+        Source::Manual { note: note.into() },
+        Payload::RecordCreate(RecordWrite {
+            did: did.into(),
+            collection: lexicons::SUBMISSION.into(),
+            rkey: rkey.into(),
+            cid: "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm".into(),
+            rev: "3lbxqprzvpc2b".into(),
+            record,
+        }),
+    )
+}
+
 /// URL-encodes one path segment or query value.
 pub fn enc(s: &str) -> String {
     let mut out = String::new();

@@ -3,23 +3,13 @@
 
 use std::sync::Arc;
 
-use event_schema::{NewEvent, Payload, RecordWrite, Source};
+use event_schema::{NewEvent, Payload};
 use eventlog::{EmbeddedLog, EventLog};
 use serde_json::{json, Value};
 use tests::{enc, svc, write_papers, Service};
 
 fn record(did: &str, rkey: &str, record: Value) -> NewEvent {
-    NewEvent::repo(
-        Source::Manual { note: "bad-input test".into() },
-        Payload::RecordCreate(RecordWrite {
-            did: did.into(),
-            collection: lexicons::SUBMISSION.into(),
-            rkey: rkey.into(),
-            cid: "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm".into(),
-            rev: "3lbxqprzvpc2b".into(),
-            record,
-        }),
-    )
+    tests::submission_event(did, rkey, record, "bad-input test")
 }
 
 fn valid() -> Value {

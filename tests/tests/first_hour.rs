@@ -6,24 +6,14 @@
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 
-use event_schema::{NewEvent, Payload, RecordWrite, Source};
+use event_schema::NewEvent;
 use eventlog::{EmbeddedLog, EventLog};
 use serde_json::{json, Value};
 use tests::{enc, free_port, sample_papers, svc, write_papers, Backend, Service};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn record(did: &str, rkey: &str, record: Value) -> NewEvent {
-    NewEvent::repo(
-        Source::Manual { note: "first-hour test".into() },
-        Payload::RecordCreate(RecordWrite {
-            did: did.into(),
-            collection: lexicons::SUBMISSION.into(),
-            rkey: rkey.into(),
-            cid: "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm".into(),
-            rev: "3lbxqprzvpc2b".into(),
-            record,
-        }),
-    )
+    tests::submission_event(did, rkey, record, "first-hour test")
 }
 
 fn submission(title: &str, abstract_text: &str, author: (&str, &str), created: &str) -> Value {

@@ -34,11 +34,10 @@ impl EprintsProjection {
     }
 }
 
-/// The by-author clustering key: newest sorts last, so a backwards scan is newest first.
 /// The clustering key of an eprint in an author's listing: its `createdAt` (order-preserving
 /// big-endian), then its URI. Listings are ordered by the data alone, so a live svc and one
 /// rebuilt from the same repositories list an author's eprints in the same order however the
-/// events arrived.
+/// events arrived. Newest sorts last, so a backwards scan is newest first.
 pub(crate) fn listing_key(created_at_micros: i64, uri: &str) -> Vec<u8> {
     let mut k = ((created_at_micros as u64) ^ (1 << 63)).to_be_bytes().to_vec();
     k.extend_from_slice(uri.as_bytes());
@@ -83,6 +82,12 @@ impl EprintsProjection {
         Ok(())
     }
 
+    /// Stages `event` as a dead letter of this version, with `reason`.
+    fn park(&self, st: &mut Staged, event: &Envelope, uri: Option<String>, reason: &str) {
+        let (clustering, cols) = deadletter::park(MODEL, event, uri, reason);
+        st.put(&deadletter::table(MODEL, self.version), deadletter::partition(), clustering, cols, event.position.ordinal());
+    }
+
     fn write(
         &self,
         st: &mut Staged,
@@ -95,8 +100,7 @@ impl EprintsProjection {
         let submission = match submission {
             Ok(s) => s,
             Err(reason) => {
-                let (clustering, cols) = deadletter::park(MODEL, event, Some(uri), reason);
-                st.put(&deadletter::table(MODEL, self.version), deadletter::partition(), clustering, cols, position);
+                self.park(st, event, Some(uri), reason);
                 return Ok(());
             }
         };
@@ -250,8 +254,7 @@ impl Projection for EprintsProjection {
                     }
                 })?,
                 Payload::Rejected(r) => {
-                    let (clustering, cols) = deadletter::park(MODEL, event.envelope, None, &r.reason);
-                    st.put(&deadletter::table(MODEL, self.version), deadletter::partition(), clustering, cols, position);
+                    self.park(&mut st, event.envelope, None, &r.reason);
                 }
                 Payload::Account(a) => {
                     if a.status == Some(AccountStatus::Deleted) {

@@ -22,7 +22,7 @@ use tantivy::{Index, IndexReader, IndexSettings, ReloadPolicy};
 pub use indexer::SearchProjection;
 pub use query::{SearchCursor, SearchRequest, SearchResults, SortOrder};
 pub use schema::SearchFields;
-pub use stem::{en_fold, en_stem};
+pub use stem::en_fold;
 
 use crate::{Checkpoints, ProjectionError};
 
