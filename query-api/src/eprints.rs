@@ -1,8 +1,5 @@
 //! The eprint operations, shared by XRPC and REST: parameters in, JSON out.
 
-use axum::body::Bytes;
-use axum::http::header::{self, HeaderValue};
-use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, NaiveDate, Utc};
 use data_encoding::BASE64URL_NOPAD;
 use lexicons::formats;
@@ -11,23 +8,10 @@ use projections::search::{SearchCursor, SearchRequest, SortOrder};
 use serde::Serialize;
 use serde_json::{json, Value};
 
+pub use crate::body::Body;
+use crate::body::JsonWriter;
 use crate::error::ApiError;
 use crate::state::AppState;
-
-/// A response body: JSON, already serialized.
-#[derive(Debug, Clone)]
-pub struct Body(Bytes);
-
-impl IntoResponse for Body {
-    fn into_response(self) -> Response {
-        ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], self.0).into_response()
-    }
-}
-
-/// Serializes a response body.
-pub fn body<T: Serialize + ?Sized>(value: &T) -> Result<Body, ApiError> {
-    serde_json::to_vec(value).map(|v| Body(v.into())).map_err(|e| ApiError::from_error(crate::error::Internal(e.to_string())))
-}
 
 /// The eprint detail's author.
 #[derive(Serialize)]
@@ -45,21 +29,11 @@ struct DetailAuthor<'a> {
 fn detail_body(uri: &str, detail: &Detail) -> Result<Body, ApiError> {
     let author =
         DetailAuthor { did: detail.did(), display_name: detail.display_name(), handle: detail.handle().unwrap_or("handle.invalid") };
-    let record = if detail.record().is_empty() { "null" } else { detail.record() };
-    let mut out = Vec::with_capacity(record.len() + 512);
-    let fail = |e: serde_json::Error| ApiError::from_error(crate::error::Internal(e.to_string()));
-    out.extend_from_slice(b"{\"uri\":");
-    serde_json::to_writer(&mut out, uri).map_err(fail)?;
-    out.extend_from_slice(b",\"cid\":");
-    serde_json::to_writer(&mut out, detail.cid()).map_err(fail)?;
-    out.extend_from_slice(b",\"author\":");
-    serde_json::to_writer(&mut out, &author).map_err(fail)?;
-    out.extend_from_slice(b",\"record\":");
-    out.extend_from_slice(record.as_bytes());
-    out.extend_from_slice(b",\"indexedAt\":");
-    serde_json::to_writer(&mut out, detail.indexed_at()).map_err(fail)?;
-    out.extend_from_slice(br#","metrics":{"citations":0,"downloads":0,"views":0}}"#);
-    Ok(Body(out.into()))
+    let mut w = JsonWriter::object(detail.record().len() + 512);
+    w.field("uri", uri)?.field("cid", detail.cid())?.field("author", &author)?;
+    w.stored("record", detail.record()).field("indexedAt", detail.indexed_at())?;
+    w.stored("metrics", r#"{"citations":0,"downloads":0,"views":0}"#);
+    Ok(w.finish())
 }
 
 /// Checks that `uri` is the AT URI of a record and returns it.
@@ -190,26 +164,12 @@ impl SearchPage {
     /// The response body `{cursor?, <list>: hits, total}` (XRPC names the list
     /// `submissions`, REST `results`), written around the stored summaries.
     pub fn into_body(self, list: &'static str) -> Result<Body, ApiError> {
-        let fail = |e: serde_json::Error| ApiError::from_error(crate::error::Internal(e.to_string()));
-        let mut out = Vec::with_capacity(64 + self.hits.iter().map(|h| h.len() + 1).sum::<usize>());
-        out.push(b'{');
+        let mut w = JsonWriter::object(64 + self.hits.iter().map(|h| h.len() + 1).sum::<usize>());
         if let Some(cursor) = &self.cursor {
-            out.extend_from_slice(b"\"cursor\":");
-            serde_json::to_writer(&mut out, cursor).map_err(fail)?;
-            out.push(b',');
+            w.field("cursor", cursor)?;
         }
-        serde_json::to_writer(&mut out, list).map_err(fail)?;
-        out.extend_from_slice(b":[");
-        for (i, hit) in self.hits.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(hit.as_bytes());
-        }
-        out.extend_from_slice(b"],\"total\":");
-        out.extend_from_slice(self.total.to_string().as_bytes());
-        out.push(b'}');
-        Ok(Body(out.into()))
+        w.stored_array(list, self.hits.iter().map(String::as_str)).field("total", &self.total)?;
+        Ok(w.finish())
     }
 }
 
@@ -243,10 +203,9 @@ pub async fn search(state: &AppState, args: SearchArgs) -> Result<SearchPage, Ap
         .map(|c| SearchCursor::decode(c, &request).map_err(|e| ApiError::invalid_param("cursor", e.to_string())))
         .transpose()?;
     let Some(index) = state.search_index()? else { return Ok(SearchPage { hits: Vec::new(), cursor: None, total: 0 }) };
-    let _slot =
-        state.searches.acquire().await.map_err(|_| ApiError::from_error(crate::error::Internal("the search slots are closed".into())))?;
+    let _slot = state.searches.acquire().await.map_err(|_| ApiError::internal("the search slots are closed"))?;
     let results = tokio::task::spawn_blocking(move || index.search(&request))
         .await
-        .map_err(|e| ApiError::from_error(crate::error::Internal(format!("the search task failed: {e}"))))??;
+        .map_err(|e| ApiError::internal(format!("the search task failed: {e}")))??;
     Ok(SearchPage { hits: results.hits, cursor: results.next.map(|c| c.encode()), total: results.total })
 }

@@ -19,12 +19,74 @@ impl ClassifiedError for Internal {
     }
 }
 
+/// The error codes svc answers with: the XRPC `error` name, and the REST `code` beside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    /// A parameter, body or request shape is wrong.
+    InvalidRequest,
+    /// No record at the address asked for.
+    RecordNotFound,
+    /// No such method, route or resource.
+    NotFound,
+    /// The operation needs credentials and none were sent.
+    AuthRequired,
+    /// The credentials sent are malformed or do not verify.
+    InvalidToken,
+    /// The credentials sent have expired.
+    ExpiredToken,
+    /// Authenticated, but not allowed to do this.
+    Forbidden,
+    /// The repository is not available from its host.
+    RepoNotFound,
+    /// A repository host could not be reached or answered wrongly.
+    UpstreamFailure,
+    /// An operation of the contract this build does not serve yet.
+    NotImplemented,
+    /// A dependency of the service is unavailable, or the answer took too long.
+    ServiceUnavailable,
+    /// A fault of svc's own.
+    InternalError,
+}
+
+impl ErrorCode {
+    /// The XRPC error name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidRequest => "InvalidRequest",
+            ErrorCode::RecordNotFound => "RecordNotFound",
+            ErrorCode::NotFound => "NotFound",
+            ErrorCode::AuthRequired => "AuthRequired",
+            ErrorCode::InvalidToken => "InvalidToken",
+            ErrorCode::ExpiredToken => "ExpiredToken",
+            ErrorCode::Forbidden => "Forbidden",
+            ErrorCode::RepoNotFound => "RepoNotFound",
+            ErrorCode::UpstreamFailure => "UpstreamFailure",
+            ErrorCode::NotImplemented => "NotImplemented",
+            ErrorCode::ServiceUnavailable => "ServiceUnavailable",
+            ErrorCode::InternalError => "InternalError",
+        }
+    }
+
+    /// The REST error code: the XRPC name in UPPER_SNAKE form (the not-found family is one).
+    pub fn rest_code(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidRequest => "INVALID_REQUEST",
+            ErrorCode::RecordNotFound | ErrorCode::NotFound | ErrorCode::RepoNotFound => "NOT_FOUND",
+            ErrorCode::AuthRequired | ErrorCode::InvalidToken | ErrorCode::ExpiredToken => "UNAUTHORIZED",
+            ErrorCode::Forbidden => "FORBIDDEN",
+            ErrorCode::UpstreamFailure => "UPSTREAM_FAILURE",
+            ErrorCode::NotImplemented => "NOT_IMPLEMENTED",
+            ErrorCode::ServiceUnavailable => "SERVICE_UNAVAILABLE",
+            ErrorCode::InternalError => "INTERNAL_ERROR",
+        }
+    }
+}
+
 /// An error answered to a client.
 #[derive(Debug, Clone)]
 pub struct ApiError {
     status: StatusCode,
-    /// The XRPC error name (`InvalidRequest`, `RecordNotFound`, …).
-    name: &'static str,
+    code: ErrorCode,
     message: String,
     details: Option<Value>,
     /// The `Allow` header of a 405: the HTTP methods the route takes.
@@ -32,8 +94,13 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    pub(crate) fn new(status: StatusCode, name: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError { status, name, message: message.into(), details: None, allow: None }
+    pub(crate) fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> ApiError {
+        ApiError { status, code, message: message.into(), details: None, allow: None }
+    }
+
+    /// The internal error for a fault described by `what` (logged here, never echoed).
+    pub fn internal(what: impl Into<String>) -> ApiError {
+        ApiError::from_error(Internal(what.into()))
     }
 
     /// 400 `InvalidRequest`, naming the offending parameter.
@@ -41,64 +108,64 @@ impl ApiError {
         let reason = reason.into();
         ApiError {
             details: Some(json!({"field": field, "reason": reason})),
-            ..ApiError::new(StatusCode::BAD_REQUEST, "InvalidRequest", format!("{field}: {reason}"))
+            ..ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidRequest, format!("{field}: {reason}"))
         }
     }
 
     /// 400 `InvalidRequest`.
     pub fn invalid_request(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::BAD_REQUEST, "InvalidRequest", message)
+        ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidRequest, message)
     }
 
     /// 404 `RecordNotFound`.
     pub fn record_not_found(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::NOT_FOUND, "RecordNotFound", message)
+        ApiError::new(StatusCode::NOT_FOUND, ErrorCode::RecordNotFound, message)
     }
 
     /// 404 `NotFound`: no such method or route.
     pub fn not_found(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::NOT_FOUND, "NotFound", message)
+        ApiError::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, message)
     }
 
     /// 405 `InvalidRequest`: the method exists but not with this HTTP method; `allow` names
     /// the methods it takes (the `Allow` header, RFC 9110), unless the router sets it.
     pub fn wrong_method(message: impl Into<String>, allow: Option<&'static str>) -> ApiError {
-        ApiError { allow, ..ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "InvalidRequest", message) }
+        ApiError { allow, ..ApiError::new(StatusCode::METHOD_NOT_ALLOWED, ErrorCode::InvalidRequest, message) }
     }
 
     /// 401 `AuthRequired`: the operation needs credentials and none were sent.
     pub fn auth_required(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::UNAUTHORIZED, "AuthRequired", message)
+        ApiError::new(StatusCode::UNAUTHORIZED, ErrorCode::AuthRequired, message)
     }
 
     /// 401 `InvalidToken`: the credentials sent are malformed or do not verify.
     pub fn invalid_token(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::UNAUTHORIZED, "InvalidToken", message)
+        ApiError::new(StatusCode::UNAUTHORIZED, ErrorCode::InvalidToken, message)
     }
 
     /// 401 `ExpiredToken`.
     pub fn expired_token(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::UNAUTHORIZED, "ExpiredToken", message)
+        ApiError::new(StatusCode::UNAUTHORIZED, ErrorCode::ExpiredToken, message)
     }
 
     /// 403 `Forbidden`: authenticated, but not allowed to do this.
     pub fn forbidden(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::FORBIDDEN, "Forbidden", message)
+        ApiError::new(StatusCode::FORBIDDEN, ErrorCode::Forbidden, message)
     }
 
     /// 404 `RepoNotFound`: the repository is not available from its host.
     pub fn repo_not_found(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::NOT_FOUND, "RepoNotFound", message)
+        ApiError::new(StatusCode::NOT_FOUND, ErrorCode::RepoNotFound, message)
     }
 
     /// 502 `UpstreamFailure`: a repository host could not be reached or answered wrongly.
     pub fn upstream(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::BAD_GATEWAY, "UpstreamFailure", message)
+        ApiError::new(StatusCode::BAD_GATEWAY, ErrorCode::UpstreamFailure, message)
     }
 
     /// 501 `NotImplemented`: an operation of the contract this build does not serve yet.
     pub fn not_implemented(nsid: &str) -> ApiError {
-        ApiError::new(StatusCode::NOT_IMPLEMENTED, "NotImplemented", format!("{nsid} is not implemented yet"))
+        ApiError::new(StatusCode::NOT_IMPLEMENTED, ErrorCode::NotImplemented, format!("{nsid} is not implemented yet"))
     }
 
     /// Classifies a library error. Internal errors are logged here and never echoed.
@@ -108,11 +175,11 @@ impl ApiError {
             ErrorClass::NotFound => ApiError::record_not_found(e.to_string()),
             ErrorClass::Unavailable => {
                 error!(error = %e, "dependency unavailable");
-                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", "a dependency of the service is unavailable")
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::ServiceUnavailable, "a dependency of the service is unavailable")
             }
             ErrorClass::Internal => {
                 error!(error = %e, "internal error");
-                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", "internal error")
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::InternalError, "internal error")
             }
         }
     }
@@ -122,23 +189,14 @@ impl ApiError {
         self.status
     }
 
-    /// The REST error code: the XRPC name in UPPER_SNAKE form.
-    fn rest_code(&self) -> &'static str {
-        match self.name {
-            "InvalidRequest" => "INVALID_REQUEST",
-            "RecordNotFound" | "NotFound" | "RepoNotFound" => "NOT_FOUND",
-            "AuthRequired" | "InvalidToken" | "ExpiredToken" => "UNAUTHORIZED",
-            "Forbidden" => "FORBIDDEN",
-            "UpstreamFailure" => "UPSTREAM_FAILURE",
-            "NotImplemented" => "NOT_IMPLEMENTED",
-            "ServiceUnavailable" => "SERVICE_UNAVAILABLE",
-            _ => "INTERNAL_ERROR",
-        }
+    /// The error code.
+    pub fn code(&self) -> ErrorCode {
+        self.code
     }
 
     /// The response in the REST envelope.
     pub fn into_rest(self) -> Response {
-        let mut body = json!({"code": self.rest_code(), "message": self.message});
+        let mut body = json!({"code": self.code.rest_code(), "message": self.message});
         if let Some(d) = self.details {
             body["details"] = d;
         }
@@ -155,7 +213,7 @@ impl<E: ClassifiedError> From<E> for ApiError {
 /// XRPC envelope.
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut body = json!({"error": self.name, "message": self.message});
+        let mut body = json!({"error": self.code.name(), "message": self.message});
         if let Some(d) = self.details {
             body["details"] = d;
         }

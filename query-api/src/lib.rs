@@ -9,6 +9,7 @@
 
 mod applied;
 pub mod auth;
+pub mod body;
 pub mod eprints;
 pub mod error;
 mod health;

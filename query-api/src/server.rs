@@ -22,7 +22,7 @@ use tokio::sync::Semaphore;
 use tower::ServiceExt as _;
 use tracing::{debug, warn};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::App;
 
 /// The bounds of the HTTP server.
@@ -68,7 +68,7 @@ async fn answer(app: App, limits: ServerLimits, request: Request<Incoming>) -> R
     if uri_len > limits.max_uri_bytes {
         let error = ApiError::new(
             StatusCode::URI_TOO_LONG,
-            "InvalidRequest",
+            ErrorCode::InvalidRequest,
             format!("the request URI is {uri_len} bytes long; at most {} are accepted", limits.max_uri_bytes),
         );
         return Ok(crate::security_headers(error_for_path(&path, error)));
@@ -80,7 +80,7 @@ async fn answer(app: App, limits: ServerLimits, request: Request<Incoming>) -> R
             warn!(path, timeout_ms = limits.request_timeout.as_millis() as u64, "request timed out");
             let error = ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
-                "ServiceUnavailable",
+                ErrorCode::ServiceUnavailable,
                 format!("the request was not answered within {} s", limits.request_timeout.as_secs_f64()),
             );
             Ok(crate::security_headers(error_for_path(&path, error)))
@@ -174,7 +174,7 @@ fn envelope_bare_error(head: &[u8]) -> Option<Vec<u8>> {
         return None;
     }
     let reason = std::str::from_utf8(&rest[3..]).ok()?.split("\r\n").next()?.trim();
-    let body = serde_json::json!({"error": "InvalidRequest", "message": message}).to_string();
+    let body = serde_json::json!({"error": ErrorCode::InvalidRequest.name(), "message": message}).to_string();
     let mut out =
         format!("HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n", body.len());
     for (name, value) in crate::SECURITY_HEADERS {

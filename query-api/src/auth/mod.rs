@@ -76,7 +76,7 @@ impl ServiceAuth {
         let (me, iss, exp) = (self.clone(), jwt.claims.iss.clone(), jwt.claims.exp);
         let first = tokio::task::spawn_blocking(move || me.ledger.first_use(&iss, &jti, exp, now))
             .await
-            .map_err(|e| ApiError::from_error(crate::error::Internal(e.to_string())))?
+            .map_err(|e| ApiError::internal(e.to_string()))?
             .map_err(ApiError::from_error)?;
         if !first {
             return Err(ApiError::invalid_token("this token was already used (its jti is spent)"));
@@ -207,7 +207,7 @@ mod tests {
         ] {
             let (status, debug) = check(header.clone(), changes.clone()).expect_err(&format!("{header} {changes}"));
             assert_eq!(status, 401, "{header} {changes}");
-            assert!(debug.contains(&format!("\"{name}\"")), "{header} {changes}: {debug}");
+            assert!(debug.contains(&format!("code: {name},")), "{header} {changes}: {debug}");
         }
     }
 }

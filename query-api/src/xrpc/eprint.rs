@@ -1,25 +1,34 @@
-//! `pub.svc.eprint.*` queries.
+//! `pub.svc.eprint.*`.
 
-use lexicons::Params;
 use projections::search::SortOrder;
 
-use crate::eprints::{self, body, Body, SearchArgs};
-use crate::error::ApiError;
-use crate::state::AppState;
+use super::method::{Answer, Auth, Call, Routes};
+use crate::body::Body;
+use crate::eprints::{self, SearchArgs};
+
+/// The namespace's methods.
+pub fn routes() -> Routes {
+    Routes::new()
+        .query("pub.svc.eprint.getSubmission", get_submission)
+        .query("pub.svc.eprint.listByAuthor", list_by_author)
+        .aliases(&[("did", "author")])
+        .query_async("pub.svc.eprint.searchSubmissions", Auth::Open, search_submissions)
+        .aliases(&[("q", "query"), ("author", "authors")])
+}
 
 /// `pub.svc.eprint.getSubmission`: params `uri`, `cid?`.
-pub fn get_submission(state: &AppState, p: &Params) -> Result<Body, ApiError> {
-    eprints::get(state, p.str("uri").unwrap_or_default(), p.str("cid"))
+fn get_submission(c: &Call) -> Answer {
+    eprints::get(&c.state, c.str("uri"), c.params.str("cid"))
 }
 
 /// `pub.svc.eprint.listByAuthor`: params `author` (alias `did`), `limit`, `cursor`.
-pub fn list_by_author(state: &AppState, p: &Params) -> Result<Body, ApiError> {
-    let limit = p.int("limit").unwrap_or(25) as usize;
-    body(&eprints::list_by_author(state, p.str("author").unwrap_or_default(), limit, p.str("cursor"))?)
+fn list_by_author(c: &Call) -> Answer {
+    Body::json(&eprints::list_by_author(&c.state, c.str("author"), c.limit(25), c.params.str("cursor"))?)
 }
 
 /// `pub.svc.eprint.searchSubmissions`: `sortBy` wins over `sort` when both are sent.
-pub async fn search_submissions(state: &AppState, p: &Params) -> Result<Body, ApiError> {
+async fn search_submissions(c: Call) -> Answer {
+    let p = &c.params;
     let sort = match (p.str("sortBy"), p.str("sort")) {
         (Some("date"), _) | (None, Some("recent")) => SortOrder::Date,
         (Some("citations"), _) => SortOrder::Citations,
@@ -32,8 +41,8 @@ pub async fn search_submissions(state: &AppState, p: &Params) -> Result<Body, Ap
         from: p.str("dateFrom").map(|v| ("dateFrom", v.to_owned())),
         to: p.str("dateTo").map(|v| ("dateTo", v.to_owned())),
         sort: Some(sort),
-        limit: p.int("limit").unwrap_or(25) as usize,
+        limit: c.limit(25),
         cursor: p.str("cursor").map(str::to_owned),
     };
-    eprints::search(state, args).await?.into_body("submissions")
+    eprints::search(&c.state, args).await?.into_body("submissions")
 }

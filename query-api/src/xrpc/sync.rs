@@ -12,14 +12,24 @@ use std::time::Duration;
 use chrono::{SecondsFormat, Utc};
 use event_schema::Source;
 use ingest::fetch::{FetchError, ProvenRecord};
-use lexicons::Params;
 use projections::eprints::read::EprintsReader;
 use serde_json::{json, Value};
 use tracing::{info, warn};
 
+use super::method::{Answer, Auth, Call, Routes};
 use crate::auth::Caller;
+use crate::body::Body;
 use crate::error::ApiError;
 use crate::state::AppState;
+
+/// The namespace's methods.
+pub fn routes() -> Routes {
+    Routes::new()
+        .query_async("pub.svc.sync.checkStaleness", Auth::Open, check_staleness)
+        .query_async("pub.svc.sync.verify", Auth::Open, verify)
+        .procedure("pub.svc.sync.refreshRecord", Auth::Required, refresh_record)
+        .procedure("pub.svc.sync.deleteRecord", Auth::Required, delete_record)
+}
 
 /// How long a procedure waits for the read models to apply its event.
 pub const APPLY_WAIT: Duration = Duration::from_secs(5);
@@ -71,7 +81,7 @@ async fn indexed(state: &AppState, uri: &str) -> Result<Option<Indexed>, ApiErro
         Ok(reader.get(&uri)?.map(|e| Indexed { cid: e.cid, indexed_at: e.indexed_at }))
     })
     .await
-    .map_err(|e| ApiError::from_error(crate::error::Internal(e.to_string())))?
+    .map_err(|e| ApiError::internal(e.to_string()))?
 }
 
 async fn fetch(state: &AppState, t: &Target) -> Result<ProvenRecord, ApiError> {
@@ -86,8 +96,9 @@ fn pds_cid(p: &ProvenRecord) -> Option<String> {
 }
 
 /// `pub.svc.sync.checkStaleness`: `uri` → `{uri, isStale, indexedAt, indexedCid, pdsCid?, pdsUrl, pdsRev}`.
-pub async fn check_staleness(state: &AppState, p: &Params) -> Result<Value, ApiError> {
-    let t = Target::parse(p.str("uri").unwrap_or_default())?;
+async fn check_staleness(c: Call) -> Answer {
+    let state = &c.state;
+    let t = Target::parse(c.str("uri"))?;
     let Some(held) = indexed(state, &t.uri).await? else {
         return Err(ApiError::not_found(format!("no indexed record at {}", t.uri)));
     };
@@ -104,12 +115,13 @@ pub async fn check_staleness(state: &AppState, p: &Params) -> Result<Value, ApiE
     if let Some(cid) = pds_cid {
         out["pdsCid"] = json!(cid);
     }
-    Ok(out)
+    Body::json(&out)
 }
 
 /// `pub.svc.sync.verify`: `uri` → `{uri, indexed, inSync, indexedAt?, lastSyncedAt?, staleDays, indexedCid?, pdsCid?, pdsUrl}`.
-pub async fn verify(state: &AppState, p: &Params) -> Result<Value, ApiError> {
-    let t = Target::parse(p.str("uri").unwrap_or_default())?;
+async fn verify(c: Call) -> Answer {
+    let state = &c.state;
+    let t = Target::parse(c.str("uri"))?;
     let held = indexed(state, &t.uri).await?;
     let proven = fetch(state, &t).await?;
     let pds_cid = pds_cid(&proven);
@@ -127,7 +139,7 @@ pub async fn verify(state: &AppState, p: &Params) -> Result<Value, ApiError> {
     if let Some(cid) = pds_cid {
         out["pdsCid"] = json!(cid);
     }
-    Ok(out)
+    Body::json(&out)
 }
 
 /// A verified caller may act on `t` when it is the record's repository or an approved service.
@@ -146,9 +158,10 @@ fn input_uri(body: &Value) -> &str {
 }
 
 /// `pub.svc.sync.refreshRecord`: `{uri}` → `{uri, refreshed, changed, newCid?, rev}`.
-pub async fn refresh_record(state: &AppState, caller: Caller, body: &Value) -> Result<Value, ApiError> {
-    let t = Target::parse(input_uri(body))?;
-    authorize(state, &caller, &t)?;
+async fn refresh_record(c: Call) -> Answer {
+    let (state, caller) = (&c.state, c.caller()?);
+    let t = Target::parse(input_uri(&c.input))?;
+    authorize(state, caller, &t)?;
     if !ingest::commit::follows(&state.sync.collections, &t.collection) {
         return Err(ApiError::invalid_param("uri", format!("svc does not index the collection {}", t.collection)));
     }
@@ -160,28 +173,29 @@ pub async fn refresh_record(state: &AppState, caller: Caller, body: &Value) -> R
     }
     let changed = held.as_ref().map(|h| h.cid.as_str()) != new_cid.as_deref();
     if changed {
-        append(state, &proven, "pub.svc.sync.refreshRecord", &caller).await?;
+        append(state, &proven, "pub.svc.sync.refreshRecord", caller).await?;
     }
     info!(uri = t.uri, caller = caller.did, changed, "refreshed a record");
     let mut out = json!({"uri": t.uri, "refreshed": true, "changed": changed, "rev": proven.rev});
     if let Some(cid) = new_cid {
         out["newCid"] = json!(cid);
     }
-    Ok(out)
+    Body::json(&out)
 }
 
 /// `pub.svc.sync.deleteRecord`: `{uri, collection?}` → `{success, uri, deletedAt, deleted}`.
-pub async fn delete_record(state: &AppState, caller: Caller, body: &Value) -> Result<Value, ApiError> {
-    let t = Target::parse(input_uri(body))?;
-    if let Some(c) = body.get("collection").and_then(Value::as_str) {
-        if c != t.collection {
-            return Err(ApiError::invalid_param("collection", format!("the URI names the collection {}, not {c}", t.collection)));
+async fn delete_record(c: Call) -> Answer {
+    let (state, caller) = (&c.state, c.caller()?);
+    let t = Target::parse(input_uri(&c.input))?;
+    if let Some(named) = c.input.get("collection").and_then(Value::as_str) {
+        if named != t.collection {
+            return Err(ApiError::invalid_param("collection", format!("the URI names the collection {}, not {named}", t.collection)));
         }
     }
     if !DELETABLE.contains(&t.collection.as_str()) {
         return Err(ApiError::invalid_param("uri", format!("deleteRecord does not accept records of {}", t.collection)));
     }
-    authorize(state, &caller, &t)?;
+    authorize(state, caller, &t)?;
     let proven = fetch(state, &t).await?;
     if let Some(cid) = pds_cid(&proven) {
         return Err(ApiError::invalid_request(format!(
@@ -192,10 +206,10 @@ pub async fn delete_record(state: &AppState, caller: Caller, body: &Value) -> Re
     if t.collection == lexicons::SUBMISSION && indexed(state, &t.uri).await?.is_none() {
         return Err(ApiError::not_found(format!("no indexed record at {}", t.uri)));
     }
-    append(state, &proven, "pub.svc.sync.deleteRecord", &caller).await?;
+    append(state, &proven, "pub.svc.sync.deleteRecord", caller).await?;
     info!(uri = t.uri, caller = caller.did, "deleted a record's indexed copy");
     let deleted_at = Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true);
-    Ok(json!({"success": true, "deleted": true, "uri": t.uri, "deletedAt": deleted_at}))
+    Body::json(&json!({"success": true, "deleted": true, "uri": t.uri, "deletedAt": deleted_at}))
 }
 
 /// Appends the event of `proven` and waits (up to [`APPLY_WAIT`]) for the read models.
@@ -205,11 +219,11 @@ async fn append(state: &AppState, proven: &ProvenRecord, nsid: &str, caller: &Ca
     let log = state.log.clone();
     let position = tokio::task::spawn_blocking(move || log.append(&[event]))
         .await
-        .map_err(|e| ApiError::from_error(crate::error::Internal(e.to_string())))?
+        .map_err(|e| ApiError::internal(e.to_string()))?
         .map_err(ApiError::from_error)?
         .into_iter()
         .next()
-        .ok_or_else(|| ApiError::from_error(crate::error::Internal("the log returned no position".into())))?;
+        .ok_or_else(|| ApiError::internal("the log returned no position"))?;
     if !crate::applied::wait(state, position, APPLY_WAIT).await {
         warn!(uri = proven.uri(), "the read models did not apply a sync event in time (it is in the log)");
     }

@@ -1,0 +1,265 @@
+//! One XRPC method as a namespace registers it ([`Routes`]), and the steps every call goes
+//! through before its handler ([`Method::prepare`]): the HTTP method, the parameters
+//! validated against the lexicon (after aliases), the caller, and for a procedure the JSON
+//! body, bounded and validated.
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, Method as HttpMethod};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use axum::Router;
+use lexicons::{LexiconError, Params};
+use serde_json::Value;
+
+use crate::auth::Caller;
+use crate::body::Body;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The largest procedure body accepted.
+pub const MAX_BODY: usize = 64 * 1024;
+
+/// What a handler answers.
+pub type Answer = Result<Body, ApiError>;
+
+/// A query (GET) or a procedure (POST).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Read-only, parameters in the query string.
+    Query,
+    /// A change, input in a JSON body.
+    Procedure,
+}
+
+/// Who may call a method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Auth {
+    /// Anyone; no credential is read.
+    Open,
+    /// A verified caller only (a service-auth token for the method): 401 otherwise.
+    Required,
+}
+
+/// One call, once [`Method::prepare`] has checked it.
+pub struct Call {
+    /// The shared state.
+    pub state: AppState,
+    /// The parameters, validated against the method's lexicon.
+    pub params: Params,
+    /// A procedure's input, validated against its lexicon (`Null` for a query).
+    pub input: Value,
+    /// The verified caller (always present for [`Auth::Required`]).
+    pub caller: Option<Caller>,
+}
+
+impl Call {
+    /// The verified caller of a method registered [`Auth::Required`].
+    pub fn caller(&self) -> Result<&Caller, ApiError> {
+        self.caller.as_ref().ok_or_else(|| ApiError::auth_required("this method needs credentials"))
+    }
+
+    /// A string parameter, `""` when absent.
+    pub fn str(&self, name: &str) -> &str {
+        self.params.str(name).unwrap_or_default()
+    }
+
+    /// The `limit` parameter, `default` when absent (its bounds are the lexicon's).
+    pub fn limit(&self, default: usize) -> usize {
+        self.params.int("limit").map_or(default, |l| l.max(0) as usize)
+    }
+}
+
+type BoxedHandler = Arc<dyn Fn(Call) -> Pin<Box<dyn Future<Output = Answer> + Send>> + Send + Sync>;
+
+enum Handler {
+    /// Answers from the read models at once, on the request's task.
+    Read(fn(&Call) -> Answer),
+    /// Awaits something (a search slot, a repository host, the log).
+    Async(BoxedHandler),
+}
+
+/// A registered XRPC method.
+pub struct Method {
+    /// The NSID.
+    pub nsid: &'static str,
+    /// Query or procedure.
+    pub kind: Kind,
+    /// Who may call it.
+    pub auth: Auth,
+    /// Parameter aliases `(alias, canonical)`: an alias is used only when its canonical
+    /// name is absent.
+    pub aliases: &'static [(&'static str, &'static str)],
+    handler: Handler,
+}
+
+impl Method {
+    /// Checks a request up to the handler's work (see the module docs). Credentials are
+    /// checked before the body is read, so an anonymous caller learns nothing from it.
+    pub async fn prepare(&self, state: AppState, request: Request) -> Result<Call, ApiError> {
+        let http = request.method();
+        match self.kind {
+            Kind::Query if http != HttpMethod::GET && http != HttpMethod::HEAD => {
+                return Err(ApiError::wrong_method(format!("{} is a query: use GET", self.nsid), Some("GET, HEAD")));
+            }
+            Kind::Procedure if http != HttpMethod::POST => {
+                return Err(ApiError::wrong_method(format!("{} is a procedure: use POST", self.nsid), Some("POST")));
+            }
+            _ => {}
+        }
+        let params = parse_params(&state, self.nsid, request.uri().query().unwrap_or_default(), self.aliases)?;
+        let caller = match self.auth {
+            Auth::Open => None,
+            Auth::Required => Some(verify(&state, request.headers(), self.nsid).await?),
+        };
+        let input = match self.kind {
+            Kind::Query => Value::Null,
+            Kind::Procedure => read_input(&state, self.nsid, request).await?,
+        };
+        Ok(Call { state, params, input, caller })
+    }
+
+    /// Answers a request.
+    pub async fn answer(&self, state: AppState, request: Request) -> Response {
+        let result = match self.prepare(state, request).await {
+            Ok(call) => match &self.handler {
+                Handler::Read(f) => f(&call),
+                Handler::Async(f) => f(call).await,
+            },
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(body) => body.into_response(),
+            Err(e) => e.into_response(),
+        }
+    }
+}
+
+/// The one place a caller's credential becomes a [`Caller`]: today the AT Protocol
+/// service-auth token for the method.
+async fn verify(state: &AppState, headers: &HeaderMap, nsid: &str) -> Result<Caller, ApiError> {
+    let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    state.sync.auth.verify(authorization, nsid).await
+}
+
+/// A procedure's JSON body, bounded and validated against its lexicon.
+async fn read_input(state: &AppState, nsid: &str, request: Request) -> Result<Value, ApiError> {
+    let (parts, body) = request.into_parts();
+    let is_json = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json")));
+    if !is_json {
+        return Err(ApiError::invalid_request(format!("{nsid} takes a JSON body (Content-Type: application/json)")));
+    }
+    let body = axum::body::to_bytes(body, MAX_BODY)
+        .await
+        .map_err(|_| ApiError::invalid_request(format!("the body could not be read whole, or is larger than {MAX_BODY} bytes")))?;
+    let input: Value = serde_json::from_slice(&body).map_err(|e| ApiError::invalid_request(format!("the body is not JSON: {e}")))?;
+    state.lexicons.validate_input(nsid, &input).map_err(lexicon_error)?;
+    Ok(input)
+}
+
+fn lexicon_error(e: LexiconError) -> ApiError {
+    match e {
+        LexiconError::Invalid(v) => ApiError::invalid_param(&v.path, v.message),
+        other => ApiError::from_error(other),
+    }
+}
+
+/// Parses and validates a query string. (Its pairs borrow from the query where nothing was
+/// escaped; invalid UTF-8 in an escape becomes U+FFFD, as in every form decoder.)
+pub fn parse_params(state: &AppState, nsid: &str, query: &str, aliases: &[(&str, &str)]) -> Result<Params, ApiError> {
+    let mut raw: Vec<(Cow<str>, Cow<str>)> = form_urlencoded::parse(query.as_bytes()).collect();
+    for (alias, canonical) in aliases {
+        if !raw.iter().any(|(k, _)| k == canonical) {
+            for (k, _) in raw.iter_mut().filter(|(k, _)| k == alias) {
+                *k = Cow::Borrowed(canonical);
+            }
+        }
+    }
+    state.lexicons.validate_params(nsid, &raw).map_err(lexicon_error)
+}
+
+/// The methods of one or more namespaces, each registered once.
+#[derive(Default)]
+pub struct Routes(Vec<Method>);
+
+impl Routes {
+    /// No methods yet.
+    pub fn new() -> Routes {
+        Routes::default()
+    }
+
+    fn push(mut self, nsid: &'static str, kind: Kind, auth: Auth, handler: Handler) -> Routes {
+        assert!(!self.0.iter().any(|m| m.nsid == nsid), "{nsid} is registered twice");
+        self.0.push(Method { nsid, kind, auth, aliases: &[], handler });
+        self
+    }
+
+    /// An open query answered from the read models at once.
+    pub fn query(self, nsid: &'static str, handler: fn(&Call) -> Answer) -> Routes {
+        self.push(nsid, Kind::Query, Auth::Open, Handler::Read(handler))
+    }
+
+    /// A query that awaits (a search slot, a repository host) or needs a caller.
+    pub fn query_async<F, Fut>(self, nsid: &'static str, auth: Auth, handler: F) -> Routes
+    where
+        F: Fn(Call) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Answer> + Send + 'static,
+    {
+        self.push(nsid, Kind::Query, auth, Handler::Async(Arc::new(move |call| Box::pin(handler(call)))))
+    }
+
+    /// A procedure.
+    pub fn procedure<F, Fut>(self, nsid: &'static str, auth: Auth, handler: F) -> Routes
+    where
+        F: Fn(Call) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Answer> + Send + 'static,
+    {
+        self.push(nsid, Kind::Procedure, auth, Handler::Async(Arc::new(move |call| Box::pin(handler(call)))))
+    }
+
+    /// Sets the parameter aliases of the method registered last.
+    pub fn aliases(mut self, aliases: &'static [(&'static str, &'static str)]) -> Routes {
+        if let Some(last) = self.0.last_mut() {
+            last.aliases = aliases;
+        }
+        self
+    }
+
+    /// Both sets of methods.
+    pub fn merge(self, other: Routes) -> Routes {
+        other.0.into_iter().fold(self, |routes, m| {
+            assert!(!routes.0.iter().any(|r| r.nsid == m.nsid), "{} is registered twice", m.nsid);
+            let mut routes = routes;
+            routes.0.push(m);
+            routes
+        })
+    }
+
+    /// The registered methods.
+    pub fn methods(&self) -> &[Method] {
+        &self.0
+    }
+
+    /// One static route per method, `/xrpc/<nsid>`.
+    pub fn into_router(self) -> Router<AppState> {
+        self.0.into_iter().fold(Router::new(), |router, method| {
+            let method = Arc::new(method);
+            let path = format!("/xrpc/{}", method.nsid);
+            router.route(
+                &path,
+                any(move |State(state): State<AppState>, request: Request| {
+                    let method = method.clone();
+                    async move { method.answer(state, request).await }
+                }),
+            )
+        })
+    }
+}

@@ -1,0 +1,88 @@
+//! The XRPC mechanism, in process: routing by NSID, the shared call steps (HTTP method,
+//! parameters, auth, body), the derived served and 501 sets, and the error envelopes.
+
+mod support;
+
+use axum::http::{Method, StatusCode};
+use serde_json::json;
+use support::*;
+
+const ALICE: &str = "did:plc:alice000000000000000000";
+
+fn seeded() -> Fixture {
+    let mut f = Fixture::new();
+    f.apply(vec![create(
+        ALICE,
+        "pub.svc.eprint.submission",
+        "p1",
+        "3l0000000000a",
+        submission("Sparse Transformers", ALICE, "2024-05-01T00:00:00Z"),
+    )]);
+    f
+}
+
+#[tokio::test]
+async fn a_registered_query_answers_from_the_read_model() {
+    let f = seeded();
+    let uri = format!("at://{ALICE}/pub.svc.eprint.submission/p1");
+    let (status, body) = f.get(&format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(&uri))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["record"]["title"], "Sparse Transformers");
+    // The alias `did` of listByAuthor.
+    let (status, body) = f.get(&format!("/xrpc/pub.svc.eprint.listByAuthor?did={ALICE}")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["total"], 1);
+}
+
+#[tokio::test]
+async fn served_and_unserved_sets_are_derived_from_registration() {
+    let f = Fixture::new();
+    let served = query_api::xrpc::served();
+    assert!(served.contains(&"pub.svc.eprint.getSubmission"));
+    for nsid in &served {
+        assert!(query_api::xrpc::catalog::is_named(nsid), "{nsid} is served but the contract does not name it");
+        let (status, body) = f.get(&format!("/xrpc/{nsid}")).await;
+        assert_ne!(status, StatusCode::NOT_IMPLEMENTED, "{nsid}: {body}");
+        assert_ne!(status, StatusCode::NOT_FOUND, "{nsid} is served but not routed: {body}");
+    }
+    for nsid in query_api::xrpc::catalog::OPERATIONS.iter().filter(|n| !served.contains(n)) {
+        let (status, body) = f.get(&format!("/xrpc/{nsid}")).await;
+        assert_eq!((status, body["error"].as_str()), (StatusCode::NOT_IMPLEMENTED, Some("NotImplemented")), "{nsid}");
+    }
+    let (status, body) = f.get("/xrpc/pub.svc.nothing.here").await;
+    assert_eq!((status, body["error"].as_str()), (StatusCode::NOT_FOUND, Some("NotFound")));
+}
+
+#[tokio::test]
+async fn every_call_goes_through_the_same_steps() {
+    let f = Fixture::new();
+    // A query over POST, a procedure over GET: 405 in the XRPC envelope.
+    let (status, body) = f.call(Method::POST, "/xrpc/pub.svc.eprint.getSubmission", Some(json!({}))).await;
+    assert_eq!((status, body["error"].as_str()), (StatusCode::METHOD_NOT_ALLOWED, Some("InvalidRequest")));
+    let (status, _) = f.get("/xrpc/pub.svc.sync.deleteRecord").await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    // Parameters are validated against the lexicon.
+    let (status, body) = f.get("/xrpc/pub.svc.eprint.listByAuthor?author=did:plc:x&limit=0").await;
+    assert_eq!((status, body["error"].as_str()), (StatusCode::BAD_REQUEST, Some("InvalidRequest")), "{body}");
+    assert_eq!(body["details"]["field"], "limit");
+    let (status, _) = f.get("/xrpc/pub.svc.eprint.getSubmission").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    // A procedure checks credentials before it reads the body.
+    let (status, body) = f.call(Method::POST, "/xrpc/pub.svc.sync.deleteRecord", Some(json!({"nonsense": true}))).await;
+    assert_eq!((status, body["error"].as_str()), (StatusCode::UNAUTHORIZED, Some("AuthRequired")), "{body}");
+    let request = axum::http::Request::post("/xrpc/pub.svc.sync.refreshRecord")
+        .header("authorization", "Bearer not.a.jwt")
+        .body(axum::body::Body::from("{}"))
+        .unwrap();
+    let response = tower::ServiceExt::oneshot(query_api::app(f.state.clone()), request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn an_unknown_record_is_not_found_in_the_envelope() {
+    let f = seeded();
+    let uri = format!("at://{ALICE}/pub.svc.eprint.submission/missing");
+    let (status, body) = f.get(&format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(&uri))).await;
+    assert_eq!((status, body["error"].as_str()), (StatusCode::NOT_FOUND, Some("RecordNotFound")));
+    assert!(body["message"].as_str().is_some_and(|m| m.contains("missing")));
+}

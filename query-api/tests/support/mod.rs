@@ -1,0 +1,155 @@
+//! An in-process svc for router tests: an embedded log and store in a temporary directory,
+//! read models built from the events a test appends, and the whole application called with
+//! `oneshot` (no process, no socket).
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body as HttpBody;
+use axum::http::{Method, Request, StatusCode};
+use event_schema::{NewEvent, Payload, RecordDelete, RecordWrite, Source};
+use eventlog::{EmbeddedLog, EventLog};
+use projections::catalog::{self, Context, FollowActive};
+use projections::Projection;
+use query_api::{AppState, ServiceIdentity, Shared, SyncSettings};
+use serde_json::Value;
+use store::EmbeddedStore;
+use tower::ServiceExt;
+
+/// The service DID of the fixture.
+pub const SERVICE_DID: &str = "did:web:svc.test";
+
+/// A fixed CID for records a test writes.
+pub const CID: &str = "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm";
+
+/// The in-process service.
+pub struct Fixture {
+    _dir: tempfile::TempDir,
+    pub log: Arc<dyn EventLog>,
+    ctx: Context,
+    projections: Vec<FollowActive>,
+    pub state: AppState,
+}
+
+impl Fixture {
+    /// An empty service.
+    pub fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let log: Arc<dyn EventLog> = Arc::new(EmbeddedLog::open(&dir.path().join("log"), 4).unwrap());
+        let store: Arc<dyn store::Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
+        let ctx = Context::single(store.clone(), &dir.path().join("search"));
+        let projections = catalog::MODELS.iter().map(|m| FollowActive::open(&ctx, m).unwrap()).collect();
+        let resolver = Arc::new(ingest::identity::Resolver::new("http://127.0.0.1:9", Duration::from_secs(60)));
+        let ledger = query_api::auth::replay::ReplayLedger::new(store.clone());
+        let state = AppState::new(Shared {
+            log: log.clone(),
+            store: ctx.store.clone(),
+            node: ctx.node.clone(),
+            search: ctx.search.clone(),
+            openapi: Arc::new(query_api::openapi::document(&ctx.lexicons)),
+            lexicons: ctx.lexicons.clone(),
+            identity: Arc::new(ServiceIdentity { did: SERVICE_DID.into(), public_url: "http://svc.test".into() }),
+            progress: Arc::new(Vec::new()),
+            sync: Arc::new(SyncSettings {
+                fetcher: ingest::fetch::RecordFetcher::new(resolver.clone()),
+                auth: Arc::new(query_api::auth::ServiceAuth::new(SERVICE_DID, resolver, ledger)),
+                collections: vec!["pub.svc.".into()],
+                approved: Vec::new(),
+            }),
+            searches: query_api::state::search_slots(),
+            complete_models: Default::default(),
+        });
+        Fixture { _dir: dir, log, ctx, projections, state }
+    }
+
+    /// Appends events and applies them to every read model.
+    pub fn apply(&mut self, events: Vec<NewEvent>) {
+        self.log.append(&events).unwrap();
+        for p in &mut self.projections {
+            projections::catch_up(self.log.as_ref(), p as &mut dyn Projection, 500).unwrap();
+        }
+    }
+
+    /// Calls the application.
+    pub async fn call(&self, method: Method, uri: &str, body: Option<Value>) -> (StatusCode, Value) {
+        let mut request = Request::builder().method(method).uri(uri);
+        let body = match body {
+            Some(v) => {
+                request = request.header("content-type", "application/json");
+                HttpBody::from(v.to_string())
+            }
+            None => HttpBody::empty(),
+        };
+        let response = query_api::app(self.state.clone()).oneshot(request.body(body).unwrap()).await.unwrap();
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        let json = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into()))
+        };
+        (status, json)
+    }
+
+    /// `GET uri`.
+    pub async fn get(&self, uri: &str) -> (StatusCode, Value) {
+        self.call(Method::GET, uri, None).await
+    }
+}
+
+/// A record create event from the repository `did`.
+pub fn create(did: &str, collection: &str, rkey: &str, rev: &str, record: Value) -> NewEvent {
+    NewEvent::repo(
+        Source::Manual { note: "router test".into() },
+        Payload::RecordCreate(RecordWrite {
+            did: did.into(),
+            collection: collection.into(),
+            rkey: rkey.into(),
+            cid: CID.into(),
+            rev: rev.into(),
+            record,
+        }),
+    )
+}
+
+/// A record update event.
+pub fn update(did: &str, collection: &str, rkey: &str, rev: &str, record: Value) -> NewEvent {
+    NewEvent::repo(
+        Source::Manual { note: "router test".into() },
+        Payload::RecordUpdate(RecordWrite {
+            did: did.into(),
+            collection: collection.into(),
+            rkey: rkey.into(),
+            cid: CID.into(),
+            rev: rev.into(),
+            record,
+        }),
+    )
+}
+
+/// A record delete event.
+pub fn delete(did: &str, collection: &str, rkey: &str, rev: &str) -> NewEvent {
+    NewEvent::repo(
+        Source::Manual { note: "router test".into() },
+        Payload::RecordDelete(RecordDelete { did: did.into(), collection: collection.into(), rkey: rkey.into(), rev: rev.into() }),
+    )
+}
+
+/// A submission record.
+pub fn submission(title: &str, author_did: &str, created_at: &str) -> Value {
+    serde_json::json!({
+        "$type": "pub.svc.eprint.submission",
+        "title": title,
+        "abstract": format!("An abstract about {title}."),
+        "authors": [{"name": "Ada Author", "did": author_did, "order": 1}],
+        "fields": ["cs.LG"],
+        "createdAt": created_at,
+    })
+}
+
+/// URL-encodes a query value.
+pub fn enc(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
