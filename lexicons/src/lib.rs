@@ -35,18 +35,8 @@ pub use params::{ParamValue, Params};
 /// The NSID of eprint submission records.
 pub const SUBMISSION: &str = "pub.svc.eprint.submission";
 
-const BUILTIN: &[&str] = &[
-    include_str!("../lexicons/pub/svc/defs.json"),
-    include_str!("../lexicons/pub/svc/eprint/authorContribution.json"),
-    include_str!("../lexicons/pub/svc/eprint/submission.json"),
-    include_str!("../lexicons/pub/svc/eprint/getSubmission.json"),
-    include_str!("../lexicons/pub/svc/eprint/searchSubmissions.json"),
-    include_str!("../lexicons/pub/svc/eprint/listByAuthor.json"),
-    include_str!("../lexicons/pub/svc/sync/checkStaleness.json"),
-    include_str!("../lexicons/pub/svc/sync/verify.json"),
-    include_str!("../lexicons/pub/svc/sync/refreshRecord.json"),
-    include_str!("../lexicons/pub/svc/sync/deleteRecord.json"),
-];
+/// Every document under `lexicons/`, compiled in (listed by `build.rs`).
+const BUILTIN: &[&str] = include!(concat!(env!("OUT_DIR"), "/builtin.rs"));
 
 /// The kind of an XRPC method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

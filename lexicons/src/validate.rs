@@ -123,12 +123,24 @@ impl Validator<'_> {
     }
 
     fn union(&self, base: &str, schema: &Value, value: &Value, path: &str) -> Result<(), ValidationError> {
-        let Some(t) = value.get("$type").and_then(Value::as_str) else {
-            return err(path, "union member must have a $type");
-        };
         let refs: Vec<&str> =
             schema.get("refs").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
         let normalize = |r: &str| if let Some(name) = r.strip_prefix('#') { format!("{base}#{name}") } else { r.to_owned() };
+        let Some(t) = value.get("$type").and_then(Value::as_str) else {
+            // Members that carry a `type` const (selectors, linked entities, rich-text items)
+            // are recognized by it when a writer left `$type` out.
+            let kind = value.get("type").and_then(Value::as_str);
+            let member = kind.and_then(|kind| {
+                refs.iter().find_map(|r| {
+                    let (nsid, def) = self.lexicons.resolve(base, &normalize(r))?;
+                    (def.pointer("/properties/type/const").and_then(Value::as_str) == Some(kind)).then_some((nsid, def))
+                })
+            });
+            return match member {
+                Some((nsid, def)) => self.value(&nsid, def, value, path),
+                None => err(path, "union member must have a $type"),
+            };
+        };
         let wanted = t.strip_suffix("#main").unwrap_or(t);
         match refs.iter().find(|r| normalize(r).trim_end_matches("#main") == wanted) {
             Some(r) => {

@@ -36,7 +36,7 @@ fn bench(c: &mut Criterion) {
     g.sample_size(10);
     g.throughput(Throughput::Elements(events as u64));
     g.bench_function("log_read_all", |b| b.iter(|| (0..4).map(|p| log.read(p, 0, usize::MAX).unwrap().len()).sum::<usize>()));
-    for model in catalog::MODELS {
+    for model in catalog::MODELS.iter() {
         g.bench_function(format!("project_{model}"), |b| {
             b.iter_batched(
                 || {

@@ -1,7 +1,7 @@
 //! Every read model svc builds, by name: how to open its projection, make sure it has an
 //! active version, follow it, and drop a version.
 //!
-//! Two kinds of read model:
+//! Each model is one line of [`CATALOG`]. Two kinds of read model:
 //! - **shared** ([`SHARED_MODELS`]): rows in the read-model store, built once by the
 //!   projectors (`svc project`) and read by every query node;
 //! - **node-local** ([`NODE_MODELS`]): the search index, which every query node (`svc serve`)
@@ -10,25 +10,74 @@
 //!
 //! On the embedded defaults both stores are the one store of the data directory.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use lexicons::Lexicons;
 use store::Store;
 use tracing::info;
 
+use crate::attached::{self, AttachedProjection};
 use crate::eprints::{self, EprintsProjection};
 use crate::search::{self, SearchIndexes, SearchProjection};
 use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
 
+/// Where a read model lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// Rows in the shared read-model store, built once by the projectors.
+    Shared,
+    /// Built by every query node for itself.
+    Node,
+}
+
+/// One read model: its name, where it lives, its store tables and how to open its projection.
+pub struct ModelSpec {
+    /// The name.
+    pub name: &'static str,
+    /// Shared or per node.
+    pub place: Place,
+    /// Its tables in the store (dropped with a version).
+    pub tables: &'static [&'static str],
+    /// Opens the projection that builds a version.
+    pub open: fn(&Context, u32, Mode) -> Result<Box<dyn Projection>, ProjectionError>,
+}
+
+/// Every read model, in the order they are built: one line each.
+pub const CATALOG: &[ModelSpec] = &[
+    ModelSpec { name: eprints::MODEL, place: Place::Shared, tables: eprints::TABLES, open: open_eprints },
+    ModelSpec { name: attached::MODEL, place: Place::Shared, tables: attached::TABLES, open: open_attached },
+    ModelSpec { name: search::MODEL, place: Place::Node, tables: &[search::TOMBSTONES], open: open_search },
+];
+
+fn open_eprints(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
+    Ok(Box::new(EprintsProjection::new(ctx.store.clone(), ctx.lexicons.clone(), version, mode)))
+}
+
+fn open_attached(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
+    Ok(Box::new(AttachedProjection::new(ctx.store.clone(), ctx.lexicons.clone(), version, mode)))
+}
+
+fn open_search(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
+    Ok(Box::new(SearchProjection::open(&ctx.search, ctx.node.clone(), ctx.lexicons.clone(), version, mode)?))
+}
+
+fn names(place: Option<Place>) -> Vec<&'static str> {
+    CATALOG.iter().filter(|m| place.is_none_or(|p| m.place == p)).map(|m| m.name).collect()
+}
+
 /// Every read model, in the order they are built.
-pub const MODELS: &[&str] = &[eprints::MODEL, search::MODEL];
+pub static MODELS: LazyLock<Vec<&'static str>> = LazyLock::new(|| names(None));
 
 /// The read models kept in the shared store.
-pub const SHARED_MODELS: &[&str] = &[eprints::MODEL];
+pub static SHARED_MODELS: LazyLock<Vec<&'static str>> = LazyLock::new(|| names(Some(Place::Shared)));
 
 /// The read models every query node keeps for itself.
-pub const NODE_MODELS: &[&str] = &[search::MODEL];
+pub static NODE_MODELS: LazyLock<Vec<&'static str>> = LazyLock::new(|| names(Some(Place::Node)));
+
+fn spec(model: &str) -> Result<&'static ModelSpec, ProjectionError> {
+    CATALOG.iter().find(|m| m.name == model).ok_or_else(|| ProjectionError::Corrupt(format!("unknown read model {model}")))
+}
 
 /// What projections need to open.
 #[derive(Clone)]
@@ -53,7 +102,7 @@ impl Context {
 
     /// The store where `model`'s versions and active-version pointer are registered.
     pub fn registry(&self, model: &str) -> &Arc<dyn Store> {
-        if NODE_MODELS.contains(&model) {
+        if CATALOG.iter().any(|m| m.name == model && m.place == Place::Node) {
             &self.node
         } else {
             &self.store
@@ -66,7 +115,7 @@ impl Context {
 /// # Errors
 /// [`ProjectionError::Corrupt`] for a name that is no read model.
 pub fn model(name: &str) -> Result<&'static str, ProjectionError> {
-    MODELS.iter().copied().find(|m| *m == name).ok_or_else(|| ProjectionError::Corrupt(format!("unknown read model {name}")))
+    spec(name).map(|m| m.name)
 }
 
 /// How a projection will be driven.
@@ -84,11 +133,7 @@ pub enum Mode {
 /// # Errors
 /// [`ProjectionError::Corrupt`] for an unknown model; otherwise what opening fails with.
 pub fn open(ctx: &Context, model: &str, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
-    match model {
-        eprints::MODEL => Ok(Box::new(EprintsProjection::new(ctx.store.clone(), ctx.lexicons.clone(), version, mode))),
-        search::MODEL => Ok(Box::new(SearchProjection::open(&ctx.search, ctx.node.clone(), ctx.lexicons.clone(), version, mode)?)),
-        other => Err(ProjectionError::Corrupt(format!("unknown read model {other}"))),
-    }
+    (spec(model)?.open)(ctx, version, mode)
 }
 
 /// The active version of `model`, creating and activating a first version when it has none.
@@ -129,14 +174,11 @@ pub fn ensure_active(ctx: &Context, model: &str) -> Result<u32, ProjectionError>
 
 /// Deletes every trace of one version of `model`.
 pub fn drop_version(ctx: &Context, model: &str, version: u32) -> Result<(), ProjectionError> {
-    match model {
-        eprints::MODEL => ctx.store.drop_version(model, version, eprints::TABLES)?,
-        search::MODEL => {
-            ctx.search.remove(version)?;
-            ctx.node.drop_version(model, version, &[search::TOMBSTONES])?;
-        }
-        other => return Err(ProjectionError::Corrupt(format!("unknown read model {other}"))),
+    let spec = spec(model)?;
+    if model == search::MODEL {
+        ctx.search.remove(version)?;
     }
+    ctx.registry(model).drop_version(model, version, spec.tables)?;
     Ok(())
 }
 

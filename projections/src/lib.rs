@@ -8,12 +8,15 @@
 //!
 //! Projections:
 //! - [`eprints::EprintsProjection`]: eprint detail, by-author listing and accounts, in the store.
+//! - [`attached::AttachedProjection`]: reviews, annotations, endorsements, tags, citations
+//!   and the other records attached to eprints and accounts, in the store.
 //! - [`search::SearchProjection`]: the tantivy full-text index.
 //!
 //! Every read model is versioned: a rebuild builds version N+1 beside N (see the `replay`
 //! crate). `indexedAt` is the time the event entered the log, so a replay reproduces it.
 #![warn(missing_docs)]
 
+pub mod attached;
 mod batch;
 pub mod catalog;
 pub mod deadletter;
@@ -21,7 +24,9 @@ pub mod eprints;
 mod error;
 mod fanout;
 mod projection;
+pub mod rows;
 pub mod search;
+mod staged;
 pub mod submission;
 mod worker;
 

@@ -61,7 +61,7 @@ fn env() -> Env {
 }
 
 fn project_all(env: &Env) {
-    for model in catalog::MODELS {
+    for model in catalog::MODELS.iter() {
         let v = catalog::ensure_active(&env.ctx, model).unwrap();
         let mut p = catalog::open(&env.ctx, model, v, Mode::Live).unwrap();
         catch_up(env.log.as_ref(), p.as_mut(), 3).unwrap();

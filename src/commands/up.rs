@@ -20,13 +20,13 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     let mut supervisor = Supervisor::new();
     let mut progress = Vec::new();
     if args.data.log_url.is_none() {
-        let worker = super::service::worker(log.clone(), &ctx, catalog::MODELS, args.batch_size)?;
+        let worker = super::service::worker(log.clone(), &ctx, &catalog::MODELS, args.batch_size)?;
         progress.extend(worker.progress());
         supervisor.spawn_worker(worker);
     } else {
         let member = log.join_group(super::DEFAULT_GROUP).context("failed to join the projectors' group")?;
-        let shared = super::service::worker(log.clone(), &ctx, catalog::SHARED_MODELS, args.batch_size)?.in_group(member);
-        let node = super::service::worker(log.clone(), &ctx, catalog::NODE_MODELS, args.batch_size)?;
+        let shared = super::service::worker(log.clone(), &ctx, &catalog::SHARED_MODELS, args.batch_size)?.in_group(member);
+        let node = super::service::worker(log.clone(), &ctx, &catalog::NODE_MODELS, args.batch_size)?;
         progress.extend(shared.progress());
         progress.extend(node.progress());
         supervisor.spawn_worker(shared);
@@ -46,7 +46,7 @@ pub async fn project(args: ProjectArgs) -> anyhow::Result<()> {
     let log = open_log(&args.data)?;
     let ctx = open_context(&args.data, false)?;
     let member = log.join_group(&args.group).with_context(|| format!("failed to join the group {}", args.group))?;
-    let worker = super::service::worker(log, &ctx, catalog::SHARED_MODELS, args.batch_size)?.in_group(member);
+    let worker = super::service::worker(log, &ctx, &catalog::SHARED_MODELS, args.batch_size)?.in_group(member);
     let mut supervisor = Supervisor::new();
     supervisor.spawn_worker(worker);
     info!(group = args.group, "svc project");
@@ -59,7 +59,7 @@ pub async fn serve(args: UpArgs) -> anyhow::Result<()> {
     require_shared(&args.data, "svc serve")?;
     let log = open_log(&args.data)?;
     let ctx = open_context(&args.data, true)?;
-    let worker = super::service::worker(log.clone(), &ctx, catalog::NODE_MODELS, args.batch_size)?;
+    let worker = super::service::worker(log.clone(), &ctx, &catalog::NODE_MODELS, args.batch_size)?;
     let progress = worker.progress();
     let mut supervisor = Supervisor::new();
     supervisor.spawn_worker(worker);

@@ -10,9 +10,10 @@ use lexicons::{Lexicons, SUBMISSION};
 use store::{consumer_name, Columns, Scan, Store, Value};
 use tracing::debug;
 
-use super::staged::Staged;
 use super::{accounts, by_author, records, MODEL};
 use crate::catalog::Mode;
+use crate::rows::{is_stale, listing_key, text, tombstone};
+use crate::staged::Staged;
 use crate::submission::Submission;
 use crate::{deadletter, Checkpoints, EventBatch, Projection, ProjectionError};
 
@@ -34,33 +35,12 @@ impl EprintsProjection {
     }
 }
 
-/// The clustering key of an eprint in an author's listing: its `createdAt` (order-preserving
-/// big-endian), then its URI. Listings are ordered by the data alone, so a live svc and one
-/// rebuilt from the same repositories list an author's eprints in the same order however the
-/// events arrived. Newest sorts last, so a backwards scan is newest first.
-pub(crate) fn listing_key(created_at_micros: i64, uri: &str) -> Vec<u8> {
-    let mut k = ((created_at_micros as u64) ^ (1 << 63)).to_be_bytes().to_vec();
-    k.extend_from_slice(uri.as_bytes());
-    k
-}
-
 /// The listing key of rows written before listings were ordered by the data: the time the
 /// event was appended, then its log position.
 fn legacy_listing_key(appended_at_micros: i64, ordinal: u64) -> Vec<u8> {
     let mut k = (appended_at_micros as u64).to_be_bytes().to_vec();
     k.extend_from_slice(&ordinal.to_be_bytes());
     k
-}
-
-fn text(c: &Columns, k: &str) -> Option<String> {
-    c.get(k).and_then(Value::as_text).map(str::to_owned)
-}
-
-/// Whether a write or delete at `rev` is not newer than what the model holds. (A batch
-/// re-applied after a crash on a store without atomic batches finds its own decision rows
-/// only where all their derived rows have landed: see `Staged`.)
-fn is_stale(existing: Option<&Columns>, rev: &str) -> bool {
-    existing.and_then(|c| text(c, "rev")).is_some_and(|held| held.as_str() >= rev)
 }
 
 impl EprintsProjection {
@@ -150,12 +130,7 @@ impl EprintsProjection {
         if let Some(existing) = &existing {
             self.unlist(st, existing, position)?;
         }
-        let mut c = Columns::new();
-        c.insert("uri".into(), Value::Text(uri.clone()));
-        c.insert("rev".into(), Value::Text(d.rev.clone()));
-        c.insert("ordinal".into(), Value::Int(position as i64));
-        c.insert("deleted".into(), Value::Bool(true));
-        st.put(&table, &uri, Vec::new(), c, position);
+        st.put(&table, &uri, Vec::new(), tombstone(&uri, Value::Text(d.rev.clone()), position), position);
         Ok(())
     }
 
@@ -184,12 +159,8 @@ impl EprintsProjection {
                 continue;
             }
             self.unlist(st, &existing, position)?;
-            let mut c = Columns::new();
-            c.insert("uri".into(), Value::Text(uri.clone()));
-            c.insert("rev".into(), existing.get("rev").cloned().unwrap_or(Value::Null));
-            c.insert("ordinal".into(), Value::Int(position as i64));
-            c.insert("deleted".into(), Value::Bool(true));
-            st.put(&table, &uri, Vec::new(), c, position);
+            let rev = existing.get("rev").cloned().unwrap_or(Value::Null);
+            st.put(&table, &uri, Vec::new(), tombstone(&uri, rev, position), position);
         }
         Ok(())
     }

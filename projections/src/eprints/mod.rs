@@ -16,7 +16,6 @@
 
 mod apply;
 pub mod read;
-mod staged;
 
 pub use apply::EprintsProjection;
 

@@ -1,0 +1,193 @@
+//! Applying events to the attached read model.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use chrono::SecondsFormat;
+use event_schema::{AccountStatus, Envelope, Payload, RecordDelete, RecordWrite};
+use lexicons::Lexicons;
+use store::{consumer_name, Columns, Scan, Store, Value};
+use tracing::debug;
+
+use super::collections::{self, Listing, COLLECTIONS};
+use super::{listing, records, MODEL};
+use crate::catalog::Mode;
+use crate::rows::{is_deleted, is_stale, listing_key, text, tombstone};
+use crate::staged::Staged;
+use crate::{deadletter, Checkpoints, EventBatch, Projection, ProjectionError};
+
+/// Builds the attached read model (see the [module docs](super)).
+pub struct AttachedProjection {
+    store: Arc<dyn Store>,
+    lexicons: Arc<Lexicons>,
+    version: u32,
+    /// Rebuild mode: batches are made durable together when the projection is flushed.
+    defer_durability: bool,
+}
+
+impl AttachedProjection {
+    /// A projection that builds `version` of the model in `store`.
+    pub fn new(store: Arc<dyn Store>, lexicons: Arc<Lexicons>, version: u32, mode: Mode) -> AttachedProjection {
+        AttachedProjection { store, lexicons, version, defer_durability: mode == Mode::Rebuild }
+    }
+
+    /// Removes a held record from the listings it appears in.
+    fn unlist(&self, st: &mut Staged, existing: &Columns, position: u64) {
+        if is_deleted(existing) {
+            return;
+        }
+        let (Some(uri), Some(at)) = (text(existing, "uri"), existing.get("createdAt").and_then(Value::as_int)) else { return };
+        let lists: Vec<String> = text(existing, "lists").and_then(|l| serde_json::from_str(&l).ok()).unwrap_or_default();
+        for partition in lists {
+            st.delete(&listing(self.version), &partition, listing_key(at, &uri), position);
+        }
+    }
+
+    fn park(&self, st: &mut Staged, event: &Envelope, uri: String, reason: &str) {
+        let (clustering, cols) = deadletter::park(MODEL, event, Some(uri), reason);
+        st.put(&deadletter::table(MODEL, self.version), deadletter::partition(), clustering, cols, event.position.ordinal());
+    }
+
+    fn write(&self, st: &mut Staged, event: &Envelope, w: &RecordWrite) -> Result<(), ProjectionError> {
+        let uri = w.uri();
+        let position = event.position.ordinal();
+        let normalized = match self.lexicons.validate_record(&w.collection, &w.record) {
+            Err(e) => Err(e.to_string()),
+            Ok(()) => collections::normalize(&w.collection, &w.did, &w.rkey, &w.record)
+                .unwrap_or_else(|| Err(format!("{} is not an attached collection", w.collection)))
+                .map_err(|reason| format!("invalid: {reason}")),
+        };
+        let n = match normalized {
+            Ok(n) => n,
+            Err(reason) => {
+                self.park(st, event, uri, &reason);
+                return Ok(());
+            }
+        };
+        let table = records(self.version);
+        let existing = st.get(self.store.as_ref(), &table, &uri, &[])?;
+        if is_stale(existing.as_ref(), &w.rev) {
+            debug!(uri, rev = w.rev, "skipping stale record write");
+            return Ok(());
+        }
+        if let Some(existing) = &existing {
+            self.unlist(st, existing, position);
+        }
+        let at = n.created_at.timestamp_micros();
+        let mut lists: Vec<String> = n.lists.into_iter().map(|l| l.0).collect();
+        lists.push(Listing::repo(&w.did).0);
+        for partition in &lists {
+            let mut c = Columns::new();
+            c.insert("uri".into(), Value::Text(uri.clone()));
+            st.put(&listing(self.version), partition, listing_key(at, &uri), c, position);
+        }
+        let mut c = Columns::new();
+        c.insert("uri".into(), Value::Text(uri.clone()));
+        c.insert("did".into(), Value::Text(w.did.clone()));
+        c.insert("collection".into(), Value::Text(w.collection.clone()));
+        c.insert("cid".into(), Value::Text(w.cid.clone()));
+        c.insert("rev".into(), Value::Text(w.rev.clone()));
+        c.insert("view".into(), Value::Text(n.view.to_string()));
+        c.insert("indexedAt".into(), Value::Text(event.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true)));
+        c.insert("createdAt".into(), Value::Int(at));
+        c.insert("lists".into(), Value::Text(serde_json::to_string(&lists).unwrap_or_default()));
+        c.insert("ordinal".into(), Value::Int(position as i64));
+        c.insert("deleted".into(), Value::Bool(false));
+        st.put(&table, &uri, Vec::new(), c, position);
+        Ok(())
+    }
+
+    fn delete(&self, st: &mut Staged, d: &RecordDelete, position: u64) -> Result<(), ProjectionError> {
+        let uri = d.uri();
+        let table = records(self.version);
+        let existing = st.get(self.store.as_ref(), &table, &uri, &[])?;
+        if is_stale(existing.as_ref(), &d.rev) {
+            return Ok(());
+        }
+        if let Some(existing) = &existing {
+            self.unlist(st, existing, position);
+        }
+        st.put(&table, &uri, Vec::new(), tombstone(&uri, Value::Text(d.rev.clone()), position), position);
+        Ok(())
+    }
+
+    /// Removes every record of a deleted account (found through its repository listing, in
+    /// the store and in this batch): each becomes a tombstone at the revision held.
+    fn remove_account_records(&self, st: &mut Staged, did: &str, position: u64) -> Result<(), ProjectionError> {
+        let partition = Listing::repo(did).0;
+        let table = listing(self.version);
+        let mut uris = BTreeSet::new();
+        let mut scan = Scan::first(1000);
+        loop {
+            let page = self.store.scan(&table, &partition, &scan)?;
+            uris.extend(page.rows.iter().filter_map(|r| text(&r.columns, "uri")));
+            match page.next {
+                Some(next) => scan.after = Some(next),
+                None => break,
+            }
+        }
+        uris.extend(st.staged_in(&table, &partition).iter().filter_map(|c| text(c, "uri")));
+        let records = records(self.version);
+        for uri in uris {
+            let Some(existing) = st.get(self.store.as_ref(), &records, &uri, &[])? else { continue };
+            if is_deleted(&existing) {
+                continue;
+            }
+            self.unlist(st, &existing, position);
+            let rev = existing.get("rev").cloned().unwrap_or(Value::Null);
+            st.put(&records, &uri, Vec::new(), tombstone(&uri, rev, position), position);
+        }
+        Ok(())
+    }
+}
+
+/// Whether the model keeps records of `collection`.
+pub fn keeps(collection: &str) -> bool {
+    COLLECTIONS.contains(&collection)
+}
+
+impl Projection for AttachedProjection {
+    fn model(&self) -> &'static str {
+        MODEL
+    }
+
+    fn version(&self) -> u32 {
+        self.version
+    }
+
+    fn checkpoints(&self) -> Result<Checkpoints, ProjectionError> {
+        Ok(self.store.checkpoints(&consumer_name(MODEL, self.version))?)
+    }
+
+    fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError> {
+        let mut st = Staged::default();
+        let uris: Vec<String> = COLLECTIONS.iter().flat_map(|c| batch.record_uris(c)).collect();
+        st.prefetch(self.store.as_ref(), &records(self.version), uris)?;
+        for event in batch.events() {
+            let position = event.position.ordinal();
+            match &event.payload {
+                Payload::RecordCreate(w) | Payload::RecordUpdate(w) if keeps(&w.collection) => self.write(&mut st, event, w)?,
+                Payload::RecordDelete(d) if keeps(&d.collection) => self.delete(&mut st, d, position)?,
+                Payload::Account(a) if a.status == Some(AccountStatus::Deleted) => {
+                    self.remove_account_records(&mut st, &a.did, position)?
+                }
+                _ => {}
+            }
+        }
+        let mut writes = st.into_batch();
+        let consumer = consumer_name(MODEL, self.version);
+        for (partition, offset) in batch.next() {
+            writes.checkpoint(&consumer, *partition, *offset);
+        }
+        writes.deferred = self.defer_durability;
+        self.store.apply(writes)?;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), ProjectionError> {
+        if self.defer_durability {
+            self.store.sync()?;
+        }
+        Ok(())
+    }
+}

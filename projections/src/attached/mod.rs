@@ -1,0 +1,36 @@
+//! The attached read model: every record people attach to an eprint or to their account
+//! (reviews, annotations, entity links, endorsements, tags, citations, related works,
+//! versions, changelogs, profiles), through one runtime; what differs per collection is
+//! its normalization, in [`collections`].
+//!
+//! Tables of model `attached` (partition key → clustering key: columns):
+//! - `records`: record URI → empty: uri, did, collection, cid, rev, view (the record in the
+//!   contract's view shape, JSON), indexedAt, createdAt (µs), lists (JSON array of the
+//!   `listing` partitions it appears in), deleted, ordinal. A deletion leaves a tombstone
+//!   with its `rev`, so an older write replayed later is skipped.
+//! - `listing`: a listing ([`collections::Listing`], e.g. the reviews of one eprint) →
+//!   createdAt (µs, order-preserving big-endian) ‖ record URI: uri. Scanned backwards for
+//!   newest first; a listing's total is its row count.
+//! - `dead_letters`: see [`crate::deadletter`].
+
+mod apply;
+pub mod collections;
+pub mod read;
+
+pub use apply::AttachedProjection;
+
+use store::TableRef;
+
+/// The model name.
+pub const MODEL: &str = "attached";
+
+/// The tables of the model, for dropping a version.
+pub const TABLES: &[&str] = &["records", "listing", "dead_letters"];
+
+pub(crate) fn records(version: u32) -> TableRef {
+    TableRef::new(MODEL, version, "records")
+}
+
+pub(crate) fn listing(version: u32) -> TableRef {
+    TableRef::new(MODEL, version, "listing")
+}

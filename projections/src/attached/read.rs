@@ -1,0 +1,142 @@
+//! Reading the attached read model (its active version).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use serde_json::Value as Json;
+use store::{Columns, Scan, Store, Value};
+
+use super::collections::Listing;
+use super::{listing, records, MODEL};
+use crate::eprints::read::{Account, EprintsReader};
+use crate::rows::is_deleted;
+use crate::ProjectionError;
+
+/// An indexed record of an attached collection.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    /// The record's AT URI.
+    pub uri: String,
+    /// The repository DID.
+    pub did: String,
+    /// The collection NSID.
+    pub collection: String,
+    /// The record's CID.
+    pub cid: String,
+    /// The record in its view shape (see [`super::collections::Normalized::view`]).
+    pub view: Json,
+    /// When the event that wrote it entered the log.
+    pub indexed_at: String,
+    /// The repository's account.
+    pub account: Account,
+}
+
+/// A page of a listing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page {
+    /// Records, newest first.
+    pub items: Vec<Item>,
+    /// Where the next page starts, if there may be one.
+    pub next: Option<Vec<u8>>,
+    /// How many records the listing holds in all.
+    pub total: u64,
+}
+
+fn text<'a>(c: &'a Columns, k: &str) -> &'a str {
+    c.get(k).and_then(Value::as_text).unwrap_or_default()
+}
+
+/// Reads the active version of the attached model, with the accounts of the eprints model.
+pub struct AttachedReader<'a> {
+    store: &'a dyn Store,
+    version: Option<u32>,
+    eprints: EprintsReader<'a>,
+    accounts: RefCell<HashMap<String, Account>>,
+}
+
+impl<'a> AttachedReader<'a> {
+    /// A reader of the model's active version at this moment.
+    pub fn new(store: &'a dyn Store) -> Result<AttachedReader<'a>, ProjectionError> {
+        Ok(AttachedReader {
+            store,
+            version: store.active_version(MODEL)?,
+            eprints: EprintsReader::new(store)?,
+            accounts: RefCell::default(),
+        })
+    }
+
+    /// What the model knows of an account (read once per reader).
+    pub fn account(&self, did: &str) -> Result<Account, ProjectionError> {
+        if let Some(a) = self.accounts.borrow().get(did) {
+            return Ok(a.clone());
+        }
+        let a = self.eprints.account(did)?;
+        self.accounts.borrow_mut().insert(did.to_owned(), a.clone());
+        Ok(a)
+    }
+
+    /// The item of a record row, unless deleted or its account is hidden.
+    fn item(&self, uri: &str, row: &Columns) -> Result<Option<Item>, ProjectionError> {
+        if is_deleted(row) {
+            return Ok(None);
+        }
+        let did = text(row, "did");
+        let account = self.account(did)?;
+        if account.hidden {
+            return Ok(None);
+        }
+        let view = serde_json::from_str(text(row, "view")).map_err(|e| ProjectionError::Corrupt(format!("attached row {uri}: {e}")))?;
+        Ok(Some(Item {
+            uri: uri.to_owned(),
+            did: did.to_owned(),
+            collection: text(row, "collection").to_owned(),
+            cid: text(row, "cid").to_owned(),
+            view,
+            indexed_at: text(row, "indexedAt").to_owned(),
+            account,
+        }))
+    }
+
+    /// The record at `uri`, unless absent, deleted or hidden.
+    pub fn get(&self, uri: &str) -> Result<Option<Item>, ProjectionError> {
+        let Some(v) = self.version else { return Ok(None) };
+        match self.store.get(&records(v), uri, &[])? {
+            Some(row) => self.item(uri, &row),
+            None => Ok(None),
+        }
+    }
+
+    /// How many records a listing holds.
+    pub fn count(&self, list: &Listing) -> Result<u64, ProjectionError> {
+        let Some(v) = self.version else { return Ok(0) };
+        Ok(self.store.count(&listing(v), &list.0)?)
+    }
+
+    /// A page of a listing, newest first, starting after `after`.
+    pub fn page(&self, list: &Listing, limit: usize, after: Option<Vec<u8>>) -> Result<Page, ProjectionError> {
+        let Some(v) = self.version else { return Ok(Page { items: Vec::new(), next: None, total: 0 }) };
+        let page = self.store.scan(&listing(v), &list.0, &Scan { after, limit, reverse: true })?;
+        let keys: Vec<(String, Vec<u8>)> = page.rows.iter().map(|r| (text(&r.columns, "uri").to_owned(), Vec::new())).collect();
+        let mut items = Vec::with_capacity(keys.len());
+        for ((uri, _), row) in keys.iter().zip(self.store.get_many(&records(v), &keys)?) {
+            if let Some(item) = row.map(|row| self.item(uri, &row)).transpose()?.flatten() {
+                items.push(item);
+            }
+        }
+        Ok(Page { items, next: page.next, total: self.store.count(&listing(v), &list.0)? })
+    }
+
+    /// Every record of a listing, newest first, up to `max`.
+    pub fn all(&self, list: &Listing, max: usize) -> Result<Vec<Item>, ProjectionError> {
+        let mut out = Vec::new();
+        let mut after = None;
+        loop {
+            let page = self.page(list, max.saturating_sub(out.len()).clamp(1, 500), after)?;
+            out.extend(page.items);
+            match page.next {
+                Some(next) if out.len() < max => after = Some(next),
+                _ => return Ok(out),
+            }
+        }
+    }
+}

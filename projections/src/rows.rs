@@ -1,0 +1,47 @@
+//! Row helpers every store-backed model shares: text columns, the stale-revision rule and
+//! listing keys ordered by the data.
+
+use store::{Columns, Value};
+
+/// A text column.
+pub(crate) fn text(c: &Columns, k: &str) -> Option<String> {
+    c.get(k).and_then(Value::as_text).map(str::to_owned)
+}
+
+/// Whether a write or delete at `rev` is not newer than what the model holds. (A batch
+/// re-applied after a crash on a store without atomic batches finds its own decision rows
+/// only where all their derived rows have landed: see `Staged`.)
+pub(crate) fn is_stale(existing: Option<&Columns>, rev: &str) -> bool {
+    existing.and_then(|c| text(c, "rev")).is_some_and(|held| held.as_str() >= rev)
+}
+
+/// Whether a record row is a tombstone.
+pub(crate) fn is_deleted(row: &Columns) -> bool {
+    row.get("deleted").and_then(Value::as_bool) == Some(true)
+}
+
+/// The clustering key of a record in a listing: its `createdAt` (order-preserving
+/// big-endian), then its URI. Listings are ordered by the data alone, so a live svc and one
+/// rebuilt from the same repositories list records in the same order however the events
+/// arrived. Newest sorts last, so a backwards scan is newest first.
+pub fn listing_key(created_at_micros: i64, uri: &str) -> Vec<u8> {
+    let mut k = ((created_at_micros as u64) ^ (1 << 63)).to_be_bytes().to_vec();
+    k.extend_from_slice(uri.as_bytes());
+    k
+}
+
+/// Whether `key` has the shape of a [`listing_key`] (a cursor handed back by a client).
+pub fn is_listing_key(key: &[u8]) -> bool {
+    key.len() > 8 && key[8..].starts_with(b"at://") && std::str::from_utf8(&key[8..]).is_ok()
+}
+
+/// A tombstone row: the record is gone as of `rev`, so an older write replayed later is
+/// skipped.
+pub(crate) fn tombstone(uri: &str, rev: Value, position: u64) -> Columns {
+    let mut c = Columns::new();
+    c.insert("uri".into(), Value::Text(uri.to_owned()));
+    c.insert("rev".into(), rev);
+    c.insert("ordinal".into(), Value::Int(position as i64));
+    c.insert("deleted".into(), Value::Bool(true));
+    c
+}
