@@ -31,6 +31,9 @@ pub enum Place {
     Node,
 }
 
+/// Opens the projection that builds one version of a model.
+pub type OpenFn = fn(&Context, u32, Mode) -> Result<Box<dyn Projection>, ProjectionError>;
+
 /// One read model: its name, where it lives, its store tables and how to open its projection.
 pub struct ModelSpec {
     /// The name.
@@ -40,7 +43,7 @@ pub struct ModelSpec {
     /// Its tables in the store (dropped with a version).
     pub tables: &'static [&'static str],
     /// Opens the projection that builds a version.
-    pub open: fn(&Context, u32, Mode) -> Result<Box<dyn Projection>, ProjectionError>,
+    pub open: OpenFn,
 }
 
 /// Every read model, in the order they are built: one line each.

@@ -62,7 +62,7 @@ pub fn check_did(field: &str, did: &str) -> Result<(), ApiError> {
 /// Runs store reads: in place when the store answers from local pages, and otherwise (a
 /// network round trip on ScyllaDB) without stalling the other tasks of a multi-threaded
 /// runtime (`block_in_place` is refused by a current-thread one).
-fn blocking<T>(state: &AppState, read: impl FnOnce() -> T) -> T {
+pub(crate) fn blocking<T>(state: &AppState, read: impl FnOnce() -> T) -> T {
     if !state.store.reads_block() {
         return read();
     }

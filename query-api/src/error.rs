@@ -46,6 +46,8 @@ pub enum ErrorCode {
     ServiceUnavailable,
     /// A fault of svc's own.
     InternalError,
+    /// No eprint carries the tag asked for.
+    TagNotFound,
 }
 
 impl ErrorCode {
@@ -64,6 +66,7 @@ impl ErrorCode {
             ErrorCode::NotImplemented => "NotImplemented",
             ErrorCode::ServiceUnavailable => "ServiceUnavailable",
             ErrorCode::InternalError => "InternalError",
+            ErrorCode::TagNotFound => "TagNotFound",
         }
     }
 
@@ -71,7 +74,7 @@ impl ErrorCode {
     pub fn rest_code(self) -> &'static str {
         match self {
             ErrorCode::InvalidRequest => "INVALID_REQUEST",
-            ErrorCode::RecordNotFound | ErrorCode::NotFound | ErrorCode::RepoNotFound => "NOT_FOUND",
+            ErrorCode::RecordNotFound | ErrorCode::NotFound | ErrorCode::RepoNotFound | ErrorCode::TagNotFound => "NOT_FOUND",
             ErrorCode::AuthRequired | ErrorCode::InvalidToken | ErrorCode::ExpiredToken => "UNAUTHORIZED",
             ErrorCode::Forbidden => "FORBIDDEN",
             ErrorCode::UpstreamFailure => "UPSTREAM_FAILURE",

@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 mod applied;
+pub mod attached;
 pub mod auth;
 pub mod body;
 pub mod eprints;

@@ -57,9 +57,13 @@ async fn invalid_records_are_dead_lettered_and_bad_requests_get_clear_errors() {
     let (_, _, ready) = service.get("/health/readiness").await.unwrap();
     let eprints = ready["projections"].as_array().unwrap().iter().find(|p| p["model"] == "eprints").unwrap().clone();
     assert_eq!(eprints["deadLetters"], 3, "{ready}");
+    // The review without the fields its lexicon requires is the attached model's.
+    let attached = ready["projections"].as_array().unwrap().iter().find(|p| p["model"] == "attached").unwrap().clone();
+    assert_eq!(attached["deadLetters"], 1, "{ready}");
     let log = service.log();
     let warned: Vec<&str> = log.lines().filter(|l| l.contains("WARN") && l.contains("dead letter")).collect();
-    assert_eq!(warned.len(), 3, "{log}");
+    assert_eq!(warned.len(), 4, "{log}");
+    assert!(warned.iter().any(|l| l.contains("model=attached") || l.contains("model=\"attached\"")), "{warned:?}");
     assert!(warned.iter().any(|l| l.contains("authors[0].did")), "{warned:?}");
 
     // Everything else goes on: the valid record after the invalid ones is indexed.
@@ -118,7 +122,23 @@ async fn invalid_records_are_dead_lettered_and_bad_requests_get_clear_errors() {
         ("/xrpc/pub.svc.eprint.listByAuthor?author=nope".into(), 400, "InvalidRequest"),
         (format!("/xrpc/pub.svc.eprint.listByAuthor?author={did}&cursor=garbage"), 400, "InvalidRequest"),
         (format!("/xrpc/pub.svc.eprint.listByAuthor?author={did}&limit=1000"), 400, "InvalidRequest"),
-        ("/xrpc/pub.svc.review.getThread?uri=x".into(), 501, "NotImplemented"),
+        ("/xrpc/pub.svc.review.getThread?uri=x".into(), 400, "InvalidRequest"),
+        (format!("/xrpc/pub.svc.review.listForEprint?eprintUri=at://{did}/pub.svc.eprint.submission/x&limit=0"), 400, "InvalidRequest"),
+        (format!("/xrpc/pub.svc.review.listForEprint?eprintUri=at://{did}/pub.svc.eprint.submission/x&limit=101"), 400, "InvalidRequest"),
+        (
+            format!("/xrpc/pub.svc.review.listForEprint?eprintUri=at://{did}/pub.svc.eprint.submission/x&cursor=garbage"),
+            400,
+            "InvalidRequest",
+        ),
+        (format!("/xrpc/pub.svc.review.getThread?uri=at://{did}/pub.svc.review.comment/nothing"), 404, "NotFound"),
+        (
+            "/xrpc/pub.svc.annotation.listForPage?eprintUri=at://did:plc:x/pub.svc.eprint.submission/y&pageNumber=0".into(),
+            400,
+            "InvalidRequest",
+        ),
+        ("/xrpc/pub.svc.tag.getDetail?tag=never-used".into(), 404, "TagNotFound"),
+        ("/xrpc/pub.svc.tag.getTrending?timeWindow=year".into(), 400, "InvalidRequest"),
+        ("/xrpc/pub.svc.endorsement.getUserEndorsement?uri=at://did:plc:x/pub.svc.eprint.submission/y".into(), 401, "AuthRequired"),
         ("/xrpc/pub.svc.admin.listDLQEntries".into(), 501, "NotImplemented"),
         ("/xrpc/pub.svc.nothing.here".into(), 404, "NotFound"),
         ("/xrpc/not-an-nsid".into(), 404, "NotFound"),

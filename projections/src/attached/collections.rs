@@ -73,6 +73,10 @@ impl Listing {
     pub fn tagged(tag: &str) -> Listing {
         Listing(format!("tag@name:{tag}"))
     }
+    /// Every tag record.
+    pub fn all_tags() -> Listing {
+        Listing("tag@all".into())
+    }
     /// Every record of one repository (for deleting an account's records).
     pub fn repo(did: &str) -> Listing {
         Listing(format!("repo:{did}"))
@@ -157,10 +161,16 @@ pub fn normalize_tag(tag: &str) -> String {
     out.trim_end_matches(['.', '/', '&', '\'']).to_owned()
 }
 
-/// The page of a text-span target: the refinement's `pageNumber`, else the bounding box's.
+/// The page of a comment's text-span target, 1-indexed as the API numbers pages: the
+/// refinement's `pageNumber` (0-indexed in the record) plus one, else the bounding box's
+/// `pageNumber` (1-indexed in the record).
 pub fn target_page(target: &Value) -> Option<i64> {
     let refined = target.get("refinedBy")?;
-    refined.get("pageNumber").and_then(Value::as_i64).or_else(|| refined.pointer("/boundingRect/pageNumber").and_then(Value::as_i64))
+    refined
+        .get("pageNumber")
+        .and_then(Value::as_i64)
+        .map(|p| p + 1)
+        .or_else(|| refined.pointer("/boundingRect/pageNumber").and_then(Value::as_i64))
 }
 
 /// The motivation of a review or annotation: the fallback, else the last segment of the
@@ -240,7 +250,9 @@ fn comment(collection: &str, did: &str, r: &Value) -> Result<Normalized, String>
 fn entity_link(collection: &str, did: &str, r: &Value) -> Result<Normalized, String> {
     let eprint = text(r, "eprintUri").ok_or("eprintUri missing")?;
     let mut target = get(r, "target");
-    let page = target.pointer("/refinedBy/pageNumber").and_then(Value::as_i64);
+    // 0-indexed in annotation entity links, 1-indexed in review entity links (records.md).
+    let offset = if collection == ANNOTATION_ENTITY_LINK { 1 } else { 0 };
+    let page = target.pointer("/refinedBy/pageNumber").and_then(Value::as_i64).map(|p| p + offset);
     if let Some(p) = page {
         target["page"] = json!(p);
     }
@@ -312,7 +324,7 @@ fn user_tag(did: &str, r: &Value) -> Result<Normalized, String> {
         ("nodeSubkind", get(r, "nodeSubkind")),
         ("createdAt", get(r, "createdAt")),
     ]);
-    let lists = vec![Listing::on_eprint("tag", eprint), Listing::by_author("tag", did), Listing::tagged(&normalized)];
+    let lists = vec![Listing::on_eprint("tag", eprint), Listing::by_author("tag", did), Listing::tagged(&normalized), Listing::all_tags()];
     Ok(Normalized { view, created_at: created_at(r)?, lists })
 }
 

@@ -29,6 +29,15 @@ pub struct Item {
     pub indexed_at: String,
     /// The repository's account.
     pub account: Account,
+    /// Its `createdAt` in µs: with the URI, its key in every listing.
+    pub created_at: i64,
+}
+
+impl Item {
+    /// The item's key in the listings it appears in (a cursor after it).
+    pub fn listing_key(&self) -> Vec<u8> {
+        crate::rows::listing_key(self.created_at, &self.uri)
+    }
 }
 
 /// A page of a listing.
@@ -94,7 +103,23 @@ impl<'a> AttachedReader<'a> {
             view,
             indexed_at: text(row, "indexedAt").to_owned(),
             account,
+            created_at: row.get("createdAt").and_then(Value::as_int).unwrap_or_default(),
         }))
+    }
+
+    /// The title of the eprint at `uri`, when svc indexes it (and its account is not hidden).
+    pub fn eprint_title(&self, uri: &str) -> Result<Option<String>, ProjectionError> {
+        let Some(eprint) = self.eprints.get(uri)? else { return Ok(None) };
+        if self.account(&eprint.did)?.hidden {
+            return Ok(None);
+        }
+        let record: Json = serde_json::from_str(&eprint.record).unwrap_or_default();
+        Ok(record.get("title").and_then(Json::as_str).map(str::to_owned))
+    }
+
+    /// The eprints reader this reader reads accounts with.
+    pub fn eprints(&self) -> &EprintsReader<'a> {
+        &self.eprints
     }
 
     /// The record at `uri`, unless absent, deleted or hidden.
@@ -112,18 +137,48 @@ impl<'a> AttachedReader<'a> {
         Ok(self.store.count(&listing(v), &list.0)?)
     }
 
-    /// A page of a listing, newest first, starting after `after`.
+    /// A page of a listing, newest first, starting after `after`: `next` is set exactly when
+    /// more rows follow (one row more than asked for is read to know).
     pub fn page(&self, list: &Listing, limit: usize, after: Option<Vec<u8>>) -> Result<Page, ProjectionError> {
         let Some(v) = self.version else { return Ok(Page { items: Vec::new(), next: None, total: 0 }) };
-        let page = self.store.scan(&listing(v), &list.0, &Scan { after, limit, reverse: true })?;
-        let keys: Vec<(String, Vec<u8>)> = page.rows.iter().map(|r| (text(&r.columns, "uri").to_owned(), Vec::new())).collect();
+        let mut rows = self.store.scan(&listing(v), &list.0, &Scan { after, limit: limit + 1, reverse: true })?.rows;
+        let next = if rows.len() > limit {
+            rows.truncate(limit);
+            rows.last().map(|r| r.clustering.clone())
+        } else {
+            None
+        };
+        let keys: Vec<(String, Vec<u8>)> = rows.iter().map(|r| (text(&r.columns, "uri").to_owned(), Vec::new())).collect();
         let mut items = Vec::with_capacity(keys.len());
         for ((uri, _), row) in keys.iter().zip(self.store.get_many(&records(v), &keys)?) {
             if let Some(item) = row.map(|row| self.item(uri, &row)).transpose()?.flatten() {
                 items.push(item);
             }
         }
-        Ok(Page { items, next: page.next, total: self.store.count(&listing(v), &list.0)? })
+        Ok(Page { items, next, total: self.store.count(&listing(v), &list.0)? })
+    }
+
+    /// A page of the records of a listing that satisfy `keep`, newest first, after `after`.
+    /// The listing is read whole (up to `max` records), so `total` and `next` are exact: for
+    /// filters without a listing of their own, on listings of one eprint or one author.
+    pub fn filtered_page(
+        &self,
+        list: &Listing,
+        limit: usize,
+        after: Option<Vec<u8>>,
+        max: usize,
+        keep: impl Fn(&Item) -> bool,
+    ) -> Result<Page, ProjectionError> {
+        let kept: Vec<Item> = self.all(list, max)?.into_iter().filter(|i| keep(i)).collect();
+        let total = kept.len() as u64;
+        let mut rest: Vec<Item> = kept.into_iter().filter(|i| after.as_ref().is_none_or(|a| i.listing_key() < *a)).collect();
+        let next = if rest.len() > limit {
+            rest.truncate(limit);
+            rest.last().map(Item::listing_key)
+        } else {
+            None
+        };
+        Ok(Page { items: rest, next, total })
     }
 
     /// Every record of a listing, newest first, up to `max`.

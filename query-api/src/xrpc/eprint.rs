@@ -1,8 +1,13 @@
 //! `pub.svc.eprint.*`.
 
+use projections::attached::collections::Listing;
+use projections::attached::read::{AttachedReader, Item};
 use projections::search::SortOrder;
+use projections::ProjectionError;
+use serde_json::{json, Value};
 
 use super::method::{Answer, Auth, Call, Routes};
+use crate::attached::{self, cursor, list_answer, read, uri_param};
 use crate::body::Body;
 use crate::eprints::{self, SearchArgs};
 
@@ -14,6 +19,59 @@ pub fn routes() -> Routes {
         .aliases(&[("did", "author")])
         .query_async("pub.svc.eprint.searchSubmissions", Auth::Open, search_submissions)
         .aliases(&[("q", "query"), ("author", "authors")])
+        .query("pub.svc.eprint.listCitations", list_citations)
+        .aliases(&[("eprintUri", "uri")])
+        .query("pub.svc.eprint.listRelatedWorks", list_related_works)
+        .aliases(&[("eprintUri", "uri")])
+}
+
+/// A citation's view: the stored view with its `curator`.
+pub fn citation_view(item: &Item) -> Value {
+    let mut v = attached::view(item, "curator");
+    v["source"] = json!("user");
+    v
+}
+
+/// A related work's view (`#relatedWorkView`), with the target eprint's title when svc
+/// indexes it.
+pub fn related_work_view(r: &AttachedReader, item: &Item) -> Result<Value, ProjectionError> {
+    let mut v = attached::view(item, "curator");
+    v["sourceEprintUri"] = v["eprintUri"].clone();
+    v["targetEprintUri"] = v["relatedUri"].clone();
+    v["curatorDid"] = json!(item.did);
+    if let Some(target) = v["relatedUri"].as_str() {
+        if let Some(title) = r.eprint_title(target)? {
+            v["targetTitle"] = json!(title);
+        }
+    }
+    Ok(v)
+}
+
+/// `pub.svc.eprint.listCitations`: `{citations, cursor?, total}`, newest first.
+fn list_citations(c: &Call) -> Answer {
+    let eprint = uri_param(c, "uri")?;
+    let after = cursor(c)?;
+    let answer = read(&c.state, |r| {
+        let page = r.page(&Listing::on_eprint("citation", eprint), c.limit(50), after)?;
+        let mut out = list_answer("citations", page.items.iter().map(citation_view).collect(), &page);
+        out.as_object_mut().map(|o| o.remove("hasMore"));
+        Ok(out)
+    })?;
+    Body::json(&answer)
+}
+
+/// `pub.svc.eprint.listRelatedWorks`: `{relatedWorks, cursor?, total}`, newest first.
+fn list_related_works(c: &Call) -> Answer {
+    let eprint = uri_param(c, "uri")?;
+    let after = cursor(c)?;
+    let answer = read(&c.state, |r| {
+        let page = r.page(&Listing::on_eprint("relatedWork", eprint), c.limit(50), after)?;
+        let works = page.items.iter().map(|i| related_work_view(r, i)).collect::<Result<Vec<_>, _>>()?;
+        let mut out = list_answer("relatedWorks", works, &page);
+        out.as_object_mut().map(|o| o.remove("hasMore"));
+        Ok(out)
+    })?;
+    Body::json(&answer)
 }
 
 /// `pub.svc.eprint.getSubmission`: params `uri`, `cid?`.

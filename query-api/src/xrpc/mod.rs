@@ -7,10 +7,17 @@
 //! `NotImplemented`; anything else is 404 `NotFound`. The served set is what is
 //! registered ([`served`]), so nothing lists it by hand.
 
+mod annotation;
+mod author;
 pub mod catalog;
+mod discovery;
+mod endorsement;
 mod eprint;
 pub mod method;
+mod notification;
+mod review;
 pub mod sync;
+mod tag;
 
 use axum::extract::Path;
 use axum::response::{IntoResponse, Response};
@@ -23,7 +30,16 @@ pub use method::{parse_params, Auth, Call, Kind, Routes};
 
 /// Every method this build serves, by namespace.
 pub fn methods() -> Routes {
-    Routes::new().merge(eprint::routes()).merge(sync::routes())
+    Routes::new()
+        .merge(eprint::routes())
+        .merge(review::routes())
+        .merge(annotation::routes())
+        .merge(endorsement::routes())
+        .merge(tag::routes())
+        .merge(discovery::routes())
+        .merge(author::routes())
+        .merge(notification::routes())
+        .merge(sync::routes())
 }
 
 /// The NSIDs this build serves, sorted.

@@ -12,6 +12,7 @@ use std::time::Duration;
 use chrono::{SecondsFormat, Utc};
 use event_schema::Source;
 use ingest::fetch::{FetchError, ProvenRecord};
+use projections::attached::read::AttachedReader;
 use projections::eprints::read::EprintsReader;
 use serde_json::{json, Value};
 use tracing::{info, warn};
@@ -74,11 +75,17 @@ struct Indexed {
     indexed_at: String,
 }
 
+/// The indexed copy of the record at `uri`, in whichever read model keeps its collection.
 async fn indexed(state: &AppState, uri: &str) -> Result<Option<Indexed>, ApiError> {
     let (store, uri) = (state.store.clone(), uri.to_owned());
     tokio::task::spawn_blocking(move || -> Result<Option<Indexed>, ApiError> {
-        let reader = EprintsReader::new(store.as_ref())?;
-        Ok(reader.get(&uri)?.map(|e| Indexed { cid: e.cid, indexed_at: e.indexed_at }))
+        let collection = lexicons::formats::parse_at_uri(&uri).and_then(|u| u.collection).unwrap_or_default();
+        if collection == lexicons::SUBMISSION {
+            let reader = EprintsReader::new(store.as_ref())?;
+            return Ok(reader.get(&uri)?.map(|e| Indexed { cid: e.cid, indexed_at: e.indexed_at }));
+        }
+        let reader = AttachedReader::new(store.as_ref())?;
+        Ok(reader.get(&uri)?.map(|i| Indexed { cid: i.cid, indexed_at: i.indexed_at }))
     })
     .await
     .map_err(|e| ApiError::internal(e.to_string()))?
@@ -203,7 +210,7 @@ async fn delete_record(c: Call) -> Answer {
             t.uri, proven.rev
         )));
     }
-    if t.collection == lexicons::SUBMISSION && indexed(state, &t.uri).await?.is_none() {
+    if indexed(state, &t.uri).await?.is_none() {
         return Err(ApiError::not_found(format!("no indexed record at {}", t.uri)));
     }
     append(state, &proven, "pub.svc.sync.deleteRecord", caller).await?;

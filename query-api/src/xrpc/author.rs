@@ -1,0 +1,60 @@
+//! `pub.svc.author.*`: an author's page: profile record, handle, counts and eprints.
+
+use projections::attached::collections::{Listing, PROFILE};
+use serde_json::{json, Value};
+
+use super::method::{Answer, Call, Routes};
+use crate::attached::read;
+use crate::body::Body;
+use crate::eprints::check_did;
+use crate::error::ApiError;
+
+/// The namespace's methods.
+pub fn routes() -> Routes {
+    Routes::new().query("pub.svc.author.getProfile", get_profile)
+}
+
+/// How many of the author's eprints the profile lists (the rest page through
+/// `pub.svc.eprint.listByAuthor`).
+const RECENT_EPRINTS: usize = 10;
+
+/// `pub.svc.author.getProfile`: `{profile, metrics, eprints}`: the author's
+/// `pub.svc.actor.profile` record (when written) with `did`, `handle` and `displayName`,
+/// the counts of what they wrote, and their newest eprints; `NotFound` for a DID svc knows
+/// nothing of, and for a hidden account.
+fn get_profile(c: &Call) -> Answer {
+    let did = c.str("did");
+    check_did("did", did)?;
+    let answer = read(&c.state, |r| {
+        let account = r.account(did)?;
+        if account.hidden {
+            return Ok(None);
+        }
+        let record = r.get(&format!("at://{did}/{PROFILE}/self"))?;
+        let eprints = r.eprints().by_author(did, RECENT_EPRINTS, None)?;
+        let count = |kind: &str| r.count(&Listing::by_author(kind, did));
+        let metrics = json!({
+            "eprintCount": eprints.total,
+            "reviewCount": count("review")?,
+            "annotationCount": count("annotation")?,
+            "endorsementCount": count("endorsement")?,
+            "tagCount": count("tag")?,
+            "citationCount": count("citation")?,
+        });
+        if record.is_none() && account.handle.is_none() && eprints.total == 0 {
+            return Ok(None);
+        }
+        let mut profile = record.as_ref().map_or_else(|| json!({}), |r| r.view.clone());
+        profile["did"] = json!(did);
+        profile["handle"] = json!(account.handle.as_deref().unwrap_or("handle.invalid"));
+        if profile.get("displayName").is_none() {
+            if let Some(n) = &account.display_name {
+                profile["displayName"] = json!(n);
+            }
+        }
+        profile["hasProfileRecord"] = json!(record.is_some());
+        Ok(Some(json!({"profile": profile, "metrics": metrics, "eprints": Value::Array(eprints.eprints)})))
+    })?;
+    let answer = answer.ok_or_else(|| ApiError::not_found(format!("svc knows no author {did}")))?;
+    Body::json(&answer)
+}

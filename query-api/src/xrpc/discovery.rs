@@ -1,0 +1,79 @@
+//! `pub.svc.discovery.*`: the citation graph around an eprint, from the citation records
+//! svc indexes.
+
+use projections::attached::collections::Listing;
+use projections::attached::read::Item;
+use serde_json::{json, Value};
+
+use super::method::{Answer, Call, Routes};
+use crate::attached::{cursor, read, uri_param, FILTER_MAX};
+use crate::body::Body;
+use crate::error::ApiError;
+
+/// The namespace's methods.
+pub fn routes() -> Routes {
+    Routes::new().query("pub.svc.discovery.getCitations", get_citations)
+}
+
+/// One edge of the citation graph.
+fn edge(item: &Item, direction: &str) -> Value {
+    let cited = &item.view["citedWork"];
+    let mut v = json!({
+        "uri": item.uri,
+        "direction": direction,
+        "eprintUri": item.view["eprintUri"],
+        "title": cited["title"],
+        "relation": item.view["citationType"],
+        "citedWork": cited,
+        "createdAt": item.view["createdAt"],
+    });
+    if let Some(target) = cited["svcUri"].as_str() {
+        v["targetUri"] = json!(target);
+    }
+    v
+}
+
+/// `pub.svc.discovery.getCitations`: `{eprint, counts, citations, cursor?, hasMore}`: the works
+/// the eprint cites (`citing`), the citation records that cite it (`cited`, or the
+/// reference's `cited-by`), or both, newest first; `NotFound` for an eprint svc does not
+/// index.
+fn get_citations(c: &Call) -> Answer {
+    let uri = uri_param(c, "uri")?;
+    let after = cursor(c)?;
+    let direction = c.params.str("direction").unwrap_or("both");
+    let (citing_wanted, cited_wanted) = match direction {
+        "citing" => (true, false),
+        "cited" | "cited-by" => (false, true),
+        _ => (true, true),
+    };
+    let limit = c.limit(20);
+    let answer = read(&c.state, |r| {
+        let Some(title) = r.eprint_title(uri)? else { return Ok(None) };
+        let citing = r.all(&Listing::on_eprint("citation", uri), FILTER_MAX)?;
+        let cited = r.all(&Listing::pointing_at("citation", uri), FILTER_MAX)?;
+        let mut edges: Vec<(Vec<u8>, Value)> = Vec::new();
+        if citing_wanted {
+            edges.extend(citing.iter().map(|i| (i.listing_key(), edge(i, "citing"))));
+        }
+        if cited_wanted {
+            edges.extend(cited.iter().map(|i| (i.listing_key(), edge(i, "cited"))));
+        }
+        edges.sort_by(|a, b| b.0.cmp(&a.0));
+        edges.dedup_by(|a, b| a.0 == b.0 && a.1["direction"] == b.1["direction"]);
+        let mut rest: Vec<(Vec<u8>, Value)> = edges.into_iter().filter(|(k, _)| after.as_ref().is_none_or(|a| k < a)).collect();
+        let has_more = rest.len() > limit;
+        rest.truncate(limit);
+        let mut out = json!({
+            "eprint": {"uri": uri, "title": title},
+            "counts": {"citing": citing.len(), "cited": cited.len()},
+            "hasMore": has_more,
+        });
+        if has_more {
+            out["cursor"] = json!(data_encoding::BASE64URL_NOPAD.encode(&rest.last().map(|e| e.0.clone()).unwrap_or_default()));
+        }
+        out["citations"] = Value::Array(rest.into_iter().map(|(_, v)| v).collect());
+        Ok(Some(out))
+    })?;
+    let answer = answer.ok_or_else(|| ApiError::not_found(format!("no eprint at {uri}")))?;
+    Body::json(&answer)
+}

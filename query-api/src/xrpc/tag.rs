@@ -1,0 +1,299 @@
+//! `pub.svc.tag.*`: user tags on eprints: per eprint, per tag, searched, suggested and
+//! trending, from the attached model. Tag forms, the quality score and the spam rule are
+//! described in docs/decisions.md ("Tags").
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use chrono::{DateTime, Duration, Utc};
+use projections::attached::collections::{normalize_tag, Listing};
+use projections::attached::read::{AttachedReader, Item};
+use projections::ProjectionError;
+use serde_json::{json, Value};
+
+use super::method::{Answer, Call, Routes};
+use crate::attached::{self, read, uri_param, FILTER_MAX};
+use crate::body::Body;
+use crate::error::{ApiError, ErrorCode};
+
+/// The namespace's methods.
+pub fn routes() -> Routes {
+    Routes::new()
+        .query("pub.svc.tag.listForEprint", list_for_eprint)
+        .aliases(&[("eprintUri", "uri")])
+        .query("pub.svc.tag.getDetail", get_detail)
+        .query("pub.svc.tag.search", search)
+        .aliases(&[("q", "query")])
+        .query("pub.svc.tag.getSuggestions", get_suggestions)
+        .aliases(&[("text", "q")])
+        .query("pub.svc.tag.getTrending", get_trending)
+}
+
+/// The most tags one eprint's answer lists.
+const MAX_ON_EPRINT: usize = 500;
+/// How many eprints sharing a tag are read for co-occurrence suggestions.
+const COOCCURRENCE_SAMPLE: usize = 200;
+
+fn normalized(item: &Item) -> &str {
+    item.view["normalizedForm"].as_str().unwrap_or_default()
+}
+
+fn display(item: &Item) -> &str {
+    item.view["tag"].as_str().unwrap_or_default()
+}
+
+/// What svc knows of one tag, aggregated over its records.
+#[derive(Default)]
+struct TagStats {
+    forms: HashMap<String, u64>,
+    uses: u64,
+    eprints: BTreeSet<String>,
+    taggers: BTreeSet<String>,
+    /// Uses per tagger, for the spam rule.
+    per_tagger: HashMap<String, u64>,
+}
+
+impl TagStats {
+    fn add(&mut self, item: &Item) {
+        *self.forms.entry(display(item).to_owned()).or_default() += 1;
+        self.uses += 1;
+        self.eprints.insert(item.view["eprintUri"].as_str().unwrap_or_default().to_owned());
+        self.taggers.insert(item.did.clone());
+        *self.per_tagger.entry(item.did.clone()).or_default() += 1;
+    }
+
+    /// Spam: a form no reader can use (a link, or longer than 50 characters), or one account
+    /// putting the tag on 20 eprints or more with nobody else using it.
+    fn is_spam(&self, tag: &str) -> bool {
+        let looks_like_link = tag.contains("http") || tag.contains("www.") || tag.contains(".com");
+        let one_account_flood = self.taggers.len() == 1 && self.eprints.len() >= 20;
+        looks_like_link || tag.chars().count() > 50 || one_account_flood
+    }
+
+    /// Quality 0–100: how many accounts use the tag (up to 5: 50 points), on how many
+    /// eprints (up to 5: 30 points), and a usable form (2 to 30 characters with a letter:
+    /// 20 points). Spam scores 0.
+    fn quality(&self, tag: &str) -> u64 {
+        if self.is_spam(tag) {
+            return 0;
+        }
+        let taggers = self.taggers.len().min(5) as u64 * 10;
+        let spread = self.eprints.len().min(5) as u64 * 6;
+        let len = tag.chars().count();
+        let form = if (2..=30).contains(&len) && tag.chars().any(char::is_alphabetic) { 20 } else { 0 };
+        taggers + spread + form
+    }
+
+    /// The forms people wrote, most used first.
+    fn display_forms(&self) -> Vec<&str> {
+        let mut forms: Vec<(&String, &u64)> = self.forms.iter().collect();
+        forms.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        forms.into_iter().map(|(f, _)| f.as_str()).collect()
+    }
+
+    /// The `#tagSummary` view.
+    fn summary(&self, tag: &str) -> Value {
+        json!({
+            "normalizedForm": tag,
+            "displayForms": self.display_forms(),
+            "usageCount": self.uses,
+            "eprintCount": self.eprints.len(),
+            "taggerCount": self.taggers.len(),
+            "qualityScore": self.quality(tag),
+            "isSpam": self.is_spam(tag),
+            "isPromoted": false,
+        })
+    }
+}
+
+/// Every tag with its statistics, from every tag record (up to [`FILTER_MAX`]).
+fn all_tags(r: &AttachedReader) -> Result<BTreeMap<String, TagStats>, ProjectionError> {
+    let mut tags: BTreeMap<String, TagStats> = BTreeMap::new();
+    for item in r.all(&Listing::all_tags(), FILTER_MAX)? {
+        tags.entry(normalized(&item).to_owned()).or_default().add(&item);
+    }
+    Ok(tags)
+}
+
+fn tag_view(item: &Item) -> Value {
+    let mut v = attached::view(item, "author");
+    v["displayForm"] = v["tag"].clone();
+    v
+}
+
+/// Tags that co-occur with `tags` on other eprints, most frequent first, without `tags`:
+/// `#tagSuggestion`s with a confidence of 0–100 relative to the most frequent.
+fn cooccurring(r: &AttachedReader, tags: &BTreeSet<String>, limit: usize) -> Result<Vec<Value>, ProjectionError> {
+    let mut counts: HashMap<String, (u64, String, String)> = HashMap::new();
+    for tag in tags {
+        let eprints: BTreeSet<String> = r
+            .all(&Listing::tagged(tag), COOCCURRENCE_SAMPLE)?
+            .iter()
+            .filter_map(|i| i.view["eprintUri"].as_str().map(str::to_owned))
+            .collect();
+        for eprint in eprints {
+            for other in r.all(&Listing::on_eprint("tag", &eprint), MAX_ON_EPRINT)? {
+                let n = normalized(&other);
+                if !tags.contains(n) {
+                    let e = counts.entry(n.to_owned()).or_insert_with(|| (0, display(&other).to_owned(), tag.clone()));
+                    e.0 += 1;
+                }
+            }
+        }
+    }
+    let mut ranked: Vec<(String, (u64, String, String))> = counts.into_iter().collect();
+    ranked.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(&b.0)));
+    let top = ranked.first().map_or(1, |r| r.1 .0.max(1));
+    Ok(ranked
+        .into_iter()
+        .take(limit)
+        .map(|(n, (count, form, matched))| {
+            json!({"displayForm": form, "normalizedForm": n, "confidence": count * 100 / top, "source": "cooccurrence", "matchedTerm": matched})
+        })
+        .collect())
+}
+
+/// `pub.svc.tag.listForEprint`: `{tags, suggestions}`.
+fn list_for_eprint(c: &Call) -> Answer {
+    let eprint = uri_param(c, "uri")?;
+    let answer = read(&c.state, |r| {
+        let items = r.all(&Listing::on_eprint("tag", eprint), MAX_ON_EPRINT)?;
+        let held: BTreeSet<String> = items.iter().map(|i| normalized(i).to_owned()).collect();
+        let suggestions = cooccurring(r, &held, 5)?;
+        Ok(json!({"tags": items.iter().map(tag_view).collect::<Vec<_>>(), "suggestions": suggestions}))
+    })?;
+    Body::json(&answer)
+}
+
+/// `pub.svc.tag.getDetail`: the `#tagSummary` of a tag in any of its forms; 404
+/// `TagNotFound` for a tag nobody uses.
+fn get_detail(c: &Call) -> Answer {
+    let tag = normalize_tag(c.str("tag"));
+    let stats = read(&c.state, |r| {
+        let mut stats = TagStats::default();
+        for item in r.all(&Listing::tagged(&tag), FILTER_MAX)? {
+            stats.add(&item);
+        }
+        Ok(stats)
+    })?;
+    if stats.uses == 0 {
+        return Err(ApiError::new(axum::http::StatusCode::NOT_FOUND, ErrorCode::TagNotFound, format!("no eprint is tagged {tag:?}")));
+    }
+    Body::json(&stats.summary(&tag))
+}
+
+/// `pub.svc.tag.search`: tags whose normalized form contains the normalized words, those
+/// starting with them first, then by use; `minQuality` and `includeSpam` filter.
+fn search(c: &Call) -> Answer {
+    let q = normalize_tag(c.str("query"));
+    let min_quality = c.params.int("minQuality").unwrap_or(0).max(0) as u64;
+    let include_spam = c.params.bool("includeSpam") == Some(true);
+    let offset = match c.params.str("cursor") {
+        Some(raw) => raw.parse::<usize>().map_err(|_| ApiError::invalid_param("cursor", "not a cursor of this listing"))?,
+        None => 0,
+    };
+    let tags = read(&c.state, all_tags)?;
+    let mut hits: Vec<(bool, u64, &String, &TagStats)> = tags
+        .iter()
+        .filter(|(tag, stats)| tag.contains(q.as_str()) && (include_spam || !stats.is_spam(tag)) && stats.quality(tag) >= min_quality)
+        .map(|(tag, stats)| (tag.starts_with(q.as_str()), stats.uses, tag, stats))
+        .collect();
+    hits.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(b.2)));
+    let total = hits.len();
+    let limit = c.limit(50);
+    let page: Vec<Value> = hits.iter().skip(offset).take(limit).map(|(_, _, tag, stats)| stats.summary(tag)).collect();
+    let has_more = offset + page.len() < total;
+    let mut out = json!({"tags": page, "hasMore": has_more, "total": total});
+    if has_more {
+        out["cursor"] = json!((offset + limit).to_string());
+    }
+    Body::json(&out)
+}
+
+/// `pub.svc.tag.getSuggestions`: tags starting with (then containing) `q`, most used first,
+/// and with `uri`, the tags that co-occur with the eprint's own.
+fn get_suggestions(c: &Call) -> Answer {
+    let q = normalize_tag(c.params.str("q").unwrap_or_default());
+    let limit = c.limit(10);
+    let eprint = c.params.str("uri").map(|_| uri_param(c, "uri")).transpose()?;
+    let suggestions = read(&c.state, |r| {
+        let mut out = Vec::new();
+        if let Some(eprint) = eprint {
+            let held: BTreeSet<String> =
+                r.all(&Listing::on_eprint("tag", eprint), MAX_ON_EPRINT)?.iter().map(|i| normalized(i).to_owned()).collect();
+            out = cooccurring(r, &held, limit)?;
+        }
+        if !q.is_empty() {
+            let tags = all_tags(r)?;
+            let mut matches: Vec<(&String, &TagStats)> = tags.iter().filter(|(t, s)| t.contains(q.as_str()) && !s.is_spam(t)).collect();
+            matches.sort_by(|a, b| b.0.starts_with(q.as_str()).cmp(&a.0.starts_with(q.as_str())).then(b.1.uses.cmp(&a.1.uses)));
+            let top = matches.first().map_or(1, |m| m.1.uses.max(1));
+            for (tag, stats) in matches {
+                if out.len() >= limit {
+                    break;
+                }
+                if out.iter().any(|s: &Value| s["normalizedForm"] == tag.as_str()) {
+                    continue;
+                }
+                let form = stats.display_forms().first().copied().unwrap_or(tag).to_owned();
+                out.push(json!({"displayForm": form, "normalizedForm": tag, "confidence": stats.uses * 100 / top, "source": "authority", "matchedTerm": q}));
+            }
+        }
+        out.truncate(limit);
+        Ok(out)
+    })?;
+    Body::json(&json!({ "suggestions": suggestions }))
+}
+
+/// When a tag was used: its `createdAt`, but never after the moment its event entered the
+/// log (a date in the future cannot push a tag up the trend).
+fn used_at(item: &Item) -> Option<DateTime<Utc>> {
+    let created = item.view["createdAt"].as_str().and_then(|s| DateTime::parse_from_rfc3339(s).ok())?.with_timezone(&Utc);
+    let indexed = DateTime::parse_from_rfc3339(&item.indexed_at).ok()?.with_timezone(&Utc);
+    Some(created.min(indexed))
+}
+
+/// `pub.svc.tag.getTrending`: the tags whose use grew most in the window (`day`, `week`,
+/// `month`) over the window before it, from the tag records as the log brought them: each
+/// `{normalizedForm, displayForm, count, previousCount, growth, eprintCount, taggerCount}`.
+fn get_trending(c: &Call) -> Answer {
+    let window = c.params.str("timeWindow").unwrap_or("week").to_owned();
+    let span = match window.as_str() {
+        "day" => Duration::days(1),
+        "month" => Duration::days(30),
+        _ => Duration::days(7),
+    };
+    let now = Utc::now();
+    let items = read(&c.state, |r| r.all(&Listing::all_tags(), FILTER_MAX))?;
+    let mut current: BTreeMap<String, TagStats> = BTreeMap::new();
+    let mut previous: HashMap<String, u64> = HashMap::new();
+    for item in &items {
+        let Some(at) = used_at(item) else { continue };
+        if at > now - span {
+            current.entry(normalized(item).to_owned()).or_default().add(item);
+        } else if at > now - span - span {
+            *previous.entry(normalized(item).to_owned()).or_default() += 1;
+        }
+    }
+    let mut ranked: Vec<(i64, u64, &String, &TagStats)> = current
+        .iter()
+        .filter(|(tag, stats)| !stats.is_spam(tag))
+        .map(|(tag, stats)| (stats.uses as i64 - *previous.get(tag).unwrap_or(&0) as i64, stats.uses, tag, stats))
+        .collect();
+    ranked.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(b.2)));
+    let tags: Vec<Value> = ranked
+        .into_iter()
+        .take(c.limit(20))
+        .map(|(growth, uses, tag, stats)| {
+            json!({
+                "normalizedForm": tag,
+                "displayForm": stats.display_forms().first().copied().unwrap_or(tag),
+                "count": uses,
+                "previousCount": previous.get(tag).copied().unwrap_or(0),
+                "growth": growth,
+                "eprintCount": stats.eprints.len(),
+                "taggerCount": stats.taggers.len(),
+            })
+        })
+        .collect();
+    Body::json(&json!({"tags": tags, "timeWindow": window}))
+}
