@@ -214,6 +214,12 @@ pub struct SeedArgs {
     /// batch) instead of skipping it.
     #[arg(long)]
     pub strict: bool,
+
+    /// Also write a scholarly layer for the papers: reviews with replies, annotations,
+    /// endorsements, tags, citations, related works, versions and profiles by made-up
+    /// accounts, deterministically (docs/seeding.md).
+    #[arg(long)]
+    pub social: bool,
 }
 
 /// `svc ingest`.

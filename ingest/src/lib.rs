@@ -22,6 +22,7 @@ pub mod jetstream;
 pub mod repo;
 mod revs;
 pub mod seed;
+pub mod social;
 pub mod testing;
 pub mod verify;
 

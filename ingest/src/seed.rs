@@ -36,6 +36,7 @@ use sha2::{Digest, Sha256};
 use tracing::warn;
 
 use crate::repo::{record_cid, tid};
+use crate::social::{SeededPaper, SocialGenerator};
 use crate::IngestError;
 
 /// The most authors a submission record may list.
@@ -216,6 +217,8 @@ pub struct SeedReport {
     pub events: usize,
     /// Lines skipped, by reason.
     pub skipped: BTreeMap<String, Skips>,
+    /// Records of the scholarly layer (`--social`), by collection.
+    pub layer: BTreeMap<String, usize>,
 }
 
 impl SeedReport {
@@ -243,11 +246,14 @@ pub struct SeedOptions {
     /// Stop at the first line that cannot become a record, appending nothing after it,
     /// instead of skipping it.
     pub strict: bool,
+    /// Also write a scholarly layer (reviews, annotations, endorsements, tags, citations…)
+    /// by made-up accounts ([`crate::social`]).
+    pub social: bool,
 }
 
 impl Default for SeedOptions {
     fn default() -> Self {
-        SeedOptions { batch_papers: 1000, limit: None, strict: false }
+        SeedOptions { batch_papers: 1000, limit: None, strict: false, social: false }
     }
 }
 
@@ -310,6 +316,7 @@ pub fn seed_file(
     let source = Source::Seed { file: file_name };
     let lexicons = Lexicons::builtin();
     let mut seen = HashSet::new();
+    let mut social = options.social.then(|| SocialGenerator::new(source.clone()));
     let mut report = SeedReport::default();
     let mut pending = Vec::new();
     let mut pending_papers = 0;
@@ -332,9 +339,15 @@ pub fn seed_file(
         if line.trim().is_empty() {
             continue;
         }
-        let events = serde_json::from_str::<Paper>(&line)
-            .map_err(|e| SkipReason::not_a_paper(&e))
-            .and_then(|paper| paper_events(&paper, &source, &lexicons, &mut seen));
+        let events = serde_json::from_str::<Paper>(&line).map_err(|e| SkipReason::not_a_paper(&e)).and_then(|paper| {
+            let mut events = paper_events(&paper, &source, &lexicons, &mut seen)?;
+            if let Some(generator) = social.as_mut() {
+                if let Some(seeded) = seeded_paper(&paper, &events) {
+                    events.extend(generator.events_for(&paper, &seeded));
+                }
+            }
+            Ok(events)
+        });
         match events {
             Ok(events) => {
                 pending.extend(events);
@@ -355,7 +368,23 @@ pub fn seed_file(
         }
     }
     flush(&mut pending, &mut pending_papers, &mut report)?;
+    if let Some(generator) = social {
+        report.layer = generator.counts.into_iter().map(|(c, n)| (c.to_owned(), n)).collect();
+    }
     Ok(report)
+}
+
+/// The seeded submission among a paper's events, as the scholarly layer refers to it.
+fn seeded_paper(paper: &Paper, events: &[NewEvent]) -> Option<SeededPaper> {
+    events.iter().find_map(|e| match &e.payload {
+        Payload::RecordCreate(w) if w.collection == lexicons::SUBMISSION => Some(SeededPaper {
+            uri: w.uri(),
+            title: w.record.get("title").and_then(serde_json::Value::as_str).unwrap_or_default().to_owned(),
+            owner: SeedAccount { did: w.did.clone(), handle: String::new() },
+            date: paper.date.clone(),
+        }),
+        _ => None,
+    })
 }
 
 #[cfg(test)]

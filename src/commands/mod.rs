@@ -96,7 +96,7 @@ fn require_log(data: &DataArgs, what: &str) -> anyhow::Result<()> {
 pub fn seed(args: SeedArgs) -> anyhow::Result<()> {
     let log = open_log(&args.data)?;
     let started = Instant::now();
-    let options = ingest::seed::SeedOptions { batch_papers: args.batch, limit: args.limit, strict: args.strict };
+    let options = ingest::seed::SeedOptions { batch_papers: args.batch, limit: args.limit, strict: args.strict, social: args.social };
     let mut progress: Option<crate::progress::Progress> = None;
     let report = ingest::seed::seed_file(&args.file, log.as_ref(), &options, &mut |p| {
         progress.get_or_insert_with(|| crate::progress::Progress::new("seeding", "bytes", p.total_bytes)).set(p.bytes);
@@ -114,6 +114,7 @@ pub fn seed(args: SeedArgs) -> anyhow::Result<()> {
         "events": report.events,
         "skippedLines": skipped,
         "skipped": report.skipped.iter().map(|(reason, s)| serde_json::json!({"reason": reason, "count": s.count, "firstLines": s.lines})).collect::<Vec<_>>(),
+        "layer": report.layer,
         "seconds": secs,
         "eventsPerSecond": report.events as f64 / secs.max(1e-9),
     });

@@ -118,7 +118,7 @@ async fn readiness_waits_for_complete_read_models() {
     let log = service.log();
     // The first catch-up showed its progress (stderr is no terminal here: log lines).
     assert!(log.lines().any(|l| l.contains("percent=") && l.contains("eta_seconds")), "no progress lines:\n{log}");
-    for model in ["eprints", "search"] {
+    for model in projections::catalog::MODELS.iter() {
         assert!(
             log.lines().any(|l| l.contains("caught up with the log") && l.contains(&format!("model=\"{model}\""))
                 || l.contains("caught up with the log") && l.contains(&format!("model={model}"))),

@@ -1,0 +1,289 @@
+//! The scholarly layer against a real PDS, as its users would write it: reviews, a reply, an
+//! annotation with a text selector, an endorsement, tags, a citation and a related work,
+//! each written with `com.atproto.repo.createRecord` and seen through its operations; then
+//! updates, deletes and a takedown; then a replay, and a second svc on Kafka + the CQL
+//! server following the same PDS from the start, which must answer the same.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tests::pds::{submission, Account, Pds};
+use tests::{enc, Backend, Service};
+
+const SERVICE_DID: &str = "did:web:svc.test";
+
+/// Polls `path` until `check` accepts the answer; returns it and how long it took.
+async fn until(svc: &Service, path: &str, what: &str, check: impl Fn(u16, &Value) -> bool) -> (Value, Duration) {
+    let started = Instant::now();
+    loop {
+        let (status, _, body) = svc.get(path).await.unwrap();
+        if check(status, &body) {
+            return (body, started.elapsed());
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "{what}: still {status} {body} after 20 s");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+fn rich(text: &str) -> Value {
+    json!([{"$type": "pub.svc.richtext.defs#textItem", "type": "text", "content": text}])
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+fn rkey(uri: &str) -> &str {
+    uri.rsplit('/').next().unwrap()
+}
+
+/// The answers compared across a replay and across backends: every listing of the layer.
+fn queries(paper: &str, other: &str, review: &str, annotation: &str, bob: &Account) -> Vec<String> {
+    let (p, o) = (enc(paper), enc(other));
+    vec![
+        format!("/xrpc/pub.svc.review.listForEprint?eprintUri={p}"),
+        format!("/xrpc/pub.svc.review.getThread?uri={}", enc(review)),
+        format!("/xrpc/pub.svc.review.listForAuthor?reviewerDid={}", bob.did),
+        format!("/xrpc/pub.svc.annotation.listForEprint?eprintUri={p}&includeEntityLinks=true"),
+        format!("/xrpc/pub.svc.annotation.listForPage?eprintUri={p}&pageNumber=3"),
+        format!("/xrpc/pub.svc.annotation.getThread?uri={}", enc(annotation)),
+        format!("/xrpc/pub.svc.endorsement.getSummary?uri={p}"),
+        format!("/xrpc/pub.svc.endorsement.listForEprint?uri={p}"),
+        format!("/xrpc/pub.svc.tag.listForEprint?uri={p}"),
+        "/xrpc/pub.svc.tag.getDetail?tag=graph-neural-networks".into(),
+        format!("/xrpc/pub.svc.eprint.listCitations?uri={o}"),
+        format!("/xrpc/pub.svc.eprint.listRelatedWorks?uri={o}"),
+        format!("/xrpc/pub.svc.discovery.getCitations?uri={p}"),
+        format!("/xrpc/pub.svc.author.getProfile?did={}", bob.did),
+    ]
+}
+
+/// An answer without the times its records entered the log (another svc indexes later).
+fn without_times(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            Value::Object(m.iter().filter(|(k, _)| *k != "indexedAt").map(|(k, v)| (k.clone(), without_times(v))).collect())
+        }
+        Value::Array(a) => Value::Array(a.iter().map(without_times).collect()),
+        other => other.clone(),
+    }
+}
+
+async fn answers(svc: &Service, queries: &[String]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for q in queries {
+        let (status, _, body) = svc.get(q).await.unwrap();
+        assert_eq!(status, 200, "{q}: {body}");
+        out.push(body);
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_scholarly_layer_from_a_real_pds_on_both_backends() {
+    let pds = Pds::start().unwrap();
+    let alice = pds.create_account("alice").await.unwrap();
+    let bob = pds.create_account("bob").await.unwrap();
+    let firehose = |b: Backend| {
+        b.with_env("SVC_FIREHOSE", &pds.ws_url())
+            .with_env("SVC_PLC_URL", &pds.plc_url)
+            .with_env("SVC_HANDLE_RESOLVER", &pds.url)
+            .with_env("SVC_SERVICE_DID", SERVICE_DID)
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let svc = Service::start_with(&data, tests::free_port(), &firehose(Backend::embedded())).await.unwrap();
+    let mut lags = Vec::new();
+
+    let (paper, _) =
+        pds.create_record(&alice, "pub.svc.eprint.submission", &submission("Message Passing on Graphs", &alice, None)).await.unwrap();
+    let (other, _) = pds.create_record(&alice, "pub.svc.eprint.submission", &submission("Graph Transformers", &alice, None)).await.unwrap();
+    let p = enc(&paper);
+
+    // A review, and a reply from the author.
+    let (review, _) = pds
+        .create_record(&bob, "pub.svc.review.comment", &json!({"eprintUri": paper, "body": rich("Strong baselines."), "createdAt": now()}))
+        .await
+        .unwrap();
+    let (body, lag) =
+        until(&svc, &format!("/xrpc/pub.svc.review.listForEprint?eprintUri={p}"), "the review", |s, b| s == 200 && b["total"] == 1).await;
+    lags.push(("review", lag));
+    assert_eq!(body["reviews"][0]["content"], "Strong baselines.");
+    assert_eq!(body["reviews"][0]["author"]["handle"], "bob.test");
+    let (reply, _) = pds
+        .create_record(
+            &alice,
+            "pub.svc.review.comment",
+            &json!({"eprintUri": paper, "body": rich("Thanks!"), "parentComment": review, "createdAt": now()}),
+        )
+        .await
+        .unwrap();
+    let (thread, lag) = until(&svc, &format!("/xrpc/pub.svc.review.getThread?uri={}", enc(&review)), "the reply", |s, b| {
+        s == 200 && b["totalReplies"] == 1
+    })
+    .await;
+    lags.push(("reply", lag));
+    assert_eq!(thread["replies"][0]["uri"], reply.as_str());
+
+    // An annotation on page 3 (0-indexed 2 in the record) with a text selector.
+    let selector = json!({"$type": "pub.svc.annotation.comment#textQuoteSelector", "type": "TextQuoteSelector", "exact": "over-smoothing", "prefix": "avoids "});
+    let (annotation, _) = pds
+        .create_record(
+            &bob,
+            "pub.svc.annotation.comment",
+            &json!({
+            "eprintUri": paper, "body": rich("Citation needed."), "motivationFallback": "questioning",
+            "target": {"selector": selector, "refinedBy": {"type": "TextPositionSelector", "pageNumber": 2, "start": 40, "end": 54}},
+            "createdAt": now()}),
+        )
+        .await
+        .unwrap();
+    let (page, lag) = until(&svc, &format!("/xrpc/pub.svc.annotation.listForPage?eprintUri={p}&pageNumber=3"), "the annotation", |s, b| {
+        s == 200 && b["annotations"].as_array().is_some_and(|a| a.len() == 1)
+    })
+    .await;
+    lags.push(("annotation", lag));
+    assert_eq!(page["annotations"][0]["target"]["selector"]["exact"], "over-smoothing");
+
+    // An endorsement, two tags in two forms, a citation and a related work.
+    pds.create_record(
+        &bob,
+        "pub.svc.review.endorsement",
+        &json!({"eprintUri": paper, "contributions": ["methodological", "empirical"], "createdAt": now()}),
+    )
+    .await
+    .unwrap();
+    let (summary, lag) = until(&svc, &format!("/xrpc/pub.svc.endorsement.getSummary?uri={p}"), "the endorsement", |s, b| {
+        s == 200 && b["totalEndorsements"] == 1
+    })
+    .await;
+    lags.push(("endorsement", lag));
+    assert_eq!(summary["byContribution"]["empirical"], 1);
+    let (tag, _) = pds
+        .create_record(&bob, "pub.svc.eprint.userTag", &json!({"eprintUri": paper, "tag": "Graph Neural Networks", "createdAt": now()}))
+        .await
+        .unwrap();
+    pds.create_record(&alice, "pub.svc.eprint.userTag", &json!({"eprintUri": paper, "tag": "graph_neural_networks", "createdAt": now()}))
+        .await
+        .unwrap();
+    let (tags, lag) = until(&svc, &format!("/xrpc/pub.svc.tag.listForEprint?uri={p}"), "the tags", |s, b| {
+        s == 200 && b["tags"].as_array().is_some_and(|t| t.len() == 2)
+    })
+    .await;
+    lags.push(("tag", lag));
+    assert!(tags["tags"].as_array().unwrap().iter().all(|t| t["normalizedForm"] == "graph-neural-networks"));
+    pds.create_record(&alice, "pub.svc.eprint.citation", &json!({
+        "eprintUri": other, "citedWork": {"title": "Message Passing on Graphs", "svcUri": paper}, "citationType": "extends", "createdAt": now()}))
+        .await
+        .unwrap();
+    let (_, lag) =
+        until(&svc, &format!("/xrpc/pub.svc.eprint.listCitations?uri={}", enc(&other)), "the citation", |s, b| s == 200 && b["total"] == 1)
+            .await;
+    lags.push(("citation", lag));
+    pds.create_record(
+        &alice,
+        "pub.svc.eprint.relatedWork",
+        &json!({"eprintUri": other, "relatedUri": paper, "relationType": "extends", "createdAt": now()}),
+    )
+    .await
+    .unwrap();
+    let (related, lag) = until(&svc, &format!("/xrpc/pub.svc.eprint.listRelatedWorks?uri={}", enc(&other)), "the related work", |s, b| {
+        s == 200 && b["total"] == 1
+    })
+    .await;
+    lags.push(("related work", lag));
+    assert_eq!(related["relatedWorks"][0]["targetTitle"], "Message Passing on Graphs");
+    let (graph, _) =
+        until(&svc, &format!("/xrpc/pub.svc.discovery.getCitations?uri={p}&direction=cited"), "the citation graph", |s, _| s == 200).await;
+    assert_eq!(graph["counts"]["cited"], 1, "{graph}");
+    pds.put_record(&bob, "pub.svc.actor.profile", "self", &json!({"displayName": "Bob B.", "bio": "GNN reviewer"})).await.unwrap();
+    let (profile, _) = until(&svc, &format!("/xrpc/pub.svc.author.getProfile?did={}", bob.did), "the profile", |s, b| {
+        s == 200 && b["profile"]["displayName"] == "Bob B."
+    })
+    .await;
+    assert_eq!(profile["metrics"]["reviewCount"], 1);
+
+    // The caller's own endorsement needs a service-auth token from its PDS.
+    let path = format!("/xrpc/pub.svc.endorsement.getUserEndorsement?uri={p}");
+    let (status, _, _) = svc.get(&path).await.unwrap();
+    assert_eq!(status, 401);
+    let token = pds.service_auth(&bob, SERVICE_DID, "pub.svc.endorsement.getUserEndorsement", None).await.unwrap();
+    let mine: Value =
+        reqwest::Client::new().get(format!("{}{path}", svc.base)).bearer_auth(&token).send().await.unwrap().json().await.unwrap();
+    assert_eq!(mine["endorser"]["did"], bob.did.as_str(), "{mine}");
+    // Alice is notified of the review and the endorsement on her paper, not of her own reply.
+    let token = pds.service_auth(&alice, SERVICE_DID, "pub.svc.notification.listReviewsOnMyPapers", None).await.unwrap();
+    let notes: Value = reqwest::Client::new()
+        .get(format!("{}/xrpc/pub.svc.notification.listReviewsOnMyPapers", svc.base))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(notes["notifications"].as_array().map(Vec::len), Some(1), "{notes}");
+    assert_eq!(notes["notifications"][0]["reviewer"]["did"], bob.did.as_str());
+
+    // An update and a delete follow.
+    pds.put_record(
+        &bob,
+        "pub.svc.review.comment",
+        rkey(&review),
+        &json!({"eprintUri": paper, "body": rich("Strong baselines; see Table 2."), "createdAt": now()}),
+    )
+    .await
+    .unwrap();
+    until(&svc, &format!("/xrpc/pub.svc.review.listForEprint?eprintUri={p}"), "the updated review", |_, b| {
+        b["reviews"].as_array().is_some_and(|r| r.iter().any(|r| r["content"] == "Strong baselines; see Table 2."))
+    })
+    .await;
+    pds.delete_record(&bob, "pub.svc.eprint.userTag", rkey(&tag)).await.unwrap();
+    until(&svc, &format!("/xrpc/pub.svc.tag.listForEprint?uri={p}"), "the deleted tag", |_, b| {
+        b["tags"].as_array().is_some_and(|t| t.len() == 1)
+    })
+    .await;
+
+    // A takedown hides everything Bob wrote; lifting it shows it again.
+    pds.set_takedown(&bob.did, true).await.unwrap();
+    until(&svc, &format!("/xrpc/pub.svc.review.listForEprint?eprintUri={p}"), "the takedown", |_, b| {
+        b["reviews"].as_array().is_some_and(|r| r.iter().all(|r| r["author"]["did"] != bob.did.as_str()))
+    })
+    .await;
+    pds.set_takedown(&bob.did, false).await.unwrap();
+    until(&svc, &format!("/xrpc/pub.svc.review.listForEprint?eprintUri={p}"), "the lifted takedown", |_, b| {
+        b["reviews"].as_array().is_some_and(|r| r.iter().any(|r| r["author"]["did"] == bob.did.as_str()))
+    })
+    .await;
+    for (what, lag) in &lags {
+        println!("{what}: visible {} ms after createRecord answered", lag.as_millis());
+        assert!(*lag < Duration::from_secs(5), "{what} took {lag:?}");
+    }
+
+    // A replay gives the same answers, byte for byte.
+    let queries = queries(&paper, &other, &review, &annotation, &bob);
+    let before = answers(&svc, &queries).await;
+    svc.stop().unwrap();
+    tests::svc(&["replay", "--data-dir", data.to_str().unwrap()]).unwrap();
+    let svc = Service::start_with(&data, tests::free_port(), &firehose(Backend::embedded())).await.unwrap();
+    svc.wait_caught_up().await.unwrap();
+    let after = answers(&svc, &queries).await;
+    for ((q, a), b) in queries.iter().zip(&before).zip(&after) {
+        assert_eq!(a.to_string(), b.to_string(), "{q} changed across the replay");
+    }
+    svc.stop().unwrap();
+
+    // Kafka + the CQL server, following the same PDS from cursor 0, answer the same.
+    let other_dir = tempfile::tempdir().unwrap();
+    let kafka = Service::start_with(&other_dir.path().join("data"), tests::free_port(), &firehose(Backend::kafka_scylla())).await.unwrap();
+    let last = queries.last().unwrap().clone();
+    until(&kafka, &last, "the Kafka + CQL svc catching up", |s, b| s == 200 && b["profile"]["displayName"] == "Bob B.").await;
+    until(&kafka, &format!("/xrpc/pub.svc.tag.listForEprint?uri={p}"), "the deleted tag on Kafka", |_, b| {
+        b["tags"].as_array().is_some_and(|t| t.len() == 1)
+    })
+    .await;
+    let on_kafka = answers(&kafka, &queries).await;
+    for ((q, a), b) in queries.iter().zip(&before).zip(&on_kafka) {
+        assert_eq!(without_times(a), without_times(b), "{q} differs on Kafka + CQL");
+    }
+}
