@@ -97,6 +97,7 @@ struct Scalar {
     minimum: Option<i64>,
     maximum: Option<i64>,
     one_of: Option<Vec<String>>,
+    min_length: Option<i64>,
     max_length: Option<i64>,
     format: Option<String>,
 }
@@ -199,6 +200,7 @@ impl Scalar {
                 .get("enum")
                 .and_then(Value::as_array)
                 .map(|values| values.iter().filter_map(Value::as_str).map(str::to_owned).collect()),
+            min_length: schema.get("minLength").and_then(Value::as_i64),
             max_length: schema.get("maxLength").and_then(Value::as_i64),
             format: schema.get("format").and_then(Value::as_str).map(str::to_owned),
         }
@@ -225,6 +227,9 @@ impl Scalar {
             ScalarType::Str => {
                 if let Some(values) = self.one_of.as_ref().filter(|values| !values.iter().any(|v| v == raw)) {
                     return Err(ValidationError::new(name, format!("must be one of {}", values.join(", "))));
+                }
+                if let Some(min) = self.min_length.filter(|min| (raw.chars().count() as i64) < *min) {
+                    return Err(ValidationError::new(name, format!("must be at least {min} characters")));
                 }
                 if let Some(max) = self.max_length.filter(|max| raw.chars().count() as i64 > *max) {
                     return Err(ValidationError::new(name, format!("must be at most {max} characters")));

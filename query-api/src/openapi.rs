@@ -140,6 +140,19 @@ pub fn document(lexicons: &Lexicons) -> Value {
         }
         list.push(q("did", did(), "alias of `author` (used when `author` is absent)"));
     }
+    // The methods registered as needing a caller: a service-auth token, and 401 without one.
+    for method in crate::xrpc::methods().methods().iter().filter(|m| m.auth == crate::xrpc::Auth::Required) {
+        let verb = match method.kind {
+            crate::xrpc::Kind::Query => "get",
+            crate::xrpc::Kind::Procedure => "post",
+        };
+        if let Some(op) = doc.pointer_mut(&format!("/paths/~1xrpc~1{}/{verb}", method.nsid)) {
+            op["security"] = json!([{"serviceAuth": []}]);
+            let error = json!({"description": "AuthRequired, InvalidToken or ExpiredToken: no valid service-auth token",
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/XrpcError"}}}});
+            op["responses"]["401"] = error;
+        }
+    }
     doc
 }
 

@@ -86,7 +86,7 @@ fn seeding_skips_what_cannot_be_a_record_and_read_commands_refuse_a_mistyped_dat
     // The seeded directory reads fine.
     assert_eq!(svc(&["log", "tail", "--limit", "3", "--data-dir", data.to_str().unwrap()]).unwrap().lines().count(), 3);
     let err = svc(&["dead-letters", "--model", "search", "--data-dir", data.to_str().unwrap()]).unwrap_err().to_string();
-    assert!(err.contains("keeps no dead letters (models that do: eprints)"), "{err}");
+    assert!(err.contains("keeps no dead letters (models that do: eprints, attached)"), "{err}");
     let err = svc(&["dead-letters", "--model", "nope", "--data-dir", data.to_str().unwrap()]).unwrap_err().to_string();
     assert!(err.contains("is not a read model"), "{err}");
 }

@@ -1,8 +1,8 @@
 //! The scholarly layer against a real PDS, as its users would write it: reviews, a reply, an
 //! annotation with a text selector, an endorsement, tags, a citation and a related work,
 //! each written with `com.atproto.repo.createRecord` and seen through its operations; then
-//! updates, deletes and a takedown; then a replay, and a second svc on Kafka + the CQL
-//! server following the same PDS from the start, which must answer the same.
+//! updates, deletes and a takedown; then a replay, and a second svc on the Kafka log
+//! following the same PDS from the start, which must answer the same.
 
 use std::time::{Duration, Instant};
 
@@ -16,11 +16,18 @@ const SERVICE_DID: &str = "did:web:svc.test";
 async fn until(svc: &Service, path: &str, what: &str, check: impl Fn(u16, &Value) -> bool) -> (Value, Duration) {
     let started = Instant::now();
     loop {
-        let (status, _, body) = svc.get(path).await.unwrap();
+        let (status, _, body) = match svc.get(path).await {
+            Ok(answer) => answer,
+            Err(e) => panic!("{what}: {e}\n{}", svc.log()),
+        };
         if check(status, &body) {
             return (body, started.elapsed());
         }
-        assert!(started.elapsed() < Duration::from_secs(20), "{what}: still {status} {body} after 20 s");
+        if started.elapsed() > Duration::from_secs(20) {
+            let log = svc.log();
+            let errors: Vec<&str> = log.lines().filter(|l| l.contains("ERROR")).take(5).collect();
+            panic!("{what}: still {status} {body} after 20 s; first errors: {errors:#?}");
+        }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
@@ -273,17 +280,21 @@ async fn the_scholarly_layer_from_a_real_pds_on_both_backends() {
     }
     svc.stop().unwrap();
 
-    // Kafka + the CQL server, following the same PDS from cursor 0, answer the same.
+    // A svc on the Kafka log, following the same PDS from cursor 0, answers the same. (Its
+    // store is the embedded one: the CQL server these tests can run, kassandra, has no
+    // `ORDER BY`, `LIMIT` or `COUNT`, which every listing needs; see docs/scylla.md.)
     let other_dir = tempfile::tempdir().unwrap();
-    let kafka = Service::start_with(&other_dir.path().join("data"), tests::free_port(), &firehose(Backend::kafka_scylla())).await.unwrap();
+    // (The backend owns the broker: it lives as long as the service.)
+    let kafka_backend = firehose(Backend::kafka());
+    let kafka = Service::start_with(&other_dir.path().join("data"), tests::free_port(), &kafka_backend).await.unwrap();
     let last = queries.last().unwrap().clone();
-    until(&kafka, &last, "the Kafka + CQL svc catching up", |s, b| s == 200 && b["profile"]["displayName"] == "Bob B.").await;
+    until(&kafka, &last, "the Kafka svc catching up", |s, b| s == 200 && b["profile"]["displayName"] == "Bob B.").await;
     until(&kafka, &format!("/xrpc/pub.svc.tag.listForEprint?uri={p}"), "the deleted tag on Kafka", |_, b| {
         b["tags"].as_array().is_some_and(|t| t.len() == 1)
     })
     .await;
     let on_kafka = answers(&kafka, &queries).await;
     for ((q, a), b) in queries.iter().zip(&before).zip(&on_kafka) {
-        assert_eq!(without_times(a), without_times(b), "{q} differs on Kafka + CQL");
+        assert_eq!(without_times(a), without_times(b), "{q} differs on Kafka");
     }
 }
