@@ -3,8 +3,11 @@
 use chrono::{DateTime, NaiveDate, Utc};
 use data_encoding::BASE64URL_NOPAD;
 use lexicons::formats;
+use projections::attached::collections::Listing;
+use projections::attached::read::AttachedReader;
 use projections::eprints::read::{Detail, EprintsReader};
 use projections::search::{SearchCursor, SearchRequest, SortOrder};
+use projections::ProjectionError;
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -26,14 +29,65 @@ struct DetailAuthor<'a> {
 /// Writes the eprint detail around the stored record text, which goes out as the
 /// projection wrote it (valid JSON by construction), neither parsed nor copied twice:
 /// `{uri, cid, author, record, indexedAt, metrics}`.
-fn detail_body(uri: &str, detail: &Detail) -> Result<Body, ApiError> {
+fn detail_body(uri: &str, detail: &Detail, attached: &Attached) -> Result<Body, ApiError> {
     let author =
         DetailAuthor { did: detail.did(), display_name: detail.display_name(), handle: detail.handle().unwrap_or("handle.invalid") };
     let mut w = JsonWriter::object(detail.record().len() + 512);
     w.field("uri", uri)?.field("cid", detail.cid())?.field("author", &author)?;
     w.stored("record", detail.record()).field("indexedAt", detail.indexed_at())?;
-    w.stored("metrics", r#"{"citations":0,"downloads":0,"views":0}"#);
+    w.field("metrics", &json!({"citations": attached.counts.cited_by, "downloads": 0, "views": 0}))?;
+    w.field("counts", &attached.counts)?.field("versions", &attached.versions)?.field("changelogs", &attached.changelogs)?;
     Ok(w.finish())
+}
+
+/// How many records of each kind are attached to an eprint.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AttachedCounts {
+    reviews: u64,
+    annotations: u64,
+    endorsements: u64,
+    tags: u64,
+    /// The user-curated citations the eprint makes (`listCitations`).
+    citations: u64,
+    related_works: u64,
+    /// The citation records that cite the eprint (`metrics.citations`).
+    cited_by: u64,
+}
+
+/// What the eprint detail carries about the records attached to the eprint: counts, and
+/// its version history and changelogs, oldest first.
+struct Attached {
+    counts: AttachedCounts,
+    versions: Vec<Value>,
+    changelogs: Vec<Value>,
+}
+
+/// The most versions and changelogs the detail lists.
+const MAX_HISTORY: usize = 50;
+
+fn attached_of(reader: &AttachedReader, uri: &str) -> Result<Attached, ProjectionError> {
+    let count = |kind: &str| reader.count(&Listing::on_eprint(kind, uri));
+    let counts = AttachedCounts {
+        reviews: count("review")?,
+        annotations: count("annotation")?,
+        endorsements: count("endorsement")?,
+        tags: count("tag")?,
+        citations: count("citation")?,
+        related_works: count("relatedWork")?,
+        cited_by: reader.count(&Listing::pointing_at("citation", uri))?,
+    };
+    // Most eprints have no versions or changelogs: their size row says so without a scan.
+    let history = |kind: &str| -> Result<Vec<Value>, ProjectionError> {
+        let list = Listing::on_eprint(kind, uri);
+        if reader.count(&list)? == 0 {
+            return Ok(Vec::new());
+        }
+        let mut items = reader.all(&list, MAX_HISTORY)?;
+        items.reverse();
+        Ok(items.iter().map(|i| crate::attached::view(i, "author")).collect())
+    };
+    Ok(Attached { counts, versions: history("version")?, changelogs: history("changelog")? })
 }
 
 /// Checks that `uri` is the AT URI of a record and returns it.
@@ -75,15 +129,18 @@ pub(crate) fn blocking<T>(state: &AppState, read: impl FnOnce() -> T) -> T {
 /// The eprint detail of `uri` (the `getSubmission` answer).
 pub fn get(state: &AppState, uri: &str, cid: Option<&str>) -> Result<Body, ApiError> {
     parse_record_uri("uri", uri)?;
-    let detail = blocking(state, || EprintsReader::new(state.store.as_ref())?.detail(uri))?
-        .filter(|d| !d.hidden())
-        .ok_or_else(|| ApiError::record_not_found(format!("no eprint at {uri}")))?;
+    let (detail, attached) = blocking(state, || -> Result<_, ProjectionError> {
+        let Some(detail) = EprintsReader::new(state.store.as_ref())?.detail(uri)?.filter(|d| !d.hidden()) else { return Ok(None) };
+        let attached = attached_of(&AttachedReader::new(state.store.as_ref())?, uri)?;
+        Ok(Some((detail, attached)))
+    })?
+    .ok_or_else(|| ApiError::record_not_found(format!("no eprint at {uri}")))?;
     if let Some(cid) = cid {
         if cid != detail.cid() {
             return Err(ApiError::record_not_found(format!("the indexed record at {uri} has CID {}, not {cid}", detail.cid())));
         }
     }
-    detail_body(uri, &detail)
+    detail_body(uri, &detail, &attached)
 }
 
 /// A page of an author's eprints: `{eprints, cursor?, total}`.

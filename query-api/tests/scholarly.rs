@@ -291,3 +291,21 @@ async fn a_taken_down_account_is_hidden_from_every_listing() {
     let (status, _) = f.get(&format!("/xrpc/pub.svc.author.getProfile?did={BOB}")).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn the_eprint_detail_counts_what_is_attached_and_lists_its_history() {
+    let mut f = scholarly();
+    let path = format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(&paper("p1")));
+    let (status, body) = f.get(&path).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body["counts"],
+        json!({"reviews": 3, "annotations": 2, "endorsements": 2, "tags": 2, "citations": 0, "relatedWorks": 0, "citedBy": 1})
+    );
+    assert_eq!(body["metrics"]["citations"], 1);
+    assert_eq!(body["versions"][0]["versionNumber"], 2);
+    assert_eq!(body["changelogs"][0]["sections"][0]["category"], "corrections");
+    f.apply(vec![delete(BOB, "pub.svc.eprint.userTag", "t1", "3l0000000000x")]);
+    let (_, body) = f.get(&path).await;
+    assert_eq!(body["counts"]["tags"], 1);
+}

@@ -10,7 +10,7 @@ use store::{consumer_name, Columns, Scan, Store, Value};
 use tracing::debug;
 
 use super::collections::{self, Listing, COLLECTIONS};
-use super::{listing, records, MODEL};
+use super::{listing, records, sizes, MODEL};
 use crate::catalog::Mode;
 use crate::rows::{is_deleted, is_stale, listing_key, text, tombstone};
 use crate::staged::Staged;
@@ -32,15 +32,28 @@ impl AttachedProjection {
     }
 
     /// Removes a held record from the listings it appears in.
-    fn unlist(&self, st: &mut Staged, existing: &Columns, position: u64) {
+    fn unlist(&self, st: &mut Staged, existing: &Columns, position: u64) -> Result<(), ProjectionError> {
         if is_deleted(existing) {
-            return;
+            return Ok(());
         }
-        let (Some(uri), Some(at)) = (text(existing, "uri"), existing.get("createdAt").and_then(Value::as_int)) else { return };
+        let (Some(uri), Some(at)) = (text(existing, "uri"), existing.get("createdAt").and_then(Value::as_int)) else { return Ok(()) };
         let lists: Vec<String> = text(existing, "lists").and_then(|l| serde_json::from_str(&l).ok()).unwrap_or_default();
         for partition in lists {
             st.delete(&listing(self.version), &partition, listing_key(at, &uri), position);
+            self.bump(st, &partition, -1, position)?;
         }
+        Ok(())
+    }
+
+    /// Adds `by` to the size kept for a listing (its row in `sizes`), so that a listing's
+    /// size is one row read, on every store.
+    fn bump(&self, st: &mut Staged, partition: &str, by: i64, position: u64) -> Result<(), ProjectionError> {
+        let table = sizes(self.version);
+        let held = st.get(self.store.as_ref(), &table, partition, &[])?.and_then(|c| c.get("n").and_then(Value::as_int)).unwrap_or(0);
+        let mut c = Columns::new();
+        c.insert("n".into(), Value::Int((held + by).max(0)));
+        st.put(&table, partition, Vec::new(), c, position);
+        Ok(())
     }
 
     fn park(&self, st: &mut Staged, event: &Envelope, uri: String, reason: &str) {
@@ -71,7 +84,7 @@ impl AttachedProjection {
             return Ok(());
         }
         if let Some(existing) = &existing {
-            self.unlist(st, existing, position);
+            self.unlist(st, existing, position)?;
         }
         let at = n.created_at.timestamp_micros();
         let mut lists: Vec<String> = n.lists.into_iter().map(|l| l.0).collect();
@@ -80,6 +93,7 @@ impl AttachedProjection {
             let mut c = Columns::new();
             c.insert("uri".into(), Value::Text(uri.clone()));
             st.put(&listing(self.version), partition, listing_key(at, &uri), c, position);
+            self.bump(st, partition, 1, position)?;
         }
         let mut c = Columns::new();
         c.insert("uri".into(), Value::Text(uri.clone()));
@@ -105,7 +119,7 @@ impl AttachedProjection {
             return Ok(());
         }
         if let Some(existing) = &existing {
-            self.unlist(st, existing, position);
+            self.unlist(st, existing, position)?;
         }
         st.put(&table, &uri, Vec::new(), tombstone(&uri, Value::Text(d.rev.clone()), position), position);
         Ok(())
@@ -133,7 +147,7 @@ impl AttachedProjection {
             if is_deleted(&existing) {
                 continue;
             }
-            self.unlist(st, &existing, position);
+            self.unlist(st, &existing, position)?;
             let rev = existing.get("rev").cloned().unwrap_or(Value::Null);
             st.put(&records, &uri, Vec::new(), tombstone(&uri, rev, position), position);
         }

@@ -7,7 +7,7 @@ use serde_json::Value as Json;
 use store::{Columns, Scan, Store, Value};
 
 use super::collections::Listing;
-use super::{listing, records, MODEL};
+use super::{listing, records, sizes, MODEL};
 use crate::eprints::read::{Account, EprintsReader};
 use crate::rows::is_deleted;
 use crate::ProjectionError;
@@ -134,7 +134,8 @@ impl<'a> AttachedReader<'a> {
     /// How many records a listing holds.
     pub fn count(&self, list: &Listing) -> Result<u64, ProjectionError> {
         let Some(v) = self.version else { return Ok(0) };
-        Ok(self.store.count(&listing(v), &list.0)?)
+        let row = self.store.get(&sizes(v), &list.0, &[])?;
+        Ok(row.and_then(|c| c.get("n").and_then(Value::as_int)).unwrap_or(0).max(0) as u64)
     }
 
     /// A page of a listing, newest first, starting after `after`: `next` is set exactly when
@@ -155,7 +156,7 @@ impl<'a> AttachedReader<'a> {
                 items.push(item);
             }
         }
-        Ok(Page { items, next, total: self.store.count(&listing(v), &list.0)? })
+        Ok(Page { items, next, total: self.count(list)? })
     }
 
     /// A page of the records of a listing that satisfy `keep`, newest first, after `after`.
