@@ -24,7 +24,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::events::{AccountChange, IdentityChange, RecordDelete, RecordWrite, Rejected};
+use crate::events::{AccountChange, BacklinkChange, IdentityChange, RecordDelete, RecordWrite, Rejected};
 use crate::{CodecError, Envelope, EventKind, NewEvent, Payload, Position, Source, CURRENT_SCHEMA_VERSION};
 
 #[derive(Serialize)]
@@ -97,6 +97,7 @@ impl<'de> Deserialize<'de> for StoredRead {
                                 Some(EventKind::Identity) => PayloadRead::Current(Payload::Identity(map.next_value()?)),
                                 Some(EventKind::Account) => PayloadRead::Current(Payload::Account(map.next_value()?)),
                                 Some(EventKind::Rejected) => PayloadRead::Current(Payload::Rejected(map.next_value()?)),
+                                Some(EventKind::Backlink) => PayloadRead::Current(Payload::Backlink(map.next_value()?)),
                                 None => PayloadRead::Raw(map.next_value()?),
                             });
                         }
@@ -190,6 +191,7 @@ fn decode_v1(kind: &str, payload: ciborium::Value) -> Result<Payload, CodecError
         EventKind::Identity => Payload::Identity(de::<IdentityChange>(payload)?),
         EventKind::Account => Payload::Account(de::<AccountChange>(payload)?),
         EventKind::Rejected => Payload::Rejected(de::<Rejected>(payload)?),
+        EventKind::Backlink => Payload::Backlink(de::<BacklinkChange>(payload)?),
     })
 }
 

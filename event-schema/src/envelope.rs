@@ -86,17 +86,20 @@ pub enum EventKind {
     Account,
     /// Ingest refused a repository change.
     Rejected,
+    /// A backlink was created or withdrawn through the API.
+    Backlink,
 }
 
 impl EventKind {
     /// Every kind, in a stable order.
-    pub const ALL: [EventKind; 6] = [
+    pub const ALL: [EventKind; 7] = [
         EventKind::RecordCreate,
         EventKind::RecordUpdate,
         EventKind::RecordDelete,
         EventKind::Identity,
         EventKind::Account,
         EventKind::Rejected,
+        EventKind::Backlink,
     ];
 
     /// The kind's name on the wire and in the JSON view.
@@ -108,6 +111,7 @@ impl EventKind {
             EventKind::Identity => "repo.identity",
             EventKind::Account => "repo.account",
             EventKind::Rejected => "repo.rejected",
+            EventKind::Backlink => "command.backlink",
         }
     }
 

@@ -11,6 +11,7 @@ mod applied;
 pub mod attached;
 pub mod auth;
 pub mod body;
+pub mod command;
 pub mod eprints;
 pub mod error;
 mod health;

@@ -309,3 +309,49 @@ async fn the_eprint_detail_counts_what_is_attached_and_lists_its_history() {
     let (_, body) = f.get(&path).await;
     assert_eq!(body["counts"]["tags"], 1);
 }
+
+fn backlink(source: &str, kind: &str, target: &str, deleted: bool) -> NewEvent {
+    NewEvent {
+        key: source.into(),
+        source: Source::Command { nsid: "pub.svc.backlink.create".into(), caller: BOB.into(), host: "http://svc.test".into() },
+        payload: Payload::Backlink(event_schema::BacklinkChange {
+            source_uri: source.into(),
+            source_type: kind.into(),
+            target_uri: target.into(),
+            context: Some("worth reading".into()),
+            deleted,
+            caller: BOB.into(),
+        }),
+    }
+}
+
+#[tokio::test]
+async fn backlinks_are_listed_counted_and_softly_deleted() {
+    let mut f = scholarly();
+    let post = format!("at://{BOB}/app.bsky.feed.post/3l0000000000a");
+    let list = format!("at://{CAROL}/pub.leaflet.list/3l0000000000b");
+    f.apply(vec![backlink(&post, "bluesky.post", &paper("p1"), false), backlink(&list, "leaflet.list", &paper("p1"), false)]);
+    let p1 = enc(&paper("p1"));
+    let (status, counts) = f.get(&format!("/xrpc/pub.svc.backlink.getCounts?targetUri={p1}")).await;
+    assert_eq!(status, StatusCode::OK, "{counts}");
+    assert_eq!((counts["total"].as_u64(), counts["blueskyPosts"].as_u64(), counts["leafletLists"].as_u64()), (Some(2), Some(1), Some(1)));
+    let (_, listed) = f.get(&format!("/xrpc/pub.svc.backlink.list?uri={p1}&sourceType=bluesky.post")).await;
+    assert_eq!(listed["backlinks"][0]["sourceUri"], post.as_str(), "{listed}");
+    let id = listed["backlinks"][0]["id"].as_i64().unwrap();
+    // A delete is soft: the backlink leaves the answers; a re-created one keeps its id.
+    f.apply(vec![backlink(&post, "bluesky.post", &paper("p1"), true)]);
+    let (_, counts) = f.get(&format!("/xrpc/pub.svc.backlink.getCounts?targetUri={p1}")).await;
+    assert_eq!(counts["total"], 1);
+    f.apply(vec![backlink(&post, "bluesky.post", &paper("p1"), false)]);
+    let (_, listed) = f.get(&format!("/xrpc/pub.svc.backlink.list?targetUri={p1}&sourceType=bluesky.post")).await;
+    assert_eq!(listed["backlinks"][0]["id"].as_i64(), Some(id));
+    // Creating and deleting need a verified caller.
+    let (status, body) = f
+        .call(
+            axum::http::Method::POST,
+            "/xrpc/pub.svc.backlink.create",
+            Some(json!({"sourceUri": post, "sourceType": "other", "targetUri": paper("p1")})),
+        )
+        .await;
+    assert_eq!((status, body["error"].as_str()), (StatusCode::UNAUTHORIZED, Some("AuthRequired")));
+}

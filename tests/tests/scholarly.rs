@@ -112,8 +112,10 @@ async fn the_scholarly_layer_from_a_real_pds_on_both_backends() {
         .create_record(&bob, "pub.svc.review.comment", &json!({"eprintUri": paper, "body": rich("Strong baselines."), "createdAt": now()}))
         .await
         .unwrap();
-    let (body, lag) =
-        until(&svc, &format!("/xrpc/pub.svc.review.listForEprint?eprintUri={p}"), "the review", |s, b| s == 200 && b["total"] == 1).await;
+    let (body, lag) = until(&svc, &format!("/xrpc/pub.svc.review.listForEprint?eprintUri={p}"), "the review", |s, b| {
+        s == 200 && b["total"] == 1 && b["reviews"][0]["author"]["handle"] == "bob.test"
+    })
+    .await;
     lags.push(("review", lag));
     assert_eq!(body["reviews"][0]["content"], "Strong baselines.");
     assert_eq!(body["reviews"][0]["author"]["handle"], "bob.test");
@@ -231,6 +233,23 @@ async fn the_scholarly_layer_from_a_real_pds_on_both_backends() {
         .unwrap();
     assert_eq!(notes["notifications"].as_array().map(Vec::len), Some(1), "{notes}");
     assert_eq!(notes["notifications"][0]["reviewer"]["did"], bob.did.as_str());
+
+    // A backlink reported by a verified caller (a command event), then withdrawn.
+    let post = format!("at://{}/app.bsky.feed.post/3lbacklink2aa", bob.did);
+    let token = pds.service_auth(&bob, SERVICE_DID, "pub.svc.backlink.create", None).await.unwrap();
+    let input = json!({"sourceUri": post, "sourceType": "bluesky.post", "targetUri": paper, "context": "worth a read"});
+    let (status, made) = svc.post("/xrpc/pub.svc.backlink.create", Some(&token), &input).await.unwrap();
+    assert_eq!(status, 200, "{made}");
+    assert_eq!((made["sourceUri"].as_str(), made["deleted"].as_bool()), (Some(post.as_str()), Some(false)));
+    let (_, _, counts) = svc.get(&format!("/xrpc/pub.svc.backlink.getCounts?targetUri={p}")).await.unwrap();
+    assert_eq!((counts["blueskyPosts"].as_u64(), counts["total"].as_u64()), (Some(1), Some(1)), "{counts}");
+    let (status, _) = svc.post("/xrpc/pub.svc.backlink.create", Some(&token), &input).await.unwrap();
+    assert_eq!(status, 401, "a token is used once");
+    let token = pds.service_auth(&bob, SERVICE_DID, "pub.svc.backlink.delete", None).await.unwrap();
+    let (status, done) = svc.post("/xrpc/pub.svc.backlink.delete", Some(&token), &json!({"sourceUri": post})).await.unwrap();
+    assert_eq!((status, done["success"].as_bool()), (200, Some(true)), "{done}");
+    let (_, _, counts) = svc.get(&format!("/xrpc/pub.svc.backlink.getCounts?targetUri={p}")).await.unwrap();
+    assert_eq!(counts["total"], 0, "{counts}");
 
     // An update and a delete follow.
     pds.put_record(

@@ -1,11 +1,13 @@
 //! Event payloads, one file per family.
 
 mod account;
+mod backlink;
 mod identity;
 mod record;
 mod rejected;
 
 pub use account::{AccountChange, AccountStatus};
+pub use backlink::BacklinkChange;
 pub use identity::IdentityChange;
 pub use record::{RecordDelete, RecordWrite};
 pub use rejected::Rejected;
@@ -30,6 +32,8 @@ pub enum Payload {
     Account(AccountChange),
     /// A repository change ingest refused.
     Rejected(Rejected),
+    /// A backlink created or withdrawn through the API (a command).
+    Backlink(BacklinkChange),
 }
 
 impl Payload {
@@ -42,6 +46,7 @@ impl Payload {
             Payload::Identity(_) => EventKind::Identity,
             Payload::Account(_) => EventKind::Account,
             Payload::Rejected(_) => EventKind::Rejected,
+            Payload::Backlink(_) => EventKind::Backlink,
         }
     }
 
@@ -53,6 +58,7 @@ impl Payload {
             Payload::Identity(i) => &i.did,
             Payload::Account(a) => &a.did,
             Payload::Rejected(r) => &r.did,
+            Payload::Backlink(b) => &b.caller,
         }
     }
 }

@@ -4,13 +4,13 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use chrono::SecondsFormat;
-use event_schema::{AccountStatus, Envelope, Payload, RecordDelete, RecordWrite};
+use event_schema::{AccountStatus, BacklinkChange, Envelope, Payload, RecordDelete, RecordWrite};
 use lexicons::Lexicons;
 use store::{consumer_name, Columns, Scan, Store, Value};
 use tracing::debug;
 
 use super::collections::{self, Listing, COLLECTIONS};
-use super::{listing, records, sizes, MODEL};
+use super::{backlink_sources, backlinks, listing, records, sizes, MODEL};
 use crate::catalog::Mode;
 use crate::rows::{is_deleted, is_stale, listing_key, text, tombstone};
 use crate::staged::Staged;
@@ -155,6 +155,28 @@ impl AttachedProjection {
     }
 }
 
+impl AttachedProjection {
+    /// Creates, updates or (softly) deletes one backlink, in both of its tables.
+    fn backlink(&self, st: &mut Staged, event: &Envelope, b: &BacklinkChange) -> Result<(), ProjectionError> {
+        let position = event.position.ordinal();
+        let by_target = backlinks(self.version);
+        let held = st.get(self.store.as_ref(), &by_target, &b.target_uri, b.source_uri.as_bytes())?;
+        let id = held.as_ref().and_then(|c| c.get("id").and_then(Value::as_int)).unwrap_or(position as i64);
+        let mut c = Columns::new();
+        c.insert("id".into(), Value::Int(id));
+        c.insert("sourceUri".into(), Value::Text(b.source_uri.clone()));
+        c.insert("sourceType".into(), Value::Text(b.source_type.clone()));
+        c.insert("targetUri".into(), Value::Text(b.target_uri.clone()));
+        c.insert("context".into(), b.context.clone().map_or(Value::Null, Value::Text));
+        c.insert("indexedAt".into(), Value::Text(event.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true)));
+        c.insert("deleted".into(), Value::Bool(b.deleted));
+        c.insert("caller".into(), Value::Text(b.caller.clone()));
+        st.put(&backlink_sources(self.version), &b.source_uri, b.target_uri.as_bytes().to_vec(), c.clone(), position);
+        st.put(&by_target, &b.target_uri, b.source_uri.as_bytes().to_vec(), c, position);
+        Ok(())
+    }
+}
+
 /// Whether the model keeps records of `collection`.
 pub fn keeps(collection: &str) -> bool {
     COLLECTIONS.contains(&collection)
@@ -182,6 +204,7 @@ impl Projection for AttachedProjection {
             match &event.payload {
                 Payload::RecordCreate(w) | Payload::RecordUpdate(w) if keeps(&w.collection) => self.write(&mut st, event, w)?,
                 Payload::RecordDelete(d) if keeps(&d.collection) => self.delete(&mut st, d, position)?,
+                Payload::Backlink(b) => self.backlink(&mut st, event, b)?,
                 Payload::Account(a) if a.status == Some(AccountStatus::Deleted) => {
                     self.remove_account_records(&mut st, &a.did, position)?
                 }

@@ -15,6 +15,12 @@
 //!   unlisted, so a total is one row read on every store (the CQL test server has no
 //!   `COUNT`). On ScyllaDB a batch cut short and applied again may count twice: see
 //!   docs/decisions.md.
+//! - `backlinks`: target URI → source URI: id, sourceUri, sourceType, targetUri, context,
+//!   indexedAt, deleted. Backlinks are command events (`pub.svc.backlink.create`,
+//!   `delete`), not records; `id` is the log position of the event that first made it, so
+//!   a replay gives the same ids. A delete marks the row deleted (soft).
+//! - `backlink_sources`: source URI → target URI: the same row, to find what one source
+//!   links to.
 //! - `dead_letters`: see [`crate::deadletter`].
 
 mod apply;
@@ -29,7 +35,7 @@ use store::TableRef;
 pub const MODEL: &str = "attached";
 
 /// The tables of the model, for dropping a version.
-pub const TABLES: &[&str] = &["records", "listing", "sizes", "dead_letters"];
+pub const TABLES: &[&str] = &["records", "listing", "sizes", "backlinks", "backlink_sources", "dead_letters"];
 
 pub(crate) fn records(version: u32) -> TableRef {
     TableRef::new(MODEL, version, "records")
@@ -37,6 +43,14 @@ pub(crate) fn records(version: u32) -> TableRef {
 
 pub(crate) fn listing(version: u32) -> TableRef {
     TableRef::new(MODEL, version, "listing")
+}
+
+pub(crate) fn backlinks(version: u32) -> TableRef {
+    TableRef::new(MODEL, version, "backlinks")
+}
+
+pub(crate) fn backlink_sources(version: u32) -> TableRef {
+    TableRef::new(MODEL, version, "backlink_sources")
 }
 
 pub(crate) fn sizes(version: u32) -> TableRef {

@@ -7,7 +7,7 @@ use serde_json::Value as Json;
 use store::{Columns, Scan, Store, Value};
 
 use super::collections::Listing;
-use super::{listing, records, sizes, MODEL};
+use super::{backlink_sources, backlinks, listing, records, sizes, MODEL};
 use crate::eprints::read::{Account, EprintsReader};
 use crate::rows::is_deleted;
 use crate::ProjectionError;
@@ -37,6 +37,41 @@ impl Item {
     /// The item's key in the listings it appears in (a cursor after it).
     pub fn listing_key(&self) -> Vec<u8> {
         crate::rows::listing_key(self.created_at, &self.uri)
+    }
+}
+
+/// A backlink (`#backlink` of the API).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Backlink {
+    /// The log position of the event that first made it.
+    pub id: i64,
+    /// The AT URI of the record that links.
+    pub source_uri: String,
+    /// What kind of record links.
+    pub source_type: String,
+    /// The AT URI of the record linked to.
+    pub target_uri: String,
+    /// Text around the link.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    /// When its latest event entered the log.
+    pub indexed_at: String,
+    /// Withdrawn (soft-deleted).
+    pub deleted: bool,
+}
+
+impl Backlink {
+    fn of(c: &Columns) -> Backlink {
+        Backlink {
+            id: c.get("id").and_then(Value::as_int).unwrap_or_default(),
+            source_uri: text(c, "sourceUri").to_owned(),
+            source_type: text(c, "sourceType").to_owned(),
+            target_uri: text(c, "targetUri").to_owned(),
+            context: c.get("context").and_then(Value::as_text).map(str::to_owned),
+            indexed_at: text(c, "indexedAt").to_owned(),
+            deleted: c.get("deleted").and_then(Value::as_bool) == Some(true),
+        }
     }
 }
 
@@ -180,6 +215,30 @@ impl<'a> AttachedReader<'a> {
             None
         };
         Ok(Page { items: rest, next, total })
+    }
+
+    /// The backlinks to `target` (deleted ones too), by source URI, up to `max`.
+    pub fn backlinks_to(&self, target: &str, max: usize) -> Result<Vec<Backlink>, ProjectionError> {
+        self.backlink_rows(&backlinks, target, max)
+    }
+
+    /// The backlinks from `source` (deleted ones too), by target URI, up to `max`.
+    pub fn backlinks_from(&self, source: &str, max: usize) -> Result<Vec<Backlink>, ProjectionError> {
+        self.backlink_rows(&backlink_sources, source, max)
+    }
+
+    fn backlink_rows(&self, table: &dyn Fn(u32) -> store::TableRef, partition: &str, max: usize) -> Result<Vec<Backlink>, ProjectionError> {
+        let Some(v) = self.version else { return Ok(Vec::new()) };
+        let mut out = Vec::new();
+        let mut scan = Scan::first(max.min(1000));
+        loop {
+            let page = self.store.scan(&table(v), partition, &scan)?;
+            out.extend(page.rows.iter().map(|r| Backlink::of(&r.columns)));
+            match page.next {
+                Some(next) if out.len() < max => scan.after = Some(next),
+                _ => return Ok(out),
+            }
+        }
     }
 
     /// Every record of a listing, newest first, up to `max`.

@@ -9,6 +9,7 @@
 
 mod annotation;
 mod author;
+mod backlink;
 pub mod catalog;
 mod discovery;
 mod endorsement;
@@ -38,6 +39,7 @@ pub fn methods() -> Routes {
         .merge(tag::routes())
         .merge(discovery::routes())
         .merge(author::routes())
+        .merge(backlink::routes())
         .merge(notification::routes())
         .merge(sync::routes())
 }

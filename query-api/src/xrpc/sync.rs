@@ -7,15 +7,13 @@
 //! repository holds to the log as a command event and answer once this node's read models
 //! have applied it (or after [`APPLY_WAIT`], the event being in the log either way).
 
-use std::time::Duration;
-
 use chrono::{SecondsFormat, Utc};
 use event_schema::Source;
 use ingest::fetch::{FetchError, ProvenRecord};
 use projections::attached::read::AttachedReader;
 use projections::eprints::read::EprintsReader;
 use serde_json::{json, Value};
-use tracing::{info, warn};
+use tracing::info;
 
 use super::method::{Answer, Auth, Call, Routes};
 use crate::auth::Caller;
@@ -32,8 +30,7 @@ pub fn routes() -> Routes {
         .procedure("pub.svc.sync.deleteRecord", Auth::Required, delete_record)
 }
 
-/// How long a procedure waits for the read models to apply its event.
-pub const APPLY_WAIT: Duration = Duration::from_secs(5);
+pub use crate::command::APPLY_WAIT;
 
 /// The collections `deleteRecord` accepts: the contract's list, and eprint submissions (the
 /// reference's `deleteRecord` takes any record of the caller's repository).
@@ -219,20 +216,9 @@ async fn delete_record(c: Call) -> Answer {
     Body::json(&json!({"success": true, "deleted": true, "uri": t.uri, "deletedAt": deleted_at}))
 }
 
-/// Appends the event of `proven` and waits (up to [`APPLY_WAIT`]) for the read models.
+/// Appends the event of `proven` as a command of `caller` (see [`crate::command`]).
 async fn append(state: &AppState, proven: &ProvenRecord, nsid: &str, caller: &Caller) -> Result<(), ApiError> {
     let source = Source::Command { nsid: nsid.to_owned(), caller: caller.did.clone(), host: proven.pds.clone() };
     let event = proven.event(&source).map_err(|why| ApiError::upstream(format!("the repository's record is unusable: {why}")))?;
-    let log = state.log.clone();
-    let position = tokio::task::spawn_blocking(move || log.append(&[event]))
-        .await
-        .map_err(|e| ApiError::internal(e.to_string()))?
-        .map_err(ApiError::from_error)?
-        .into_iter()
-        .next()
-        .ok_or_else(|| ApiError::internal("the log returned no position"))?;
-    if !crate::applied::wait(state, position, APPLY_WAIT).await {
-        warn!(uri = proven.uri(), "the read models did not apply a sync event in time (it is in the log)");
-    }
-    Ok(())
+    crate::command::append(state, event).await
 }

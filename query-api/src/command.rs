@@ -1,0 +1,32 @@
+//! Procedures as command events (principle 1): append the event, then wait, bounded, until
+//! this node's read models have applied it (principle 7), so the caller's next read sees
+//! its own write.
+
+use std::time::Duration;
+
+use event_schema::NewEvent;
+use tracing::warn;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// How long a procedure waits for the read models to apply its event.
+pub const APPLY_WAIT: Duration = Duration::from_secs(5);
+
+/// Appends `event` and waits up to [`APPLY_WAIT`] for the read models to apply it; the
+/// event is in the log either way (a slow projection only delays its effect).
+pub async fn append(state: &AppState, event: NewEvent) -> Result<(), ApiError> {
+    let log = state.log.clone();
+    let what = format!("{} {}", event.payload.kind().as_str(), event.key);
+    let position = tokio::task::spawn_blocking(move || log.append(&[event]))
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?
+        .map_err(ApiError::from_error)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| ApiError::internal("the log returned no position"))?;
+    if !crate::applied::wait(state, position, APPLY_WAIT).await {
+        warn!(event = what, "the read models did not apply a command event in time (it is in the log)");
+    }
+    Ok(())
+}

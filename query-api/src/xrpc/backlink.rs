@@ -1,0 +1,134 @@
+//! `pub.svc.backlink.*`: links to svc's records from other applications' records. They are
+//! not repository records svc indexes but entries callers report: `create` and `delete`
+//! (auth required, any verified caller) append command events; `list` and `getCounts` read
+//! the attached model.
+
+use event_schema::{BacklinkChange, NewEvent, Payload, Source};
+use projections::attached::read::Backlink;
+use serde_json::{json, Value};
+
+use super::method::{Answer, Auth, Call, Routes};
+use crate::attached::{read, uri_param, FILTER_MAX};
+use crate::body::Body;
+use crate::error::ApiError;
+
+/// The namespace's methods.
+pub fn routes() -> Routes {
+    Routes::new()
+        .query("pub.svc.backlink.list", list)
+        .aliases(&[("uri", "targetUri"), ("source", "sourceType")])
+        .query("pub.svc.backlink.getCounts", get_counts)
+        .aliases(&[("uri", "targetUri")])
+        .procedure("pub.svc.backlink.create", Auth::Required, create)
+        .procedure("pub.svc.backlink.delete", Auth::Required, delete)
+}
+
+/// The source types and the `getCounts` field each is counted in.
+pub const SOURCE_TYPES: &[(&str, &str)] = &[
+    ("cosmik.collection", "cosmikCollections"),
+    ("leaflet.list", "leafletLists"),
+    ("whitewind.blog", "whitewindBlogs"),
+    ("bluesky.post", "blueskyPosts"),
+    ("bluesky.embed", "blueskyEmbeds"),
+    ("other", "other"),
+];
+
+/// The backlinks to a target that are not deleted, by source URI.
+fn live(c: &Call, target: &str) -> Result<Vec<Backlink>, ApiError> {
+    Ok(read(&c.state, |r| r.backlinks_to(target, FILTER_MAX))?.into_iter().filter(|b| !b.deleted).collect())
+}
+
+/// `pub.svc.backlink.list`: `{backlinks, cursor?, hasMore}`, by source URI; `sourceType`
+/// keeps one kind. Withdrawn backlinks are left out.
+fn list(c: &Call) -> Answer {
+    let target = uri_param(c, "targetUri")?;
+    let kind = c.params.str("sourceType");
+    let after = c.params.str("cursor");
+    let mut rest: Vec<Backlink> = live(c, target)?
+        .into_iter()
+        .filter(|b| kind.is_none_or(|k| b.source_type == k) && after.is_none_or(|a| b.source_uri.as_str() > a))
+        .collect();
+    let limit = c.limit(50);
+    let has_more = rest.len() > limit;
+    rest.truncate(limit);
+    let mut out = json!({"backlinks": rest, "hasMore": has_more});
+    if has_more {
+        out["cursor"] = json!(rest.last().map(|b| b.source_uri.clone()));
+    }
+    Body::json(&out)
+}
+
+/// `pub.svc.backlink.getCounts`: the backlinks to a target per source type, and `total`.
+fn get_counts(c: &Call) -> Answer {
+    let target = uri_param(c, "targetUri")?;
+    let links = live(c, target)?;
+    let mut out = json!({"total": links.len()});
+    for (kind, field) in SOURCE_TYPES {
+        out[*field] = json!(links.iter().filter(|b| b.source_type == *kind).count());
+    }
+    Body::json(&out)
+}
+
+fn text(input: &Value, field: &str) -> Option<String> {
+    input.get(field).and_then(Value::as_str).map(str::to_owned)
+}
+
+fn command(c: &Call, nsid: &str, change: BacklinkChange) -> NewEvent {
+    let caller = change.caller.clone();
+    NewEvent {
+        key: change.source_uri.clone(),
+        source: Source::Command { nsid: nsid.to_owned(), caller, host: c.state.identity.public_url.clone() },
+        payload: Payload::Backlink(change),
+    }
+}
+
+/// `pub.svc.backlink.create` (auth required): `{sourceUri, sourceType, targetUri, context?}`
+/// → the `#backlink`, once this node's read models show it.
+async fn create(c: Call) -> Answer {
+    let caller = c.caller()?.did.clone();
+    let (source, target) = (text(&c.input, "sourceUri").unwrap_or_default(), text(&c.input, "targetUri").unwrap_or_default());
+    crate::eprints::parse_record_uri("sourceUri", &source)?;
+    crate::eprints::parse_record_uri("targetUri", &target)?;
+    let change = BacklinkChange {
+        source_uri: source.clone(),
+        source_type: text(&c.input, "sourceType").unwrap_or_default(),
+        target_uri: target.clone(),
+        context: text(&c.input, "context"),
+        deleted: false,
+        caller,
+    };
+    crate::command::append(&c.state, command(&c, "pub.svc.backlink.create", change)).await?;
+    let made = read(&c.state, |r| r.backlinks_from(&source, FILTER_MAX))?.into_iter().find(|b| b.target_uri == target);
+    let made = made.ok_or_else(|| {
+        ApiError::new(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            crate::error::ErrorCode::ServiceUnavailable,
+            "the backlink is in the log but not applied yet",
+        )
+    })?;
+    Body::json(&made)
+}
+
+/// `pub.svc.backlink.delete` (auth required): `{sourceUri}` withdraws every backlink from the
+/// source (soft: they stay, marked deleted) → `{success}`; `NotFound` when it has none.
+async fn delete(c: Call) -> Answer {
+    let caller = c.caller()?.did.clone();
+    let source = text(&c.input, "sourceUri").unwrap_or_default();
+    crate::eprints::parse_record_uri("sourceUri", &source)?;
+    let links: Vec<Backlink> = read(&c.state, |r| r.backlinks_from(&source, FILTER_MAX))?.into_iter().filter(|b| !b.deleted).collect();
+    if links.is_empty() {
+        return Err(ApiError::not_found(format!("no backlink from {source}")));
+    }
+    for b in links {
+        let change = BacklinkChange {
+            source_uri: b.source_uri,
+            source_type: b.source_type,
+            target_uri: b.target_uri,
+            context: b.context,
+            deleted: true,
+            caller: caller.clone(),
+        };
+        crate::command::append(&c.state, command(&c, "pub.svc.backlink.delete", change)).await?;
+    }
+    Body::json(&json!({"success": true}))
+}
