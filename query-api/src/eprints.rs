@@ -3,10 +3,10 @@
 use chrono::{DateTime, NaiveDate, Utc};
 use data_encoding::BASE64URL_NOPAD;
 use lexicons::formats;
-use projections::attached::collections::Listing;
+use projections::attached::collections::{normalize_tag, Listing};
 use projections::attached::read::AttachedReader;
 use projections::eprints::read::{Detail, EprintsReader};
-use projections::search::{SearchCursor, SearchRequest, SortOrder};
+use projections::search::{Facet, Highlight, SearchCursor, SearchRequest, SortOrder};
 use projections::ProjectionError;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -180,6 +180,12 @@ pub struct SearchArgs {
     pub limit: usize,
     /// The cursor given back.
     pub cursor: Option<String>,
+    /// Tags, in any of their forms: a hit carries at least one (svc's extension).
+    pub tags: Vec<String>,
+    /// Facets to count over every match (svc's extension).
+    pub facets: Vec<Facet>,
+    /// Whether to mark the matched words of each hit (svc's extension).
+    pub highlight: bool,
 }
 
 /// Parses an ISO 8601 date or datetime; a bare date means its first (or, for an upper
@@ -215,6 +221,10 @@ pub struct SearchPage {
     pub cursor: Option<String>,
     /// How many eprints match in all.
     pub total: usize,
+    /// Facet counts over every match, when asked for (svc's extension).
+    pub facets: Option<Value>,
+    /// The matched words of each hit, when asked for (svc's extension).
+    pub highlights: Option<Vec<Highlight>>,
 }
 
 impl SearchPage {
@@ -226,6 +236,12 @@ impl SearchPage {
             w.field("cursor", cursor)?;
         }
         w.stored_array(list, self.hits.iter().map(String::as_str)).field("total", &self.total)?;
+        if let Some(facets) = &self.facets {
+            w.field("facets", facets)?;
+        }
+        if let Some(highlights) = &self.highlights {
+            w.field("highlights", highlights)?;
+        }
         Ok(w.finish())
     }
 }
@@ -253,16 +269,62 @@ pub async fn search(state: &AppState, args: SearchArgs) -> Result<SearchPage, Ap
         sort,
         limit: args.limit,
         cursor: None,
+        tags: Vec::new(),
+        within: None,
     };
+    if !args.tags.is_empty() {
+        // The eprints carrying any of the tags (in any of their forms), from the attached model.
+        let tags: Vec<String> = args.tags.iter().map(|t| normalize_tag(t)).filter(|t| !t.is_empty()).collect();
+        let uris = crate::attached::read(state, |r| {
+            let mut uris = std::collections::BTreeSet::new();
+            for tag in &tags {
+                for item in r.all(&Listing::tagged(tag), crate::attached::FILTER_MAX)? {
+                    if let Some(uri) = item.view["eprintUri"].as_str() {
+                        uris.insert(uri.to_owned());
+                    }
+                }
+            }
+            Ok(uris)
+        })?;
+        request.tags = tags;
+        request.within = Some(uris.into_iter().collect());
+    }
     request.cursor = args
         .cursor
         .as_deref()
         .map(|c| SearchCursor::decode(c, &request).map_err(|e| ApiError::invalid_param("cursor", e.to_string())))
         .transpose()?;
-    let Some(index) = state.search_index()? else { return Ok(SearchPage { hits: Vec::new(), cursor: None, total: 0 }) };
+    let empty = || SearchPage { hits: Vec::new(), cursor: None, total: 0, facets: None, highlights: None };
+    let Some(index) = state.search_index()? else { return Ok(empty()) };
     let _slot = state.searches.acquire().await.map_err(|_| ApiError::internal("the search slots are closed"))?;
-    let results = tokio::task::spawn_blocking(move || index.search(&request))
-        .await
-        .map_err(|e| ApiError::internal(format!("the search task failed: {e}")))??;
-    Ok(SearchPage { hits: results.hits, cursor: results.next.map(|c| c.encode()), total: results.total })
+    let (facets, highlight) = (args.facets, args.highlight);
+    let (results, facets, highlights) = tokio::task::spawn_blocking(move || -> Result<_, ProjectionError> {
+        let results = index.search(&request)?;
+        let facets = if facets.is_empty() { None } else { Some(index.facets(&request, &facets)?) };
+        let highlights = if highlight { Some(index.highlights(&request, &results.hits)?) } else { None };
+        Ok((results, facets, highlights))
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("the search task failed: {e}")))??;
+    let facets = facets.map(|f| with_author_names(state, f)).transpose()?;
+    Ok(SearchPage { hits: results.hits, cursor: results.next.map(|c| c.encode()), total: results.total, facets, highlights })
+}
+
+/// Adds each author facet value's handle and display name, from the accounts.
+fn with_author_names(state: &AppState, mut facets: Value) -> Result<Value, ApiError> {
+    let Some(authors) = facets.get_mut("author").and_then(Value::as_array_mut) else { return Ok(facets) };
+    blocking(state, || -> Result<(), ProjectionError> {
+        let reader = EprintsReader::new(state.store.as_ref())?;
+        for entry in authors.iter_mut() {
+            let account = reader.account(entry["value"].as_str().unwrap_or_default())?;
+            if let Some(h) = account.handle {
+                entry["handle"] = json!(h);
+            }
+            if let Some(n) = account.display_name {
+                entry["displayName"] = json!(n);
+            }
+        }
+        Ok(())
+    })?;
+    Ok(facets)
 }

@@ -186,6 +186,14 @@ async fn tags_in_every_form_are_one_tag() {
     assert_eq!(none["total"], 0);
     let (_, suggestions) = f.get("/xrpc/pub.svc.tag.getSuggestions?q=ret").await;
     assert_eq!(suggestions["suggestions"][0]["normalizedForm"], "retrieval");
+    // Search narrowed to a tag, in any of its forms (svc's extension).
+    let (status, tagged) = f.get("/xrpc/pub.svc.eprint.searchSubmissions?query=*&tags=Machine%20Learning").await;
+    assert_eq!((status, tagged["total"].as_u64()), (StatusCode::OK, Some(2)), "{tagged}");
+    let (_, retrieval) = f.get("/xrpc/pub.svc.eprint.searchSubmissions?query=*&tag=%23retrieval").await;
+    assert_eq!(retrieval["total"], 1, "{retrieval}");
+    assert_eq!(retrieval["submissions"][0]["uri"], paper("p2"));
+    let (_, none) = f.get("/xrpc/pub.svc.eprint.searchSubmissions?query=*&tags=nobody-uses-this").await;
+    assert_eq!(none["total"], 0);
     let (status, trending) = f.get("/xrpc/pub.svc.tag.getTrending?timeWindow=month").await;
     assert_eq!(status, StatusCode::OK, "{trending}");
     assert_eq!(trending["timeWindow"], "month");
@@ -354,4 +362,23 @@ async fn backlinks_are_listed_counted_and_softly_deleted() {
         )
         .await;
     assert_eq!((status, body["error"].as_str()), (StatusCode::UNAUTHORIZED, Some("AuthRequired")));
+}
+
+#[tokio::test]
+async fn search_counts_facets_and_marks_the_matched_words() {
+    let f = scholarly();
+    let (status, body) =
+        f.get("/xrpc/pub.svc.eprint.searchSubmissions?query=transformers&facets=fields&facets=year&facets=author&highlight=true").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["total"], 1);
+    assert_eq!(body["facets"]["fields"], json!([{"value": "cs.LG", "count": 1}]));
+    assert_eq!(body["facets"]["year"], json!([{"value": 2024, "count": 1}]));
+    assert_eq!(body["facets"]["author"][0]["value"], ALICE);
+    assert_eq!(body["highlights"][0]["title"], "Sparse <mark>Transformers</mark>", "{body}");
+    assert!(body["highlights"][0]["abstract"].as_str().unwrap().contains("<mark>Transformers</mark>"), "{body}");
+    let (_, all) = f.get("/xrpc/pub.svc.eprint.searchSubmissions?query=*&facets=year").await;
+    assert_eq!(all["facets"]["year"], json!([{"value": 2024, "count": 2}]));
+    assert!(all.get("highlights").is_none());
+    let (status, _) = f.get("/xrpc/pub.svc.eprint.searchSubmissions?query=x&facets=colour").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
 }

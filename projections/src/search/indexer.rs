@@ -178,6 +178,7 @@ impl SearchProjection {
         }
         doc.add_u64(f.abstract_words, s.abstract_text.split_whitespace().count() as u64);
         doc.add_i64(f.created, s.created_at.timestamp_micros());
+        doc.add_u64(f.year, chrono::Datelike::year(&s.created_at).max(0) as u64);
         doc.add_u64(f.citations, 0);
         doc.add_u64(f.seq, event.position.ordinal());
         doc.add_text(f.summary, s.summary(&uri, &w.cid, &indexed_at).to_string());

@@ -20,7 +20,7 @@ use tantivy::store::Compressor;
 use tantivy::{Index, IndexReader, IndexSettings, ReloadPolicy};
 
 pub use indexer::SearchProjection;
-pub use query::{SearchCursor, SearchRequest, SearchResults, SortOrder};
+pub use query::{Facet, Highlight, SearchCursor, SearchRequest, SearchResults, SortOrder, FACET_SIZE};
 pub use schema::SearchFields;
 pub use stem::en_fold;
 

@@ -13,7 +13,7 @@ use std::ops::Bound;
 use data_encoding::BASE64URL_NOPAD;
 use tantivy::collector::{Count, TopDocs};
 use tantivy::columnar::Column;
-use tantivy::query::{AllQuery, BooleanQuery, BoostQuery, Occur, Query, QueryParser, RangeQuery, RegexQuery, TermQuery};
+use tantivy::query::{AllQuery, BooleanQuery, BoostQuery, Occur, Query, QueryParser, RangeQuery, RegexQuery, TermQuery, TermSetQuery};
 use tantivy::schema::{IndexRecordOption, Value as _};
 use tantivy::{DocAddress, DocId, Score, Searcher, SegmentReader, TantivyDocument, Term};
 
@@ -102,6 +102,11 @@ pub struct SearchRequest {
     pub limit: usize,
     /// Continue after this cursor.
     pub cursor: Option<SearchCursor>,
+    /// Tags (normalized) the search was narrowed to: part of what the search is (its
+    /// cursors), resolved by the caller into [`SearchRequest::within`].
+    pub tags: Vec<String>,
+    /// When set, only these record URIs may match (for example the eprints carrying a tag).
+    pub within: Option<Vec<String>>,
 }
 
 impl SearchRequest {
@@ -124,6 +129,11 @@ impl SearchRequest {
         eat(authors.join("\n").as_bytes());
         eat(format!("{:?}.{:?}", self.created_from, self.created_to).as_bytes());
         eat(self.sort.tag().as_bytes());
+        if !self.tags.is_empty() {
+            let mut tags = self.tags.clone();
+            tags.sort();
+            eat(tags.join("\n").as_bytes());
+        }
         hash
     }
 
@@ -138,6 +148,8 @@ impl SearchRequest {
             sort,
             limit: 25,
             cursor: None,
+            tags: Vec::new(),
+            within: None,
         }
     }
 }
@@ -225,6 +237,10 @@ impl SearchIndex {
         if !req.authors.is_empty() {
             clauses.push((Occur::Must, any_of(f.author_did, &req.authors)));
         }
+        if let Some(uris) = &req.within {
+            let terms = uris.iter().map(|u| Term::from_field_text(f.uri, u));
+            clauses.push((Occur::Must, Box::new(TermSetQuery::new(terms))));
+        }
         if req.created_from.is_some() || req.created_to.is_some() {
             let bound = |v: Option<i64>| v.map_or(Bound::Unbounded, |v| Bound::Included(Term::from_field_i64(f.created, v)));
             clauses.push((Occur::Must, Box::new(RangeQuery::new(bound(req.created_from), bound(req.created_to)))));
@@ -277,6 +293,136 @@ impl SearchIndex {
         let next = if more { top.get(limit - 1).map(|(key, _)| SearchCursor { sort: req.sort, key: *key, search }) } else { None };
         Ok(SearchResults { hits, next, total })
     }
+}
+
+/// A facet of a search: counts of the matching eprints per value of one property.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Facet {
+    /// Field codes.
+    Fields,
+    /// Years of `createdAt`.
+    Year,
+    /// Author DIDs.
+    Author,
+}
+
+impl Facet {
+    /// The facet of a name (`fields`, `year`, `author`).
+    pub fn parse(name: &str) -> Option<Facet> {
+        match name {
+            "fields" | "field" => Some(Facet::Fields),
+            "year" => Some(Facet::Year),
+            "author" | "authors" => Some(Facet::Author),
+            _ => None,
+        }
+    }
+
+    /// The facet's name in answers.
+    pub fn name(self) -> &'static str {
+        match self {
+            Facet::Fields => "fields",
+            Facet::Year => "year",
+            Facet::Author => "author",
+        }
+    }
+}
+
+/// How many values a facet lists at most.
+pub const FACET_SIZE: u32 = 20;
+
+/// The matched words of one hit, marked with `<mark>` in HTML-escaped text.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Highlight {
+    /// The hit's URI.
+    pub uri: String,
+    /// The title, with the matched words marked.
+    pub title: String,
+    /// The passage of the abstract (at most 300 characters) with the most matched words,
+    /// marked; empty when no word of the abstract matched.
+    #[serde(rename = "abstract")]
+    pub abstract_text: String,
+}
+
+impl SearchIndex {
+    /// The facet counts of the eprints `req` matches (its page and order aside):
+    /// `{<facet>: [{value, count}]}`, most frequent first (years newest first).
+    pub fn facets(&self, req: &SearchRequest, facets: &[Facet]) -> Result<serde_json::Value, ProjectionError> {
+        use tantivy::aggregation::agg_req::Aggregations;
+        use tantivy::aggregation::agg_result::{AggregationResult, AggregationResults, BucketResult};
+        use tantivy::aggregation::{AggregationCollector, AggregationLimitsGuard, Key};
+        let query = self.build_query(req)?;
+        let mut request = serde_json::Map::new();
+        for facet in facets {
+            let field = match facet {
+                Facet::Fields => "field",
+                Facet::Year => "year",
+                Facet::Author => "author_did",
+            };
+            request.insert(facet.name().into(), serde_json::json!({"terms": {"field": field, "size": FACET_SIZE}}));
+        }
+        let aggs: Aggregations = serde_json::from_value(serde_json::Value::Object(request))
+            .map_err(|e| ProjectionError::Search(format!("facet request: {e}")))?;
+        let collector = AggregationCollector::from_aggs(aggs, AggregationLimitsGuard::default());
+        let results: AggregationResults = self.reader.searcher().search(query.as_ref(), &collector)?;
+        let mut out = serde_json::Map::new();
+        for facet in facets {
+            let mut values: Vec<(serde_json::Value, u64)> = match results.0.get(facet.name()) {
+                Some(AggregationResult::BucketResult(BucketResult::Terms { buckets, .. })) => buckets
+                    .iter()
+                    .map(|b| {
+                        let value = match &b.key {
+                            Key::Str(s) => serde_json::json!(s),
+                            Key::U64(n) => serde_json::json!(n),
+                            Key::I64(n) => serde_json::json!(n),
+                            Key::F64(n) => serde_json::json!(*n as i64),
+                        };
+                        (value, b.doc_count)
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            if *facet == Facet::Year {
+                values.sort_by_key(|v| std::cmp::Reverse(v.0.as_i64()));
+            }
+            let values: Vec<serde_json::Value> =
+                values.into_iter().map(|(value, count)| serde_json::json!({"value": value, "count": count})).collect();
+            out.insert(facet.name().into(), serde_json::Value::Array(values));
+        }
+        Ok(serde_json::Value::Object(out))
+    }
+
+    /// The matched words of each hit (its stored summary JSON) in its title and abstract.
+    pub fn highlights(&self, req: &SearchRequest, hits: &[String]) -> Result<Vec<Highlight>, ProjectionError> {
+        use tantivy::snippet::SnippetGenerator;
+        let query = self.build_query(req)?;
+        let searcher = self.reader.searcher();
+        let mut titles = SnippetGenerator::create(&searcher, query.as_ref(), self.fields.all)?;
+        titles.set_max_num_chars(1000);
+        let mut abstracts = SnippetGenerator::create(&searcher, query.as_ref(), self.fields.all)?;
+        abstracts.set_max_num_chars(300);
+        let mark = |mut snippet: tantivy::snippet::Snippet| {
+            snippet.set_snippet_prefix_postfix("<mark>", "</mark>");
+            snippet.to_html()
+        };
+        Ok(hits
+            .iter()
+            .map(|hit| {
+                let summary: serde_json::Value = serde_json::from_str(hit).unwrap_or_default();
+                let text = |k: &str| summary.get(k).and_then(serde_json::Value::as_str).unwrap_or_default().to_owned();
+                let title = text("title");
+                let mut title_html = mark(titles.snippet(&title));
+                if title_html.is_empty() {
+                    title_html = mark(tantivy::snippet::Snippet::empty());
+                    title_html.push_str(&html_escape(&title));
+                }
+                Highlight { uri: text("uri"), title: title_html, abstract_text: mark(abstracts.snippet(&text("abstract"))) }
+            })
+            .collect())
+    }
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }
 
 /// Hits in order with their sort keys, and how many documents match in all.

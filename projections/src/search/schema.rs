@@ -17,10 +17,12 @@ pub struct SearchFields {
     /// and field codes. Plain words match here, so that a word costs one posting list
     /// instead of a union over five fields.
     pub all: Field,
-    /// Field codes, exact, for filters.
+    /// Field codes, exact, for filters and facet counts.
     pub field: Field,
-    /// Author DIDs (repository owner and listed authors), exact, for filters.
+    /// Author DIDs (repository owner and listed authors), exact, for filters and facet counts.
     pub author_did: Field,
+    /// The year of `createdAt`, for facet counts.
+    pub year: Field,
     /// `createdAt` in microseconds, for date filters and sorting.
     pub created: Field,
     /// Citation count, for sorting.
@@ -51,8 +53,9 @@ pub(crate) fn build() -> (Schema, SearchFields) {
         title: b.add_text_field("title", text(super::stem::EN_FOLD)),
         authors: b.add_text_field("authors", text(super::stem::NAMES_FOLD)),
         all: b.add_text_field("all", text(super::stem::EN_FOLD)),
-        field: b.add_text_field("field", STRING),
-        author_did: b.add_text_field("author_did", STRING),
+        field: b.add_text_field("field", STRING | FAST),
+        author_did: b.add_text_field("author_did", STRING | FAST),
+        year: b.add_u64_field("year", FAST),
         created: b.add_i64_field("created", INDEXED | FAST),
         citations: b.add_u64_field("citations", FAST),
         seq: b.add_u64_field("seq", FAST),

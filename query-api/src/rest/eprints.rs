@@ -79,6 +79,9 @@ async fn search(State(state): State<AppState>, RawQuery(query): RawQuery) -> Res
         sort: Some(sort),
         limit: limit(&p)?,
         cursor: one(&p, "cursor")?.map(str::to_owned),
+        tags: many(&p, "tag")?,
+        facets: crate::xrpc::facets(&many(&p, "facets")?)?,
+        highlight: one(&p, "highlight")? == Some("true"),
     };
     Ok(eprints::search(&state, args).await?.into_body("results")?)
 }

@@ -2,7 +2,7 @@
 
 use projections::attached::collections::Listing;
 use projections::attached::read::{AttachedReader, Item};
-use projections::search::SortOrder;
+use projections::search::{Facet, SortOrder};
 use projections::ProjectionError;
 use serde_json::{json, Value};
 
@@ -10,6 +10,7 @@ use super::method::{Answer, Auth, Call, Routes};
 use crate::attached::{self, cursor, list_answer, read, uri_param};
 use crate::body::Body;
 use crate::eprints::{self, SearchArgs};
+use crate::error::ApiError;
 
 /// The namespace's methods.
 pub fn routes() -> Routes {
@@ -18,7 +19,7 @@ pub fn routes() -> Routes {
         .query("pub.svc.eprint.listByAuthor", list_by_author)
         .aliases(&[("did", "author")])
         .query_async("pub.svc.eprint.searchSubmissions", Auth::Open, search_submissions)
-        .aliases(&[("q", "query"), ("author", "authors")])
+        .aliases(&[("q", "query"), ("author", "authors"), ("tag", "tags")])
         .query("pub.svc.eprint.listCitations", list_citations)
         .aliases(&[("eprintUri", "uri")])
         .query("pub.svc.eprint.listRelatedWorks", list_related_works)
@@ -84,6 +85,19 @@ fn list_by_author(c: &Call) -> Answer {
     Body::json(&eprints::list_by_author(&c.state, c.str("author"), c.limit(25), c.params.str("cursor"))?)
 }
 
+/// The `facets` parameter: names, repeated or comma-separated.
+pub fn facets(names: &[String]) -> Result<Vec<Facet>, ApiError> {
+    let mut out = Vec::new();
+    for name in names.iter().flat_map(|n| n.split(',')).map(str::trim).filter(|n| !n.is_empty()) {
+        let facet =
+            Facet::parse(name).ok_or_else(|| ApiError::invalid_param("facets", format!("{name} is not a facet (fields, year, author)")))?;
+        if !out.contains(&facet) {
+            out.push(facet);
+        }
+    }
+    Ok(out)
+}
+
 /// `pub.svc.eprint.searchSubmissions`: `sortBy` wins over `sort` when both are sent.
 async fn search_submissions(c: Call) -> Answer {
     let p = &c.params;
@@ -101,6 +115,9 @@ async fn search_submissions(c: Call) -> Answer {
         sort: Some(sort),
         limit: c.limit(25),
         cursor: p.str("cursor").map(str::to_owned),
+        tags: p.strs("tags"),
+        facets: facets(&p.strs("facets"))?,
+        highlight: p.bool("highlight") == Some(true),
     };
     eprints::search(&c.state, args).await?.into_body("submissions")
 }
