@@ -1,0 +1,196 @@
+//! The attached model, collection by collection, against the embedded log and store: a
+//! create is listed where its collection lists it, an update replaces it, an older revision
+//! is skipped, a delete unlists it, and a record its lexicon refuses is a dead letter while
+//! the next one is applied. Then a replay into a new version gives the same rows.
+
+use std::sync::Arc;
+
+use event_schema::{NewEvent, Payload, RecordDelete, RecordWrite, Source};
+use eventlog::{EmbeddedLog, EventLog};
+use projections::attached::collections::Listing;
+use projections::attached::read::AttachedReader;
+use projections::catalog::{self, Context, Mode};
+use projections::{catch_up, deadletter};
+use serde_json::{json, Value};
+use store::{EmbeddedStore, Store};
+
+const DID: &str = "did:plc:writer000000000000000000";
+const EPRINT: &str = "at://did:plc:author000000000000000000/pub.svc.eprint.submission/3l0000000000a";
+
+fn event(collection: &str, rkey: &str, rev: &str, record: Option<Value>) -> NewEvent {
+    let source = Source::Manual { note: "attached test".into() };
+    match record {
+        Some(record) => NewEvent::repo(
+            source,
+            Payload::RecordCreate(RecordWrite {
+                did: DID.into(),
+                collection: collection.into(),
+                rkey: rkey.into(),
+                cid: format!("bafyrei{rev}"),
+                rev: rev.into(),
+                record,
+            }),
+        ),
+        None => NewEvent::repo(
+            source,
+            Payload::RecordDelete(RecordDelete { did: DID.into(), collection: collection.into(), rkey: rkey.into(), rev: rev.into() }),
+        ),
+    }
+}
+
+/// One case: a collection, a valid record and a variant of it, an invalid record, the listing
+/// it shows in, and the view field that tells the variant apart.
+struct Case {
+    collection: &'static str,
+    valid: Value,
+    changed: Value,
+    invalid: Value,
+    listing: Listing,
+    field: &'static str,
+}
+
+fn at(s: &str) -> String {
+    format!("2025-03-0{s}T00:00:00Z")
+}
+
+fn cases() -> Vec<Case> {
+    let body = |t: &str| json!([{"type": "text", "content": t}]);
+    let quote = json!({"type": "TextQuoteSelector", "exact": "the bound"});
+    vec![
+        Case {
+            collection: "pub.svc.review.comment",
+            valid: json!({"eprintUri": EPRINT, "body": body("first"), "createdAt": at("1")}),
+            changed: json!({"eprintUri": EPRINT, "body": body("second"), "createdAt": at("1")}),
+            invalid: json!({"eprintUri": EPRINT, "createdAt": at("1")}),
+            listing: Listing::on_eprint("review", EPRINT),
+            field: "content",
+        },
+        Case {
+            collection: "pub.svc.annotation.comment",
+            valid: json!({"eprintUri": EPRINT, "body": body("first"), "target": {"selector": quote}, "createdAt": at("1")}),
+            changed: json!({"eprintUri": EPRINT, "body": body("second"), "target": {"selector": quote}, "createdAt": at("1")}),
+            invalid: json!({"eprintUri": EPRINT, "body": body("no target"), "createdAt": at("1")}),
+            listing: Listing::on_eprint("annotation", EPRINT),
+            field: "content",
+        },
+        Case {
+            collection: "pub.svc.annotation.entityLink",
+            valid: json!({"eprintUri": EPRINT, "target": {"source": EPRINT, "selector": quote}, "linkedEntity": {"type": "author", "did": DID, "displayName": "A"}, "confidence": 100, "createdAt": at("1")}),
+            changed: json!({"eprintUri": EPRINT, "target": {"source": EPRINT, "selector": quote}, "linkedEntity": {"type": "author", "did": DID, "displayName": "A"}, "confidence": 900, "createdAt": at("1")}),
+            invalid: json!({"eprintUri": EPRINT, "target": {"source": EPRINT, "selector": quote}, "linkedEntity": {"type": "author", "did": DID, "displayName": "A"}, "confidence": 5000, "createdAt": at("1")}),
+            listing: Listing::on_eprint("entityLink", EPRINT),
+            field: "confidence",
+        },
+        Case {
+            collection: "pub.svc.review.entityLink",
+            valid: json!({"eprintUri": EPRINT, "target": {"source": EPRINT, "selector": quote}, "linkedEntity": {"type": "eprint", "uri": EPRINT, "title": "T"}, "confidence": 100, "createdAt": at("1")}),
+            changed: json!({"eprintUri": EPRINT, "target": {"source": EPRINT, "selector": quote}, "linkedEntity": {"type": "eprint", "uri": EPRINT, "title": "T"}, "confidence": 200, "createdAt": at("1")}),
+            invalid: json!({"eprintUri": EPRINT, "target": {"source": EPRINT, "selector": quote}, "createdAt": at("1")}),
+            listing: Listing::on_eprint("entityLink", EPRINT),
+            field: "confidence",
+        },
+        Case {
+            collection: "pub.svc.review.endorsement",
+            valid: json!({"eprintUri": EPRINT, "contributions": ["data"], "createdAt": at("1")}),
+            changed: json!({"eprintUri": EPRINT, "contributions": ["empirical"], "createdAt": at("1")}),
+            invalid: json!({"eprintUri": EPRINT, "contributions": [], "createdAt": at("1")}),
+            listing: Listing::on_eprint("endorsement", EPRINT),
+            field: "contributions",
+        },
+        Case {
+            collection: "pub.svc.eprint.userTag",
+            valid: json!({"eprintUri": EPRINT, "tag": "graphs", "createdAt": at("1")}),
+            changed: json!({"eprintUri": EPRINT, "tag": "trees", "createdAt": at("1")}),
+            invalid: json!({"eprintUri": EPRINT, "tag": "x".repeat(101), "createdAt": at("1")}),
+            listing: Listing::on_eprint("tag", EPRINT),
+            field: "tag",
+        },
+        Case {
+            collection: "pub.svc.eprint.citation",
+            valid: json!({"eprintUri": EPRINT, "citedWork": {"title": "A"}, "createdAt": at("1")}),
+            changed: json!({"eprintUri": EPRINT, "citedWork": {"title": "B"}, "createdAt": at("1")}),
+            invalid: json!({"eprintUri": EPRINT, "citedWork": {"doi": "10.1/x"}, "createdAt": at("1")}),
+            listing: Listing::on_eprint("citation", EPRINT),
+            field: "citedWork",
+        },
+        Case {
+            collection: "pub.svc.eprint.relatedWork",
+            valid: json!({"eprintUri": EPRINT, "relatedUri": EPRINT, "relationType": "related", "createdAt": at("1")}),
+            changed: json!({"eprintUri": EPRINT, "relatedUri": EPRINT, "relationType": "extends", "createdAt": at("1")}),
+            invalid: json!({"eprintUri": EPRINT, "relationType": "related", "createdAt": at("1")}),
+            listing: Listing::on_eprint("relatedWork", EPRINT),
+            field: "relationType",
+        },
+        Case {
+            collection: "pub.svc.eprint.version",
+            valid: json!({"eprintUri": EPRINT, "versionNumber": 2, "changes": "a", "createdAt": at("1")}),
+            changed: json!({"eprintUri": EPRINT, "versionNumber": 3, "changes": "b", "createdAt": at("1")}),
+            invalid: json!({"eprintUri": EPRINT, "versionNumber": 0, "changes": "a", "createdAt": at("1")}),
+            listing: Listing::on_eprint("version", EPRINT),
+            field: "versionNumber",
+        },
+        Case {
+            collection: "pub.svc.eprint.changelog",
+            valid: json!({"eprintUri": EPRINT, "version": {"major": 1, "minor": 0, "patch": 1}, "sections": [], "createdAt": at("1")}),
+            changed: json!({"eprintUri": EPRINT, "version": {"major": 1, "minor": 0, "patch": 2}, "sections": [], "createdAt": at("1")}),
+            invalid: json!({"eprintUri": EPRINT, "sections": [], "createdAt": at("1")}),
+            listing: Listing::on_eprint("changelog", EPRINT),
+            field: "version",
+        },
+    ]
+}
+
+#[test]
+fn every_collection_creates_updates_skips_stale_revisions_deletes_and_parks_invalid_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(EmbeddedLog::open(&dir.path().join("log"), 4).unwrap());
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
+    let ctx = Context::single(store.clone(), &dir.path().join("search"));
+    let version = catalog::ensure_active(&ctx, "attached").unwrap();
+    let mut projection = catalog::open(&ctx, "attached", version, Mode::Live).unwrap();
+    let mut step = |events: Vec<NewEvent>| {
+        log.append(&events).unwrap();
+        catch_up(log.as_ref(), projection.as_mut(), 100).unwrap();
+    };
+    let view = |listing: &Listing| {
+        let reader = AttachedReader::new(store.as_ref()).unwrap();
+        let page = reader.page(listing, 10, None).unwrap();
+        (page.total, page.items.first().map(|i| i.view.clone()))
+    };
+    for (i, case) in cases().into_iter().enumerate() {
+        let (rkey, bad) = (format!("r{i}"), format!("bad{i}"));
+        let c = case.collection;
+        let before = view(&case.listing).0;
+        step(vec![event(c, &rkey, "3l0000000000b", Some(case.valid.clone()))]);
+        let (total, first) = view(&case.listing);
+        assert_eq!(total, before + 1, "{c}: created");
+        let held = first.unwrap()[case.field].clone();
+        // An update replaces the view; an older revision replayed later is skipped.
+        step(vec![
+            event(c, &rkey, "3l0000000000d", Some(case.changed.clone())),
+            event(c, &rkey, "3l0000000000c", Some(case.valid.clone())),
+        ]);
+        let (total, first) = view(&case.listing);
+        assert_eq!(total, before + 1, "{c}: updated in place");
+        assert_ne!(first.unwrap()[case.field], held, "{c}: the update shows, the stale write does not");
+        // An invalid record is a dead letter; the record after it is applied.
+        let dead_before = deadletter::count(store.as_ref(), "attached", version).unwrap();
+        step(vec![
+            event(c, &bad, "3l0000000000e", Some(case.invalid.clone())),
+            event(c, &format!("{rkey}x"), "3l0000000000f", Some(case.valid.clone())),
+        ]);
+        assert_eq!(deadletter::count(store.as_ref(), "attached", version).unwrap(), dead_before + 1, "{c}: invalid record parked");
+        assert_eq!(view(&case.listing).0, before + 2, "{c}: the next record applied");
+        // A delete older than the record is skipped; a newer one unlists it.
+        step(vec![event(c, &rkey, "3l0000000000a", None)]);
+        assert_eq!(view(&case.listing).0, before + 2, "{c}: a stale delete is skipped");
+        step(vec![event(c, &rkey, "3l0000000000z", None), event(c, &format!("{rkey}x"), "3l0000000000z", None)]);
+        assert_eq!(view(&case.listing).0, before, "{c}: deleted");
+    }
+
+    // A replay into a new version holds the same listing sizes and dead letters.
+    let v2 = store.create_version("attached").unwrap();
+    let mut rebuilt = catalog::open(&ctx, "attached", v2, Mode::Rebuild).unwrap();
+    catch_up(log.as_ref(), rebuilt.as_mut(), 7).unwrap();
+    assert_eq!(deadletter::count(store.as_ref(), "attached", v2).unwrap(), deadletter::count(store.as_ref(), "attached", version).unwrap());
+}
