@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The scholarly layer's figures in docs/performance.md, in one run on this machine:
+#   seed and projection of the papers alone and of the papers with `seed --social`
+#   (events/s, side by side), a full replay of each, and requests/s and latency under wrk of
+#   getSubmission beside the layer's list pages (25 per page) and a faceted search.
+# Usage: scripts/loadtest/scholarly.sh [PAPERS_FILE] [DURATION] [CONNECTIONS]
+# Needs: wrk, python3, curl. Sends traffic to 127.0.0.1 only. Rate limits: none exist yet.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PAPERS=${1:-../shared/data/arxiv-75k.jsonl.gz}
+DURATION=${2:-15s}
+CONNS=${3:-32}
+PORT=${SVC_LOADTEST_PORT:-3312}
+command -v wrk >/dev/null || { echo "wrk not found: apt-get install wrk" >&2; exit 1; }
+if [ -z "${SVC_BIN:-}" ]; then cargo build --release --bin svc -p svc >/dev/null 2>&1; fi
+SVC=${SVC_BIN:-target/release/svc}
+WORK=$(mktemp -d)
+cleanup() { kill "${SVC_PID:-}" 2>/dev/null || true; rm -rf "$WORK"; }
+trap cleanup EXIT
+now() { date +%s.%N; }
+json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+wait_caught_up() {
+  until curl -sf "http://127.0.0.1:$PORT/health/readiness" 2>/dev/null |
+    python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if all(p["caughtUp"] for p in d["projections"]) else 1)' 2>/dev/null; do
+    sleep 0.05
+  done
+}
+start_svc() { RUST_LOG=warn $SVC up --data-dir "$1" --listen "127.0.0.1:$PORT" 2>>"$WORK/svc.log" & SVC_PID=$!; }
+stop_svc() { kill "$SVC_PID"; wait "$SVC_PID" 2>/dev/null || true; }
+
+echo "## machine"
+echo "- $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -r)"
+echo "- papers: $PAPERS"
+echo
+echo "## seed, project and replay"
+echo
+echo "| data | events | seed s | seed events/s | project s | project events/s | replay s | replay events/s |"
+echo "|---|---|---|---|---|---|---|---|"
+for kind in papers social; do
+  data=$WORK/$kind
+  flag=""; [ "$kind" = social ] && flag="--social"
+  t0=$(now); events=$($SVC seed --data-dir "$data" $flag "$PAPERS" 2>/dev/null | json 'd["events"]'); t1=$(now)
+  start_svc "$data"; wait_caught_up; t2=$(now); stop_svc
+  t3=$(now); $SVC replay --data-dir "$data" >/dev/null 2>&1; t4=$(now)
+  python3 -c "
+ev=$events; s=$t1-$t0; p=$t2-$t1; r=$t4-$t3
+print(f'| $kind | {ev:,} | {s:.1f} | {ev/s:,.0f} | {p:.1f} | {ev/p:,.0f} | {r:.1f} | {ev/r:,.0f} |')"
+done
+
+start_svc "$WORK/social"; wait_caught_up
+python3 scripts/loadtest/mixes.py "$PORT" "$WORK"
+python3 - "$PORT" "$WORK" <<'PY'
+import json, sys, urllib.parse, urllib.request
+port, work = sys.argv[1], sys.argv[2]
+uris = [urllib.parse.unquote(l.strip().split("uri=", 1)[1]) for l in open(f"{work}/get.txt")]
+# The eprints with reviews, for the list pages (as a frontend opens them).
+base = f"http://127.0.0.1:{port}/xrpc/"
+def total(path):
+    return json.load(urllib.request.urlopen(base + path)).get("total", 0)
+with_reviews = [u for u in uris if total("pub.svc.review.listForEprint?limit=1&eprintUri=" + urllib.parse.quote(u, safe=""))][:300]
+mixes = {
+    "reviews": [f"/xrpc/pub.svc.review.listForEprint?limit=25&eprintUri={urllib.parse.quote(u, safe='')}" for u in with_reviews],
+    "page": [f"/xrpc/pub.svc.annotation.listForPage?pageNumber={1 + i % 12}&eprintUri={urllib.parse.quote(u, safe='')}" for i, u in enumerate(uris)],
+    "endorsements": [f"/xrpc/pub.svc.endorsement.getSummary?uri={urllib.parse.quote(u, safe='')}" for u in uris],
+    "tags": [f"/xrpc/pub.svc.tag.listForEprint?uri={urllib.parse.quote(u, safe='')}" for u in uris],
+    "faceted": [l.strip() + "&facets=fields&facets=year&facets=author" for l in open(f"{work}/search.txt")],
+}
+for name, paths in mixes.items():
+    open(f"{work}/{name}.txt", "w").write("\n".join(paths) + "\n")
+print(f"\n- list pages from {len(with_reviews)} eprints with reviews; the rest over the 1,000 newest eprints")
+PY
+run_wrk() { # name pathsfile
+  WRK_PATHS="$2" wrk -t2 -c"$CONNS" -d"$DURATION" --latency -s scripts/loadtest/paths.lua "http://127.0.0.1:$PORT" >"$WORK/$1.wrk"
+  python3 - "$1" "$WORK/$1.wrk" <<'PY'
+import re, sys
+name, text = sys.argv[1], open(sys.argv[2]).read()
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+def pct(p):
+    m = re.search(rf"\s{p}%\s+([\d.]+)(us|ms|s)", text)
+    v, u = float(m.group(1)), m.group(2)
+    return v / 1000 if u == "us" else v * 1000 if u == "s" else v
+non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+print(f"| {name} | {rps:,.0f} | {pct(50):.2f} | {pct(99):.2f} | {non2xx.group(1) if non2xx else 0} |")
+open(sys.argv[2] + ".rps", "w").write(str(rps))
+PY
+}
+echo
+echo "## HTTP under wrk (-t2 -c$CONNS -d$DURATION, same machine as the server)"
+echo
+echo "| target | requests/s | p50 ms | p99 ms | non-2xx |"
+echo "|---|---|---|---|---|"
+run_wrk getSubmission "$WORK/get.txt"
+run_wrk review.listForEprint "$WORK/reviews.txt"
+run_wrk annotation.listForPage "$WORK/page.txt"
+run_wrk endorsement.getSummary "$WORK/endorsements.txt"
+run_wrk tag.listForEprint "$WORK/tags.txt"
+run_wrk "searchSubmissions (plain)" "$WORK/search.txt"
+run_wrk "searchSubmissions (3 facets)" "$WORK/faceted.txt"
+python3 - "$WORK" <<'PY'
+import sys
+w = sys.argv[1]
+rps = lambda n: float(open(f"{w}/{n}.wrk.rps").read())
+g = rps("getSubmission")
+print()
+for n in ["review.listForEprint", "annotation.listForPage", "endorsement.getSummary", "tag.listForEprint", "searchSubmissions (3 facets)"]:
+    print(f"- {n} at {100 * rps(n) / g:.0f}% of getSubmission's requests/s")
+PY
