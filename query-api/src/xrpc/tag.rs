@@ -30,8 +30,9 @@ pub fn routes() -> Routes {
 
 /// The most tags one eprint's answer lists.
 const MAX_ON_EPRINT: usize = 500;
-/// How many eprints sharing a tag are read for co-occurrence suggestions.
-const COOCCURRENCE_SAMPLE: usize = 200;
+/// How many other eprints (the newest tagged, shared among the eprint's tags) are read for
+/// co-occurrence suggestions: each costs a read of its tags.
+const COOCCURRENCE_SAMPLE: usize = 24;
 
 fn normalized(item: &Item) -> &str {
     item.view["normalizedForm"].as_str().unwrap_or_default()
@@ -124,12 +125,10 @@ fn tag_view(item: &Item) -> Value {
 /// `#tagSuggestion`s with a confidence of 0–100 relative to the most frequent.
 fn cooccurring(r: &AttachedReader, tags: &BTreeSet<String>, limit: usize) -> Result<Vec<Value>, ProjectionError> {
     let mut counts: HashMap<String, (u64, String, String)> = HashMap::new();
+    let per_tag = (COOCCURRENCE_SAMPLE / tags.len().max(1)).max(4);
     for tag in tags {
-        let eprints: BTreeSet<String> = r
-            .all(&Listing::tagged(tag), COOCCURRENCE_SAMPLE)?
-            .iter()
-            .filter_map(|i| i.view["eprintUri"].as_str().map(str::to_owned))
-            .collect();
+        let eprints: BTreeSet<String> =
+            r.all(&Listing::tagged(tag), per_tag)?.iter().filter_map(|i| i.view["eprintUri"].as_str().map(str::to_owned)).collect();
         for eprint in eprints {
             for other in r.all(&Listing::on_eprint("tag", &eprint), MAX_ON_EPRINT)? {
                 let n = normalized(&other);
