@@ -64,11 +64,17 @@ impl EventBatch {
     /// The URIs of the records of `collection` that the batch writes or deletes, in order
     /// (a record written twice is named twice).
     pub fn record_uris(&self, collection: &str) -> Vec<String> {
+        self.record_uris_where(|c| c == collection)
+    }
+
+    /// The URIs of the records the batch writes or deletes in the collections `keep`
+    /// accepts, in order, in one pass over the batch.
+    pub fn record_uris_where(&self, keep: impl Fn(&str) -> bool) -> Vec<String> {
         self.events
             .iter()
             .filter_map(|e| match &e.payload {
-                Payload::RecordCreate(w) | Payload::RecordUpdate(w) if w.collection == collection => Some(w.uri()),
-                Payload::RecordDelete(d) if d.collection == collection => Some(d.uri()),
+                Payload::RecordCreate(w) | Payload::RecordUpdate(w) if keep(&w.collection) => Some(w.uri()),
+                Payload::RecordDelete(d) if keep(&d.collection) => Some(d.uri()),
                 _ => None,
             })
             .collect()

@@ -1,7 +1,7 @@
 //! Row helpers every store-backed model shares: text columns, the stale-revision rule and
 //! listing keys ordered by the data.
 
-use store::{Columns, Value};
+use store::{Columns, Row, Scan, Store, StoreError, TableRef, Value};
 
 /// A text column.
 pub(crate) fn text(c: &Columns, k: &str) -> Option<String> {
@@ -44,4 +44,18 @@ pub(crate) fn tombstone(uri: &str, rev: Value, position: u64) -> Columns {
     c.insert("ordinal".into(), Value::Int(position as i64));
     c.insert("deleted".into(), Value::Bool(true));
     c
+}
+
+/// The rows of one partition, in clustering order, up to `max`, read page by page.
+pub(crate) fn scan_partition(store: &dyn Store, table: &TableRef, partition: &str, max: usize) -> Result<Vec<Row>, StoreError> {
+    let mut rows = Vec::new();
+    let mut scan = Scan::first(max.clamp(1, 1000));
+    loop {
+        let page = store.scan(table, partition, &scan)?;
+        rows.extend(page.rows);
+        match page.next {
+            Some(next) if rows.len() < max => scan.after = Some(next),
+            _ => return Ok(rows),
+        }
+    }
 }

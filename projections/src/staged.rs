@@ -1,9 +1,11 @@
 //! Writes staged for one batch, readable before they are applied.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use rustc_hash::FxBuildHasher;
 use store::{Batch, Columns, Op, Store, StoreError, TableRef};
+
+use crate::Checkpoints;
 
 type Key = (TableRef, String, Vec<u8>);
 
@@ -105,6 +107,25 @@ impl Staged {
             }
         }
         rows.into_values().flatten().cloned().collect()
+    }
+
+    /// The `uri` column of every row of one partition of a listing table: in the store and
+    /// staged in this batch (to find an account's records when it is deleted).
+    pub fn listed_uris(&self, store: &dyn Store, table: &TableRef, partition: &str) -> Result<BTreeSet<String>, StoreError> {
+        let stored = crate::rows::scan_partition(store, table, partition, usize::MAX)?;
+        let staged = self.staged_in(table, partition);
+        Ok(stored.iter().map(|r| &r.columns).chain(&staged).filter_map(|c| crate::rows::text(c, "uri")).collect())
+    }
+
+    /// Writes the batch with the checkpoints that follow it, atomically where the store can;
+    /// `deferred` leaves durability to a later [`Store::sync`] (rebuilds).
+    pub fn commit(self, store: &dyn Store, consumer: &str, next: &Checkpoints, deferred: bool) -> Result<(), StoreError> {
+        let mut writes = self.into_batch();
+        for (partition, offset) in next {
+            writes.checkpoint(consumer, *partition, *offset);
+        }
+        writes.deferred = deferred;
+        store.apply(writes)
     }
 
     /// The derived rows, a barrier, then the decision rows.

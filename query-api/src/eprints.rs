@@ -130,8 +130,10 @@ pub(crate) fn blocking<T>(state: &AppState, read: impl FnOnce() -> T) -> T {
 pub fn get(state: &AppState, uri: &str, cid: Option<&str>) -> Result<Body, ApiError> {
     parse_record_uri("uri", uri)?;
     let (detail, attached) = blocking(state, || -> Result<_, ProjectionError> {
-        let Some(detail) = EprintsReader::new(state.store.as_ref())?.detail(uri)?.filter(|d| !d.hidden()) else { return Ok(None) };
-        let attached = attached_of(&AttachedReader::new(state.store.as_ref())?, uri)?;
+        // One reader of both models (the attached reader reads the eprints model too).
+        let reader = AttachedReader::new(state.store.as_ref())?;
+        let Some(detail) = reader.eprints().detail(uri)?.filter(|d| !d.hidden()) else { return Ok(None) };
+        let attached = attached_of(&reader, uri)?;
         Ok(Some((detail, attached)))
     })?
     .ok_or_else(|| ApiError::record_not_found(format!("no eprint at {uri}")))?;

@@ -76,22 +76,7 @@ echo /health/liveness >"$WORK/live.txt"
 target/release/examples/hello_baseline "127.0.0.1:$BASE_PORT" & BASE_PID=$!
 sleep 0.5
 
-run_wrk() { # name port pathsfile [connections]
-  WRK_PATHS="$3" wrk -t2 -c"${4:-$CONNS}" -d"$DURATION" --latency -s scripts/loadtest/paths.lua "http://127.0.0.1:$2" >"$WORK/$1.wrk"
-  python3 - "$1" "$WORK/$1.wrk" <<'PY'
-import re, sys
-name, text = sys.argv[1], open(sys.argv[2]).read()
-rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
-def pct(p):
-    m = re.search(rf"\s{p}%\s+([\d.]+)(us|ms|s)", text)
-    v, u = float(m.group(1)), m.group(2)
-    return v / 1000 if u == "us" else v * 1000 if u == "s" else v
-non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-errors = re.search(r"Socket errors: (.*)", text)
-print(f"| {name} | {rps:,.0f} | {pct(50):.2f} | {pct(99):.2f} | {non2xx.group(1) if non2xx else 0} |")
-open(sys.argv[2] + ".rps", "w").write(str(rps))
-PY
-}
+. scripts/loadtest/wrk.sh
 echo
 echo "## HTTP under wrk (-t2 -c$CONNS -d$DURATION unless noted, same machine as the server)"
 echo

@@ -69,33 +69,19 @@ for name, paths in mixes.items():
     open(f"{work}/{name}.txt", "w").write("\n".join(paths) + "\n")
 print(f"\n- list pages from {len(with_reviews)} eprints with reviews; the rest over the 1,000 newest eprints")
 PY
-run_wrk() { # name pathsfile
-  WRK_PATHS="$2" wrk -t2 -c"$CONNS" -d"$DURATION" --latency -s scripts/loadtest/paths.lua "http://127.0.0.1:$PORT" >"$WORK/$1.wrk"
-  python3 - "$1" "$WORK/$1.wrk" <<'PY'
-import re, sys
-name, text = sys.argv[1], open(sys.argv[2]).read()
-rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
-def pct(p):
-    m = re.search(rf"\s{p}%\s+([\d.]+)(us|ms|s)", text)
-    v, u = float(m.group(1)), m.group(2)
-    return v / 1000 if u == "us" else v * 1000 if u == "s" else v
-non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-print(f"| {name} | {rps:,.0f} | {pct(50):.2f} | {pct(99):.2f} | {non2xx.group(1) if non2xx else 0} |")
-open(sys.argv[2] + ".rps", "w").write(str(rps))
-PY
-}
+. scripts/loadtest/wrk.sh
 echo
 echo "## HTTP under wrk (-t2 -c$CONNS -d$DURATION, same machine as the server)"
 echo
 echo "| target | requests/s | p50 ms | p99 ms | non-2xx |"
 echo "|---|---|---|---|---|"
-run_wrk getSubmission "$WORK/get.txt"
-run_wrk review.listForEprint "$WORK/reviews.txt"
-run_wrk annotation.listForPage "$WORK/page.txt"
-run_wrk endorsement.getSummary "$WORK/endorsements.txt"
-run_wrk tag.listForEprint "$WORK/tags.txt"
-run_wrk "searchSubmissions (plain)" "$WORK/search.txt"
-run_wrk "searchSubmissions (3 facets)" "$WORK/faceted.txt"
+run_wrk getSubmission "$PORT" "$WORK/get.txt"
+run_wrk review.listForEprint "$PORT" "$WORK/reviews.txt"
+run_wrk annotation.listForPage "$PORT" "$WORK/page.txt"
+run_wrk endorsement.getSummary "$PORT" "$WORK/endorsements.txt"
+run_wrk tag.listForEprint "$PORT" "$WORK/tags.txt"
+run_wrk "searchSubmissions (plain)" "$PORT" "$WORK/search.txt"
+run_wrk "searchSubmissions (3 facets)" "$PORT" "$WORK/faceted.txt"
 python3 - "$WORK" <<'PY'
 import sys
 w = sys.argv[1]

@@ -1,12 +1,11 @@
 //! Applying events to the attached read model.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use chrono::SecondsFormat;
 use event_schema::{AccountStatus, BacklinkChange, Envelope, Payload, RecordDelete, RecordWrite};
 use lexicons::Lexicons;
-use store::{consumer_name, Columns, Scan, Store, Value};
+use store::{consumer_name, Columns, Store, Value};
 use tracing::debug;
 
 use super::collections::{self, Listing, COLLECTIONS};
@@ -128,19 +127,7 @@ impl AttachedProjection {
     /// Removes every record of a deleted account (found through its repository listing, in
     /// the store and in this batch): each becomes a tombstone at the revision held.
     fn remove_account_records(&self, st: &mut Staged, did: &str, position: u64) -> Result<(), ProjectionError> {
-        let partition = Listing::repo(did).0;
-        let table = listing(self.version);
-        let mut uris = BTreeSet::new();
-        let mut scan = Scan::first(1000);
-        loop {
-            let page = self.store.scan(&table, &partition, &scan)?;
-            uris.extend(page.rows.iter().filter_map(|r| text(&r.columns, "uri")));
-            match page.next {
-                Some(next) => scan.after = Some(next),
-                None => break,
-            }
-        }
-        uris.extend(st.staged_in(&table, &partition).iter().filter_map(|c| text(c, "uri")));
+        let uris = st.listed_uris(self.store.as_ref(), &listing(self.version), &Listing::repo(did).0)?;
         let records = records(self.version);
         for uri in uris {
             let Some(existing) = st.get(self.store.as_ref(), &records, &uri, &[])? else { continue };
@@ -153,9 +140,7 @@ impl AttachedProjection {
         }
         Ok(())
     }
-}
 
-impl AttachedProjection {
     /// Creates, updates or (softly) deletes one backlink, in both of its tables.
     fn backlink(&self, st: &mut Staged, event: &Envelope, b: &BacklinkChange) -> Result<(), ProjectionError> {
         let position = event.position.ordinal();
@@ -197,7 +182,7 @@ impl Projection for AttachedProjection {
 
     fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError> {
         let mut st = Staged::default();
-        let uris: Vec<String> = COLLECTIONS.iter().flat_map(|c| batch.record_uris(c)).collect();
+        let uris = batch.record_uris_where(keeps);
         st.prefetch(self.store.as_ref(), &records(self.version), uris)?;
         for event in batch.events() {
             let position = event.position.ordinal();
@@ -211,13 +196,7 @@ impl Projection for AttachedProjection {
                 _ => {}
             }
         }
-        let mut writes = st.into_batch();
-        let consumer = consumer_name(MODEL, self.version);
-        for (partition, offset) in batch.next() {
-            writes.checkpoint(&consumer, *partition, *offset);
-        }
-        writes.deferred = self.defer_durability;
-        self.store.apply(writes)?;
+        st.commit(self.store.as_ref(), &consumer_name(MODEL, self.version), batch.next(), self.defer_durability)?;
         Ok(())
     }
 

@@ -229,16 +229,7 @@ impl<'a> AttachedReader<'a> {
 
     fn backlink_rows(&self, table: &dyn Fn(u32) -> store::TableRef, partition: &str, max: usize) -> Result<Vec<Backlink>, ProjectionError> {
         let Some(v) = self.version else { return Ok(Vec::new()) };
-        let mut out = Vec::new();
-        let mut scan = Scan::first(max.min(1000));
-        loop {
-            let page = self.store.scan(&table(v), partition, &scan)?;
-            out.extend(page.rows.iter().map(|r| Backlink::of(&r.columns)));
-            match page.next {
-                Some(next) if out.len() < max => scan.after = Some(next),
-                _ => return Ok(out),
-            }
-        }
+        Ok(crate::rows::scan_partition(self.store, &table(v), partition, max)?.iter().map(|r| Backlink::of(&r.columns)).collect())
     }
 
     /// Every record of a listing, newest first, up to `max`.

@@ -3,11 +3,9 @@
 use std::sync::Arc;
 
 use chrono::SecondsFormat;
-use std::collections::BTreeSet;
-
 use event_schema::{AccountStatus, Envelope, Payload, RecordDelete, RecordWrite};
 use lexicons::{Lexicons, SUBMISSION};
-use store::{consumer_name, Columns, Scan, Store, Value};
+use store::{consumer_name, Columns, Store, Value};
 use tracing::debug;
 
 use super::{accounts, by_author, records, MODEL};
@@ -140,18 +138,7 @@ impl EprintsProjection {
     /// this batch.
     fn remove_account_records(&self, st: &mut Staged, did: &str, position: u64) -> Result<(), ProjectionError> {
         let prefix = format!("at://{did}/");
-        let listing = by_author(self.version);
-        let mut uris = BTreeSet::new();
-        let mut scan = Scan::first(1000);
-        loop {
-            let page = self.store.scan(&listing, did, &scan)?;
-            uris.extend(page.rows.iter().filter_map(|r| text(&r.columns, "uri")));
-            match page.next {
-                Some(next) => scan.after = Some(next),
-                None => break,
-            }
-        }
-        uris.extend(st.staged_in(&listing, did).iter().filter_map(|c| text(c, "uri")));
+        let uris = st.listed_uris(self.store.as_ref(), &by_author(self.version), did)?;
         let table = records(self.version);
         for uri in uris.into_iter().filter(|u| u.starts_with(&prefix)) {
             let Some(existing) = st.get(self.store.as_ref(), &table, &uri, &[])? else { continue };
@@ -240,13 +227,7 @@ impl Projection for EprintsProjection {
                 }
             }
         }
-        let mut writes = st.into_batch();
-        let consumer = consumer_name(MODEL, self.version);
-        for (partition, offset) in batch.next() {
-            writes.checkpoint(&consumer, *partition, *offset);
-        }
-        writes.deferred = self.defer_durability;
-        self.store.apply(writes)?;
+        st.commit(self.store.as_ref(), &consumer_name(MODEL, self.version), batch.next(), self.defer_durability)?;
         Ok(())
     }
 

@@ -99,34 +99,18 @@ impl Fixture {
     }
 }
 
+fn write(did: &str, collection: &str, rkey: &str, rev: &str, record: Value) -> RecordWrite {
+    RecordWrite { did: did.into(), collection: collection.into(), rkey: rkey.into(), cid: CID.into(), rev: rev.into(), record }
+}
+
 /// A record create event from the repository `did`.
 pub fn create(did: &str, collection: &str, rkey: &str, rev: &str, record: Value) -> NewEvent {
-    NewEvent::repo(
-        Source::Manual { note: "router test".into() },
-        Payload::RecordCreate(RecordWrite {
-            did: did.into(),
-            collection: collection.into(),
-            rkey: rkey.into(),
-            cid: CID.into(),
-            rev: rev.into(),
-            record,
-        }),
-    )
+    NewEvent::repo(Source::Manual { note: "router test".into() }, Payload::RecordCreate(write(did, collection, rkey, rev, record)))
 }
 
 /// A record update event.
 pub fn update(did: &str, collection: &str, rkey: &str, rev: &str, record: Value) -> NewEvent {
-    NewEvent::repo(
-        Source::Manual { note: "router test".into() },
-        Payload::RecordUpdate(RecordWrite {
-            did: did.into(),
-            collection: collection.into(),
-            rkey: rkey.into(),
-            cid: CID.into(),
-            rev: rev.into(),
-            record,
-        }),
-    )
+    NewEvent::repo(Source::Manual { note: "router test".into() }, Payload::RecordUpdate(write(did, collection, rkey, rev, record)))
 }
 
 /// A record delete event.
