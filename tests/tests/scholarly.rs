@@ -32,6 +32,11 @@ async fn until(svc: &Service, path: &str, what: &str, check: impl Fn(u16, &Value
     }
 }
 
+/// GET `path` with a bearer token; the JSON answer.
+async fn get_as(svc: &Service, token: &str, path: &str) -> Value {
+    reqwest::Client::new().get(format!("{}{path}", svc.base)).bearer_auth(token).send().await.unwrap().json().await.unwrap()
+}
+
 fn rich(text: &str) -> Value {
     json!([{"$type": "pub.svc.richtext.defs#textItem", "type": "text", "content": text}])
 }
@@ -217,22 +222,19 @@ async fn the_scholarly_layer_from_a_real_pds_on_both_backends() {
     let (status, _, _) = svc.get(&path).await.unwrap();
     assert_eq!(status, 401);
     let token = pds.service_auth(&bob, SERVICE_DID, "pub.svc.endorsement.getUserEndorsement", None).await.unwrap();
-    let mine: Value =
-        reqwest::Client::new().get(format!("{}{path}", svc.base)).bearer_auth(&token).send().await.unwrap().json().await.unwrap();
+    let mine = get_as(&svc, &token, &path).await;
     assert_eq!(mine["endorser"]["did"], bob.did.as_str(), "{mine}");
     // Alice is notified of the review and the endorsement on her paper, not of her own reply.
     let token = pds.service_auth(&alice, SERVICE_DID, "pub.svc.notification.listReviewsOnMyPapers", None).await.unwrap();
-    let notes: Value = reqwest::Client::new()
-        .get(format!("{}/xrpc/pub.svc.notification.listReviewsOnMyPapers", svc.base))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let notes: Value = get_as(&svc, &token, "/xrpc/pub.svc.notification.listReviewsOnMyPapers").await;
     assert_eq!(notes["notifications"].as_array().map(Vec::len), Some(1), "{notes}");
     assert_eq!(notes["notifications"][0]["reviewer"]["did"], bob.did.as_str());
+    let token = pds.service_auth(&alice, SERVICE_DID, "pub.svc.notification.listEndorsementsOnMyPapers", None).await.unwrap();
+    let notes: Value = get_as(&svc, &token, "/xrpc/pub.svc.notification.listEndorsementsOnMyPapers").await;
+    assert_eq!(notes["notifications"].as_array().map(Vec::len), Some(1), "{notes}");
+    assert_eq!(notes["notifications"][0]["endorser"]["did"], bob.did.as_str());
+    assert_eq!(notes["notifications"][0]["contributions"], json!(["methodological", "empirical"]));
+    assert_eq!(notes["unreadCount"], 1);
 
     // A backlink reported by a verified caller (a command event), then withdrawn.
     let post = format!("at://{}/app.bsky.feed.post/3lbacklink2aa", bob.did);
