@@ -108,7 +108,7 @@ pub struct SourceArgs {
 #[derive(Debug, Clone, Args)]
 pub struct NetworkArgs {
     /// The did:plc directory.
-    #[arg(long, env = "SVC_PLC_URL", default_value = ingest::identity::DEFAULT_PLC_URL)]
+    #[arg(long, env = "SVC_PLC_URL", default_value = atproto::identity::DEFAULT_PLC_URL)]
     pub plc_url: String,
 
     /// The collections to index, comma-separated: NSIDs, or prefixes ending in `.`.
@@ -454,12 +454,12 @@ impl NetworkArgs {
     }
 
     /// A handle resolver: `--handle-resolver`, or DNS and HTTPS; answers kept for an hour.
-    pub fn handles(&self) -> ingest::handle::HandleResolver {
-        ingest::handle::HandleResolver::new(self.handle_resolver.as_deref(), std::time::Duration::from_secs(3600))
+    pub fn handles(&self) -> atproto::handle::HandleResolver {
+        atproto::handle::HandleResolver::new(self.handle_resolver.as_deref(), std::time::Duration::from_secs(3600))
     }
 
     /// A DID resolver on `--plc-url`, caching documents for an hour.
-    pub fn resolver(&self) -> ingest::identity::Resolver {
-        ingest::identity::Resolver::new(&self.plc_url, std::time::Duration::from_secs(3600))
+    pub fn resolver(&self) -> atproto::identity::Resolver {
+        atproto::identity::Resolver::new(&self.plc_url, std::time::Duration::from_secs(3600))
     }
 }

@@ -8,16 +8,12 @@
 #![warn(missing_docs)]
 
 pub mod backfill;
-pub mod car;
 pub mod commit;
 mod cursor;
-pub mod data_model;
 mod error;
 pub mod fetch;
 pub mod firehose;
 pub mod frame;
-pub mod handle;
-pub mod identity;
 pub mod jetstream;
 pub mod repo;
 mod revs;
@@ -26,4 +22,5 @@ pub mod social;
 pub mod testing;
 pub mod verify;
 
+pub use atproto::{car, data_model, handle, identity};
 pub use error::IngestError;

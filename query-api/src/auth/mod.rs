@@ -17,14 +17,12 @@
 //! 401 `InvalidToken` for everything else. What a verified caller may do is the handler's
 //! decision (403 `Forbidden`).
 
-mod jwt;
 pub mod replay;
 
 use std::sync::Arc;
 
-use ingest::identity::Resolver;
-
-pub use jwt::{Claims, Jwt};
+pub use atproto::jwt::{Claims, Jwt};
+use atproto::identity::Resolver;
 use replay::ReplayLedger;
 
 use crate::error::ApiError;

@@ -41,7 +41,7 @@ impl Fixture {
         let store: Arc<dyn store::Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
         let ctx = Context::single(store.clone(), &dir.path().join("search"));
         let projections = catalog::MODELS.iter().map(|m| FollowActive::open(&ctx, m).unwrap()).collect();
-        let resolver = Arc::new(ingest::identity::Resolver::new("http://127.0.0.1:9", Duration::from_secs(60)));
+        let resolver = Arc::new(atproto::identity::Resolver::new("http://127.0.0.1:9", Duration::from_secs(60)));
         let ledger = query_api::auth::replay::ReplayLedger::new(store.clone());
         let state = AppState::new(Shared {
             log: log.clone(),

@@ -1,5 +1,5 @@
 //! The parts of a compact JWT (`header.payload.signature`, base64url without padding) that
-//! service auth reads. Parsing checks shape only; [`super::ServiceAuth`] decides validity.
+//! AT Protocol service auth reads. Parsing checks shape only; the verifier decides validity.
 
 use data_encoding::BASE64URL_NOPAD;
 use serde::Deserialize;
