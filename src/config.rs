@@ -151,6 +151,60 @@ pub struct UpArgs {
 
     #[command(flatten)]
     pub http: HttpArgs,
+
+    #[command(flatten)]
+    pub auth: AuthArgs,
+}
+
+/// The identity layer: keys, the first admins, rate limits.
+#[derive(Debug, Clone, Args)]
+pub struct AuthArgs {
+    /// The file of svc's token-signing and sealing keys, shared by every query node; created
+    /// on first start. Default: `auth-keys.json` in the data directory.
+    #[arg(long, env = "SVC_AUTH_KEYS")]
+    pub auth_keys: Option<PathBuf>,
+
+    /// DIDs granted the admin role at start (idempotent), comma-separated; `ADMIN_DIDS` is
+    /// read too when this is unset.
+    #[arg(long, env = "SVC_ADMIN_DIDS", value_delimiter = ',')]
+    pub admin_dids: Vec<String>,
+
+    /// Requests per minute of the four rate-limit tiers (anonymous, authenticated, elevated,
+    /// service), comma-separated, or `off`.
+    #[arg(long, env = "SVC_RATE_LIMITS", default_value = "60,300,1000,5000", value_parser = query_api::auth::limits::parse_tiers)]
+    pub rate_limits: Option<[u32; 4]>,
+
+    /// The number of query nodes sharing each limit: each enforces `ceil(limit / nodes)`.
+    #[arg(long, env = "SVC_RATE_LIMIT_NODES", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub rate_limit_nodes: u32,
+
+    /// Proxies whose `X-Forwarded-For` names the client, comma-separated IP addresses.
+    #[arg(long, env = "SVC_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<std::net::IpAddr>,
+}
+
+impl AuthArgs {
+    /// The admins to bootstrap: `--admin-dids`, else `ADMIN_DIDS`.
+    pub fn admins(&self) -> Vec<String> {
+        if !self.admin_dids.is_empty() {
+            return self.admin_dids.clone();
+        }
+        std::env::var("ADMIN_DIDS").map(|v| v.split(',').map(|d| d.trim().to_owned()).filter(|d| !d.is_empty()).collect()).unwrap_or_default()
+    }
+
+    /// The key file.
+    pub fn key_file(&self, data: &DataArgs) -> PathBuf {
+        self.auth_keys.clone().unwrap_or_else(|| data.data_dir.join("auth-keys.json"))
+    }
+
+    /// The rate-limit settings.
+    pub fn limits(&self) -> query_api::auth::limits::LimitSettings {
+        query_api::auth::limits::LimitSettings {
+            tiers: self.rate_limits,
+            nodes: self.rate_limit_nodes,
+            trusted_proxies: self.trusted_proxies.clone(),
+        }
+    }
 }
 
 /// The bounds of the HTTP server.
@@ -384,7 +438,7 @@ impl Cli {
                 if !lexicons::formats::is_did(&up.service_did) {
                     return Err(ConfigError::ServiceDid(up.service_did.clone()));
                 }
-                if let Some(bad) = up.approved_services.iter().find(|d| !lexicons::formats::is_did(d)) {
+                if let Some(bad) = up.approved_services.iter().chain(&up.auth.admins()).find(|d| !lexicons::formats::is_did(d)) {
                     return Err(ConfigError::Did(bad.clone()));
                 }
                 if up.batch_size == 0 {

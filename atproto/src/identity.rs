@@ -216,21 +216,50 @@ impl DidDocument {
 }
 
 /// Resolves DIDs, caching documents for `ttl`.
+///
+/// The work a stranger can cause is bounded: a failed resolution is remembered for
+/// [`FAILURE_TTL`] (the same bad DID is not fetched again meanwhile), a document is fetched
+/// again at most every [`MIN_REFRESH`], and at most [`MAX_CONCURRENT`] fetches run at once
+/// (others wait up to [`QUEUE_WAIT`], then fail).
 pub struct Resolver {
     http: reqwest::Client,
     plc_url: String,
     ttl: Duration,
     cache: Mutex<HashMap<String, (Instant, Arc<DidDocument>)>>,
+    failures: Mutex<HashMap<String, (Instant, ResolveError)>>,
+    slots: tokio::sync::Semaphore,
 }
 
 /// The public PLC directory.
 pub const DEFAULT_PLC_URL: &str = "https://plc.directory";
+/// How long a failed resolution is remembered.
+pub const FAILURE_TTL: Duration = Duration::from_secs(60);
+/// The shortest time between two fetches of one document.
+pub const MIN_REFRESH: Duration = Duration::from_secs(30);
+/// Fetches running at once at most.
+pub const MAX_CONCURRENT: usize = 16;
+/// How long a fetch waits for a slot.
+pub const QUEUE_WAIT: Duration = Duration::from_secs(5);
+/// Failed resolutions remembered at most (the oldest are dropped beyond).
+const MAX_FAILURES: usize = 10_000;
 
 impl Resolver {
     /// A resolver using the PLC directory at `plc_url`.
     pub fn new(plc_url: &str, ttl: Duration) -> Resolver {
         let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("an HTTP client");
-        Resolver { http, plc_url: plc_url.trim_end_matches('/').to_owned(), ttl, cache: Mutex::new(HashMap::new()) }
+        Resolver {
+            http,
+            plc_url: plc_url.trim_end_matches('/').to_owned(),
+            ttl,
+            cache: Mutex::new(HashMap::new()),
+            failures: Mutex::new(HashMap::new()),
+            slots: tokio::sync::Semaphore::new(MAX_CONCURRENT),
+        }
+    }
+
+    /// Whether the document of `did` is cached and fresh (resolving it costs no fetch).
+    pub fn is_cached(&self, did: &str) -> bool {
+        self.cache.lock().expect("DID cache").get(did).is_some_and(|(at, _)| at.elapsed() < self.ttl)
     }
 
     /// The document of `did`, from the cache while it is fresh.
@@ -251,6 +280,38 @@ impl Resolver {
     /// # Errors
     /// As [`Resolver::resolve`].
     pub async fn refresh(&self, did: &str) -> Result<Arc<DidDocument>, ResolveError> {
+        if let Some((at, doc)) = self.cache.lock().expect("DID cache").get(did) {
+            if at.elapsed() < MIN_REFRESH {
+                return Ok(doc.clone());
+            }
+        }
+        if let Some((at, e)) = self.failures.lock().expect("DID failures").get(did) {
+            if at.elapsed() < FAILURE_TTL {
+                return Err(e.clone());
+            }
+        }
+        let result = self.fetch(did).await;
+        let mut failures = self.failures.lock().expect("DID failures");
+        match &result {
+            Ok(doc) => {
+                failures.remove(did);
+                self.cache.lock().expect("DID cache").insert(did.to_owned(), (Instant::now(), doc.clone()));
+            }
+            Err(e) => {
+                if failures.len() >= MAX_FAILURES {
+                    failures.retain(|_, (at, _)| at.elapsed() < FAILURE_TTL);
+                    if failures.len() >= MAX_FAILURES {
+                        failures.clear();
+                    }
+                }
+                failures.insert(did.to_owned(), (Instant::now(), e.clone()));
+            }
+        }
+        result
+    }
+
+    /// One fetch of the document of `did`, in a slot.
+    async fn fetch(&self, did: &str) -> Result<Arc<DidDocument>, ResolveError> {
         let url = if did.starts_with("did:plc:") {
             format!("{}/{did}", self.plc_url)
         } else if let Some(host) = did.strip_prefix("did:web:") {
@@ -265,6 +326,10 @@ impl Resolver {
             return Err(ResolveError::UnsupportedMethod(did.to_owned()));
         };
         let unavailable = |reason: String| ResolveError::Unavailable { did: did.to_owned(), reason };
+        let _slot = tokio::time::timeout(QUEUE_WAIT, self.slots.acquire())
+            .await
+            .map_err(|_| unavailable(format!("{MAX_CONCURRENT} resolutions are running; none finished within {QUEUE_WAIT:?}")))?
+            .map_err(|_| unavailable("the resolver is closed".into()))?;
         let response = self.http.get(&url).send().await.map_err(|e| unavailable(format!("GET {url}: {e}")))?;
         let status = response.status().as_u16();
         if status == 404 || status == 410 {
@@ -274,14 +339,13 @@ impl Resolver {
             return Err(unavailable(format!("GET {url}: HTTP {}", response.status())));
         }
         let body: serde_json::Value = response.json().await.map_err(|e| unavailable(format!("GET {url}: {e}")))?;
-        let doc = Arc::new(DidDocument::from_json(did, &body)?);
-        self.cache.lock().expect("DID cache").insert(did.to_owned(), (Instant::now(), doc.clone()));
-        Ok(doc)
+        Ok(Arc::new(DidDocument::from_json(did, &body)?))
     }
 
     /// Drops a DID from the cache (its document changed).
     pub fn forget(&self, did: &str) {
         self.cache.lock().expect("DID cache").remove(did);
+        self.failures.lock().expect("DID failures").remove(did);
     }
 }
 

@@ -88,11 +88,13 @@ pub enum EventKind {
     Rejected,
     /// A backlink was created or withdrawn through the API.
     Backlink,
+    /// Roles, sessions or second factors changed, or a credential was refused.
+    Access,
 }
 
 impl EventKind {
     /// Every kind, in a stable order.
-    pub const ALL: [EventKind; 7] = [
+    pub const ALL: [EventKind; 8] = [
         EventKind::RecordCreate,
         EventKind::RecordUpdate,
         EventKind::RecordDelete,
@@ -100,6 +102,7 @@ impl EventKind {
         EventKind::Account,
         EventKind::Rejected,
         EventKind::Backlink,
+        EventKind::Access,
     ];
 
     /// The kind's name on the wire and in the JSON view.
@@ -112,6 +115,7 @@ impl EventKind {
             EventKind::Account => "repo.account",
             EventKind::Rejected => "repo.rejected",
             EventKind::Backlink => "command.backlink",
+            EventKind::Access => "command.access",
         }
     }
 

@@ -17,6 +17,7 @@ use lexicons::Lexicons;
 use store::Store;
 use tracing::info;
 
+use crate::access::{self, AccessProjection};
 use crate::attached::{self, AttachedProjection};
 use crate::eprints::{self, EprintsProjection};
 use crate::search::{self, SearchIndexes, SearchProjection};
@@ -50,6 +51,7 @@ pub struct ModelSpec {
 pub const CATALOG: &[ModelSpec] = &[
     ModelSpec { name: eprints::MODEL, place: Place::Shared, tables: eprints::TABLES, open: open_eprints },
     ModelSpec { name: attached::MODEL, place: Place::Shared, tables: attached::TABLES, open: open_attached },
+    ModelSpec { name: access::MODEL, place: Place::Shared, tables: access::TABLES, open: open_access },
     ModelSpec { name: search::MODEL, place: Place::Node, tables: &[search::TOMBSTONES], open: open_search },
 ];
 
@@ -59,6 +61,10 @@ fn open_eprints(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Proje
 
 fn open_attached(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
     Ok(Box::new(AttachedProjection::new(ctx.store.clone(), ctx.lexicons.clone(), version, mode)))
+}
+
+fn open_access(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
+    Ok(Box::new(AccessProjection::new(ctx.store.clone(), version, mode)))
 }
 
 fn open_search(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {

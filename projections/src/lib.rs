@@ -16,6 +16,7 @@
 //! crate). `indexedAt` is the time the event entered the log, so a replay reproduces it.
 #![warn(missing_docs)]
 
+pub mod access;
 pub mod attached;
 mod batch;
 pub mod catalog;

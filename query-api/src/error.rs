@@ -48,6 +48,12 @@ pub enum ErrorCode {
     InternalError,
     /// No eprint carries the tag asked for.
     TagNotFound,
+    /// 401: the token's session was revoked or ended.
+    RevokedToken,
+    /// 403: an admin operation called by a non-admin.
+    AuthorizationError,
+    /// 429: over the caller's rate limit.
+    RateLimitExceeded,
 }
 
 impl ErrorCode {
@@ -67,6 +73,9 @@ impl ErrorCode {
             ErrorCode::ServiceUnavailable => "ServiceUnavailable",
             ErrorCode::InternalError => "InternalError",
             ErrorCode::TagNotFound => "TagNotFound",
+            ErrorCode::RevokedToken => "RevokedToken",
+            ErrorCode::AuthorizationError => "AuthorizationError",
+            ErrorCode::RateLimitExceeded => "RateLimitExceeded",
         }
     }
 
@@ -75,8 +84,9 @@ impl ErrorCode {
         match self {
             ErrorCode::InvalidRequest => "INVALID_REQUEST",
             ErrorCode::RecordNotFound | ErrorCode::NotFound | ErrorCode::RepoNotFound | ErrorCode::TagNotFound => "NOT_FOUND",
-            ErrorCode::AuthRequired | ErrorCode::InvalidToken | ErrorCode::ExpiredToken => "UNAUTHORIZED",
-            ErrorCode::Forbidden => "FORBIDDEN",
+            ErrorCode::AuthRequired | ErrorCode::InvalidToken | ErrorCode::ExpiredToken | ErrorCode::RevokedToken => "UNAUTHORIZED",
+            ErrorCode::Forbidden | ErrorCode::AuthorizationError => "FORBIDDEN",
+            ErrorCode::RateLimitExceeded => "RATE_LIMITED",
             ErrorCode::UpstreamFailure => "UPSTREAM_FAILURE",
             ErrorCode::NotImplemented => "NOT_IMPLEMENTED",
             ErrorCode::ServiceUnavailable => "SERVICE_UNAVAILABLE",
@@ -156,6 +166,26 @@ impl ApiError {
         ApiError::new(StatusCode::FORBIDDEN, ErrorCode::Forbidden, message)
     }
 
+    /// 403 for a caller without `required` (it holds `yours`): `Forbidden`, or
+    /// `AuthorizationError` on the admin namespace, with `{required_role, your_role}`.
+    pub fn missing_role(required: &str, yours: &str, admin_api: bool) -> ApiError {
+        let code = if admin_api { ErrorCode::AuthorizationError } else { ErrorCode::Forbidden };
+        ApiError {
+            details: Some(json!({"required_role": required, "your_role": yours})),
+            ..ApiError::new(StatusCode::FORBIDDEN, code, format!("this needs the {required} role; you hold {yours}"))
+        }
+    }
+
+    /// 401 `RevokedToken`.
+    pub fn revoked_token(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNAUTHORIZED, ErrorCode::RevokedToken, message)
+    }
+
+    /// 429 `RateLimitExceeded` (the rate-limit layer adds `Retry-After`).
+    pub fn rate_limited(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::TOO_MANY_REQUESTS, ErrorCode::RateLimitExceeded, message)
+    }
+
     /// 404 `RepoNotFound`: the repository is not available from its host.
     pub fn repo_not_found(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::NOT_FOUND, ErrorCode::RepoNotFound, message)
@@ -195,6 +225,11 @@ impl ApiError {
     /// The error code.
     pub fn code(&self) -> ErrorCode {
         self.code
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
     }
 
     /// The response in the REST envelope.

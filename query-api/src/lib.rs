@@ -72,8 +72,10 @@ pub fn app(state: AppState) -> App {
         .merge(xrpc::routes())
         .merge(rest::routes())
         .merge(health::routes())
+        .merge(auth::oauth::routes())
         .fallback(fallback)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), auth::layer))
         .with_state(state);
     // Request spans and response events are logged at DEBUG. When the filter drops them, the
     // layer would still time and wrap every response: it is left out then (a sixth of a

@@ -62,7 +62,8 @@ pub fn error_for_path(path: &str, error: ApiError) -> Response {
 }
 
 /// Answers one request within the limits.
-async fn answer(app: App, limits: ServerLimits, request: Request<Incoming>) -> Result<Response, Infallible> {
+async fn answer(app: App, limits: ServerLimits, peer: std::net::SocketAddr, mut request: Request<Incoming>) -> Result<Response, Infallible> {
+    request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
     let path = request.uri().path().to_owned();
     let uri_len = request.uri().path_and_query().map_or(0, |p| p.as_str().len());
     if uri_len > limits.max_uri_bytes {
@@ -123,7 +124,7 @@ pub async fn serve(listener: TcpListener, app: App, limits: ServerLimits, shutdo
         };
         let _ = stream.set_nodelay(true);
         let app = app.clone();
-        let service = hyper::service::service_fn(move |request| answer(app.clone(), limits, request));
+        let service = hyper::service::service_fn(move |request| answer(app.clone(), limits, peer, request));
         let builder = builder.clone();
         let watcher = graceful.watcher();
         tokio::spawn(async move {

@@ -10,7 +10,7 @@ use projections::{Progress, ProjectionError};
 use store::Store;
 use tokio::sync::{watch, Semaphore};
 
-use crate::auth::ServiceAuth;
+use crate::auth::Identity;
 
 /// The shared state of the API: a handle on [`Shared`], which every request clones (one
 /// reference count, not one per field).
@@ -52,6 +52,8 @@ pub struct Shared {
     pub openapi: Arc<serde_json::Value>,
     /// What the sync operations need.
     pub sync: Arc<SyncSettings>,
+    /// The identity layer: credentials, roles, sessions, rate limits.
+    pub auth: Arc<Identity>,
     /// Searches running at once ([`search_slots`]); the others wait their turn, in order.
     pub searches: Arc<Semaphore>,
     /// The shared models built elsewhere that readiness has seen complete since the start.
@@ -74,8 +76,6 @@ pub fn search_slots() -> Arc<Semaphore> {
 pub struct SyncSettings {
     /// Reads records from their repository hosts, proven.
     pub fetcher: RecordFetcher,
-    /// Verifies service-auth tokens.
-    pub auth: Arc<ServiceAuth>,
     /// The collections svc indexes (NSIDs, or prefixes ending in `.`).
     pub collections: Vec<String>,
     /// The DIDs of services allowed to refresh and delete any repository's records.

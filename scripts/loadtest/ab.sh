@@ -5,6 +5,8 @@
 # Usage: scripts/loadtest/ab.sh OLD_SVC NEW_SVC [PAPERS_FILE] [ROUNDS] [SECONDS]
 # Prints one line per run and, per target, each build's median requests/s and p99, and the
 # ratio new/old. Needs wrk, python3, curl. Sends traffic to 127.0.0.1 only.
+# Load tests measure the service, not its rate limiter: limits are off.
+export SVC_RATE_LIMITS=off
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OLD=$1

@@ -2,6 +2,8 @@
 # Seed and catch-up time of one file on the embedded log and on Kafka (a tansu broker from
 # .peers/, see scripts/peers.sh), in the same run, both with the embedded store.
 # Usage: scripts/loadtest/backends.sh [FILE]   (default: the committed 3k sample)
+# Load tests measure the service, not its rate limiter: limits are off.
+export SVC_RATE_LIMITS=off
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo build --release --quiet

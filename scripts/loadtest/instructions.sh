@@ -11,6 +11,8 @@
 # (default 2,000) more requests over one keep-alive connection, and prints instructions per
 # request. The axum hello world (query-api/examples/hello_baseline.rs) is counted the same way.
 # Needs valgrind, python3, curl; sends traffic to 127.0.0.1 only.
+# Load tests measure the service, not its rate limiter: limits are off.
+export SVC_RATE_LIMITS=off
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PAPERS=${PAPERS:-fixtures/arxiv-sample-3k.jsonl.gz}

@@ -7,6 +7,8 @@
 # Seeds a fresh data directory from SEED_FILE, starts `svc up`, waits until readiness
 # answers 200 (every read model complete), waits 10 s more and reads the resident set
 # (VmRSS); then stops it, starts it again on the same data and reads it the same way.
+# Load tests measure the service, not its rate limiter: limits are off.
+export SVC_RATE_LIMITS=off
 set -euo pipefail
 bin=${1:?usage: memory.sh SVC_BIN SEED_FILE}
 seed=${2:?usage: memory.sh SVC_BIN SEED_FILE}

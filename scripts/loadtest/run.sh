@@ -8,6 +8,8 @@
 #   SVC_BIN=path/to/svc measures that binary instead of building this checkout (to compare
 #   two builds on the same machine, one run after the other).
 # Needs: wrk (Debian package `wrk`), python3, curl. Sends traffic to 127.0.0.1 only.
+# Load tests measure the service, not its rate limiter: limits are off.
+export SVC_RATE_LIMITS=off
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PAPERS=${1:-../shared/data/arxiv-75k.jsonl.gz}

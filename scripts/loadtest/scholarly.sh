@@ -5,6 +5,8 @@
 #   getSubmission beside the layer's list pages (25 per page) and a faceted search.
 # Usage: scripts/loadtest/scholarly.sh [PAPERS_FILE] [DURATION] [CONNECTIONS]
 # Needs: wrk, python3, curl. Sends traffic to 127.0.0.1 only. Rate limits: none exist yet.
+# Load tests measure the service, not its rate limiter: limits are off.
+export SVC_RATE_LIMITS=off
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PAPERS=${1:-../shared/data/arxiv-75k.jsonl.gz}

@@ -100,6 +100,7 @@ impl Supervisor {
     pub async fn spawn_api(&mut self, args: &UpArgs, log: Arc<dyn EventLog>, ctx: &Context, progress: ProgressFeeds) -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("failed to listen on {}", args.listen))?;
         let local = listener.local_addr()?;
+        let resolver = Arc::new(args.source.network.resolver());
         let state = AppState::new(Shared {
             log,
             store: ctx.store.clone(),
@@ -112,10 +113,15 @@ impl Supervisor {
                 public_url: args.public_url.clone().unwrap_or_else(|| format!("http://{local}")),
             }),
             progress: Arc::new(progress),
-            sync: Arc::new(sync_settings(args, ctx)),
+            auth: Arc::new(identity(args, ctx, &resolver)?),
+            sync: Arc::new(sync_settings(args, resolver)),
             searches: query_api::state::search_slots(),
             complete_models: Default::default(),
         });
+        let admins = args.auth.admins();
+        if !admins.is_empty() {
+            query_api::xrpc::admin::bootstrap(&state, &admins).await.map_err(|e| anyhow::anyhow!("failed to grant the admin role to ADMIN_DIDS: {}", e.message()))?;
+        }
         let app = query_api::app(state);
         let limits = args.http.limits();
         self.spawn(|token| async move {
@@ -159,17 +165,24 @@ impl Supervisor {
     }
 }
 
-/// The sync operations' settings: one DID resolver for proving records and verifying
-/// service-auth tokens, the used-token ledger in the shared store.
-fn sync_settings(args: &UpArgs, ctx: &Context) -> SyncSettings {
-    let resolver = Arc::new(args.source.network.resolver());
-    let ledger = query_api::auth::replay::ReplayLedger::new(ctx.store.clone());
+/// The sync operations' settings, with the DID resolver they share with service auth.
+fn sync_settings(args: &UpArgs, resolver: Arc<atproto::identity::Resolver>) -> SyncSettings {
     SyncSettings {
-        fetcher: ingest::fetch::RecordFetcher::new(resolver.clone()),
-        auth: Arc::new(query_api::auth::ServiceAuth::new(&args.service_did, resolver, ledger)),
+        fetcher: ingest::fetch::RecordFetcher::new(resolver),
         collections: args.source.network.collections.clone(),
         approved: args.approved_services.clone(),
     }
+}
+
+/// The identity layer: service auth (its used-token ledger in this node's own store), the
+/// key file, the rate limits.
+fn identity(args: &UpArgs, ctx: &Context, resolver: &Arc<atproto::identity::Resolver>) -> anyhow::Result<query_api::auth::Identity> {
+    let ledger = query_api::auth::replay::ReplayLedger::new(ctx.node.clone());
+    let service = Arc::new(query_api::auth::ServiceAuth::new(&args.service_did, resolver.clone(), ledger));
+    let key_file = args.auth.key_file(&args.data);
+    let keys = query_api::auth::keys::KeySet::load_or_create(&key_file)?;
+    let limits = query_api::auth::limits::RateLimits::new(&args.auth.limits());
+    Ok(query_api::auth::Identity::new(&args.service_did, service, Arc::new(keys), limits, args.approved_services.clone()))
 }
 
 /// Events not applied yet by a model at `checkpoints` (0 when the log's end is unknown).

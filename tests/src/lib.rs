@@ -225,6 +225,9 @@ impl Service {
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .args(extra)
             .env("RUST_LOG", "info,scylla=error")
+            // Tests call far more often than a person: limits are off unless a test passes
+            // `--rate-limits`.
+            .env("SVC_RATE_LIMITS", "off")
             .envs(backend.env())
             .stdout(Stdio::null())
             .stderr(log)

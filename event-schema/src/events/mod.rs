@@ -1,11 +1,13 @@
 //! Event payloads, one file per family.
 
+mod access;
 mod account;
 mod backlink;
 mod identity;
 mod record;
 mod rejected;
 
+pub use access::{AccessAction, AccessChange, OnceProof};
 pub use account::{AccountChange, AccountStatus};
 pub use backlink::BacklinkChange;
 pub use identity::IdentityChange;
@@ -34,6 +36,8 @@ pub enum Payload {
     Rejected(Rejected),
     /// A backlink created or withdrawn through the API (a command).
     Backlink(BacklinkChange),
+    /// A change of roles, sessions or second factors, or an audited refusal (a command).
+    Access(AccessChange),
 }
 
 impl Payload {
@@ -47,6 +51,7 @@ impl Payload {
             Payload::Account(_) => EventKind::Account,
             Payload::Rejected(_) => EventKind::Rejected,
             Payload::Backlink(_) => EventKind::Backlink,
+            Payload::Access(_) => EventKind::Access,
         }
     }
 
@@ -59,6 +64,7 @@ impl Payload {
             Payload::Account(a) => &a.did,
             Payload::Rejected(r) => &r.did,
             Payload::Backlink(b) => &b.caller,
+            Payload::Access(a) => &a.subject,
         }
     }
 }

@@ -201,7 +201,7 @@ impl Projection for EprintsProjection {
             }
             let position = event.envelope.position.ordinal();
             match &event.envelope.payload {
-                Payload::RecordCreate(_) | Payload::RecordUpdate(_) | Payload::Backlink(_) => {}
+                Payload::RecordCreate(_) | Payload::RecordUpdate(_) | Payload::Backlink(_) | Payload::Access(_) => {}
                 Payload::RecordDelete(d) => self.delete(&mut st, d, position)?,
                 Payload::Identity(i) => self.account(&mut st, &i.did, position, |c| {
                     if let Some(h) = &i.handle {

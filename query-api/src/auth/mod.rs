@@ -1,211 +1,283 @@
-//! Service auth: verifying the JWTs that another AT Protocol service (a PDS on its user's
-//! behalf, through `com.atproto.server.getServiceAuth`) signs to call a procedure of svc.
+//! The identity layer: who is calling, what they may do, and how often.
 //!
-//! A token is accepted when all of these hold, checked cheapest first:
-//! - it is a compact JWT with `alg` `ES256K` or `ES256`, and not an access, refresh or DPoP
-//!   token (`typ`);
-//! - `aud` is the service's DID (or `DID#svc_appview`);
-//! - `lxm` is the NSID being called;
-//! - `exp` has not passed and is at most [`MAX_LIFETIME`] away (tokens are short-lived), and
-//!   `iat`, if given, is not in the future (with [`CLOCK_SKEW`] either way);
-//! - `iss` is a DID without a fragment, and the signature verifies with the `#atproto` key of
-//!   its DID document, of the type `alg` names (the document is fetched again once when it
-//!   does not, for key rotations);
-//! - its `jti` was never accepted before ([`replay`]).
+//! Every request goes through [`layer`] before its handler. It resolves the request's one
+//! [`Caller`] (none for an anonymous request) from either credential:
+//! - an AT Protocol service-auth JWT ([`service`]), for the XRPC method it names (`lxm`);
+//! - svc's own session access token ([`tokens`]), `typ` `at+jwt`, of a session still live;
 //!
-//! Refusals: 401 `AuthRequired` without a bearer token, 401 `ExpiredToken` once expired,
-//! 401 `InvalidToken` for everything else. What a verified caller may do is the handler's
-//! decision (403 `Forbidden`).
+//! then applies the caller's rate-limit tier ([`limits`]) and puts the caller in the
+//! request's extensions for the method's auth level ([`crate::xrpc::Auth`]). A credential
+//! that does not verify is refused (401) whatever the route, and the attempt counts against
+//! the client address's anonymous limit, as does every DID document fetch a stranger's token
+//! would cause.
+//!
+//! The session, MFA and passkey endpoints are [`oauth`]'s. What is an event in the log
+//! (roles, sessions, second factors, audited refusals: `command.access`) and what is
+//! node-local (seen `jti`s, rate-limit counters) is explained in
+//! docs/decisions.md, "Identity state".
 
+pub mod keys;
+pub mod limits;
+pub mod oauth;
 pub mod replay;
+pub mod service;
+pub mod tokens;
+pub mod totp;
 
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-pub use atproto::jwt::{Claims, Jwt};
-use atproto::identity::Resolver;
-use replay::ReplayLedger;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{header, HeaderMap};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use event_schema::{AccessAction, AccessChange, NewEvent, Payload, Source};
+use projections::access::read::AccessReader;
+use tracing::warn;
+
+pub use service::{Claims, Jwt, ServiceAuth};
 
 use crate::error::ApiError;
+use crate::state::AppState;
+use keys::{KeySet, TokenError};
+use limits::{RateLimits, Tier};
+use tokens::{AccessClaims, ACCESS_TYP};
 
-/// The longest a token may still be valid for.
-pub const MAX_LIFETIME: i64 = 300;
-/// The clock difference tolerated between the issuer and svc, in seconds.
-pub const CLOCK_SKEW: i64 = 5;
+/// How a caller proved who it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credential {
+    /// An AT Protocol service-auth JWT signed by the DID's `#atproto` key.
+    ServiceAuth,
+    /// An access token of svc's session `sid`.
+    Session(String),
+}
 
 /// A verified caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
-    /// The DID that signed the token.
+    /// The caller's DID: the user, or the calling service.
     pub did: String,
+    /// The handle, when the credential carries one.
+    pub handle: Option<String>,
+    /// The roles the DID holds (read on every request).
+    pub roles: Vec<String>,
+    /// The credential.
+    pub credential: Credential,
 }
 
-/// The service-auth verifier.
-pub struct ServiceAuth {
-    service_did: String,
-    resolver: Arc<Resolver>,
-    ledger: ReplayLedger,
+impl Caller {
+    /// Whether the caller holds `role` (`admin` holds every role).
+    pub fn has(&self, role: &str) -> bool {
+        self.roles.iter().any(|r| r == role || r == "admin")
+    }
+
+    /// The caller's most senior role, for a 403's `your_role` (`reader` without a grant).
+    pub fn top_role(&self) -> &str {
+        ["admin", "moderator", "graph-editor", "author", "premium", "alpha-tester", "reader"]
+            .into_iter()
+            .find(|r| self.roles.iter().any(|h| h == r))
+            .unwrap_or("reader")
+    }
 }
 
-impl ServiceAuth {
-    /// A verifier of tokens for `service_did`, resolving issuers with `resolver` and keeping
-    /// used tokens in `ledger`.
-    pub fn new(service_did: &str, resolver: Arc<Resolver>, ledger: ReplayLedger) -> ServiceAuth {
-        ServiceAuth { service_did: service_did.to_owned(), resolver, ledger }
-    }
+/// The caller [`layer`] resolved, in the request's extensions.
+#[derive(Debug, Clone)]
+pub struct Resolved(pub Option<Caller>);
 
-    /// Verifies the `Authorization` header of a call to `lxm` (see the module docs).
-    ///
-    /// # Errors
-    /// The 401 [`ApiError`] to answer.
-    pub async fn verify(self: &Arc<Self>, authorization: Option<&str>, lxm: &str) -> Result<Caller, ApiError> {
-        let Some(header) = authorization else {
-            return Err(ApiError::auth_required(format!("{lxm} needs a service-auth token (Authorization: Bearer …)")));
-        };
-        let token = header
-            .strip_prefix("Bearer ")
-            .or_else(|| header.strip_prefix("bearer "))
-            .ok_or_else(|| ApiError::auth_required("the Authorization header must be `Bearer <token>`"))?
-            .trim();
-        let jwt = Jwt::parse(token).map_err(|e| ApiError::invalid_token(e.0))?;
-        let now = chrono::Utc::now().timestamp();
-        self.check_claims(&jwt, lxm, now)?;
-        self.check_signature(&jwt).await?;
-        let jti = jwt.claims.jti.clone().expect("checked by check_claims");
-        let (me, iss, exp) = (self.clone(), jwt.claims.iss.clone(), jwt.claims.exp);
-        let first = tokio::task::spawn_blocking(move || me.ledger.first_use(&iss, &jti, exp, now))
-            .await
-            .map_err(|e| ApiError::internal(e.to_string()))?
-            .map_err(ApiError::from_error)?;
-        if !first {
-            return Err(ApiError::invalid_token("this token was already used (its jti is spent)"));
-        }
-        Ok(Caller { did: jwt.claims.iss })
-    }
+/// The identity layer's settings and state, one field of the shared state.
+pub struct Identity {
+    /// svc's DID: the `aud` of every token it accepts, the `iss` of those it issues.
+    pub service_did: String,
+    /// The service-auth verifier.
+    pub service: Arc<ServiceAuth>,
+    /// The keys of svc's own tokens.
+    pub keys: Arc<KeySet>,
+    /// The rate limiters.
+    pub limits: RateLimits,
+    /// Services whose callers get the service tier (and may refresh or delete any record).
+    pub approved_services: Vec<String>,
+}
 
-    /// Everything but the signature and the replay check.
-    fn check_claims(&self, jwt: &Jwt, lxm: &str, now: i64) -> Result<(), ApiError> {
-        let invalid = ApiError::invalid_token;
-        let c = &jwt.claims;
-        if !matches!(jwt.header.alg.as_str(), "ES256K" | "ES256") {
-            return Err(invalid(format!("alg {} is not accepted (ES256K or ES256)", jwt.header.alg)));
-        }
-        if let Some(typ @ ("at+jwt" | "refresh+jwt" | "dpop+jwt")) = jwt.header.typ.as_deref() {
-            return Err(invalid(format!("a {typ} token is not a service-auth token")));
-        }
-        let own_service = format!("{}#svc_appview", self.service_did);
-        if c.aud != self.service_did && c.aud != own_service {
-            return Err(invalid(format!("the token is for {}, not this service ({})", c.aud, self.service_did)));
-        }
-        match c.lxm.as_deref() {
-            Some(m) if m == lxm => {}
-            Some(m) => return Err(invalid(format!("the token is for {m}, not {lxm}"))),
-            None => return Err(invalid(format!("the token names no method (lxm); it must name {lxm}"))),
-        }
-        if c.exp + CLOCK_SKEW <= now {
-            return Err(ApiError::expired_token(format!("the token expired at {}", c.exp)));
-        }
-        if c.exp > now + MAX_LIFETIME + CLOCK_SKEW {
-            return Err(invalid(format!("the token is valid for more than {MAX_LIFETIME} seconds")));
-        }
-        if c.iat.is_some_and(|iat| iat > now + CLOCK_SKEW) {
-            return Err(invalid("the token was issued in the future (iat)".into()));
-        }
-        if !c.jti.as_deref().is_some_and(|j| !j.is_empty() && j.len() <= 256) {
-            return Err(invalid("the token has no jti (a unique id of 1 to 256 characters)".into()));
-        }
-        if c.iss.contains('#') || !lexicons::formats::is_did(&c.iss) {
-            return Err(invalid(format!("the issuer {:?} is not a DID (without fragment)", c.iss)));
-        }
-        Ok(())
+impl Identity {
+    /// The identity layer of `service_did`.
+    pub fn new(service_did: &str, service: Arc<ServiceAuth>, keys: Arc<KeySet>, limits: RateLimits, approved_services: Vec<String>) -> Identity {
+        Identity { service_did: service_did.to_owned(), service, keys, limits, approved_services }
     }
+}
 
-    /// Checks the signature with the issuer's `#atproto` key, refetching its document once.
-    async fn check_signature(&self, jwt: &Jwt) -> Result<(), ApiError> {
-        let iss = &jwt.claims.iss;
-        let mut refreshed = false;
-        loop {
-            let doc = if refreshed { self.resolver.refresh(iss).await } else { self.resolver.resolve(iss).await }
-                .map_err(|e| ApiError::invalid_token(format!("the issuer's DID document: {e}")))?;
-            let key = &doc.signing_key;
-            let verdict = if key.jwt_alg() != jwt.header.alg {
-                Err(format!("the issuer's #atproto key signs {}, not {}", key.jwt_alg(), jwt.header.alg))
-            } else {
-                key.verify(jwt.signed.as_bytes(), &jwt.signature).map_err(|e| e.to_string())
+/// The bearer token of an `Authorization` header: `Ok(None)` without one.
+fn bearer(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
+    let Some(value) = headers.get(header::AUTHORIZATION) else { return Ok(None) };
+    let value = value.to_str().map_err(|_| ApiError::invalid_token("the Authorization header is not text"))?;
+    let token = value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("bearer "))
+        .ok_or_else(|| ApiError::auth_required("the Authorization header must be `Bearer <token>`"))?
+        .trim();
+    Ok(Some(token))
+}
+
+/// The `typ` of a JWT's header, read without verifying anything (to pick the verifier).
+fn jwt_typ(token: &str) -> Option<String> {
+    let header = token.split('.').next()?;
+    if header.len() > 512 {
+        return None;
+    }
+    let bytes = data_encoding::BASE64URL_NOPAD.decode(header.as_bytes()).ok()?;
+    serde_json::from_slice::<serde_json::Value>(&bytes).ok()?.get("typ")?.as_str().map(str::to_owned)
+}
+
+/// Verifies a session access token: signature, claims, and a session still live.
+async fn session_caller(state: &AppState, token: &str) -> Result<Caller, ApiError> {
+    let id = &state.auth;
+    let claims: AccessClaims = id.keys.verify(token, ACCESS_TYP, &id.service_did).map_err(|e| match e {
+        TokenError::Expired => ApiError::expired_token("the access token expired; refresh it at /oauth/token"),
+        TokenError::Invalid(why) => ApiError::invalid_token(format!("the access token is not valid: {why}")),
+    })?;
+    if claims.iss != id.service_did {
+        return Err(ApiError::invalid_token("the access token was issued by another service"));
+    }
+    let (session, roles) = crate::eprints::blocking(state, || {
+        let r = AccessReader::new(state.store.as_ref())?;
+        Ok::<_, projections::ProjectionError>((r.session(&claims.sid)?, r.roles(&claims.sub)?))
+    })?;
+    match session {
+        Some(s) if s.did == claims.sub && s.ended.is_none() => {}
+        Some(s) if s.ended.is_some() => return Err(ApiError::revoked_token("the session of this token has ended")),
+        _ => return Err(ApiError::invalid_token("the session of this token is unknown")),
+    }
+    Ok(Caller {
+        did: claims.sub,
+        handle: claims.handle,
+        roles: roles.into_iter().map(|g| g.role).collect(),
+        credential: Credential::Session(claims.sid),
+    })
+}
+
+/// Verifies a service-auth token for `lxm`; a DID document fetch first takes one request
+/// from the client's anonymous limit.
+async fn service_caller(state: &AppState, headers: &HeaderMap, token: &str, lxm: &str, ip: &str) -> Result<Caller, ApiError> {
+    let id = &state.auth;
+    let now = chrono::Utc::now().timestamp();
+    let jwt = id.service.check(token, lxm, now)?;
+    if let Some(claimed) = headers.get("x-service-did") {
+        if claimed.to_str().ok() != Some(jwt.claims.iss.as_str()) {
+            return Err(ApiError::invalid_token("X-Service-DID does not name the token's issuer"));
+        }
+    }
+    if id.service.needs_fetch(&jwt) {
+        if let Some(v) = id.limits.check(Tier::Anonymous, ip) {
+            if !v.allowed() {
+                return Err(ApiError::rate_limited("too many tokens from this address need their issuer resolved; retry later"));
+            }
+        }
+    }
+    let (iss, replayed) = id.service.finish(jwt, now).await?;
+    if replayed {
+        audit_refusal(state, &iss, "a service-auth token was presented again (replayed jti)");
+        return Err(ApiError::invalid_token("this token was already used (its jti is spent)"));
+    }
+    let roles = crate::eprints::blocking(state, || AccessReader::new(state.store.as_ref())?.roles(&iss))?;
+    Ok(Caller { did: iss, handle: None, roles: roles.into_iter().map(|g| g.role).collect(), credential: Credential::ServiceAuth })
+}
+
+/// Appends an audited refusal about `subject` (without waiting for it to be applied).
+pub fn audit_refusal(state: &AppState, subject: &str, reason: &str) {
+    let event = access_event(state, subject, subject, "auth", AccessAction::Refused { reason: reason.to_owned() });
+    let log = state.log.clone();
+    tokio::task::spawn_blocking(move || {
+        if let Err(e) = log.append(&[event]) {
+            warn!(error = %e, "could not append an audited refusal");
+        }
+    });
+}
+
+/// A `command.access` event about `subject`, made by `actor` through `via`.
+pub fn access_event(state: &AppState, subject: &str, actor: &str, via: &str, change: AccessAction) -> NewEvent {
+    NewEvent {
+        key: subject.to_owned(),
+        source: Source::Command { nsid: via.to_owned(), caller: actor.to_owned(), host: state.identity.public_url.clone() },
+        payload: Payload::Access(AccessChange { subject: subject.to_owned(), actor: actor.to_owned(), change }),
+    }
+}
+
+/// Resolves the caller of a request (see the module docs).
+async fn resolve(state: &AppState, headers: &HeaderMap, path: &str, ip: &str) -> Result<Option<Caller>, ApiError> {
+    let Some(token) = bearer(headers)? else { return Ok(None) };
+    if jwt_typ(token).as_deref() == Some(ACCESS_TYP) {
+        return session_caller(state, token).await.map(Some);
+    }
+    let lxm = match path.strip_prefix("/xrpc/") {
+        Some(nsid) => Some(nsid),
+        None if path == "/oauth/authorize" => Some(oauth::AUTHORIZE_LXM),
+        None => None,
+    };
+    let Some(lxm) = lxm else {
+        return Err(ApiError::invalid_token("only a session access token is accepted here (service-auth tokens name an XRPC method)"));
+    };
+    service_caller(state, headers, token, lxm, ip).await.map(Some)
+}
+
+/// Paths no credential or limit applies to: probes and well-known documents.
+fn is_exempt(path: &str) -> bool {
+    path.starts_with("/health/") || path.starts_with("/.well-known/")
+}
+
+/// The tier and limiter key of a caller.
+fn tier_of(state: &AppState, caller: Option<&Caller>, ip: &str) -> (Tier, String) {
+    match caller {
+        None => (Tier::Anonymous, ip.to_owned()),
+        Some(c) if c.credential == Credential::ServiceAuth && state.auth.approved_services.contains(&c.did) => (Tier::Service, c.did.clone()),
+        Some(c) if c.roles.iter().any(|r| r == "premium" || r == "admin") => (Tier::Elevated, c.did.clone()),
+        Some(c) => (Tier::Authenticated, c.did.clone()),
+    }
+}
+
+/// The middleware every request goes through (see the module docs).
+pub async fn layer(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let path = request.uri().path().to_owned();
+    if is_exempt(&path) {
+        return next.run(request).await;
+    }
+    let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+    let ip = state.auth.limits.client_ip(peer, request.headers()).map_or_else(|| "unknown".to_owned(), |ip: IpAddr| ip.to_string());
+    let caller = match resolve(&state, request.headers(), &path, &ip).await {
+        Ok(c) => c,
+        Err(e) => {
+            // A refused credential counts against the address, as an anonymous request.
+            let verdict = state.auth.limits.check(Tier::Anonymous, &ip);
+            let e = match verdict {
+                Some(v) if !v.allowed() => ApiError::rate_limited("too many requests from this address"),
+                _ => e,
             };
-            match verdict {
-                Ok(()) => return Ok(()),
-                Err(why) if refreshed => return Err(ApiError::invalid_token(format!("bad signature: {why}"))),
-                Err(_) => refreshed = true,
+            let mut response = error_response(&path, e);
+            if let Some(v) = verdict {
+                v.write_headers(response.headers_mut());
             }
+            return response;
         }
+    };
+    let (tier, key) = tier_of(&state, caller.as_ref(), &ip);
+    let verdict = state.auth.limits.check(tier, &key);
+    if let Some(v) = verdict.filter(|v| !v.allowed()) {
+        let mut response = error_response(&path, ApiError::rate_limited(format!("over the {} limit of {} requests a minute", tier.name(), v.limit)));
+        v.write_headers(response.headers_mut());
+        return response;
     }
+    request.extensions_mut().insert(Resolved(caller));
+    let mut response = next.run(request).await;
+    if let Some(v) = verdict {
+        v.write_headers(response.headers_mut());
+    }
+    response
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use data_encoding::BASE64URL_NOPAD;
-    use serde_json::json;
-
-    const NOW: i64 = 1_800_000_000;
-
-    fn auth() -> (ServiceAuth, tempfile::TempDir) {
-        let dir = tempfile::tempdir().unwrap();
-        let store: Arc<dyn store::Store> = Arc::new(store::EmbeddedStore::open(dir.path()).unwrap());
-        let resolver = Arc::new(Resolver::new("http://127.0.0.1:9", std::time::Duration::from_secs(60)));
-        (ServiceAuth::new("did:web:svc.test", resolver, ReplayLedger::new(store)), dir)
-    }
-
-    fn token(header: serde_json::Value, claims: serde_json::Value) -> Jwt {
-        let part = |v: serde_json::Value| BASE64URL_NOPAD.encode(v.to_string().as_bytes());
-        Jwt::parse(&format!("{}.{}.AAAA", part(header), part(claims))).unwrap()
-    }
-
-    fn claims() -> serde_json::Value {
-        json!({"iss": "did:plc:alice", "aud": "did:web:svc.test", "exp": NOW + 60, "iat": NOW, "lxm": "pub.svc.sync.refreshRecord", "jti": "abc"})
-    }
-
-    #[test]
-    fn claims_are_checked_before_any_network_call() {
-        let (auth, _dir) = auth();
-        let lxm = "pub.svc.sync.refreshRecord";
-        let check = |header: serde_json::Value, changes: serde_json::Value| {
-            let mut c = claims();
-            for (k, v) in changes.as_object().unwrap() {
-                if v.is_null() {
-                    c.as_object_mut().unwrap().remove(k);
-                } else {
-                    c[k] = v.clone();
-                }
-            }
-            auth.check_claims(&token(header, c), lxm, NOW).map_err(|e| {
-                let r = axum::response::IntoResponse::into_response(e.clone());
-                (r.status().as_u16(), format!("{e:?}"))
-            })
-        };
-        let es256k = json!({"typ": "JWT", "alg": "ES256K"});
-        assert!(check(es256k.clone(), json!({})).is_ok());
-        assert!(check(json!({"alg": "ES256"}), json!({})).is_ok());
-        assert!(check(es256k.clone(), json!({"aud": "did:web:svc.test#svc_appview"})).is_ok());
-        assert!(check(es256k.clone(), json!({"exp": NOW - 2})).is_ok(), "within the clock skew");
-        for (header, changes, name) in [
-            (json!({"alg": "HS256"}), json!({}), "InvalidToken"),
-            (json!({"alg": "none"}), json!({}), "InvalidToken"),
-            (json!({"alg": "ES256K", "typ": "at+jwt"}), json!({}), "InvalidToken"),
-            (es256k.clone(), json!({"aud": "did:web:other.test"}), "InvalidToken"),
-            (es256k.clone(), json!({"lxm": "pub.svc.sync.deleteRecord"}), "InvalidToken"),
-            (es256k.clone(), json!({"lxm": null}), "InvalidToken"),
-            (es256k.clone(), json!({"exp": NOW - CLOCK_SKEW}), "ExpiredToken"),
-            (es256k.clone(), json!({"exp": NOW + 3600}), "InvalidToken"),
-            (es256k.clone(), json!({"iat": NOW + 600}), "InvalidToken"),
-            (es256k.clone(), json!({"jti": null}), "InvalidToken"),
-            (es256k.clone(), json!({"jti": ""}), "InvalidToken"),
-            (es256k.clone(), json!({"iss": "did:plc:alice#atproto_labeler"}), "InvalidToken"),
-            (es256k.clone(), json!({"iss": "alice.test"}), "InvalidToken"),
-        ] {
-            let (status, debug) = check(header.clone(), changes.clone()).expect_err(&format!("{header} {changes}"));
-            assert_eq!(status, 401, "{header} {changes}");
-            assert!(debug.contains(&format!("code: {name},")), "{header} {changes}: {debug}");
-        }
+/// An error in the envelope of the route: OAuth for the token endpoints, REST under
+/// `/api/`, XRPC elsewhere.
+pub fn error_response(path: &str, e: ApiError) -> Response {
+    if path.starts_with("/oauth/") || path.starts_with("/auth/") {
+        oauth::OAuthError::from_api(e).into_response()
+    } else {
+        crate::server::error_for_path(path, e)
     }
 }

@@ -1,11 +1,12 @@
 //! The ledger of service-auth tokens already used, so that no token (`iss`, `jti`) is
 //! accepted twice.
 //!
-//! It lives in the shared store, so every query node and every restart sees the same ledger.
-//! A token is remembered until it expires (tokens are short-lived), then swept. Within one
-//! process the check and the record are one step; two query nodes given the same token in
-//! the same instant could both accept it (closing that needs a conditional write, such as
-//! ScyllaDB's lightweight transactions, which the store interface does not offer yet).
+//! Node-local and short-lived state (docs/decisions.md, "Identity state"): it lives in the
+//! node's own store, so a restart remembers it, and a token is remembered until it expires
+//! (at most five minutes), then swept. It is not an event in the log: every accepted call
+//! would cost an append and a wait. With several query nodes, each refuses the tokens it saw;
+//! the token's `lxm`, `aud` and five-minute life bound what a token replayed to another node
+//! can do.
 
 use std::sync::{Arc, Mutex};
 

@@ -9,14 +9,14 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, Method as HttpMethod};
+use axum::http::{header, Method as HttpMethod};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
 use lexicons::{LexiconError, Params};
 use serde_json::Value;
 
-use crate::auth::Caller;
+use crate::auth::{Caller, Resolved};
 use crate::body::Body;
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -41,8 +41,12 @@ pub enum Kind {
 pub enum Auth {
     /// Anyone; no credential is read.
     Open,
-    /// A verified caller only (a service-auth token for the method): 401 otherwise.
+    /// A verified caller only (a service-auth token for the method or a session access
+    /// token): 401 otherwise.
     Required,
+    /// A verified caller holding the role (`admin` holds every role): 401 without a caller,
+    /// 403 without the role.
+    Role(&'static str),
 }
 
 /// One call, once [`Method::prepare`] has checked it.
@@ -53,7 +57,8 @@ pub struct Call {
     pub params: Params,
     /// A procedure's input, validated against its lexicon (`Null` for a query).
     pub input: Value,
-    /// The verified caller (always present for [`Auth::Required`]).
+    /// The verified caller (always present unless the method is [`Auth::Open`], where it is
+    /// present when a valid credential was sent).
     pub caller: Option<Caller>,
 }
 
@@ -112,10 +117,17 @@ impl Method {
             _ => {}
         }
         let params = parse_params(&state, self.nsid, request.uri().query().unwrap_or_default(), self.aliases)?;
-        let caller = match self.auth {
-            Auth::Open => None,
-            Auth::Required => Some(verify(&state, request.headers(), self.nsid).await?),
-        };
+        let caller = request.extensions().get::<Resolved>().and_then(|r| r.0.clone());
+        match (self.auth, &caller) {
+            (Auth::Open, _) => {}
+            (Auth::Required | Auth::Role(_), None) => {
+                return Err(ApiError::auth_required(format!("{} needs credentials (Authorization: Bearer …)", self.nsid)));
+            }
+            (Auth::Role(role), Some(c)) if !c.has(role) => {
+                return Err(ApiError::missing_role(role, c.top_role(), self.nsid.starts_with("pub.svc.admin.")));
+            }
+            _ => {}
+        }
         let input = match self.kind {
             Kind::Query => Value::Null,
             Kind::Procedure => read_input(&state, self.nsid, request).await?,
@@ -137,13 +149,6 @@ impl Method {
             Err(e) => e.into_response(),
         }
     }
-}
-
-/// The one place a caller's credential becomes a [`Caller`]: today the AT Protocol
-/// service-auth token for the method.
-async fn verify(state: &AppState, headers: &HeaderMap, nsid: &str) -> Result<Caller, ApiError> {
-    let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    state.sync.auth.verify(authorization, nsid).await
 }
 
 /// A procedure's JSON body, bounded and validated against its lexicon.

@@ -7,6 +7,8 @@
 //! `NotImplemented`; anything else is 404 `NotFound`. The served set is what is
 //! registered ([`served`]), so nothing lists it by hand.
 
+mod actor;
+pub mod admin;
 mod annotation;
 mod author;
 mod backlink;
@@ -43,6 +45,8 @@ pub fn methods() -> Routes {
         .merge(backlink::routes())
         .merge(notification::routes())
         .merge(sync::routes())
+        .merge(actor::routes())
+        .merge(admin::routes())
 }
 
 /// The NSIDs this build serves, sorted.

@@ -34,8 +34,13 @@ pub struct Fixture {
 }
 
 impl Fixture {
-    /// An empty service.
+    /// An empty service, without rate limits.
     pub fn new() -> Fixture {
+        Fixture::with_limits(query_api::auth::limits::LimitSettings { tiers: None, ..Default::default() })
+    }
+
+    /// An empty service with these rate limits.
+    pub fn with_limits(limits: query_api::auth::limits::LimitSettings) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let log: Arc<dyn EventLog> = Arc::new(EmbeddedLog::open(&dir.path().join("log"), 4).unwrap());
         let store: Arc<dyn store::Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
@@ -43,6 +48,10 @@ impl Fixture {
         let projections = catalog::MODELS.iter().map(|m| FollowActive::open(&ctx, m).unwrap()).collect();
         let resolver = Arc::new(atproto::identity::Resolver::new("http://127.0.0.1:9", Duration::from_secs(60)));
         let ledger = query_api::auth::replay::ReplayLedger::new(store.clone());
+        let service = Arc::new(query_api::auth::ServiceAuth::new(SERVICE_DID, resolver.clone(), ledger));
+        let limits = query_api::auth::limits::RateLimits::new(&limits);
+        let keys = Arc::new(query_api::auth::keys::KeySet::ephemeral());
+        let auth = Arc::new(query_api::auth::Identity::new(SERVICE_DID, service, keys, limits, Vec::new()));
         let state = AppState::new(Shared {
             log: log.clone(),
             store: ctx.store.clone(),
@@ -52,9 +61,9 @@ impl Fixture {
             lexicons: ctx.lexicons.clone(),
             identity: Arc::new(ServiceIdentity { did: SERVICE_DID.into(), public_url: "http://svc.test".into() }),
             progress: Arc::new(Vec::new()),
+            auth,
             sync: Arc::new(SyncSettings {
                 fetcher: ingest::fetch::RecordFetcher::new(resolver.clone()),
-                auth: Arc::new(query_api::auth::ServiceAuth::new(SERVICE_DID, resolver, ledger)),
                 collections: vec!["pub.svc.".into()],
                 approved: Vec::new(),
             }),

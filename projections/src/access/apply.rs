@@ -1,0 +1,241 @@
+//! Applying `command.access` events to the access read model.
+
+use std::sync::Arc;
+
+use chrono::SecondsFormat;
+use event_schema::{AccessAction, AccessChange, Envelope, OnceProof, Payload};
+use serde_json::{json, Map, Value as Json};
+use store::{consumer_name, Columns, Store, Value};
+
+use super::{table, AUDIT_PARTITION, MODEL};
+use crate::catalog::Mode;
+use crate::rows::text;
+use crate::staged::Staged;
+use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
+
+/// Builds the access read model (see the [module docs](super)).
+pub struct AccessProjection {
+    store: Arc<dyn Store>,
+    version: u32,
+    defer_durability: bool,
+}
+
+impl AccessProjection {
+    /// A projection that builds `version` of the model in `store`.
+    pub fn new(store: Arc<dyn Store>, version: u32, mode: Mode) -> AccessProjection {
+        AccessProjection { store, version, defer_durability: mode == Mode::Rebuild }
+    }
+
+    fn get(&self, st: &mut Staged, name: &'static str, partition: &str, clustering: &[u8]) -> Result<Option<Columns>, ProjectionError> {
+        Ok(st.get(self.store.as_ref(), &table(self.version, name), partition, clustering)?)
+    }
+
+    fn json(&self, st: &mut Staged, name: &'static str, partition: &str, column: &str) -> Result<Map<String, Json>, ProjectionError> {
+        let row = self.get(st, name, partition, &[])?;
+        Ok(row.and_then(|r| text(&r, column)).and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default())
+    }
+
+    fn apply(&self, st: &mut Staged, event: &Envelope, a: &AccessChange) -> Result<(), ProjectionError> {
+        let position = event.position.ordinal();
+        let at = event.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true);
+        match &a.change {
+            AccessAction::RoleGranted { role } | AccessAction::RoleRevoked { role } => {
+                let grant = matches!(a.change, AccessAction::RoleGranted { .. });
+                let mut roles = self.json(st, "roles", &a.subject, "roles")?;
+                if grant == roles.contains_key(role) {
+                    return Ok(()); // held already, or not held: nothing changes
+                }
+                if grant {
+                    roles.insert(role.clone(), json!({"assignedAt": at, "assignedBy": a.actor}));
+                } else {
+                    roles.remove(role);
+                }
+                let mut c = Columns::new();
+                c.insert("roles".into(), Value::Text(Json::Object(roles).to_string()));
+                st.put(&table(self.version, "roles"), &a.subject, Vec::new(), c, position);
+                audit_row(st, self.version, event, a, &at, if grant { "assign_role" } else { "revoke_role" }, json!({"role": role}));
+            }
+            AccessAction::SessionStarted { session, refresh_hash, method, handle, expires_at, proof } => {
+                let refused = if let Some(existing) = self.get(st, "sessions", session, &[])? {
+                    // The code that named this session was exchanged before: end that session too.
+                    self.end(st, session, existing, "codeReused", position);
+                    Some("the authorization code was already used")
+                } else {
+                    match proof {
+                        Some(p) => self.spend(st, &a.subject, p, position)?.err(),
+                        None => None,
+                    }
+                };
+                let mut c = Columns::new();
+                c.insert("did".into(), Value::Text(a.subject.clone()));
+                c.insert("method".into(), Value::Text(method.clone()));
+                c.insert("handle".into(), handle.clone().map_or(Value::Null, Value::Text));
+                c.insert("current".into(), Value::Text(refresh_hash.clone()));
+                c.insert("startedAt".into(), Value::Text(at.clone()));
+                c.insert("expiresAt".into(), Value::Int(*expires_at));
+                if let Some(why) = refused {
+                    c.insert("ended".into(), Value::Text(why.into()));
+                    audit_row(st, self.version, event, a, &at, "login_refused", json!({"session": session, "method": method, "reason": why}));
+                } else {
+                    audit_row(st, self.version, event, a, &at, "login", json!({"session": session, "method": method}));
+                }
+                // A reused code leaves the first session's row (ended) in place.
+                if refused != Some("the authorization code was already used") {
+                    st.put(&table(self.version, "sessions"), session, Vec::new(), c, position);
+                }
+            }
+            AccessAction::SessionRefreshed { session, previous_hash, refresh_hash, expires_at } => {
+                let Some(mut row) = self.get(st, "sessions", session, &[])? else { return Ok(()) };
+                let live = !row.contains_key("ended") || row.get("ended") == Some(&Value::Null);
+                if live && text(&row, "current").as_deref() == Some(previous_hash.as_str()) {
+                    st.put(&table(self.version, "spent"), session, previous_hash.as_bytes().to_vec(), Columns::new(), position);
+                    row.insert("current".into(), Value::Text(refresh_hash.clone()));
+                    row.insert("expiresAt".into(), Value::Int(*expires_at));
+                    st.put(&table(self.version, "sessions"), session, Vec::new(), row, position);
+                } else if live {
+                    // The token presented was rotated away already (reused, or a concurrent
+                    // refresh got there first): the whole session ends.
+                    self.end(st, session, row, "refreshTokenReused", position);
+                    audit_row(st, self.version, event, a, &at, "session_ended", json!({"session": session, "reason": "refreshTokenReused"}));
+                }
+            }
+            AccessAction::SessionEnded { session, reason } => {
+                if let Some(row) = self.get(st, "sessions", session, &[])? {
+                    self.end(st, session, row, reason, position);
+                    audit_row(st, self.version, event, a, &at, "session_ended", json!({"session": session, "reason": reason}));
+                }
+            }
+            AccessAction::TotpEnrolled { sealed_secret } => {
+                let mut f = self.get(st, "factors", &a.subject, &[])?.unwrap_or_default();
+                f.insert("totpSealed".into(), Value::Text(sealed_secret.clone()));
+                f.insert("totpConfirmed".into(), Value::Bool(false));
+                f.insert("totpLastStep".into(), Value::Int(0));
+                st.put(&table(self.version, "factors"), &a.subject, Vec::new(), f, position);
+                audit_row(st, self.version, event, a, &at, "mfa_totp_enrolled", json!({}));
+            }
+            AccessAction::TotpConfirmed { step } => {
+                let mut f = self.get(st, "factors", &a.subject, &[])?.unwrap_or_default();
+                if f.contains_key("totpSealed") {
+                    f.insert("totpConfirmed".into(), Value::Bool(true));
+                    f.insert("totpLastStep".into(), Value::Int(*step));
+                    st.put(&table(self.version, "factors"), &a.subject, Vec::new(), f, position);
+                    audit_row(st, self.version, event, a, &at, "mfa_totp_confirmed", json!({}));
+                }
+            }
+            AccessAction::RecoveryCodesIssued { hashes } => {
+                let mut f = self.get(st, "factors", &a.subject, &[])?.unwrap_or_default();
+                let codes: Map<String, Json> = hashes.iter().map(|h| (h.clone(), Json::Bool(false))).collect();
+                f.insert("recovery".into(), Value::Text(Json::Object(codes).to_string()));
+                st.put(&table(self.version, "factors"), &a.subject, Vec::new(), f, position);
+                audit_row(st, self.version, event, a, &at, "mfa_recovery_codes_issued", json!({"count": hashes.len()}));
+            }
+            AccessAction::PasskeyRegistered { credential_id, credential } => {
+                let mut c = Columns::new();
+                c.insert("credential".into(), Value::Text(credential.to_string()));
+                c.insert("counter".into(), Value::Int(0));
+                st.put(&table(self.version, "passkeys"), &a.subject, credential_id.as_bytes().to_vec(), c, position);
+                audit_row(st, self.version, event, a, &at, "mfa_passkey_registered", json!({"credentialId": credential_id}));
+            }
+            AccessAction::MfaRemoved => {
+                st.delete(&table(self.version, "factors"), &a.subject, Vec::new(), position);
+                for row in crate::rows::scan_partition(self.store.as_ref(), &table(self.version, "passkeys"), &a.subject, 100)? {
+                    st.delete(&table(self.version, "passkeys"), &a.subject, row.clustering, position);
+                }
+                audit_row(st, self.version, event, a, &at, "mfa_removed", json!({}));
+            }
+            AccessAction::Refused { reason } => audit_row(st, self.version, event, a, &at, "token_refused", json!({"reason": reason})),
+        }
+        Ok(())
+    }
+
+    /// Marks a session ended (the first reason stays).
+    fn end(&self, st: &mut Staged, session: &str, mut row: Columns, reason: &str, position: u64) {
+        if matches!(row.get("ended"), None | Some(Value::Null)) {
+            row.insert("ended".into(), Value::Text(reason.to_owned()));
+            st.put(&table(self.version, "sessions"), session, Vec::new(), row, position);
+        }
+    }
+
+    /// Spends a once-only second factor, or says why it cannot be.
+    fn spend(&self, st: &mut Staged, did: &str, proof: &OnceProof, position: u64) -> Result<Result<(), &'static str>, ProjectionError> {
+        match proof {
+            OnceProof::Totp { step } => {
+                let Some(mut f) = self.get(st, "factors", did, &[])? else { return Ok(Err("no TOTP secret is enrolled")) };
+                let last = f.get("totpLastStep").and_then(Value::as_int).unwrap_or(0);
+                if *step <= last {
+                    return Ok(Err("the TOTP code (or a later one) was already used"));
+                }
+                f.insert("totpLastStep".into(), Value::Int(*step));
+                st.put(&table(self.version, "factors"), did, Vec::new(), f, position);
+            }
+            OnceProof::Recovery { hash } => {
+                let Some(mut f) = self.get(st, "factors", did, &[])? else { return Ok(Err("no recovery codes are issued")) };
+                let mut codes: Map<String, Json> = text(&f, "recovery").and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+                match codes.get(hash) {
+                    Some(Json::Bool(false)) => {
+                        codes.insert(hash.clone(), Json::Bool(true));
+                    }
+                    Some(_) => return Ok(Err("the recovery code was already used")),
+                    None => return Ok(Err("not a recovery code of this account")),
+                }
+                f.insert("recovery".into(), Value::Text(Json::Object(codes).to_string()));
+                st.put(&table(self.version, "factors"), did, Vec::new(), f, position);
+            }
+            OnceProof::Passkey { credential_id, counter } => {
+                let key = credential_id.as_bytes();
+                let Some(mut p) = self.get(st, "passkeys", did, key)? else { return Ok(Err("no such passkey")) };
+                let held = p.get("counter").and_then(Value::as_int).unwrap_or(0);
+                if (*counter != 0 || held != 0) && i64::from(*counter) <= held {
+                    return Ok(Err("the passkey's signature counter did not grow (a cloned authenticator or a replay)"));
+                }
+                p.insert("counter".into(), Value::Int(i64::from(*counter)));
+                st.put(&table(self.version, "passkeys"), did, key.to_vec(), p, position);
+            }
+        }
+        Ok(Ok(()))
+    }
+}
+
+/// Stages the audit row of an access change.
+fn audit_row(st: &mut Staged, version: u32, event: &Envelope, a: &AccessChange, at: &str, action: &str, details: Json) {
+    let position = event.position.ordinal();
+    let mut c = Columns::new();
+    c.insert("at".into(), Value::Text(at.to_owned()));
+    c.insert("action".into(), Value::Text(action.to_owned()));
+    c.insert("actor".into(), Value::Text(a.actor.clone()));
+    c.insert("subject".into(), Value::Text(a.subject.clone()));
+    c.insert("details".into(), Value::Text(details.to_string()));
+    st.put(&table(version, "audit"), AUDIT_PARTITION, position.to_be_bytes().to_vec(), c, position);
+}
+
+impl Projection for AccessProjection {
+    fn model(&self) -> &'static str {
+        MODEL
+    }
+
+    fn version(&self) -> u32 {
+        self.version
+    }
+
+    fn checkpoints(&self) -> Result<Checkpoints, ProjectionError> {
+        Ok(self.store.checkpoints(&consumer_name(MODEL, self.version))?)
+    }
+
+    fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError> {
+        let mut st = Staged::default();
+        for event in batch.events() {
+            if let Payload::Access(a) = &event.payload {
+                self.apply(&mut st, event, a)?;
+            }
+        }
+        st.commit(self.store.as_ref(), &consumer_name(MODEL, self.version), batch.next(), self.defer_durability)?;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), ProjectionError> {
+        if self.defer_durability {
+            self.store.sync()?;
+        }
+        Ok(())
+    }
+}

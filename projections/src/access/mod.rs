@@ -1,0 +1,40 @@
+//! The access read model: who holds which role, the sessions svc issued, the second factors
+//! each account enrolled, and the audit trail of these changes, all from `command.access`
+//! events ([`event_schema::AccessChange`]). The model applies the once-only rules (a
+//! refresh token, an authorization code, a TOTP time step, a recovery code, a passkey
+//! counter) in log order, so whichever of two racing nodes appended first wins and the
+//! other's session starts ended.
+//!
+//! Tables of model `access` (partition key → clustering key: columns):
+//! - `roles`: DID → empty: roles (JSON object role → `{assignedAt, assignedBy}`).
+//! - `sessions`: session id → empty: did, method, handle, current (SHA-256 of the live
+//!   refresh token), startedAt, expiresAt, ended (reason, absent while live).
+//! - `spent`: session id → SHA-256 of a refresh token used up: empty, to tell a reused
+//!   token (the session ends) from one never issued (refused, nothing else happens).
+//! - `factors`: DID → empty: totpSealed, totpConfirmed, totpLastStep, recovery (JSON object
+//!   hash → used).
+//! - `passkeys`: DID → credential id: credential (JSON), counter.
+//! - `audit`: `all` → log position (big-endian): at, action, actor, subject, details (JSON).
+
+mod apply;
+pub mod read;
+
+pub use apply::AccessProjection;
+
+use store::TableRef;
+
+/// The model name.
+pub const MODEL: &str = "access";
+
+/// The tables of the model, for dropping a version.
+pub const TABLES: &[&str] = &["roles", "sessions", "spent", "factors", "passkeys", "audit"];
+
+/// The roles the contract names that can be granted (`anonymous` is no grant).
+pub const ROLES: &[&str] = &["admin", "moderator", "graph-editor", "author", "reader", "alpha-tester", "premium"];
+
+pub(crate) fn table(version: u32, name: &'static str) -> TableRef {
+    TableRef::new(MODEL, version, name)
+}
+
+/// The audit trail's one partition.
+pub(crate) const AUDIT_PARTITION: &str = "all";

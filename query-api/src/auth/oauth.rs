@@ -1,0 +1,439 @@
+//! The token endpoints, in the OAuth error envelope (`{error, error_description}`):
+//!
+//! - `POST /oauth/authorize`: a user proves control of their DID with a service-auth JWT
+//!   from their PDS (`com.atproto.server.getServiceAuth`, `aud` svc's DID, `lxm`
+//!   [`AUTHORIZE_LXM`]) and a PKCE `code_challenge` (S256); the answer is a one-minute code.
+//! - `POST /oauth/token`: the code and its `code_verifier` become a session (or, with MFA
+//!   enrolled, `mfa_required` and an `mfa_token`); a refresh token becomes the next pair.
+//! - `POST /oauth/mfa/verify`: the `mfa_token` and a TOTP or recovery code complete a login.
+//! - `POST /oauth/revoke` (RFC 7009): ends the session of a refresh or access token.
+//! - `POST /auth/totp/enroll`, `/auth/totp/confirm`, `/auth/mfa/disable`: TOTP enrolment
+//!   (recovery codes are shown once, at confirmation) and removal.
+//!
+//! Every change is a `command.access` event; the access model decides the once-only rules
+//! in log order and the handler answers from what it decided (principles 1 and 7).
+
+use std::collections::HashMap;
+
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use event_schema::{AccessAction, OnceProof};
+use projections::access::read::{AccessReader, Factors, Session};
+use serde_json::{json, Value};
+
+use super::tokens::{
+    new_id, new_refresh_token, pkce_matches, refresh_session, session_of, sha256_hex, AccessClaims, LoginClaims, ACCESS_LIFETIME,
+    ACCESS_TYP, CODE_LIFETIME, CODE_TYP, MFA_LIFETIME, MFA_TYP, REFRESH_LIFETIME, SCOPE,
+};
+use super::{access_event, audit_refusal, keys::TokenError, totp, Caller, Resolved};
+use crate::error::{ApiError, ErrorCode};
+use crate::state::AppState;
+
+/// The `lxm` of the service-auth token that asks for an authorization code.
+pub const AUTHORIZE_LXM: &str = "pub.svc.auth.authorize";
+/// The largest form or JSON body read.
+const MAX_FORM: usize = 16 * 1024;
+/// Recovery codes issued at a time.
+pub const RECOVERY_CODES: usize = 10;
+
+/// An error of the token endpoints: `{error, error_description, ...}`.
+#[derive(Debug, Clone)]
+pub struct OAuthError {
+    status: StatusCode,
+    error: &'static str,
+    description: String,
+    extra: Option<Value>,
+}
+
+impl OAuthError {
+    fn new(status: StatusCode, error: &'static str, description: impl Into<String>) -> OAuthError {
+        OAuthError { status, error, description: description.into(), extra: None }
+    }
+
+    fn request(description: impl Into<String>) -> OAuthError {
+        OAuthError::new(StatusCode::BAD_REQUEST, "invalid_request", description)
+    }
+
+    fn grant(description: impl Into<String>) -> OAuthError {
+        OAuthError::new(StatusCode::BAD_REQUEST, "invalid_grant", description)
+    }
+
+    /// The OAuth form of an XRPC error (credentials, limits, failures).
+    pub fn from_api(e: ApiError) -> OAuthError {
+        let error = match e.code() {
+            ErrorCode::AuthRequired | ErrorCode::InvalidToken | ErrorCode::ExpiredToken | ErrorCode::RevokedToken => "invalid_token",
+            ErrorCode::Forbidden | ErrorCode::AuthorizationError => "access_denied",
+            ErrorCode::RateLimitExceeded => "rate_limit_exceeded",
+            ErrorCode::InvalidRequest => "invalid_request",
+            ErrorCode::ServiceUnavailable => "temporarily_unavailable",
+            _ => "server_error",
+        };
+        OAuthError::new(e.status(), error, e.message())
+    }
+}
+
+impl From<ApiError> for OAuthError {
+    fn from(e: ApiError) -> Self {
+        OAuthError::from_api(e)
+    }
+}
+
+impl IntoResponse for OAuthError {
+    fn into_response(self) -> Response {
+        let mut body = json!({"error": self.error, "error_description": self.description});
+        if let Some(Value::Object(extra)) = self.extra {
+            body.as_object_mut().expect("object").extend(extra);
+        }
+        let mut r = (self.status, Json(body)).into_response();
+        r.headers_mut().insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
+        if self.status == StatusCode::UNAUTHORIZED {
+            r.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer error=\"invalid_token\""));
+        }
+        r
+    }
+}
+
+type Answer = Result<Response, OAuthError>;
+
+/// The routes of the token endpoints.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/oauth/authorize", post(authorize))
+        .route("/oauth/token", post(token))
+        .route("/oauth/mfa/verify", post(mfa_verify))
+        .route("/oauth/revoke", post(revoke))
+        .route("/auth/totp/enroll", post(totp_enroll))
+        .route("/auth/totp/confirm", post(totp_confirm))
+        .route("/auth/mfa/disable", post(mfa_disable))
+        .route("/.well-known/jwks.json", axum::routing::get(jwks))
+}
+
+async fn jwks(State(state): State<AppState>) -> Response {
+    Json(state.auth.keys.jwks()).into_response()
+}
+
+/// The caller the identity layer resolved, required.
+fn caller(request: &Request) -> Result<Caller, OAuthError> {
+    match request.extensions().get::<Resolved>() {
+        Some(Resolved(Some(c))) => Ok(c.clone()),
+        _ => Err(OAuthError::from_api(ApiError::auth_required("this endpoint needs a bearer token"))),
+    }
+}
+
+/// A body's fields, from JSON or a form (`application/x-www-form-urlencoded`).
+async fn fields(request: Request) -> Result<HashMap<String, String>, OAuthError> {
+    let form = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("application/x-www-form-urlencoded"));
+    let body = axum::body::to_bytes(request.into_body(), MAX_FORM)
+        .await
+        .map_err(|_| OAuthError::request(format!("the body could not be read whole, or is larger than {MAX_FORM} bytes")))?;
+    if form {
+        return Ok(form_urlencoded::parse(&body).into_owned().collect());
+    }
+    if body.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let value: Value = serde_json::from_slice(&body).map_err(|e| OAuthError::request(format!("the body is not JSON: {e}")))?;
+    let Value::Object(map) = value else { return Err(OAuthError::request("the body is not a JSON object")) };
+    Ok(map.into_iter().filter_map(|(k, v)| v.as_str().map(|s| (k, s.to_owned()))).collect())
+}
+
+fn field<'a>(f: &'a HashMap<String, String>, name: &str) -> Result<&'a str, OAuthError> {
+    f.get(name).map(String::as_str).filter(|v| !v.is_empty()).ok_or_else(|| OAuthError::request(format!("{name} is required")))
+}
+
+fn read<T>(state: &AppState, f: impl FnOnce(&AccessReader) -> Result<T, projections::ProjectionError>) -> Result<T, OAuthError> {
+    crate::eprints::blocking(state, || f(&AccessReader::new(state.store.as_ref())?)).map_err(|e| OAuthError::from_api(ApiError::from_error(e)))
+}
+
+async fn append(state: &AppState, subject: &str, actor: &str, via: &str, change: AccessAction) -> Result<(), OAuthError> {
+    crate::command::append(state, access_event(state, subject, actor, via, change)).await.map_err(OAuthError::from_api)
+}
+
+fn now() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+fn ok(body: Value) -> Answer {
+    let mut r = Json(body).into_response();
+    r.headers_mut().insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
+    Ok(r)
+}
+
+/// `POST /oauth/authorize`: a code for the DID that signed the service-auth token.
+async fn authorize(State(state): State<AppState>, request: Request) -> Answer {
+    let caller = caller(&request)?;
+    if caller.credential != super::Credential::ServiceAuth {
+        return Err(OAuthError::request(format!("prove your DID with a service-auth token from your PDS (lxm {AUTHORIZE_LXM})")));
+    }
+    let f = fields(request).await?;
+    let challenge = field(&f, "code_challenge")?;
+    if f.get("code_challenge_method").map_or("S256", String::as_str) != "S256" {
+        return Err(OAuthError::request("code_challenge_method must be S256"));
+    }
+    if challenge.len() != 43 || data_encoding::BASE64URL_NOPAD.decode(challenge.as_bytes()).is_err() {
+        return Err(OAuthError::request("code_challenge must be the base64url SHA-256 of the code_verifier (43 characters)"));
+    }
+    let handle = state.sync.fetcher.resolver().resolve(&caller.did).await.ok().and_then(|d| d.handle.clone());
+    let t = now();
+    let claims = LoginClaims {
+        iss: state.auth.service_did.clone(),
+        sub: caller.did,
+        aud: state.auth.service_did.clone(),
+        exp: t + CODE_LIFETIME,
+        iat: t,
+        jti: new_id(),
+        challenge: Some(challenge.to_owned()),
+        handle,
+    };
+    ok(json!({"code": state.auth.keys.sign(CODE_TYP, &claims), "expires_in": CODE_LIFETIME}))
+}
+
+/// `POST /oauth/token`.
+async fn token(State(state): State<AppState>, request: Request) -> Answer {
+    let f = fields(request).await?;
+    match field(&f, "grant_type")? {
+        "authorization_code" => exchange_code(&state, field(&f, "code")?, field(&f, "code_verifier")?).await,
+        "refresh_token" => refresh(&state, field(&f, "refresh_token")?).await,
+        other => Err(OAuthError::new(StatusCode::BAD_REQUEST, "unsupported_grant_type", format!("grant_type {other} is not supported"))),
+    }
+}
+
+fn verify_login(state: &AppState, token: &str, typ: &str, what: &str) -> Result<LoginClaims, OAuthError> {
+    let claims: LoginClaims = state.auth.keys.verify(token, typ, &state.auth.service_did).map_err(|e| match e {
+        TokenError::Expired => OAuthError::grant(format!("the {what} expired")),
+        TokenError::Invalid(why) => OAuthError::grant(format!("not a valid {what}: {why}")),
+    })?;
+    if claims.iss != state.auth.service_did {
+        return Err(OAuthError::grant(format!("the {what} was issued by another service")));
+    }
+    Ok(claims)
+}
+
+async fn exchange_code(state: &AppState, code: &str, verifier: &str) -> Answer {
+    let login = verify_login(state, code, CODE_TYP, "authorization code")?;
+    if !login.challenge.as_deref().is_some_and(|c| pkce_matches(verifier, c)) {
+        return Err(OAuthError::grant("the code_verifier does not match the code_challenge"));
+    }
+    let factors = read(state, |r| r.factors(&login.sub))?;
+    let methods = factors.methods();
+    if !methods.is_empty() {
+        let t = now();
+        let mfa = LoginClaims { exp: t + MFA_LIFETIME, iat: t, challenge: None, ..login };
+        let mut e = OAuthError::new(StatusCode::FORBIDDEN, "mfa_required", "this account has a second factor: complete the login at /oauth/mfa/verify");
+        e.extra = Some(json!({"mfa_token": state.auth.keys.sign(MFA_TYP, &mfa), "allowed_methods": methods}));
+        return Err(e);
+    }
+    start_session(state, &login, "serviceAuth", None).await
+}
+
+/// Starts the session a login becomes, and answers its tokens when the access model let it.
+async fn start_session(state: &AppState, login: &LoginClaims, method: &str, proof: Option<OnceProof>) -> Answer {
+    let session = session_of(&login.jti);
+    let refresh_token = new_refresh_token(&session);
+    let refresh_hash = sha256_hex(&refresh_token);
+    let change = AccessAction::SessionStarted {
+        session: session.clone(),
+        refresh_hash: refresh_hash.clone(),
+        method: method.to_owned(),
+        handle: login.handle.clone(),
+        expires_at: now() + REFRESH_LIFETIME,
+        proof,
+    };
+    append(state, &login.sub, &login.sub, "/oauth/token", change).await?;
+    match read(state, |r| r.session(&session))? {
+        Some(s) if s.current == refresh_hash => match &s.ended {
+            None => ok(token_answer(state, &s, &session, &refresh_token)),
+            Some(why) => Err(OAuthError::grant(format!("the login was refused: {why}"))),
+        },
+        _ => Err(OAuthError::grant("the authorization code was already used; the session it made is now ended")),
+    }
+}
+
+fn token_answer(state: &AppState, session: &Session, sid: &str, refresh_token: &str) -> Value {
+    let t = now();
+    let claims = AccessClaims {
+        iss: state.auth.service_did.clone(),
+        sub: session.did.clone(),
+        aud: state.auth.service_did.clone(),
+        exp: t + ACCESS_LIFETIME,
+        iat: t,
+        scope: SCOPE.to_owned(),
+        handle: session.handle.clone(),
+        sid: sid.to_owned(),
+        jti: new_id(),
+    };
+    json!({
+        "access_token": state.auth.keys.sign(ACCESS_TYP, &claims),
+        "refresh_token": refresh_token,
+        "token_type": "Bearer",
+        "expires_in": ACCESS_LIFETIME,
+        "scope": SCOPE,
+        "sub": session.did,
+    })
+}
+
+async fn refresh(state: &AppState, presented: &str) -> Answer {
+    let sid = refresh_session(presented).ok_or_else(|| OAuthError::grant("not a refresh token of this service"))?.to_owned();
+    let hash = sha256_hex(presented);
+    let Some(s) = read(state, |r| r.session(&sid))? else { return Err(OAuthError::grant("not a refresh token of this service")) };
+    if let Some(why) = &s.ended {
+        return Err(OAuthError::grant(format!("the session has ended ({why})")));
+    }
+    if s.expires_at <= now() {
+        return Err(OAuthError::grant("the refresh token expired"));
+    }
+    if s.current != hash {
+        if read(state, |r| r.is_spent(&sid, &hash))? {
+            // A used token came back: whoever holds the family may be an attacker.
+            let end = AccessAction::SessionEnded { session: sid.clone(), reason: "refreshTokenReused".into() };
+            append(state, &s.did, &s.did, "/oauth/token", end).await?;
+            audit_refusal(state, &s.did, "a refresh token was used again; its session is ended");
+            return Err(OAuthError::grant("this refresh token was already used; the session is now ended"));
+        }
+        return Err(OAuthError::grant("not a refresh token of this service"));
+    }
+    let next = new_refresh_token(&sid);
+    let next_hash = sha256_hex(&next);
+    let change = AccessAction::SessionRefreshed {
+        session: sid.clone(),
+        previous_hash: hash,
+        refresh_hash: next_hash.clone(),
+        expires_at: now() + REFRESH_LIFETIME,
+    };
+    append(state, &s.did, &s.did, "/oauth/token", change).await?;
+    match read(state, |r| r.session(&sid))? {
+        Some(s) if s.current == next_hash && s.ended.is_none() => ok(token_answer(state, &s, &sid, &next)),
+        _ => Err(OAuthError::grant("this refresh token was used by another request at the same time; the session is now ended")),
+    }
+}
+
+/// `POST /oauth/mfa/verify`: `mfa_token`, `method` (`totp` or `recovery`), `code`.
+async fn mfa_verify(State(state): State<AppState>, request: Request) -> Answer {
+    let f = fields(request).await?;
+    let login = verify_login(&state, field(&f, "mfa_token")?, MFA_TYP, "mfa_token")?;
+    let code = field(&f, "code")?.trim().to_owned();
+    let factors = read(&state, |r| r.factors(&login.sub))?;
+    let proof = match field(&f, "method")? {
+        "totp" => {
+            let step = totp_step(&state, &factors, &code).filter(|_| factors.totp_confirmed);
+            match step {
+                Some(step) => OnceProof::Totp { step },
+                None => {
+                    audit_refusal(&state, &login.sub, "a wrong TOTP code at login");
+                    return Err(OAuthError::grant("the TOTP code is not valid now"));
+                }
+            }
+        }
+        "recovery" => OnceProof::Recovery { hash: recovery_hash(&code) },
+        "webauthn" => return Err(OAuthError::new(StatusCode::NOT_IMPLEMENTED, "unsupported_method", "passkey login is not built yet")),
+        other => return Err(OAuthError::request(format!("method {other} is not one of totp, recovery"))),
+    };
+    let method = if matches!(proof, OnceProof::Totp { .. }) { "totp" } else { "recovery" };
+    start_session(&state, &login, method, Some(proof)).await
+}
+
+/// The TOTP step `code` matches now, with the account's secret.
+fn totp_step(state: &AppState, factors: &Factors, code: &str) -> Option<i64> {
+    let secret = state.auth.keys.unseal(factors.totp_sealed.as_deref()?)?;
+    totp::matching_step(&secret, code, now().max(0) as u64)
+}
+
+/// The hash a recovery code is kept as (case and dashes do not matter).
+fn recovery_hash(code: &str) -> String {
+    let normalized: String = code.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_lowercase();
+    sha256_hex(&format!("recovery {normalized}"))
+}
+
+/// `POST /oauth/revoke` (RFC 7009; bearer required): `token`, a refresh or access token of
+/// the caller. The answer is 200 whether or not the token was live.
+async fn revoke(State(state): State<AppState>, request: Request) -> Answer {
+    let me = caller(&request)?;
+    let f = fields(request).await?;
+    let token = field(&f, "token")?;
+    let sid = match refresh_session(token) {
+        Some(sid) => Some(sid.to_owned()),
+        None => state.auth.keys.verify::<AccessClaims>(token, ACCESS_TYP, &state.auth.service_did).ok().map(|c| c.sid),
+    };
+    if let Some(sid) = sid {
+        if let Some(s) = read(&state, |r| r.session(&sid))? {
+            if s.did == me.did && s.ended.is_none() {
+                append(&state, &me.did, &me.did, "/oauth/revoke", AccessAction::SessionEnded { session: sid, reason: "revoked".into() }).await?;
+            }
+        }
+    }
+    ok(json!({}))
+}
+
+/// `POST /auth/totp/enroll` (bearer): a new secret, unconfirmed until `/auth/totp/confirm`.
+async fn totp_enroll(State(state): State<AppState>, request: Request) -> Answer {
+    let me = caller(&request)?;
+    let factors = read(&state, |r| r.factors(&me.did))?;
+    if factors.totp_confirmed {
+        return Err(OAuthError::new(StatusCode::CONFLICT, "already_enrolled", "TOTP is on; remove it first (/auth/mfa/disable with a code)"));
+    }
+    let secret = totp::new_secret();
+    let sealed = state.auth.keys.seal(&secret);
+    append(&state, &me.did, &me.did, "/auth/totp/enroll", AccessAction::TotpEnrolled { sealed_secret: sealed }).await?;
+    let account = me.handle.clone().unwrap_or_else(|| me.did.clone());
+    ok(json!({"secret": totp::base32(&secret), "otpauth_uri": totp::otpauth_uri(&secret, &account), "digits": 6, "period": totp::STEP}))
+}
+
+/// `POST /auth/totp/confirm` (bearer): `code` of the enrolled secret turns MFA on; the answer
+/// carries the recovery codes, shown this once.
+async fn totp_confirm(State(state): State<AppState>, request: Request) -> Answer {
+    let me = caller(&request)?;
+    let f = fields(request).await?;
+    let factors = read(&state, |r| r.factors(&me.did))?;
+    if factors.totp_sealed.is_none() {
+        return Err(OAuthError::request("no TOTP secret is enrolled (/auth/totp/enroll first)"));
+    }
+    if factors.totp_confirmed {
+        return Err(OAuthError::new(StatusCode::CONFLICT, "already_enrolled", "TOTP is already on"));
+    }
+    let Some(step) = totp_step(&state, &factors, field(&f, "code")?.trim()) else {
+        return Err(OAuthError::grant("the TOTP code is not valid now"));
+    };
+    let codes: Vec<String> = (0..RECOVERY_CODES).map(|_| recovery_code()).collect();
+    let hashes = codes.iter().map(|c| recovery_hash(c)).collect();
+    append(&state, &me.did, &me.did, "/auth/totp/confirm", AccessAction::TotpConfirmed { step }).await?;
+    append(&state, &me.did, &me.did, "/auth/totp/confirm", AccessAction::RecoveryCodesIssued { hashes }).await?;
+    ok(json!({"enabled": true, "recovery_codes": codes}))
+}
+
+/// A recovery code: 10 base32 characters in two groups (50 bits).
+fn recovery_code() -> String {
+    let raw = data_encoding::BASE32_NOPAD.encode(&super::keys::random::<7>()).to_ascii_lowercase();
+    format!("{}-{}", &raw[..5], &raw[5..10])
+}
+
+/// `POST /auth/mfa/disable` (bearer): `code`, a current TOTP code, removes every second factor.
+async fn mfa_disable(State(state): State<AppState>, request: Request) -> Answer {
+    let me = caller(&request)?;
+    let f = fields(request).await?;
+    let factors = read(&state, |r| r.factors(&me.did))?;
+    if totp_step(&state, &factors, field(&f, "code")?.trim()).is_none() {
+        return Err(OAuthError::grant("the TOTP code is not valid now"));
+    }
+    append(&state, &me.did, &me.did, "/auth/mfa/disable", AccessAction::MfaRemoved).await?;
+    ok(json!({"enabled": false}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recovery_codes_hash_the_same_however_typed() {
+        let c = recovery_code();
+        assert_eq!(c.len(), 11);
+        assert_eq!(recovery_hash(&c), recovery_hash(&c.to_ascii_uppercase().replace('-', "")));
+        assert_ne!(recovery_hash(&c), recovery_hash(&recovery_code()));
+    }
+}
