@@ -171,8 +171,8 @@ pub struct AuthArgs {
 
     /// Requests per minute of the four rate-limit tiers (anonymous, authenticated, elevated,
     /// service), comma-separated, or `off`.
-    #[arg(long, env = "SVC_RATE_LIMITS", default_value = "60,300,1000,5000", value_parser = query_api::auth::limits::parse_tiers)]
-    pub rate_limits: Option<[u32; 4]>,
+    #[arg(long, env = "SVC_RATE_LIMITS", default_value = "60,300,1000,5000", value_parser = parse_rate_limits)]
+    pub rate_limits: RateTiers,
 
     /// The number of query nodes sharing each limit: each enforces `ceil(limit / nodes)`.
     #[arg(long, env = "SVC_RATE_LIMIT_NODES", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -181,6 +181,14 @@ pub struct AuthArgs {
     /// Proxies whose `X-Forwarded-For` names the client, comma-separated IP addresses.
     #[arg(long, env = "SVC_TRUSTED_PROXIES", value_delimiter = ',')]
     pub trusted_proxies: Vec<std::net::IpAddr>,
+}
+
+/// The value of `--rate-limits`: four tiers, or none (`off`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateTiers(pub Option<[u32; 4]>);
+
+fn parse_rate_limits(s: &str) -> Result<RateTiers, String> {
+    query_api::auth::limits::parse_tiers(s).map(RateTiers)
 }
 
 impl AuthArgs {
@@ -200,7 +208,7 @@ impl AuthArgs {
     /// The rate-limit settings.
     pub fn limits(&self) -> query_api::auth::limits::LimitSettings {
         query_api::auth::limits::LimitSettings {
-            tiers: self.rate_limits,
+            tiers: self.rate_limits.0,
             nodes: self.rate_limit_nodes,
             trusted_proxies: self.trusted_proxies.clone(),
         }

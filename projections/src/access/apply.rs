@@ -66,6 +66,12 @@ impl AccessProjection {
                         None => None,
                     }
                 };
+                if let Some(why) = refused {
+                    // No session row: a refused second factor leaves the login retryable
+                    // (with another code), a reused code leaves the first session's row.
+                    audit_row(st, self.version, event, a, &at, "login_refused", json!({"session": session, "method": method, "reason": why}));
+                    return Ok(());
+                }
                 let mut c = Columns::new();
                 c.insert("did".into(), Value::Text(a.subject.clone()));
                 c.insert("method".into(), Value::Text(method.clone()));
@@ -73,16 +79,8 @@ impl AccessProjection {
                 c.insert("current".into(), Value::Text(refresh_hash.clone()));
                 c.insert("startedAt".into(), Value::Text(at.clone()));
                 c.insert("expiresAt".into(), Value::Int(*expires_at));
-                if let Some(why) = refused {
-                    c.insert("ended".into(), Value::Text(why.into()));
-                    audit_row(st, self.version, event, a, &at, "login_refused", json!({"session": session, "method": method, "reason": why}));
-                } else {
-                    audit_row(st, self.version, event, a, &at, "login", json!({"session": session, "method": method}));
-                }
-                // A reused code leaves the first session's row (ended) in place.
-                if refused != Some("the authorization code was already used") {
-                    st.put(&table(self.version, "sessions"), session, Vec::new(), c, position);
-                }
+                audit_row(st, self.version, event, a, &at, "login", json!({"session": session, "method": method}));
+                st.put(&table(self.version, "sessions"), session, Vec::new(), c, position);
             }
             AccessAction::SessionRefreshed { session, previous_hash, refresh_hash, expires_at } => {
                 let Some(mut row) = self.get(st, "sessions", session, &[])? else { return Ok(()) };

@@ -35,7 +35,7 @@ use event_schema::{AccessAction, AccessChange, NewEvent, Payload, Source};
 use projections::access::read::AccessReader;
 use tracing::warn;
 
-pub use service::{Claims, Jwt, ServiceAuth};
+pub use service::{Claims, Jwt, ServiceAuth, CLOCK_SKEW, MAX_LIFETIME};
 
 use crate::error::ApiError;
 use crate::state::AppState;

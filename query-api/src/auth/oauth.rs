@@ -248,11 +248,9 @@ async fn start_session(state: &AppState, login: &LoginClaims, method: &str, proo
     };
     append(state, &login.sub, &login.sub, "/oauth/token", change).await?;
     match read(state, |r| r.session(&session))? {
-        Some(s) if s.current == refresh_hash => match &s.ended {
-            None => ok(token_answer(state, &s, &session, &refresh_token)),
-            Some(why) => Err(OAuthError::grant(format!("the login was refused: {why}"))),
-        },
-        _ => Err(OAuthError::grant("the authorization code was already used; the session it made is now ended")),
+        Some(s) if s.current == refresh_hash && s.ended.is_none() => ok(token_answer(state, &s, &session, &refresh_token)),
+        Some(_) => Err(OAuthError::grant("the authorization code was already used; the session it made is now ended")),
+        None => Err(OAuthError::grant("the second factor was already used (a TOTP code is accepted once, a recovery code once)")),
     }
 }
 

@@ -31,6 +31,14 @@ pub struct Fixture {
     ctx: Context,
     projections: Vec<FollowActive>,
     pub state: AppState,
+    /// Set to stop the projector thread of [`Fixture::live`].
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 impl Fixture {
@@ -70,7 +78,7 @@ impl Fixture {
             searches: query_api::state::search_slots(),
             complete_models: Default::default(),
         });
-        Fixture { _dir: dir, log, ctx, projections, state }
+        Fixture { _dir: dir, log, ctx, projections, state, stop: Default::default() }
     }
 
     /// Appends events and applies them to every read model.
@@ -79,6 +87,52 @@ impl Fixture {
         for p in &mut self.projections {
             projections::catch_up(self.log.as_ref(), p as &mut dyn Projection, 500).unwrap();
         }
+    }
+
+    /// Applies the log to the read models on a thread of their own from now on, as a
+    /// running svc does, so that procedures (which wait for their event to be applied) can
+    /// be called; [`Fixture::apply`] then only appends.
+    pub fn live(&mut self) {
+        let mut projections = std::mem::take(&mut self.projections);
+        let (log, stop) = (self.log.clone(), self.stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for p in &mut projections {
+                    projections::catch_up(log.as_ref(), p as &mut dyn Projection, 500).unwrap();
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+    }
+
+    /// Sends a request; answers the status, the headers and the body (JSON, or the text).
+    pub async fn send(&self, request: Request<HttpBody>) -> (StatusCode, axum::http::HeaderMap, Value) {
+        let response = query_api::app(self.state.clone()).oneshot(request).await.unwrap();
+        let (status, headers) = (response.status(), response.headers().clone());
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        let json = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into()))
+        };
+        (status, headers, json)
+    }
+
+    /// `POST uri` with a JSON body and, when given, a bearer token.
+    pub async fn post_as(&self, uri: &str, token: Option<&str>, body: Value) -> (StatusCode, Value) {
+        let mut request = Request::builder().method(Method::POST).uri(uri).header("content-type", "application/json");
+        if let Some(t) = token {
+            request = request.header("authorization", format!("Bearer {t}"));
+        }
+        let (status, _, json) = self.send(request.body(HttpBody::from(body.to_string())).unwrap()).await;
+        (status, json)
+    }
+
+    /// `GET uri` with a bearer token.
+    pub async fn get_as(&self, uri: &str, token: &str) -> (StatusCode, Value) {
+        let request = Request::builder().uri(uri).header("authorization", format!("Bearer {token}"));
+        let (status, _, json) = self.send(request.body(HttpBody::empty()).unwrap()).await;
+        (status, json)
     }
 
     /// Calls the application.

@@ -1,0 +1,295 @@
+//! The identity layer in process: sessions (code exchange with PKCE, refresh rotation,
+//! reuse, concurrent refreshes, revocation), TOTP and recovery codes, roles, every kind of
+//! bad token, and the rate limits. (The same flows with service-auth tokens of a real PDS:
+//! `tests/tests/auth.rs`.)
+
+mod support;
+
+use axum::body::Body as HttpBody;
+use axum::http::{Request, StatusCode};
+use data_encoding::BASE64URL_NOPAD;
+use query_api::auth::tokens::{AccessClaims, LoginClaims, ACCESS_TYP, CODE_TYP};
+use query_api::auth::{keys::KeySet, totp};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use support::{Fixture, SERVICE_DID};
+
+const VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+
+fn now() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+/// An authorization code for `did`, as `/oauth/authorize` makes after a PDS's token.
+fn code(f: &Fixture, did: &str, jti: &str) -> String {
+    let challenge = BASE64URL_NOPAD.encode(&Sha256::digest(VERIFIER.as_bytes()));
+    let claims = LoginClaims {
+        iss: SERVICE_DID.into(),
+        sub: did.into(),
+        aud: SERVICE_DID.into(),
+        exp: now() + 60,
+        iat: now(),
+        jti: jti.into(),
+        challenge: Some(challenge),
+        handle: Some("alice.test".into()),
+    };
+    f.state.auth.keys.sign(CODE_TYP, &claims)
+}
+
+async fn exchange(f: &Fixture, code: &str) -> (StatusCode, Value) {
+    f.post_as("/oauth/token", None, json!({"grant_type": "authorization_code", "code": code, "code_verifier": VERIFIER})).await
+}
+
+async fn login(f: &Fixture, did: &str, jti: &str) -> (String, String) {
+    let (status, tokens) = exchange(f, &code(f, did, jti)).await;
+    assert_eq!(status, StatusCode::OK, "{tokens}");
+    (tokens["access_token"].as_str().unwrap().to_owned(), tokens["refresh_token"].as_str().unwrap().to_owned())
+}
+
+async fn refresh(f: &Fixture, token: &str) -> (StatusCode, Value) {
+    f.post_as("/oauth/token", None, json!({"grant_type": "refresh_token", "refresh_token": token})).await
+}
+
+async fn roles(f: &Fixture, access: &str) -> (StatusCode, Value) {
+    f.get_as("/xrpc/pub.svc.actor.getMyRoles", access).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sessions_rotate_and_reuse_or_revocation_ends_them() {
+    let mut f = Fixture::new();
+    f.live();
+    let alice = "did:plc:alice";
+
+    // The code exchange: tokens of the contract's shape; the access token works.
+    let (status, tokens) = exchange(&f, &code(&f, alice, "c1")).await;
+    assert_eq!(status, StatusCode::OK, "{tokens}");
+    assert_eq!((tokens["token_type"].as_str(), tokens["expires_in"].as_i64()), (Some("Bearer"), Some(3600)));
+    let access = tokens["access_token"].as_str().unwrap();
+    let claims: AccessClaims = f.state.auth.keys.verify(access, ACCESS_TYP, SERVICE_DID).unwrap();
+    assert_eq!((claims.iss.as_str(), claims.sub.as_str(), claims.scope.as_str(), claims.handle.as_deref()), (SERVICE_DID, alice, "read write", Some("alice.test")));
+    assert_eq!(claims.exp - claims.iat, 3600);
+    let (status, mine) = roles(&f, access).await;
+    assert_eq!((status, mine["roles"].clone(), mine["isAdmin"].clone()), (StatusCode::OK, json!([]), json!(false)));
+
+    // A wrong verifier is refused; the same code twice ends the session it made.
+    let other = code(&f, alice, "c1b");
+    let (status, e) = f.post_as("/oauth/token", None, json!({"grant_type": "authorization_code", "code": other, "code_verifier": "x".repeat(43)})).await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_grant")));
+    let (status, e) = exchange(&f, &code(&f, alice, "c1")).await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_grant")), "{e}");
+    let (status, e) = roles(&f, access).await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::UNAUTHORIZED, Some("RevokedToken")), "{e}");
+
+    // Rotation: each refresh token is used once; reusing one ends the whole family.
+    let (access, rt1) = login(&f, alice, "c2").await;
+    let (status, next) = refresh(&f, &rt1).await;
+    assert_eq!(status, StatusCode::OK, "{next}");
+    let rt2 = next["refresh_token"].as_str().unwrap().to_owned();
+    assert_ne!(rt1, rt2);
+    let (status, e) = refresh(&f, &rt1).await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_grant")));
+    let (status, _) = refresh(&f, &rt2).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "the family is revoked with the reused token");
+    assert_eq!(roles(&f, &access).await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(roles(&f, next["access_token"].as_str().unwrap()).await.0, StatusCode::UNAUTHORIZED);
+
+    // Two refreshes of one token at once: never both.
+    for round in 0..5 {
+        let (_, rt) = login(&f, alice, &format!("c3-{round}")).await;
+        let (a, b) = tokio::join!(refresh(&f, &rt), refresh(&f, &rt));
+        assert!(!(a.0 == StatusCode::OK && b.0 == StatusCode::OK), "round {round}: both refreshes succeeded: {} {}", a.1, b.1);
+    }
+
+    // Revocation (RFC 7009): the session ends, its access token with it; an unknown token is 200.
+    let (access, rt) = login(&f, alice, "c4").await;
+    assert_eq!(f.post_as("/oauth/revoke", None, json!({"token": rt})).await.0, StatusCode::UNAUTHORIZED, "bearer required");
+    assert_eq!(f.post_as("/oauth/revoke", Some(&access), json!({"token": "nonsense"})).await.0, StatusCode::OK);
+    let (status, body) = f.post_as("/oauth/revoke", Some(&access), json!({"token": rt})).await;
+    assert_eq!((status, body), (StatusCode::OK, json!({})));
+    assert_eq!(refresh(&f, &rt).await.0, StatusCode::BAD_REQUEST);
+    assert_eq!(roles(&f, &access).await.1["error"], "RevokedToken");
+
+    let (status, e) = f.post_as("/oauth/token", None, json!({"grant_type": "password"})).await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("unsupported_grant_type")));
+    let (status, e) = f.post_as("/oauth/token", None, json!({})).await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_request")));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn totp_and_recovery_codes_complete_an_mfa_login_once_each() {
+    let mut f = Fixture::new();
+    f.live();
+    let bob = "did:plc:bob";
+    let (access, _) = login(&f, bob, "m1").await;
+    let (status, enrol) = f.post_as("/auth/totp/enroll", Some(&access), json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{enrol}");
+    assert!(enrol["otpauth_uri"].as_str().unwrap().starts_with("otpauth://totp/"));
+    let secret = data_encoding::BASE32_NOPAD.decode(enrol["secret"].as_str().unwrap().as_bytes()).unwrap();
+    let at = |offset: i64| totp::code_at(&secret, (now() + offset) as u64);
+    let (status, e) = f.post_as("/auth/totp/confirm", Some(&access), json!({"code": "000000"})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{e}");
+    let (status, confirmed) = f.post_as("/auth/totp/confirm", Some(&access), json!({"code": at(0)})).await;
+    assert_eq!(status, StatusCode::OK, "{confirmed}");
+    let recovery: Vec<String> = serde_json::from_value(confirmed["recovery_codes"].clone()).unwrap();
+    assert_eq!(recovery.len(), 10);
+
+    // A login now needs the second factor.
+    let (status, mfa) = exchange(&f, &code(&f, bob, "m2")).await;
+    assert_eq!((status, mfa["error"].as_str()), (StatusCode::FORBIDDEN, Some("mfa_required")), "{mfa}");
+    assert_eq!(mfa["allowed_methods"], json!(["totp"]));
+    let mfa_token = mfa["mfa_token"].as_str().unwrap().to_owned();
+    let verify = |token: String, method: &'static str, code: String| {
+        let f = &f;
+        async move { f.post_as("/oauth/mfa/verify", None, json!({"mfa_token": token, "method": method, "code": code})).await }
+    };
+    let (status, e) = verify(mfa_token.clone(), "totp", "123456".into()).await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_grant")));
+    // The code of the confirmation's step was used: the next step's (within the drift window) works once.
+    let (status, e) = verify(mfa_token.clone(), "totp", at(0)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "a code is accepted once: {e}");
+    let (status, tokens) = verify(mfa_token.clone(), "totp", at(30)).await;
+    assert_eq!(status, StatusCode::OK, "{tokens}");
+    assert_eq!(roles(&f, tokens["access_token"].as_str().unwrap()).await.0, StatusCode::OK);
+    let (_, again) = exchange(&f, &code(&f, bob, "m3")).await;
+    let (status, _) = verify(again["mfa_token"].as_str().unwrap().into(), "totp", at(30)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "the same step again is refused");
+
+    // A recovery code logs in once.
+    let (_, m4) = exchange(&f, &code(&f, bob, "m4")).await;
+    let (status, tokens) = verify(m4["mfa_token"].as_str().unwrap().into(), "recovery", recovery[0].to_uppercase()).await;
+    assert_eq!(status, StatusCode::OK, "{tokens}");
+    let (_, m5) = exchange(&f, &code(&f, bob, "m5")).await;
+    let (status, e) = verify(m5["mfa_token"].as_str().unwrap().into(), "recovery", recovery[0].clone()).await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_grant")), "{e}");
+
+    // The audit trail has the logins and the refusals.
+    let (entries, _) = projections::access::read::AccessReader::new(f.state.store.as_ref()).unwrap().audit(100, 0, None).unwrap();
+    let actions: Vec<&str> = entries.iter().map(|e| e.action.as_str()).collect();
+    for wanted in ["login", "login_refused", "mfa_totp_enrolled", "mfa_totp_confirmed", "mfa_recovery_codes_issued", "token_refused"] {
+        assert!(actions.contains(&wanted), "{wanted} not in {actions:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn roles_are_granted_by_admins_only_and_rebuilt_by_a_replay() {
+    let mut f = Fixture::new();
+    f.live();
+    let (admin, user) = ("did:plc:admin", "did:plc:user");
+    query_api::xrpc::admin::bootstrap(&f.state, &[admin.to_owned()]).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let (admin_token, _) = login(&f, admin, "r1").await;
+    let (user_token, _) = login(&f, user, "r2").await;
+    assert_eq!(roles(&f, &admin_token).await.1["isAdmin"], json!(true));
+    assert_eq!(roles(&f, &admin_token).await.1["isAlphaTester"], json!(true), "admin implies alpha-tester");
+
+    let assign = json!({"did": user, "role": "moderator"});
+    let (status, e) = f.post_as("/xrpc/pub.svc.admin.assignRole", Some(&user_token), assign.clone()).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(e["error"], "AuthorizationError");
+    assert_eq!(e["details"], json!({"required_role": "admin", "your_role": "reader"}));
+    assert_eq!(f.post_as("/xrpc/pub.svc.admin.assignRole", None, assign.clone()).await.1["error"], "AuthRequired");
+    let (status, body) = f.post_as("/xrpc/pub.svc.admin.assignRole", Some(&admin_token), assign.clone()).await;
+    assert_eq!((status, body), (StatusCode::OK, json!({"success": true, "did": user, "role": "moderator"})));
+    let (_, mine) = roles(&f, &user_token).await;
+    assert_eq!(mine["roles"], json!(["moderator"]));
+    assert_eq!(mine["assignments"][0]["assignedBy"], admin);
+    let (status, e) = f.post_as("/xrpc/pub.svc.admin.assignRole", Some(&admin_token), json!({"did": user, "role": "emperor"})).await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("InvalidRequest")));
+
+    // A replay of the log into a fresh store holds the same roles.
+    let dir = tempfile::tempdir().unwrap();
+    let fresh: std::sync::Arc<dyn store::Store> = std::sync::Arc::new(store::EmbeddedStore::open(dir.path()).unwrap());
+    let ctx = projections::catalog::Context::single(fresh.clone(), &dir.path().join("search"));
+    let mut access = projections::catalog::FollowActive::open(&ctx, projections::access::MODEL).unwrap();
+    projections::catch_up(f.log.as_ref(), &mut access, 500).unwrap();
+    let replayed = projections::access::read::AccessReader::new(fresh.as_ref()).unwrap();
+    assert_eq!(replayed.roles(user).unwrap().iter().map(|g| g.role.as_str()).collect::<Vec<_>>(), ["moderator"]);
+    assert!(replayed.roles(admin).unwrap().iter().any(|g| g.role == "admin"));
+
+    let (status, body) = f.post_as("/xrpc/pub.svc.admin.revokeRole", Some(&admin_token), assign).await;
+    assert_eq!((status, body["success"].clone()), (StatusCode::OK, json!(true)));
+    assert_eq!(roles(&f, &user_token).await.1["roles"], json!([]));
+    let (entries, _) = projections::access::read::AccessReader::new(f.state.store.as_ref()).unwrap().audit(100, 0, Some(admin)).unwrap();
+    let actions: Vec<&str> = entries.iter().map(|e| e.action.as_str()).collect();
+    assert!(actions.starts_with(&["revoke_role", "assign_role"]), "{actions:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_bad_token_is_refused_with_the_contracts_code_never_a_500() {
+    let mut f = Fixture::new();
+    f.live();
+    let (access, _) = login(&f, "did:plc:carol", "b1").await;
+    let sign = |keys: &KeySet, exp: i64, aud: &str| {
+        let c = AccessClaims {
+            iss: SERVICE_DID.into(),
+            sub: "did:plc:carol".into(),
+            aud: aud.into(),
+            exp,
+            iat: now(),
+            scope: "read write".into(),
+            handle: None,
+            sid: "0".repeat(32),
+            jti: "x".into(),
+        };
+        keys.sign(ACCESS_TYP, &c)
+    };
+    let part = |v: Value| BASE64URL_NOPAD.encode(v.to_string().as_bytes());
+    let service_auth = |lxm: &str| {
+        let claims = json!({"iss": "did:plc:carol", "aud": SERVICE_DID, "exp": now() + 60, "iat": now(), "lxm": lxm, "jti": "j"});
+        format!("{}.{}.{}", part(json!({"alg": "ES256K", "typ": "JWT"})), part(claims), BASE64URL_NOPAD.encode(&[7; 64]))
+    };
+    let huge = format!("{}.{}.AAAA", part(json!({"alg": "ES256K", "pad": "x".repeat(100_000)})), part(json!({"iss": "did:plc:x"})));
+    let cases: Vec<(String, &str, &str)> = vec![
+        ("garbage".into(), "InvalidToken", "garbage"),
+        (access[..access.len() - 12].to_owned(), "InvalidToken", "truncated"),
+        (sign(&f.state.auth.keys, now() - 10, SERVICE_DID), "ExpiredToken", "expired"),
+        (sign(&KeySet::ephemeral(), now() + 60, SERVICE_DID), "InvalidToken", "another key"),
+        (sign(&f.state.auth.keys, now() + 60, "did:web:other.test"), "InvalidToken", "another aud"),
+        (sign(&f.state.auth.keys, now() + 60, SERVICE_DID), "InvalidToken", "an unknown session"),
+        (service_auth("pub.svc.sync.deleteRecord"), "InvalidToken", "another lxm"),
+        (huge, "InvalidToken", "100 KB header"),
+    ];
+    for (token, code, what) in cases {
+        let (status, e) = roles(&f, &token).await;
+        assert_eq!((status, e["error"].as_str()), (StatusCode::UNAUTHORIZED, Some(code)), "{what}: {e}");
+        // A bad credential is refused on open methods too.
+        let (status, _) = f.get_as("/xrpc/pub.svc.tag.getTrending", &token).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{what} on an open method");
+    }
+    let (status, e) = f.get("/xrpc/pub.svc.actor.getMyRoles").await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::UNAUTHORIZED, Some("AuthRequired")));
+    let (status, e) = f.post_as("/oauth/token", None, json!({"grant_type": "refresh_token", "refresh_token": access})).await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_grant")), "an access token is no refresh token");
+}
+
+#[tokio::test]
+async fn the_anonymous_tier_counts_down_then_answers_429_with_retry_after() {
+    let f = Fixture::with_limits(query_api::auth::limits::LimitSettings::default());
+    let get = || async {
+        let request = Request::builder().uri("/xrpc/pub.svc.tag.getTrending").body(HttpBody::empty()).unwrap();
+        f.send(request).await
+    };
+    let header = |h: &axum::http::HeaderMap, name: &str| h.get(name).map(|v| v.to_str().unwrap().to_owned());
+    for i in 0..60 {
+        let (status, h, _) = get().await;
+        assert_eq!(status, StatusCode::OK, "request {i}");
+        assert_eq!(header(&h, "x-ratelimit-limit").as_deref(), Some("60"));
+        assert_eq!(header(&h, "x-ratelimit-remaining"), Some((59 - i).to_string()));
+        let reset: i64 = header(&h, "x-ratelimit-reset").unwrap().parse().unwrap();
+        assert!((now()..=now() + 61).contains(&reset));
+        assert_eq!(header(&h, "ratelimit-policy").as_deref(), Some("60;w=60"));
+    }
+    let (status, h, e) = get().await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::TOO_MANY_REQUESTS, Some("RateLimitExceeded")));
+    let retry: u64 = header(&h, "retry-after").unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry));
+    assert_eq!(header(&h, "x-ratelimit-remaining").as_deref(), Some("0"));
+    // Probes are not limited; refused requests cost nothing, so a second later one passes.
+    let probe = Request::builder().uri("/health/liveness").body(HttpBody::empty()).unwrap();
+    assert_eq!(f.send(probe).await.0, StatusCode::OK);
+    for _ in 0..20 {
+        assert_eq!(get().await.0, StatusCode::TOO_MANY_REQUESTS);
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(get().await.0, StatusCode::OK);
+}
