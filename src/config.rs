@@ -430,7 +430,7 @@ pub enum ConfigError {
     #[error("--model {0:?} is not a read model (known: {known})", known = projections::catalog::MODELS.join(", "))]
     UnknownModel(String),
     /// `--model` names a read model without dead letters.
-    #[error("--model {0:?} keeps no dead letters (models that do: {known})", known = projections::catalog::SHARED_MODELS.join(", "))]
+    #[error("--model {0:?} keeps no dead letters (models that do: {known})", known = projections::catalog::DEAD_LETTER_MODELS.join(", "))]
     NoDeadLetters(String),
 }
 
@@ -477,7 +477,7 @@ impl Cli {
             Command::DeadLetters(d) if !projections::catalog::MODELS.contains(&d.model.as_str()) => {
                 return Err(ConfigError::UnknownModel(d.model.clone()));
             }
-            Command::DeadLetters(d) if !projections::catalog::SHARED_MODELS.contains(&d.model.as_str()) => {
+            Command::DeadLetters(d) if !projections::catalog::DEAD_LETTER_MODELS.contains(&d.model.as_str()) => {
                 return Err(ConfigError::NoDeadLetters(d.model.clone()));
             }
             Command::Replay(replay) => {

@@ -81,6 +81,10 @@ pub static MODELS: LazyLock<Vec<&'static str>> = LazyLock::new(|| names(None));
 /// The read models kept in the shared store.
 pub static SHARED_MODELS: LazyLock<Vec<&'static str>> = LazyLock::new(|| names(Some(Place::Shared)));
 
+/// The read models that park events they cannot apply (those with a `dead_letters` table).
+pub static DEAD_LETTER_MODELS: LazyLock<Vec<&'static str>> =
+    LazyLock::new(|| CATALOG.iter().filter(|m| m.tables.contains(&"dead_letters")).map(|m| m.name).collect());
+
 /// The read models every query node keeps for itself.
 pub static NODE_MODELS: LazyLock<Vec<&'static str>> = LazyLock::new(|| names(Some(Place::Node)));
 
