@@ -63,6 +63,28 @@ pub enum Command {
         #[command(subcommand)]
         command: LogCommand,
     },
+    /// Manage svc's token keys.
+    Auth {
+        /// What to do.
+        #[command(subcommand)]
+        command: AuthCommand,
+    },
+}
+
+/// `svc auth …`.
+#[derive(Debug, Subcommand)]
+pub enum AuthCommand {
+    /// Add a token-signing key to the key file: it signs from the next start of each query
+    /// node on; the older keys (the newest three are kept) still verify what they signed, so
+    /// nobody is logged out.
+    RotateKey {
+        #[command(flatten)]
+        data: DataArgs,
+
+        /// The key file (default: `auth-keys.json` in the data directory).
+        #[arg(long, env = "SVC_AUTH_KEYS")]
+        auth_keys: Option<PathBuf>,
+    },
 }
 
 /// Where the embedded log, store and search indexes live.

@@ -13,7 +13,7 @@ use clap::Parser;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use crate::config::{Cli, Command, LogCommand};
+use crate::config::{AuthCommand, Cli, Command, LogCommand};
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
@@ -30,6 +30,12 @@ fn main() -> anyhow::Result<()> {
         Command::DeadLetters(args) => commands::dead_letters(args),
         Command::Backfill { command } => runtime()?.block_on(commands::up::backfill(command)),
         Command::Log { command: LogCommand::Tail { data, from, limit } } => commands::log_tail(data, from, limit),
+        Command::Auth { command: AuthCommand::RotateKey { data, auth_keys } } => {
+            let file = auth_keys.unwrap_or_else(|| data.data_dir.join("auth-keys.json"));
+            let kid = query_api::auth::keys::KeySet::rotate(&file)?;
+            println!("{}", serde_json::json!({"rotated": file.display().to_string(), "kid": kid}));
+            Ok(())
+        }
     }
 }
 

@@ -250,6 +250,12 @@ pub(crate) fn render(lex: &Lexicons, title: &str, version: &str, extra: &[ExtraR
                     "scheme": "bearer",
                     "bearerFormat": "JWT",
                     "description": "An AT Protocol service-auth token (com.atproto.server.getServiceAuth): aud = svc's DID, lxm = the method, signed by the issuer's #atproto key; each token is accepted once."
+                },
+                "session": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "bearerFormat": "JWT",
+                    "description": "An svc access token (typ at+jwt, ES256, one hour) from /oauth/token; docs/auth.md."
                 }
             }
         }

@@ -140,17 +140,20 @@ pub fn document(lexicons: &Lexicons) -> Value {
         }
         list.push(q("did", did(), "alias of `author` (used when `author` is absent)"));
     }
-    // The methods registered as needing a caller: a service-auth token, and 401 without one.
-    for method in crate::xrpc::methods().methods().iter().filter(|m| m.auth == crate::xrpc::Auth::Required) {
+    // The methods registered as needing a caller: a service-auth token or a session, and 401
+    // without one (403 without the role, for those that need one).
+    for method in crate::xrpc::methods().methods().iter().filter(|m| m.auth != crate::xrpc::Auth::Open) {
         let verb = match method.kind {
             crate::xrpc::Kind::Query => "get",
             crate::xrpc::Kind::Procedure => "post",
         };
         if let Some(op) = doc.pointer_mut(&format!("/paths/~1xrpc~1{}/{verb}", method.nsid)) {
-            op["security"] = json!([{"serviceAuth": []}]);
-            let error = json!({"description": "AuthRequired, InvalidToken or ExpiredToken: no valid service-auth token",
-                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/XrpcError"}}}});
-            op["responses"]["401"] = error;
+            op["security"] = json!([{"serviceAuth": []}, {"session": []}]);
+            let error = |d: &str| json!({"description": d, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/XrpcError"}}}});
+            op["responses"]["401"] = error("AuthRequired, InvalidToken, ExpiredToken or RevokedToken: no valid credential");
+            if let crate::xrpc::Auth::Role(role) = method.auth {
+                op["responses"]["403"] = error(&format!("Forbidden or AuthorizationError: the caller does not hold the {role} role"));
+            }
         }
     }
     doc
@@ -167,7 +170,8 @@ mod tests {
         let date_from = params.iter().find(|p| p["name"] == "dateFrom").unwrap();
         assert_eq!(date_from["schema"], date_bound());
         let refresh = doc.pointer("/paths/~1xrpc~1pub.svc.sync.refreshRecord/post").unwrap();
-        assert_eq!(refresh["security"], json!([{"serviceAuth": []}]));
+        assert_eq!(refresh["security"], json!([{"serviceAuth": []}, {"session": []}]));
+        assert!(doc.pointer("/paths/~1xrpc~1pub.svc.admin.assignRole/post/responses/403").is_some());
         assert!(refresh["responses"].get("401").is_some());
         assert_eq!(doc.pointer("/components/securitySchemes/serviceAuth/scheme"), Some(&json!("bearer")));
         let get = doc.pointer("/paths/~1xrpc~1pub.svc.eprint.getSubmission/get/parameters").unwrap().as_array().unwrap();

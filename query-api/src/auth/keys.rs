@@ -90,12 +90,15 @@ impl KeySet {
         KeySet::from_file(&file)
     }
 
-    /// Adds a fresh signing key to the file at `path` (it signs from the next start on),
-    /// keeping the [`KEPT_KEYS`] newest; returns its key id.
+    /// Adds a fresh signing key to the file at `path` (created first when missing; the new
+    /// key signs from the next start on), keeping the [`KEPT_KEYS`] newest; returns its id.
     ///
     /// # Errors
     /// [`KeyError`].
     pub fn rotate(path: &Path) -> Result<String, KeyError> {
+        if !path.exists() {
+            KeySet::load_or_create(path)?;
+        }
         let io = |source| KeyError::Io { path: path.display().to_string(), source };
         let text = std::fs::read_to_string(path).map_err(io)?;
         let mut file: KeyFile = serde_json::from_str(&text).map_err(|e| KeyError::Invalid(e.to_string()))?;
