@@ -293,3 +293,49 @@ async fn the_anonymous_tier_counts_down_then_answers_429_with_retry_after() {
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     assert_eq!(get().await.0, StatusCode::OK);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_passkey_registers_and_completes_an_mfa_login_with_a_growing_counter() {
+    use webauthn_authenticator_rs::{softpasskey::SoftPasskey, WebauthnAuthenticator};
+    use webauthn_rs::prelude::{CreationChallengeResponse, RequestChallengeResponse, Url};
+    let mut f = Fixture::new();
+    f.live();
+    let dana = "did:plc:dana";
+    let origin = Url::parse(support::PUBLIC_URL).unwrap();
+    let mut authenticator = WebauthnAuthenticator::new(SoftPasskey::new(true));
+    let (access, _) = login(&f, dana, "p1").await;
+
+    let (status, start) = f.post_as("/auth/webauthn/register/options", Some(&access), json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{start}");
+    let options: CreationChallengeResponse = serde_json::from_value(start["options"].clone()).unwrap();
+    let credential = authenticator.do_registration(origin.clone(), options).unwrap();
+    let body = json!({"ceremony": start["ceremony"], "credential": credential});
+    let (status, done) = f.post_as("/auth/webauthn/register/verify", Some(&access), body.clone()).await;
+    assert_eq!((status, done["registered"].clone()), (StatusCode::OK, json!(true)), "{done}");
+    let (status, _) = f.post_as("/auth/webauthn/register/verify", Some(&access), body).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "a ceremony is used once");
+
+    // A login now needs the passkey: challenge, assertion, session.
+    let (status, mfa) = exchange(&f, &code(&f, dana, "p2")).await;
+    assert_eq!((status, mfa["allowed_methods"].clone()), (StatusCode::FORBIDDEN, json!(["webauthn"])), "{mfa}");
+    let (status, start) = f.post_as("/auth/webauthn/authenticate/options", None, json!({"mfa_token": mfa["mfa_token"]})).await;
+    assert_eq!(status, StatusCode::OK, "{start}");
+    let options: RequestChallengeResponse = serde_json::from_value(start["options"].clone()).unwrap();
+    let assertion = authenticator.do_authentication(origin.clone(), options).unwrap();
+    let verify = json!({"mfa_token": mfa["mfa_token"], "method": "webauthn", "ceremony": start["ceremony"], "credential": assertion});
+    let (status, tokens) = f.post_as("/oauth/mfa/verify", None, verify.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{tokens}");
+    assert_eq!(roles(&f, tokens["access_token"].as_str().unwrap()).await.0, StatusCode::OK);
+    let (status, _) = f.post_as("/oauth/mfa/verify", None, verify).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "the same assertion again is refused");
+
+    // An assertion for another challenge does not verify.
+    let (_, mfa) = exchange(&f, &code(&f, dana, "p3")).await;
+    let (_, first) = f.post_as("/auth/webauthn/authenticate/options", None, json!({"mfa_token": mfa["mfa_token"]})).await;
+    let (_, second) = f.post_as("/auth/webauthn/authenticate/options", None, json!({"mfa_token": mfa["mfa_token"]})).await;
+    let options: RequestChallengeResponse = serde_json::from_value(first["options"].clone()).unwrap();
+    let assertion = authenticator.do_authentication(origin, options).unwrap();
+    let wrong = json!({"mfa_token": mfa["mfa_token"], "method": "webauthn", "ceremony": second["ceremony"], "credential": assertion});
+    let (status, e) = f.post_as("/oauth/mfa/verify", None, wrong).await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_grant")), "{e}");
+}

@@ -101,6 +101,7 @@ impl Supervisor {
         let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("failed to listen on {}", args.listen))?;
         let local = listener.local_addr()?;
         let resolver = Arc::new(args.source.network.resolver());
+        let public_url = args.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
         let state = AppState::new(Shared {
             log,
             store: ctx.store.clone(),
@@ -110,10 +111,10 @@ impl Supervisor {
             lexicons: ctx.lexicons.clone(),
             identity: Arc::new(ServiceIdentity {
                 did: args.service_did.clone(),
-                public_url: args.public_url.clone().unwrap_or_else(|| format!("http://{local}")),
+                public_url: public_url.clone(),
             }),
             progress: Arc::new(progress),
-            auth: Arc::new(identity(args, ctx, &resolver)?),
+            auth: Arc::new(identity(args, ctx, &resolver, &public_url)?),
             sync: Arc::new(sync_settings(args, resolver)),
             searches: query_api::state::search_slots(),
             complete_models: Default::default(),
@@ -176,13 +177,13 @@ fn sync_settings(args: &UpArgs, resolver: Arc<atproto::identity::Resolver>) -> S
 
 /// The identity layer: service auth (its used-token ledger in this node's own store), the
 /// key file, the rate limits.
-fn identity(args: &UpArgs, ctx: &Context, resolver: &Arc<atproto::identity::Resolver>) -> anyhow::Result<query_api::auth::Identity> {
+fn identity(args: &UpArgs, ctx: &Context, resolver: &Arc<atproto::identity::Resolver>, public_url: &str) -> anyhow::Result<query_api::auth::Identity> {
     let ledger = query_api::auth::replay::ReplayLedger::new(ctx.node.clone());
     let service = Arc::new(query_api::auth::ServiceAuth::new(&args.service_did, resolver.clone(), ledger));
     let key_file = args.auth.key_file(&args.data);
     let keys = query_api::auth::keys::KeySet::load_or_create(&key_file)?;
     let limits = query_api::auth::limits::RateLimits::new(&args.auth.limits());
-    Ok(query_api::auth::Identity::new(&args.service_did, service, Arc::new(keys), limits, args.approved_services.clone()))
+    Ok(query_api::auth::Identity::new(&args.service_did, public_url, service, Arc::new(keys), limits, args.approved_services.clone()))
 }
 
 /// Events not applied yet by a model at `checkpoints` (0 when the log's end is unknown).

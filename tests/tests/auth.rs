@@ -2,7 +2,7 @@
 //! service-auth JWT from `com.atproto.server.getServiceAuth` calls a Required operation and
 //! gets a session through the PKCE code exchange; refresh rotation (the old token fails,
 //! reusing it ends the family); revocation; TOTP enrolment and an MFA login; a recovery
-//! code used once; an admin from `ADMIN_DIDS` granting `moderator` (kept by a replay,
+//! code used once; a passkey registered and used with a software authenticator; an admin from `ADMIN_DIDS` granting `moderator` (kept by a replay,
 //! gone once revoked); every kind of bad token refused with the contract's code; and the
 //! anonymous tier's 61st request in a minute answered 429.
 
@@ -71,8 +71,10 @@ const ROLES: &str = "/xrpc/pub.svc.actor.getMyRoles";
 async fn scenario(pds: &Pds, user: &Account, admin: &Account, backend: &Backend, replay: bool) {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let extra = ["--rate-limits", "60,300,1000,5000"];
-    let svc = Service::start_args("up", &data, tests::free_port(), backend, &extra).await.unwrap();
+    let port = tests::free_port();
+    let public_url = format!("http://localhost:{port}");
+    let extra = ["--rate-limits", "60,300,1000,5000", "--public-url", &public_url];
+    let svc = Service::start_args("up", &data, port, backend, &extra).await.unwrap();
 
     // A Required operation with the PDS's service-auth token for it, and the server-to-server
     // form with X-Service-DID.
@@ -134,6 +136,27 @@ async fn scenario(pds: &Pds, user: &Account, admin: &Account, backend: &Backend,
         (t["access_token"].as_str().unwrap().to_owned(), ())
     };
 
+    // A passkey, registered with a software authenticator, completes a login too.
+    {
+        use webauthn_authenticator_rs::{softpasskey::SoftPasskey, WebauthnAuthenticator};
+        let origin = webauthn_rs::prelude::Url::parse(&public_url).unwrap();
+        let mut authenticator = WebauthnAuthenticator::new(SoftPasskey::new(true));
+        let (status, start) = post(&svc, "/auth/webauthn/register/options", Some(&user_access), json!({})).await;
+        assert_eq!(status, 200, "{start}");
+        let credential = authenticator.do_registration(origin.clone(), serde_json::from_value(start["options"].clone()).unwrap()).unwrap();
+        let (status, done) =
+            post(&svc, "/auth/webauthn/register/verify", Some(&user_access), json!({"ceremony": start["ceremony"], "credential": credential})).await;
+        assert_eq!(status, 200, "{done}");
+        let (_, mfa) = code_exchange(&svc, pds, user).await;
+        assert_eq!(mfa["allowed_methods"], json!(["totp", "webauthn"]));
+        let (status, start) = post(&svc, "/auth/webauthn/authenticate/options", None, json!({"mfa_token": mfa["mfa_token"]})).await;
+        assert_eq!(status, 200, "{start}");
+        let assertion = authenticator.do_authentication(origin, serde_json::from_value(start["options"].clone()).unwrap()).unwrap();
+        let body = json!({"mfa_token": mfa["mfa_token"], "method": "webauthn", "ceremony": start["ceremony"], "credential": assertion});
+        let (status, tokens) = post(&svc, "/oauth/mfa/verify", None, body).await;
+        assert_eq!(status, 200, "{tokens}");
+    }
+
     // Roles: the admin of ADMIN_DIDS grants moderator with a service-auth token of its PDS.
     let (status, e) = post(&svc, "/xrpc/pub.svc.admin.assignRole", Some(&user_access), json!({"did": user.did, "role": "moderator"})).await;
     assert_eq!((status, e["error"].as_str(), e["details"]["required_role"].as_str()), (403, Some("AuthorizationError"), Some("admin")), "{e}");
@@ -144,7 +167,7 @@ async fn scenario(pds: &Pds, user: &Account, admin: &Account, backend: &Backend,
     let svc = if replay {
         svc.stop().unwrap();
         tests::svc(&["replay", "--data-dir", data.to_str().unwrap()]).unwrap();
-        let svc = Service::start_args("up", &data, tests::free_port(), backend, &extra).await.unwrap();
+        let svc = Service::start_args("up", &data, port, backend, &extra).await.unwrap();
         svc.wait_caught_up().await.unwrap();
         let (status, mine) = get(&svc, ROLES, &user_access).await;
         assert_eq!((status, mine["roles"].clone()), (200, json!(["moderator"])), "the replay keeps the grant and the session: {mine}");

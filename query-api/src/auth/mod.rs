@@ -13,12 +13,13 @@
 //!
 //! The session, MFA and passkey endpoints are [`oauth`]'s. What is an event in the log
 //! (roles, sessions, second factors, audited refusals: `command.access`) and what is
-//! node-local (seen `jti`s, rate-limit counters) is explained in
+//! node-local (seen `jti`s, passkey ceremonies, rate-limit counters) is explained in
 //! docs/decisions.md, "Identity state".
 
 pub mod keys;
 pub mod limits;
 pub mod oauth;
+pub mod passkeys;
 pub mod replay;
 pub mod service;
 pub mod tokens;
@@ -96,12 +97,22 @@ pub struct Identity {
     pub limits: RateLimits,
     /// Services whose callers get the service tier (and may refresh or delete any record).
     pub approved_services: Vec<String>,
+    /// Passkey ceremonies (node-local).
+    pub passkeys: passkeys::Passkeys,
 }
 
 impl Identity {
-    /// The identity layer of `service_did`.
-    pub fn new(service_did: &str, service: Arc<ServiceAuth>, keys: Arc<KeySet>, limits: RateLimits, approved_services: Vec<String>) -> Identity {
-        Identity { service_did: service_did.to_owned(), service, keys, limits, approved_services }
+    /// The identity layer of `service_did`, reached at `public_url` (the passkeys' relying
+    /// party).
+    pub fn new(
+        service_did: &str,
+        public_url: &str,
+        service: Arc<ServiceAuth>,
+        keys: Arc<KeySet>,
+        limits: RateLimits,
+        approved_services: Vec<String>,
+    ) -> Identity {
+        Identity { service_did: service_did.to_owned(), service, keys, limits, approved_services, passkeys: passkeys::Passkeys::new(public_url) }
     }
 }
 

@@ -9,11 +9,12 @@
 //! - `POST /oauth/revoke` (RFC 7009): ends the session of a refresh or access token.
 //! - `POST /auth/totp/enroll`, `/auth/totp/confirm`, `/auth/mfa/disable`: TOTP enrolment
 //!   (recovery codes are shown once, at confirmation) and removal.
+//! - `POST /auth/webauthn/register/options` and `/register/verify` (bearer): a passkey
+//!   registered; `POST /auth/webauthn/authenticate/options` with the `mfa_token`: the
+//!   challenge a passkey signs for `/oauth/mfa/verify` (`method` `webauthn`).
 //!
 //! Every change is a `command.access` event; the access model decides the once-only rules
 //! in log order and the handler answers from what it decided (principles 1 and 7).
-
-use std::collections::HashMap;
 
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
@@ -22,7 +23,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use event_schema::{AccessAction, OnceProof};
 use projections::access::read::{AccessReader, Factors, Session};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::tokens::{
     new_id, new_refresh_token, pkce_matches, refresh_session, session_of, sha256_hex, AccessClaims, LoginClaims, ACCESS_LIFETIME,
@@ -108,6 +109,9 @@ pub fn routes() -> Router<AppState> {
         .route("/auth/totp/enroll", post(totp_enroll))
         .route("/auth/totp/confirm", post(totp_confirm))
         .route("/auth/mfa/disable", post(mfa_disable))
+        .route("/auth/webauthn/register/options", post(passkey_register_options))
+        .route("/auth/webauthn/register/verify", post(passkey_register_verify))
+        .route("/auth/webauthn/authenticate/options", post(passkey_authenticate_options))
         .route("/.well-known/jwks.json", axum::routing::get(jwks))
 }
 
@@ -123,8 +127,9 @@ fn caller(request: &Request) -> Result<Caller, OAuthError> {
     }
 }
 
-/// A body's fields, from JSON or a form (`application/x-www-form-urlencoded`).
-async fn fields(request: Request) -> Result<HashMap<String, String>, OAuthError> {
+/// A body's fields: from JSON (any values), or a form (`application/x-www-form-urlencoded`,
+/// strings).
+async fn fields(request: Request) -> Result<Fields, OAuthError> {
     let form = request
         .headers()
         .get(header::CONTENT_TYPE)
@@ -134,18 +139,31 @@ async fn fields(request: Request) -> Result<HashMap<String, String>, OAuthError>
         .await
         .map_err(|_| OAuthError::request(format!("the body could not be read whole, or is larger than {MAX_FORM} bytes")))?;
     if form {
-        return Ok(form_urlencoded::parse(&body).into_owned().collect());
+        return Ok(form_urlencoded::parse(&body).into_owned().map(|(k, v)| (k, Value::String(v))).collect::<Fields>());
     }
     if body.is_empty() {
-        return Ok(HashMap::new());
+        return Ok(Fields::new());
     }
     let value: Value = serde_json::from_slice(&body).map_err(|e| OAuthError::request(format!("the body is not JSON: {e}")))?;
     let Value::Object(map) = value else { return Err(OAuthError::request("the body is not a JSON object")) };
-    Ok(map.into_iter().filter_map(|(k, v)| v.as_str().map(|s| (k, s.to_owned()))).collect())
+    Ok(map)
 }
 
-fn field<'a>(f: &'a HashMap<String, String>, name: &str) -> Result<&'a str, OAuthError> {
-    f.get(name).map(String::as_str).filter(|v| !v.is_empty()).ok_or_else(|| OAuthError::request(format!("{name} is required")))
+type Fields = Map<String, Value>;
+
+/// A required string field.
+fn field<'a>(f: &'a Fields, name: &str) -> Result<&'a str, OAuthError> {
+    f.get(name).and_then(Value::as_str).filter(|v| !v.is_empty()).ok_or_else(|| OAuthError::request(format!("{name} is required (a string)")))
+}
+
+/// A required object field, as `T`.
+fn object<T: serde::de::DeserializeOwned>(f: &Fields, name: &str) -> Result<T, OAuthError> {
+    let value = f.get(name).cloned().ok_or_else(|| OAuthError::request(format!("{name} is required")))?;
+    let value = match value {
+        Value::String(s) => serde_json::from_str(&s).map_err(|e| OAuthError::request(format!("{name}: {e}")))?,
+        v => v,
+    };
+    serde_json::from_value(value).map_err(|e| OAuthError::request(format!("{name} is not a WebAuthn credential: {e}")))
 }
 
 fn read<T>(state: &AppState, f: impl FnOnce(&AccessReader) -> Result<T, projections::ProjectionError>) -> Result<T, OAuthError> {
@@ -174,7 +192,7 @@ async fn authorize(State(state): State<AppState>, request: Request) -> Answer {
     }
     let f = fields(request).await?;
     let challenge = field(&f, "code_challenge")?;
-    if f.get("code_challenge_method").map_or("S256", String::as_str) != "S256" {
+    if f.get("code_challenge_method").and_then(Value::as_str).unwrap_or("S256") != "S256" {
         return Err(OAuthError::request("code_challenge_method must be S256"));
     }
     if challenge.len() != 43 || data_encoding::BASE64URL_NOPAD.decode(challenge.as_bytes()).is_err() {
@@ -316,9 +334,10 @@ async fn refresh(state: &AppState, presented: &str) -> Answer {
 async fn mfa_verify(State(state): State<AppState>, request: Request) -> Answer {
     let f = fields(request).await?;
     let login = verify_login(&state, field(&f, "mfa_token")?, MFA_TYP, "mfa_token")?;
-    let code = field(&f, "code")?.trim().to_owned();
     let factors = read(&state, |r| r.factors(&login.sub))?;
-    let proof = match field(&f, "method")? {
+    let method = field(&f, "method")?;
+    let code = if method == "webauthn" { String::new() } else { field(&f, "code")?.trim().to_owned() };
+    let proof = match method {
         "totp" => {
             let step = totp_step(&state, &factors, &code).filter(|_| factors.totp_confirmed);
             match step {
@@ -330,10 +349,23 @@ async fn mfa_verify(State(state): State<AppState>, request: Request) -> Answer {
             }
         }
         "recovery" => OnceProof::Recovery { hash: recovery_hash(&code) },
-        "webauthn" => return Err(OAuthError::new(StatusCode::NOT_IMPLEMENTED, "unsupported_method", "passkey login is not built yet")),
-        other => return Err(OAuthError::request(format!("method {other} is not one of totp, recovery"))),
+        "webauthn" => {
+            let credential = object(&f, "credential")?;
+            match state.auth.passkeys.finish_authentication(&login.sub, field(&f, "ceremony")?, &credential) {
+                Ok(a) => OnceProof::Passkey { credential_id: a.credential_id, counter: a.counter },
+                Err(why) => {
+                    audit_refusal(&state, &login.sub, "a passkey assertion that does not verify");
+                    return Err(OAuthError::grant(why));
+                }
+            }
+        }
+        other => return Err(OAuthError::request(format!("method {other} is not one of totp, webauthn, recovery"))),
     };
-    let method = if matches!(proof, OnceProof::Totp { .. }) { "totp" } else { "recovery" };
+    let method = match proof {
+        OnceProof::Totp { .. } => "totp",
+        OnceProof::Recovery { .. } => "recovery",
+        OnceProof::Passkey { .. } => "webauthn",
+    };
     start_session(&state, &login, method, Some(proof)).await
 }
 
@@ -421,6 +453,55 @@ async fn mfa_disable(State(state): State<AppState>, request: Request) -> Answer 
     }
     append(&state, &me.did, &me.did, "/auth/mfa/disable", AccessAction::MfaRemoved).await?;
     ok(json!({"enabled": false}))
+}
+
+/// The passkeys an account registered.
+fn passkeys(factors: &Factors) -> Vec<webauthn_rs::prelude::Passkey> {
+    factors.passkeys.iter().filter_map(|(_, credential, _)| serde_json::from_value(credential.clone()).ok()).collect()
+}
+
+/// `POST /auth/webauthn/register/options` (bearer): `{ceremony, options}`, the options for
+/// `navigator.credentials.create` (`options.publicKey`).
+async fn passkey_register_options(State(state): State<AppState>, request: Request) -> Answer {
+    let me = caller(&request)?;
+    let factors = read(&state, |r| r.factors(&me.did))?;
+    let name = me.handle.clone().unwrap_or_else(|| me.did.clone());
+    let (ceremony, options) = state.auth.passkeys.start_registration(&me.did, &name, &passkeys(&factors)).map_err(unavailable)?;
+    ok(json!({"ceremony": ceremony, "options": options}))
+}
+
+/// `POST /auth/webauthn/register/verify` (bearer): `{ceremony, credential}` (what
+/// `navigator.credentials.create` returned): the passkey is kept, and MFA is on.
+async fn passkey_register_verify(State(state): State<AppState>, request: Request) -> Answer {
+    let me = caller(&request)?;
+    let f = fields(request).await?;
+    let credential = object(&f, "credential")?;
+    let passkey = state.auth.passkeys.finish_registration(&me.did, field(&f, "ceremony")?, &credential).map_err(OAuthError::grant)?;
+    let credential_id = super::passkeys::credential_id(passkey.cred_id().as_ref());
+    let change = AccessAction::PasskeyRegistered {
+        credential_id: credential_id.clone(),
+        credential: serde_json::to_value(&passkey).map_err(|e| OAuthError::from_api(ApiError::internal(e.to_string())))?,
+    };
+    append(&state, &me.did, &me.did, "/auth/webauthn/register/verify", change).await?;
+    ok(json!({"registered": true, "credential_id": credential_id}))
+}
+
+/// `POST /auth/webauthn/authenticate/options`: `{mfa_token}` of a login that answered
+/// `mfa_required`: `{ceremony, options}` for `navigator.credentials.get`.
+async fn passkey_authenticate_options(State(state): State<AppState>, request: Request) -> Answer {
+    let f = fields(request).await?;
+    let Ok(token) = field(&f, "mfa_token") else {
+        return Err(OAuthError::request("send the mfa_token of the login: passkeys are a second factor here (docs/auth.md)"));
+    };
+    let login = verify_login(&state, token, MFA_TYP, "mfa_token")?;
+    let factors = read(&state, |r| r.factors(&login.sub))?;
+    let (ceremony, options) = state.auth.passkeys.start_authentication(&login.sub, &passkeys(&factors)).map_err(OAuthError::request)?;
+    ok(json!({"ceremony": ceremony, "options": options}))
+}
+
+/// Passkeys are not available on this node (no domain name in its public URL).
+fn unavailable(why: String) -> OAuthError {
+    OAuthError::new(StatusCode::SERVICE_UNAVAILABLE, "temporarily_unavailable", why)
 }
 
 #[cfg(test)]

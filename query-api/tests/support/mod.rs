@@ -18,6 +18,9 @@ use serde_json::Value;
 use store::EmbeddedStore;
 use tower::ServiceExt;
 
+/// The public URL of the fixture (the passkeys' relying party).
+pub const PUBLIC_URL: &str = "https://svc.test";
+
 /// The service DID of the fixture.
 pub const SERVICE_DID: &str = "did:web:svc.test";
 
@@ -59,7 +62,7 @@ impl Fixture {
         let service = Arc::new(query_api::auth::ServiceAuth::new(SERVICE_DID, resolver.clone(), ledger));
         let limits = query_api::auth::limits::RateLimits::new(&limits);
         let keys = Arc::new(query_api::auth::keys::KeySet::ephemeral());
-        let auth = Arc::new(query_api::auth::Identity::new(SERVICE_DID, service, keys, limits, Vec::new()));
+        let auth = Arc::new(query_api::auth::Identity::new(SERVICE_DID, PUBLIC_URL, service, keys, limits, Vec::new()));
         let state = AppState::new(Shared {
             log: log.clone(),
             store: ctx.store.clone(),
@@ -67,7 +70,7 @@ impl Fixture {
             search: ctx.search.clone(),
             openapi: Arc::new(query_api::openapi::document(&ctx.lexicons)),
             lexicons: ctx.lexicons.clone(),
-            identity: Arc::new(ServiceIdentity { did: SERVICE_DID.into(), public_url: "http://svc.test".into() }),
+            identity: Arc::new(ServiceIdentity { did: SERVICE_DID.into(), public_url: PUBLIC_URL.into() }),
             progress: Arc::new(Vec::new()),
             auth,
             sync: Arc::new(SyncSettings {
