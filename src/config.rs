@@ -219,7 +219,9 @@ impl AuthArgs {
         if !self.admin_dids.is_empty() {
             return self.admin_dids.clone();
         }
-        std::env::var("ADMIN_DIDS").map(|v| v.split(',').map(|d| d.trim().to_owned()).filter(|d| !d.is_empty()).collect()).unwrap_or_default()
+        std::env::var("ADMIN_DIDS")
+            .map(|v| v.split(',').map(|d| d.trim().to_owned()).filter(|d| !d.is_empty()).collect())
+            .unwrap_or_default()
     }
 
     /// The key file.

@@ -23,7 +23,10 @@ pub mod events;
 
 pub use envelope::{Envelope, EventKind, NewEvent, Position, Source};
 pub use error::{ClassifiedError, CodecError, ErrorClass};
-pub use events::{AccessAction, AccessChange, AccountChange, AccountStatus, BacklinkChange, IdentityChange, OnceProof, Payload, RecordDelete, RecordWrite, Rejected};
+pub use events::{
+    AccessAction, AccessChange, AccountChange, AccountStatus, BacklinkChange, IdentityChange, OnceProof, Payload, RecordDelete,
+    RecordWrite, Rejected,
+};
 
 /// The schema version this build writes.
 pub const CURRENT_SCHEMA_VERSION: u16 = 1;

@@ -24,4 +24,3 @@ fn golden_files_decode_to_their_expected_json() {
     }
     assert!(checked >= 5, "expected golden files for every kind, found {checked}");
 }
-

@@ -62,7 +62,12 @@ pub fn error_for_path(path: &str, error: ApiError) -> Response {
 }
 
 /// Answers one request within the limits.
-async fn answer(app: App, limits: ServerLimits, peer: std::net::SocketAddr, mut request: Request<Incoming>) -> Result<Response, Infallible> {
+async fn answer(
+    app: App,
+    limits: ServerLimits,
+    peer: std::net::SocketAddr,
+    mut request: Request<Incoming>,
+) -> Result<Response, Infallible> {
     request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
     let path = request.uri().path().to_owned();
     let uri_len = request.uri().path_and_query().map_or(0, |p| p.as_str().len());

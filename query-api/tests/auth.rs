@@ -66,14 +66,18 @@ async fn sessions_rotate_and_reuse_or_revocation_ends_them() {
     assert_eq!((tokens["token_type"].as_str(), tokens["expires_in"].as_i64()), (Some("Bearer"), Some(3600)));
     let access = tokens["access_token"].as_str().unwrap();
     let claims: AccessClaims = f.state.auth.keys.verify(access, ACCESS_TYP, SERVICE_DID).unwrap();
-    assert_eq!((claims.iss.as_str(), claims.sub.as_str(), claims.scope.as_str(), claims.handle.as_deref()), (SERVICE_DID, alice, "read write", Some("alice.test")));
+    assert_eq!(
+        (claims.iss.as_str(), claims.sub.as_str(), claims.scope.as_str(), claims.handle.as_deref()),
+        (SERVICE_DID, alice, "read write", Some("alice.test"))
+    );
     assert_eq!(claims.exp - claims.iat, 3600);
     let (status, mine) = roles(&f, access).await;
     assert_eq!((status, mine["roles"].clone(), mine["isAdmin"].clone()), (StatusCode::OK, json!([]), json!(false)));
 
     // A wrong verifier is refused; the same code twice ends the session it made.
     let other = code(&f, alice, "c1b");
-    let (status, e) = f.post_as("/oauth/token", None, json!({"grant_type": "authorization_code", "code": other, "code_verifier": "x".repeat(43)})).await;
+    let (status, e) =
+        f.post_as("/oauth/token", None, json!({"grant_type": "authorization_code", "code": other, "code_verifier": "x".repeat(43)})).await;
     assert_eq!((status, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_grant")));
     let (status, e) = exchange(&f, &code(&f, alice, "c1")).await;
     assert_eq!((status, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_grant")), "{e}");

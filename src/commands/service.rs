@@ -109,10 +109,7 @@ impl Supervisor {
             search: ctx.search.clone(),
             openapi: Arc::new(query_api::openapi::document(&ctx.lexicons)),
             lexicons: ctx.lexicons.clone(),
-            identity: Arc::new(ServiceIdentity {
-                did: args.service_did.clone(),
-                public_url: public_url.clone(),
-            }),
+            identity: Arc::new(ServiceIdentity { did: args.service_did.clone(), public_url: public_url.clone() }),
             progress: Arc::new(progress),
             auth: Arc::new(identity(args, ctx, &resolver, &public_url)?),
             sync: Arc::new(sync_settings(args, resolver)),
@@ -121,7 +118,9 @@ impl Supervisor {
         });
         let admins = args.auth.admins();
         if !admins.is_empty() {
-            query_api::xrpc::admin::bootstrap(&state, &admins).await.map_err(|e| anyhow::anyhow!("failed to grant the admin role to ADMIN_DIDS: {}", e.message()))?;
+            query_api::xrpc::admin::bootstrap(&state, &admins)
+                .await
+                .map_err(|e| anyhow::anyhow!("failed to grant the admin role to ADMIN_DIDS: {}", e.message()))?;
         }
         let app = query_api::app(state);
         let limits = args.http.limits();
@@ -177,7 +176,12 @@ fn sync_settings(args: &UpArgs, resolver: Arc<atproto::identity::Resolver>) -> S
 
 /// The identity layer: service auth (its used-token ledger in this node's own store), the
 /// key file, the rate limits.
-fn identity(args: &UpArgs, ctx: &Context, resolver: &Arc<atproto::identity::Resolver>, public_url: &str) -> anyhow::Result<query_api::auth::Identity> {
+fn identity(
+    args: &UpArgs,
+    ctx: &Context,
+    resolver: &Arc<atproto::identity::Resolver>,
+    public_url: &str,
+) -> anyhow::Result<query_api::auth::Identity> {
     let ledger = query_api::auth::replay::ReplayLedger::new(ctx.node.clone());
     let service = Arc::new(query_api::auth::ServiceAuth::new(&args.service_did, resolver.clone(), ledger));
     let key_file = args.auth.key_file(&args.data);

@@ -21,7 +21,13 @@ fn now() -> i64 {
 }
 
 /// A request with an optional bearer token; status, headers and JSON body.
-async fn call(svc: &Service, method: reqwest::Method, path: &str, token: Option<&str>, body: Option<&Value>) -> (u16, reqwest::header::HeaderMap, Value) {
+async fn call(
+    svc: &Service,
+    method: reqwest::Method,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&Value>,
+) -> (u16, reqwest::header::HeaderMap, Value) {
     let mut r = reqwest::Client::new().request(method, format!("{}{path}", svc.base));
     if let Some(t) = token {
         r = r.bearer_auth(t);
@@ -50,7 +56,8 @@ async fn get(svc: &Service, path: &str, token: &str) -> (u16, Value) {
 async fn code_exchange(svc: &Service, pds: &Pds, who: &Account) -> (u16, Value) {
     let proof = pds.service_auth(who, SERVICE_DID, query_api::auth::oauth::AUTHORIZE_LXM, None).await.unwrap();
     let challenge = BASE64URL_NOPAD.encode(&Sha256::digest(VERIFIER.as_bytes()));
-    let (status, code) = post(svc, "/oauth/authorize", Some(&proof), json!({"code_challenge": challenge, "code_challenge_method": "S256"})).await;
+    let (status, code) =
+        post(svc, "/oauth/authorize", Some(&proof), json!({"code_challenge": challenge, "code_challenge_method": "S256"})).await;
     assert_eq!(status, 200, "{code}");
     let code = code["code"].as_str().unwrap();
     post(svc, "/oauth/token", None, json!({"grant_type": "authorization_code", "code": code, "code_verifier": VERIFIER})).await
@@ -82,11 +89,17 @@ async fn scenario(pds: &Pds, user: &Account, admin: &Account, backend: &Backend,
     let (status, mine) = get(&svc, ROLES, &token).await;
     assert_eq!((status, mine["roles"].clone()), (200, json!([])), "{mine}");
     let token = pds.service_auth(user, SERVICE_DID, "pub.svc.actor.getMyProfile", None).await.unwrap();
-    let r = reqwest::Client::new().get(format!("{}/xrpc/pub.svc.actor.getMyProfile", svc.base)).bearer_auth(&token).header("X-Service-DID", &user.did);
+    let r = reqwest::Client::new()
+        .get(format!("{}/xrpc/pub.svc.actor.getMyProfile", svc.base))
+        .bearer_auth(&token)
+        .header("X-Service-DID", &user.did);
     let profile: Value = r.send().await.unwrap().json().await.unwrap();
     assert_eq!(profile["did"], user.did.as_str(), "{profile}");
     let token = pds.service_auth(user, SERVICE_DID, "pub.svc.actor.getMyProfile", None).await.unwrap();
-    let r = reqwest::Client::new().get(format!("{}/xrpc/pub.svc.actor.getMyProfile", svc.base)).bearer_auth(&token).header("X-Service-DID", &admin.did);
+    let r = reqwest::Client::new()
+        .get(format!("{}/xrpc/pub.svc.actor.getMyProfile", svc.base))
+        .bearer_auth(&token)
+        .header("X-Service-DID", &admin.did);
     assert_eq!(r.send().await.unwrap().status().as_u16(), 401, "X-Service-DID must name the issuer");
 
     // A session: the access token calls Required operations; the refresh token rotates.
@@ -117,9 +130,7 @@ async fn scenario(pds: &Pds, user: &Account, admin: &Account, backend: &Backend,
     let recovery: Vec<String> = serde_json::from_value(confirmed["recovery_codes"].clone()).unwrap();
     let (status, mfa) = code_exchange(&svc, pds, user).await;
     assert_eq!((status, mfa["error"].as_str(), mfa["allowed_methods"].clone()), (403, Some("mfa_required"), json!(["totp"])), "{mfa}");
-    let verify = |token: &Value, method: &str, code: String| {
-        json!({"mfa_token": token["mfa_token"], "method": method, "code": code})
-    };
+    let verify = |token: &Value, method: &str, code: String| json!({"mfa_token": token["mfa_token"], "method": method, "code": code});
     let (status, tokens) = post(&svc, "/oauth/mfa/verify", None, verify(&mfa, "totp", code_at(30))).await;
     assert_eq!(status, 200, "{tokens}");
     assert_eq!(get(&svc, ROLES, tokens["access_token"].as_str().unwrap()).await.0, 200);
@@ -144,8 +155,13 @@ async fn scenario(pds: &Pds, user: &Account, admin: &Account, backend: &Backend,
         let (status, start) = post(&svc, "/auth/webauthn/register/options", Some(&user_access), json!({})).await;
         assert_eq!(status, 200, "{start}");
         let credential = authenticator.do_registration(origin.clone(), serde_json::from_value(start["options"].clone()).unwrap()).unwrap();
-        let (status, done) =
-            post(&svc, "/auth/webauthn/register/verify", Some(&user_access), json!({"ceremony": start["ceremony"], "credential": credential})).await;
+        let (status, done) = post(
+            &svc,
+            "/auth/webauthn/register/verify",
+            Some(&user_access),
+            json!({"ceremony": start["ceremony"], "credential": credential}),
+        )
+        .await;
         assert_eq!(status, 200, "{done}");
         let (_, mfa) = code_exchange(&svc, pds, user).await;
         assert_eq!(mfa["allowed_methods"], json!(["totp", "webauthn"]));
@@ -159,7 +175,11 @@ async fn scenario(pds: &Pds, user: &Account, admin: &Account, backend: &Backend,
 
     // Roles: the admin of ADMIN_DIDS grants moderator with a service-auth token of its PDS.
     let (status, e) = post(&svc, "/xrpc/pub.svc.admin.assignRole", Some(&user_access), json!({"did": user.did, "role": "moderator"})).await;
-    assert_eq!((status, e["error"].as_str(), e["details"]["required_role"].as_str()), (403, Some("AuthorizationError"), Some("admin")), "{e}");
+    assert_eq!(
+        (status, e["error"].as_str(), e["details"]["required_role"].as_str()),
+        (403, Some("AuthorizationError"), Some("admin")),
+        "{e}"
+    );
     let grant = pds.service_auth(admin, SERVICE_DID, "pub.svc.admin.assignRole", None).await.unwrap();
     let (status, body) = post(&svc, "/xrpc/pub.svc.admin.assignRole", Some(&grant), json!({"did": user.did, "role": "moderator"})).await;
     assert_eq!((status, body["success"].clone()), (200, json!(true)), "{body}");

@@ -69,7 +69,15 @@ impl AccessProjection {
                 if let Some(why) = refused {
                     // No session row: a refused second factor leaves the login retryable
                     // (with another code), a reused code leaves the first session's row.
-                    audit_row(st, self.version, event, a, &at, "login_refused", json!({"session": session, "method": method, "reason": why}));
+                    audit_row(
+                        st,
+                        self.version,
+                        event,
+                        a,
+                        &at,
+                        "login_refused",
+                        json!({"session": session, "method": method, "reason": why}),
+                    );
                     return Ok(());
                 }
                 let mut c = Columns::new();
@@ -94,7 +102,15 @@ impl AccessProjection {
                     // The token presented was rotated away already (reused, or a concurrent
                     // refresh got there first): the whole session ends.
                     self.end(st, session, row, "refreshTokenReused", position);
-                    audit_row(st, self.version, event, a, &at, "session_ended", json!({"session": session, "reason": "refreshTokenReused"}));
+                    audit_row(
+                        st,
+                        self.version,
+                        event,
+                        a,
+                        &at,
+                        "session_ended",
+                        json!({"session": session, "reason": "refreshTokenReused"}),
+                    );
                 }
             }
             AccessAction::SessionEnded { session, reason } => {

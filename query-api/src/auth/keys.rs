@@ -123,7 +123,8 @@ impl KeySet {
         for k in &file.signing {
             let secret = p256::SecretKey::from_pkcs8_pem(&k.pkcs8_pem).map_err(|e| bad(&e))?;
             let point = p256::elliptic_curve::sec1::ToEncodedPoint::to_encoded_point(&secret.public_key(), false);
-            let (x, y) = (BASE64URL_NOPAD.encode(point.x().expect("uncompressed")), BASE64URL_NOPAD.encode(point.y().expect("uncompressed")));
+            let (x, y) =
+                (BASE64URL_NOPAD.encode(point.x().expect("uncompressed")), BASE64URL_NOPAD.encode(point.y().expect("uncompressed")));
             signing.push(SigningKey {
                 kid: k.kid.clone(),
                 encoding: EncodingKey::from_ec_pem(k.pkcs8_pem.as_bytes()).map_err(|e| bad(&e))?,
@@ -202,11 +203,7 @@ pub fn random<const N: usize>() -> [u8; N] {
 fn new_key() -> Result<StoredKey, KeyError> {
     let secret = p256::SecretKey::random(&mut rand::rngs::OsRng);
     let pem = secret.to_pkcs8_pem(LineEnding::LF).map_err(|e| KeyError::Invalid(e.to_string()))?;
-    Ok(StoredKey {
-        kid: BASE64URL_NOPAD.encode(&random::<8>()),
-        pkcs8_pem: pem.to_string(),
-        created: chrono::Utc::now().to_rfc3339(),
-    })
+    Ok(StoredKey { kid: BASE64URL_NOPAD.encode(&random::<8>()), pkcs8_pem: pem.to_string(), created: chrono::Utc::now().to_rfc3339() })
 }
 
 /// Writes the key file readable by its owner only.

@@ -165,7 +165,12 @@ impl RateLimits {
         Some(match limiter.check_key(&key.to_owned()) {
             Ok(state) => {
                 let remaining = state.remaining_burst_capacity();
-                Verdict { limit: *limit, remaining, reset_after: (f64::from(limit - remaining) * per_cell).ceil() as u64, retry_after: None }
+                Verdict {
+                    limit: *limit,
+                    remaining,
+                    reset_after: (f64::from(limit - remaining) * per_cell).ceil() as u64,
+                    retry_after: None,
+                }
             }
             Err(not_until) => {
                 let wait = not_until.wait_time_from(self.clock.now());
@@ -196,7 +201,6 @@ impl RateLimits {
         Some(forwarded.into_iter().rev().find(|a| !self.trusted_proxies.contains(a)).unwrap_or(peer))
     }
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -99,7 +99,14 @@ pub struct Identity {
     pub approved_services: Vec<String>,
     /// Passkey ceremonies (node-local).
     pub passkeys: passkeys::Passkeys,
+    /// Access tokens whose signature verified, with their claims: a token is verified once
+    /// per node, not on every request (its expiry and its session are still checked every
+    /// time).
+    verified: quick_cache::sync::Cache<String, Arc<AccessClaims>>,
 }
+
+/// Verified access tokens remembered per node.
+const VERIFIED_TOKENS: usize = 100_000;
 
 impl Identity {
     /// The identity layer of `service_did`, reached at `public_url` (the passkeys' relying
@@ -112,7 +119,15 @@ impl Identity {
         limits: RateLimits,
         approved_services: Vec<String>,
     ) -> Identity {
-        Identity { service_did: service_did.to_owned(), service, keys, limits, approved_services, passkeys: passkeys::Passkeys::new(public_url) }
+        Identity {
+            service_did: service_did.to_owned(),
+            service,
+            keys,
+            limits,
+            approved_services,
+            passkeys: passkeys::Passkeys::new(public_url),
+            verified: quick_cache::sync::Cache::new(VERIFIED_TOKENS),
+        }
     }
 }
 
@@ -141,13 +156,23 @@ fn jwt_typ(token: &str) -> Option<String> {
 /// Verifies a session access token: signature, claims, and a session still live.
 async fn session_caller(state: &AppState, token: &str) -> Result<Caller, ApiError> {
     let id = &state.auth;
-    let claims: AccessClaims = id.keys.verify(token, ACCESS_TYP, &id.service_did).map_err(|e| match e {
-        TokenError::Expired => ApiError::expired_token("the access token expired; refresh it at /oauth/token"),
-        TokenError::Invalid(why) => ApiError::invalid_token(format!("the access token is not valid: {why}")),
-    })?;
-    if claims.iss != id.service_did {
-        return Err(ApiError::invalid_token("the access token was issued by another service"));
-    }
+    let expired = || ApiError::expired_token("the access token expired; refresh it at /oauth/token");
+    let claims = match id.verified.get(token) {
+        Some(c) if c.exp <= chrono::Utc::now().timestamp() => return Err(expired()),
+        Some(c) => c,
+        None => {
+            let claims: AccessClaims = id.keys.verify(token, ACCESS_TYP, &id.service_did).map_err(|e| match e {
+                TokenError::Expired => expired(),
+                TokenError::Invalid(why) => ApiError::invalid_token(format!("the access token is not valid: {why}")),
+            })?;
+            if claims.iss != id.service_did {
+                return Err(ApiError::invalid_token("the access token was issued by another service"));
+            }
+            let claims = Arc::new(claims);
+            id.verified.insert(token.to_owned(), claims.clone());
+            claims
+        }
+    };
     let (session, roles) = crate::eprints::blocking(state, || {
         let r = AccessReader::new(state.store.as_ref())?;
         Ok::<_, projections::ProjectionError>((r.session(&claims.sid)?, r.roles(&claims.sub)?))
@@ -158,10 +183,10 @@ async fn session_caller(state: &AppState, token: &str) -> Result<Caller, ApiErro
         _ => return Err(ApiError::invalid_token("the session of this token is unknown")),
     }
     Ok(Caller {
-        did: claims.sub,
-        handle: claims.handle,
+        did: claims.sub.clone(),
+        handle: claims.handle.clone(),
         roles: roles.into_iter().map(|g| g.role).collect(),
-        credential: Credential::Session(claims.sid),
+        credential: Credential::Session(claims.sid.clone()),
     })
 }
 
@@ -238,7 +263,9 @@ fn is_exempt(path: &str) -> bool {
 fn tier_of(state: &AppState, caller: Option<&Caller>, ip: &str) -> (Tier, String) {
     match caller {
         None => (Tier::Anonymous, ip.to_owned()),
-        Some(c) if c.credential == Credential::ServiceAuth && state.auth.approved_services.contains(&c.did) => (Tier::Service, c.did.clone()),
+        Some(c) if c.credential == Credential::ServiceAuth && state.auth.approved_services.contains(&c.did) => {
+            (Tier::Service, c.did.clone())
+        }
         Some(c) if c.roles.iter().any(|r| r == "premium" || r == "admin") => (Tier::Elevated, c.did.clone()),
         Some(c) => (Tier::Authenticated, c.did.clone()),
     }
@@ -271,7 +298,8 @@ pub async fn layer(State(state): State<AppState>, mut request: Request, next: Ne
     let (tier, key) = tier_of(&state, caller.as_ref(), &ip);
     let verdict = state.auth.limits.check(tier, &key);
     if let Some(v) = verdict.filter(|v| !v.allowed()) {
-        let mut response = error_response(&path, ApiError::rate_limited(format!("over the {} limit of {} requests a minute", tier.name(), v.limit)));
+        let mut response =
+            error_response(&path, ApiError::rate_limited(format!("over the {} limit of {} requests a minute", tier.name(), v.limit)));
         v.write_headers(response.headers_mut());
         return response;
     }

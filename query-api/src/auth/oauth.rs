@@ -153,7 +153,10 @@ type Fields = Map<String, Value>;
 
 /// A required string field.
 fn field<'a>(f: &'a Fields, name: &str) -> Result<&'a str, OAuthError> {
-    f.get(name).and_then(Value::as_str).filter(|v| !v.is_empty()).ok_or_else(|| OAuthError::request(format!("{name} is required (a string)")))
+    f.get(name)
+        .and_then(Value::as_str)
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| OAuthError::request(format!("{name} is required (a string)")))
 }
 
 /// A required object field, as `T`.
@@ -167,7 +170,8 @@ fn object<T: serde::de::DeserializeOwned>(f: &Fields, name: &str) -> Result<T, O
 }
 
 fn read<T>(state: &AppState, f: impl FnOnce(&AccessReader) -> Result<T, projections::ProjectionError>) -> Result<T, OAuthError> {
-    crate::eprints::blocking(state, || f(&AccessReader::new(state.store.as_ref())?)).map_err(|e| OAuthError::from_api(ApiError::from_error(e)))
+    crate::eprints::blocking(state, || f(&AccessReader::new(state.store.as_ref())?))
+        .map_err(|e| OAuthError::from_api(ApiError::from_error(e)))
 }
 
 async fn append(state: &AppState, subject: &str, actor: &str, via: &str, change: AccessAction) -> Result<(), OAuthError> {
@@ -244,7 +248,11 @@ async fn exchange_code(state: &AppState, code: &str, verifier: &str) -> Answer {
     if !methods.is_empty() {
         let t = now();
         let mfa = LoginClaims { exp: t + MFA_LIFETIME, iat: t, challenge: None, ..login };
-        let mut e = OAuthError::new(StatusCode::FORBIDDEN, "mfa_required", "this account has a second factor: complete the login at /oauth/mfa/verify");
+        let mut e = OAuthError::new(
+            StatusCode::FORBIDDEN,
+            "mfa_required",
+            "this account has a second factor: complete the login at /oauth/mfa/verify",
+        );
         e.extra = Some(json!({"mfa_token": state.auth.keys.sign(MFA_TYP, &mfa), "allowed_methods": methods}));
         return Err(e);
     }
@@ -394,7 +402,8 @@ async fn revoke(State(state): State<AppState>, request: Request) -> Answer {
     if let Some(sid) = sid {
         if let Some(s) = read(&state, |r| r.session(&sid))? {
             if s.did == me.did && s.ended.is_none() {
-                append(&state, &me.did, &me.did, "/oauth/revoke", AccessAction::SessionEnded { session: sid, reason: "revoked".into() }).await?;
+                append(&state, &me.did, &me.did, "/oauth/revoke", AccessAction::SessionEnded { session: sid, reason: "revoked".into() })
+                    .await?;
             }
         }
     }
@@ -406,7 +415,11 @@ async fn totp_enroll(State(state): State<AppState>, request: Request) -> Answer 
     let me = caller(&request)?;
     let factors = read(&state, |r| r.factors(&me.did))?;
     if factors.totp_confirmed {
-        return Err(OAuthError::new(StatusCode::CONFLICT, "already_enrolled", "TOTP is on; remove it first (/auth/mfa/disable with a code)"));
+        return Err(OAuthError::new(
+            StatusCode::CONFLICT,
+            "already_enrolled",
+            "TOTP is on; remove it first (/auth/mfa/disable with a code)",
+        ));
     }
     let secret = totp::new_secret();
     let sealed = state.auth.keys.seal(&secret);

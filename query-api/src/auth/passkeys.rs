@@ -120,8 +120,10 @@ impl Passkeys {
         if owner != did {
             return Err("the ceremony is another account's".into());
         }
-        let result =
-            self.webauthn()?.finish_passkey_authentication(credential, &state).map_err(|e| format!("the assertion does not verify: {e}"))?;
+        let result = self
+            .webauthn()?
+            .finish_passkey_authentication(credential, &state)
+            .map_err(|e| format!("the assertion does not verify: {e}"))?;
         Ok(Asserted { credential_id: credential_id(result.cred_id().as_ref()), counter: result.counter() })
     }
 }

@@ -37,7 +37,9 @@ pub fn matching_step(secret: &[u8], code: &str, now: u64) -> Option<i64> {
         return None;
     }
     let current = now / STEP;
-    (current.saturating_sub(DRIFT)..=current + DRIFT).find(|step| constant_eq(t.generate(step * STEP).as_bytes(), code.as_bytes())).map(|s| s as i64)
+    (current.saturating_sub(DRIFT)..=current + DRIFT)
+        .find(|step| constant_eq(t.generate(step * STEP).as_bytes(), code.as_bytes()))
+        .map(|s| s as i64)
 }
 
 /// The code of `secret` at `now` (tests and tools).

@@ -11,9 +11,11 @@ use crate::eprints::blocking;
 
 /// The namespace's methods.
 pub fn routes() -> Routes {
-    Routes::new()
-        .query_async("pub.svc.actor.getMyRoles", Auth::Required, |c| async move { get_my_roles(&c) })
-        .query_async("pub.svc.actor.getMyProfile", Auth::Required, |c| async move { get_my_profile(&c) })
+    Routes::new().query_async("pub.svc.actor.getMyRoles", Auth::Required, |c| async move { get_my_roles(&c) }).query_async(
+        "pub.svc.actor.getMyProfile",
+        Auth::Required,
+        |c| async move { get_my_profile(&c) },
+    )
 }
 
 /// `pub.svc.actor.getMyRoles`: `{roles, isAdmin, isAlphaTester, isPremium, assignments}`,

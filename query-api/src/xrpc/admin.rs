@@ -15,9 +15,11 @@ use crate::state::AppState;
 
 /// The namespace's methods.
 pub fn routes() -> Routes {
-    Routes::new()
-        .procedure("pub.svc.admin.assignRole", Auth::Role("admin"), |c| async move { change_role(c, true).await })
-        .procedure("pub.svc.admin.revokeRole", Auth::Role("admin"), |c| async move { change_role(c, false).await })
+    Routes::new().procedure("pub.svc.admin.assignRole", Auth::Role("admin"), |c| async move { change_role(c, true).await }).procedure(
+        "pub.svc.admin.revokeRole",
+        Auth::Role("admin"),
+        |c| async move { change_role(c, false).await },
+    )
 }
 
 /// `assignRole` and `revokeRole`: `{success, did, role}`, once the access model applied the
@@ -51,7 +53,10 @@ pub async fn bootstrap(state: &AppState, dids: &[String]) -> Result<(), ApiError
         }
         let event = access_event(state, did, &state.auth.service_did, "ADMIN_DIDS", AccessAction::RoleGranted { role: "admin".into() });
         let log = state.log.clone();
-        tokio::task::spawn_blocking(move || log.append(&[event])).await.map_err(|e| ApiError::internal(e.to_string()))?.map_err(ApiError::from_error)?;
+        tokio::task::spawn_blocking(move || log.append(&[event]))
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?
+            .map_err(ApiError::from_error)?;
         tracing::info!(did, "admin granted from ADMIN_DIDS");
     }
     Ok(())

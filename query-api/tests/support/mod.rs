@@ -52,12 +52,17 @@ impl Fixture {
 
     /// An empty service with these rate limits.
     pub fn with_limits(limits: query_api::auth::limits::LimitSettings) -> Fixture {
+        Fixture::with_peers(limits, "http://127.0.0.1:9")
+    }
+
+    /// An empty service with these rate limits, resolving did:plc at `plc_url`.
+    pub fn with_peers(limits: query_api::auth::limits::LimitSettings, plc_url: &str) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let log: Arc<dyn EventLog> = Arc::new(EmbeddedLog::open(&dir.path().join("log"), 4).unwrap());
         let store: Arc<dyn store::Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
         let ctx = Context::single(store.clone(), &dir.path().join("search"));
         let projections = catalog::MODELS.iter().map(|m| FollowActive::open(&ctx, m).unwrap()).collect();
-        let resolver = Arc::new(atproto::identity::Resolver::new("http://127.0.0.1:9", Duration::from_secs(60)));
+        let resolver = Arc::new(atproto::identity::Resolver::new(plc_url, Duration::from_secs(60)));
         let ledger = query_api::auth::replay::ReplayLedger::new(store.clone());
         let service = Arc::new(query_api::auth::ServiceAuth::new(SERVICE_DID, resolver.clone(), ledger));
         let limits = query_api::auth::limits::RateLimits::new(&limits);
