@@ -418,3 +418,63 @@ async fn no_mutation_of_a_token_is_accepted_or_crashes() {
         assert!(["InvalidToken", "ExpiredToken", "RevokedToken", "AuthRequired"].contains(&code), "case {case}: {token:?} gave {e}");
     }
 }
+
+/// A stranger's tokens cannot make svc a load generator against the PLC directory: a token
+/// that fails a cheap check (size, algorithm, audience, method, expiry) causes no
+/// resolution at all, a forged token for a DID that does not resolve causes one per minute,
+/// and each token that needs a resolution costs its sender a request of the anonymous limit.
+#[tokio::test(flavor = "multi_thread")]
+async fn strangers_tokens_cause_bounded_directory_lookups() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let hits = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = hits.clone();
+    let plc = axum::Router::new().fallback(move || {
+        let counter = counter.clone();
+        async move {
+            counter.fetch_add(1, Ordering::SeqCst);
+            (StatusCode::NOT_FOUND, "no such DID")
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let plc_url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, plc).await.unwrap() });
+    let limits = query_api::auth::limits::LimitSettings { tiers: Some([40, 300, 1000, 5000]), ..Default::default() };
+    let f = Fixture::with_peers(limits, &plc_url);
+    let part = |v: Value| BASE64URL_NOPAD.encode(v.to_string().as_bytes());
+    let forged = |iss: &str, aud: &str, jti: u32, pad: usize| {
+        let header = json!({"alg": "ES256K", "typ": "JWT", "pad": "x".repeat(pad)});
+        let claims =
+            json!({"iss": iss, "aud": aud, "exp": now() + 60, "iat": now(), "lxm": "pub.svc.actor.getMyRoles", "jti": jti.to_string()});
+        format!("{}.{}.{}", part(header), part(claims), BASE64URL_NOPAD.encode(&[3; 64]))
+    };
+    let call = |token: String| {
+        let f = &f;
+        async move {
+            let r = Request::builder().uri("/xrpc/pub.svc.actor.getMyRoles").header("authorization", format!("Bearer {token}"));
+            f.send(r.body(HttpBody::empty()).unwrap()).await
+        }
+    };
+    // Cheap refusals: no lookup.
+    let (status, _, _) = call(forged("did:plc:stranger", SERVICE_DID, 0, 100_000)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _, _) = call(forged("did:plc:stranger", "did:web:elsewhere", 1, 0)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "a token refused by a cheap check made svc call the directory");
+    // Forged tokens for one unresolvable DID: one lookup, remembered.
+    for jti in 0..10 {
+        let (status, _, e) = call(forged("did:plc:stranger", SERVICE_DID, 10 + jti, 0)).await;
+        assert_eq!((status, e["error"].as_str()), (StatusCode::UNAUTHORIZED, Some("InvalidToken")), "{e}");
+    }
+    assert_eq!(hits.load(Ordering::SeqCst), 1, "a failed resolution is remembered");
+    // Tokens for ever new DIDs: each lookup costs the sender; the limit stops them.
+    let mut refused = false;
+    for n in 0..60 {
+        let (status, _, _) = call(forged(&format!("did:plc:stranger{n}"), SERVICE_DID, 100 + n, 0)).await;
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            refused = true;
+            break;
+        }
+    }
+    assert!(refused, "tokens needing lookups were never limited");
+    assert!(hits.load(Ordering::SeqCst) <= 21, "{} lookups for a limit of 40 requests", hits.load(Ordering::SeqCst));
+}
