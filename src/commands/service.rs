@@ -187,7 +187,15 @@ fn identity(
     let key_file = args.auth.key_file(&args.data);
     let keys = query_api::auth::keys::KeySet::load_or_create(&key_file)?;
     let limits = query_api::auth::limits::RateLimits::new(&args.auth.limits());
-    Ok(query_api::auth::Identity::new(&args.service_did, public_url, service, Arc::new(keys), limits, args.approved_services.clone()))
+    Ok(query_api::auth::Identity::new(
+        &args.service_did,
+        public_url,
+        Arc::new(args.source.network.handles()),
+        service,
+        Arc::new(keys),
+        limits,
+        args.approved_services.clone(),
+    ))
 }
 
 /// Events not applied yet by a model at `checkpoints` (0 when the log's end is unknown).

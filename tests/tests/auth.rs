@@ -165,7 +165,8 @@ async fn scenario(pds: &Pds, user: &Account, admin: &Account, backend: &Backend,
         assert_eq!(status, 200, "{done}");
         let (_, mfa) = code_exchange(&svc, pds, user).await;
         assert_eq!(mfa["allowed_methods"], json!(["totp", "webauthn"]));
-        let (status, start) = post(&svc, "/auth/webauthn/authenticate/options", None, json!({"mfa_token": mfa["mfa_token"]})).await;
+        // The contract's form: the user's handle.
+        let (status, start) = post(&svc, "/auth/webauthn/authenticate/options", None, json!({"handle": user.handle})).await;
         assert_eq!(status, 200, "{start}");
         let assertion = authenticator.do_authentication(origin, serde_json::from_value(start["options"].clone()).unwrap()).unwrap();
         let body = json!({"mfa_token": mfa["mfa_token"], "method": "webauthn", "ceremony": start["ceremony"], "credential": assertion});
@@ -251,7 +252,10 @@ async fn identity_against_a_real_pds_on_both_backends() {
     let user = pds.create_account("ursula").await.unwrap();
     let admin = pds.create_account("adam").await.unwrap();
     let with_peers = |b: Backend| {
-        b.with_env("SVC_PLC_URL", &pds.plc_url).with_env("SVC_SERVICE_DID", SERVICE_DID).with_env("SVC_ADMIN_DIDS", &admin.did)
+        b.with_env("SVC_PLC_URL", &pds.plc_url)
+            .with_env("SVC_SERVICE_DID", SERVICE_DID)
+            .with_env("SVC_ADMIN_DIDS", &admin.did)
+            .with_env("SVC_HANDLE_RESOLVER", &pds.url)
     };
     scenario(&pds, &user, &admin, &with_peers(Backend::embedded()), true).await;
     // The same on the Kafka log (a fresh svc: the user's TOTP enrolment lives in the first

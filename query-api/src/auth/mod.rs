@@ -99,6 +99,8 @@ pub struct Identity {
     pub approved_services: Vec<String>,
     /// Passkey ceremonies (node-local).
     pub passkeys: passkeys::Passkeys,
+    /// Resolves the handle a passkey login names.
+    pub handles: Arc<atproto::handle::HandleResolver>,
     /// Access tokens whose signature verified, with their claims: a token is verified once
     /// per node, not on every request (its expiry and its session are still checked every
     /// time).
@@ -111,9 +113,11 @@ const VERIFIED_TOKENS: usize = 100_000;
 impl Identity {
     /// The identity layer of `service_did`, reached at `public_url` (the passkeys' relying
     /// party).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         service_did: &str,
         public_url: &str,
+        handles: Arc<atproto::handle::HandleResolver>,
         service: Arc<ServiceAuth>,
         keys: Arc<KeySet>,
         limits: RateLimits,
@@ -126,6 +130,7 @@ impl Identity {
             limits,
             approved_services,
             passkeys: passkeys::Passkeys::new(public_url),
+            handles,
             verified: quick_cache::sync::Cache::new(VERIFIED_TOKENS),
         }
     }

@@ -499,16 +499,24 @@ async fn passkey_register_verify(State(state): State<AppState>, request: Request
     ok(json!({"registered": true, "credential_id": credential_id}))
 }
 
-/// `POST /auth/webauthn/authenticate/options`: `{mfa_token}` of a login that answered
-/// `mfa_required`: `{ceremony, options}` for `navigator.credentials.get`.
+/// `POST /auth/webauthn/authenticate/options`: `{handle}` (the contract's) or `{mfa_token}`
+/// of a login that answered `mfa_required`: `{ceremony, options}` for
+/// `navigator.credentials.get`. The ceremony belongs to the account: only a login of that
+/// account can complete it at `/oauth/mfa/verify`.
 async fn passkey_authenticate_options(State(state): State<AppState>, request: Request) -> Answer {
     let f = fields(request).await?;
-    let Ok(token) = field(&f, "mfa_token") else {
-        return Err(OAuthError::request("send the mfa_token of the login: passkeys are a second factor here (docs/auth.md)"));
+    let did = if let Ok(token) = field(&f, "mfa_token") {
+        verify_login(&state, token, MFA_TYP, "mfa_token")?.sub
+    } else if let Ok(handle) = field(&f, "handle") {
+        if !lexicons::formats::is_handle(handle) {
+            return Err(OAuthError::request(format!("{handle:?} is not a handle")));
+        }
+        state.auth.handles.resolve(handle).await.ok_or_else(|| OAuthError::request(format!("the handle {handle} does not resolve")))?
+    } else {
+        return Err(OAuthError::request("handle (or the login's mfa_token) is required"));
     };
-    let login = verify_login(&state, token, MFA_TYP, "mfa_token")?;
-    let factors = read(&state, |r| r.factors(&login.sub))?;
-    let (ceremony, options) = state.auth.passkeys.start_authentication(&login.sub, &passkeys(&factors)).map_err(OAuthError::request)?;
+    let factors = read(&state, |r| r.factors(&did))?;
+    let (ceremony, options) = state.auth.passkeys.start_authentication(&did, &passkeys(&factors)).map_err(OAuthError::request)?;
     ok(json!({"ceremony": ceremony, "options": options}))
 }
 

@@ -67,7 +67,15 @@ impl Fixture {
         let service = Arc::new(query_api::auth::ServiceAuth::new(SERVICE_DID, resolver.clone(), ledger));
         let limits = query_api::auth::limits::RateLimits::new(&limits);
         let keys = Arc::new(query_api::auth::keys::KeySet::ephemeral());
-        let auth = Arc::new(query_api::auth::Identity::new(SERVICE_DID, PUBLIC_URL, service, keys, limits, Vec::new()));
+        let auth = Arc::new(query_api::auth::Identity::new(
+            SERVICE_DID,
+            PUBLIC_URL,
+            Arc::new(atproto::handle::HandleResolver::new(Some(plc_url), Duration::from_secs(60))),
+            service,
+            keys,
+            limits,
+            Vec::new(),
+        ));
         let state = AppState::new(Shared {
             log: log.clone(),
             store: ctx.store.clone(),
