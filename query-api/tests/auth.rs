@@ -213,9 +213,24 @@ async fn roles_are_granted_by_admins_only_and_rebuilt_by_a_replay() {
     let (status, body) = f.post_as("/xrpc/pub.svc.admin.revokeRole", Some(&admin_token), assign).await;
     assert_eq!((status, body["success"].clone()), (StatusCode::OK, json!(true)));
     assert_eq!(roles(&f, &user_token).await.1["roles"], json!([]));
-    let (entries, _) = projections::access::read::AccessReader::new(f.state.store.as_ref()).unwrap().audit(100, 0, Some(admin)).unwrap();
-    let actions: Vec<&str> = entries.iter().map(|e| e.action.as_str()).collect();
-    assert!(actions.starts_with(&["revoke_role", "assign_role"]), "{actions:?}");
+    // The audit trail, through the admin API: newest first, filtered by actor, paged.
+    let (status, e) = f.get_as("/xrpc/pub.svc.admin.getAuditLog", &user_token).await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::FORBIDDEN, Some("AuthorizationError")));
+    let (status, page) = f.get_as(&format!("/xrpc/pub.svc.admin.getAuditLog?actorDid={admin}&limit=2"), &admin_token).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    let actions: Vec<&str> = page["entries"].as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap()).collect();
+    assert_eq!(actions, ["revoke_role", "assign_role"]);
+    assert_eq!((page["entries"][0]["targetDid"].as_str(), page["entries"][0]["details"]["role"].as_str()), (Some(user), Some("moderator")));
+    let total = page["total"].as_u64().unwrap();
+    assert!(total >= 3, "{page}");
+    let (_, next) = f
+        .get_as(
+            &format!("/xrpc/pub.svc.admin.getAuditLog?actorDid={admin}&limit=2&cursor={}", page["cursor"].as_str().unwrap()),
+            &admin_token,
+        )
+        .await;
+    assert_eq!(next["entries"].as_array().unwrap().len() as u64, (total - 2).min(2));
+    assert_eq!(f.get_as("/xrpc/pub.svc.admin.getAuditLog?cursor=x", &admin_token).await.0, StatusCode::BAD_REQUEST);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -1,4 +1,5 @@
-//! `pub.svc.admin.*`: the operations of the admin surface built so far (roles), and the
+//! `pub.svc.admin.*`: the operations of the admin surface built so far (roles, the audit
+//! trail), and the
 //! bootstrap of the first admins from `ADMIN_DIDS`.
 
 use event_schema::AccessAction;
@@ -15,11 +16,10 @@ use crate::state::AppState;
 
 /// The namespace's methods.
 pub fn routes() -> Routes {
-    Routes::new().procedure("pub.svc.admin.assignRole", Auth::Role("admin"), |c| async move { change_role(c, true).await }).procedure(
-        "pub.svc.admin.revokeRole",
-        Auth::Role("admin"),
-        |c| async move { change_role(c, false).await },
-    )
+    Routes::new()
+        .procedure("pub.svc.admin.assignRole", Auth::Role("admin"), |c| async move { change_role(c, true).await })
+        .procedure("pub.svc.admin.revokeRole", Auth::Role("admin"), |c| async move { change_role(c, false).await })
+        .query_async("pub.svc.admin.getAuditLog", Auth::Role("admin"), |c| async move { get_audit_log(&c) })
 }
 
 /// `assignRole` and `revokeRole`: `{success, did, role}`, once the access model applied the
@@ -37,6 +37,23 @@ async fn change_role(c: Call, grant: bool) -> Answer {
     crate::command::append(&c.state, access_event(&c.state, &did, &admin, nsid, change)).await?;
     let held = blocking(&c.state, || AccessReader::new(c.state.store.as_ref())?.roles(&did))?.iter().any(|g| g.role == role);
     Body::json(&json!({"success": held == grant, "did": did, "role": role}))
+}
+
+/// `getAuditLog`: `{entries, cursor, total}`, newest first; `cursor` is the offset of the
+/// next page (a number, as a string), `actorDid` keeps one actor's entries.
+fn get_audit_log(c: &Call) -> Answer {
+    let offset = match c.params.str("cursor") {
+        None => 0,
+        Some(raw) => raw.parse::<usize>().map_err(|_| ApiError::invalid_param("cursor", "not a cursor of this listing (a number)"))?,
+    };
+    let limit = c.limit(50);
+    let actor = c.params.str("actorDid");
+    let (entries, total) = blocking(&c.state, || AccessReader::new(c.state.store.as_ref())?.audit(limit, offset, actor))?;
+    let mut out = json!({"entries": entries, "total": total});
+    if offset + entries.len() < total {
+        out["cursor"] = json!((offset + entries.len()).to_string());
+    }
+    Body::json(&out)
 }
 
 /// Grants the admin role to each of `dids` that does not hold it (at start, from
