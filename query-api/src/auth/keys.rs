@@ -83,7 +83,7 @@ impl KeySet {
                 std::fs::create_dir_all(dir).map_err(io)?;
             }
             let file = KeyFile { signing: vec![new_key()?], seal: BASE64URL_NOPAD.encode(&random::<32>()) };
-            write_private(path, &file).map_err(io)?;
+            create_private(path, &file).map_err(io)?;
         }
         let text = std::fs::read_to_string(path).map_err(io)?;
         let file: KeyFile = serde_json::from_str(&text).map_err(|e| KeyError::Invalid(e.to_string()))?;
@@ -206,21 +206,40 @@ fn new_key() -> Result<StoredKey, KeyError> {
     Ok(StoredKey { kid: BASE64URL_NOPAD.encode(&random::<8>()), pkcs8_pem: pem.to_string(), created: chrono::Utc::now().to_rfc3339() })
 }
 
-/// Writes the key file readable by its owner only.
+/// Creates the key file unless another process (a query node starting beside this one)
+/// created it first: then that one is used, so every node holds the same keys.
+fn create_private(path: &Path, file: &KeyFile) -> std::io::Result<()> {
+    let tmp = path.with_extension(format!("new-{}", data_encoding::HEXLOWER.encode(&random::<8>())));
+    write_private_at(&tmp, file)?;
+    let linked = std::fs::hard_link(&tmp, path);
+    std::fs::remove_file(&tmp)?;
+    match linked {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Replaces the key file, readable by its owner only.
 fn write_private(path: &Path, file: &KeyFile) -> std::io::Result<()> {
-    let text = serde_json::to_string_pretty(file).expect("serializable");
     let tmp = path.with_extension("tmp");
+    write_private_at(&tmp, file)?;
+    std::fs::rename(tmp, path)
+}
+
+/// Writes `file` at `tmp`, readable by its owner only, synced.
+fn write_private_at(tmp: &Path, file: &KeyFile) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(file).expect("serializable");
     {
         use std::io::Write;
         let mut options = std::fs::OpenOptions::new();
         options.write(true).create(true).truncate(true);
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut f = options.open(&tmp)?;
+        let mut f = options.open(tmp)?;
         f.write_all(text.as_bytes())?;
         f.sync_all()?;
     }
-    std::fs::rename(tmp, path)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -261,5 +280,22 @@ mod tests {
             KeySet::rotate(&path).unwrap();
         }
         assert_eq!(KeySet::load_or_create(&path).unwrap().jwks()["keys"].as_array().unwrap().len(), KEPT_KEYS);
+    }
+
+    #[test]
+    fn nodes_starting_together_share_one_key_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shared").join("keys.json");
+        let nodes: Vec<_> = (0..4)
+            .map(|_| {
+                std::thread::spawn({
+                    let p = path.clone();
+                    move || KeySet::load_or_create(&p).unwrap().jwks()
+                })
+            })
+            .collect();
+        let jwks: Vec<Value> = nodes.into_iter().map(|n| n.join().unwrap()).collect();
+        assert!(jwks.windows(2).all(|w| w[0] == w[1]), "{jwks:?}");
+        assert_eq!(std::fs::read_dir(path.parent().unwrap()).unwrap().count(), 1, "no temporary file is left");
     }
 }
