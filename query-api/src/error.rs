@@ -54,6 +54,10 @@ pub enum ErrorCode {
     AuthorizationError,
     /// 429: over the caller's rate limit.
     RateLimitExceeded,
+    /// 404 on the admin namespace: no such user or application.
+    NotFoundError,
+    /// 400: not an e-mail address.
+    InvalidEmail,
 }
 
 impl ErrorCode {
@@ -76,14 +80,20 @@ impl ErrorCode {
             ErrorCode::RevokedToken => "RevokedToken",
             ErrorCode::AuthorizationError => "AuthorizationError",
             ErrorCode::RateLimitExceeded => "RateLimitExceeded",
+            ErrorCode::NotFoundError => "NotFoundError",
+            ErrorCode::InvalidEmail => "InvalidEmail",
         }
     }
 
     /// The REST error code: the XRPC name in UPPER_SNAKE form (the not-found family is one).
     pub fn rest_code(self) -> &'static str {
         match self {
-            ErrorCode::InvalidRequest => "INVALID_REQUEST",
-            ErrorCode::RecordNotFound | ErrorCode::NotFound | ErrorCode::RepoNotFound | ErrorCode::TagNotFound => "NOT_FOUND",
+            ErrorCode::InvalidRequest | ErrorCode::InvalidEmail => "INVALID_REQUEST",
+            ErrorCode::RecordNotFound
+            | ErrorCode::NotFound
+            | ErrorCode::RepoNotFound
+            | ErrorCode::TagNotFound
+            | ErrorCode::NotFoundError => "NOT_FOUND",
             ErrorCode::AuthRequired | ErrorCode::InvalidToken | ErrorCode::ExpiredToken | ErrorCode::RevokedToken => "UNAUTHORIZED",
             ErrorCode::Forbidden | ErrorCode::AuthorizationError => "FORBIDDEN",
             ErrorCode::RateLimitExceeded => "RATE_LIMITED",

@@ -493,3 +493,66 @@ async fn strangers_tokens_cause_bounded_directory_lookups() {
     assert!(refused, "tokens needing lookups were never limited");
     assert!(hits.load(Ordering::SeqCst) <= 21, "{} lookups for a limit of 40 requests", hits.load(Ordering::SeqCst));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn alpha_applications_are_reviewed_by_admins_and_approval_grants_the_role() {
+    let mut f = Fixture::new();
+    f.live();
+    let (admin, user) = ("did:plc:alphaadmin", "did:plc:applicant");
+    query_api::xrpc::admin::bootstrap(&f.state, &[admin.to_owned()]).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let (admin_token, _) = login(&f, admin, "a1").await;
+    let (user_token, _) = login(&f, user, "a2").await;
+    assert_eq!(f.get_as("/xrpc/pub.svc.alpha.checkStatus", &user_token).await.1, json!({"status": "none"}));
+    let application = json!({"email": "ada@uni.example", "sector": "academia", "careerStage": "postdoc",
+        "researchKeywords": [{"label": "sparse attention"}], "motivation": "Testing the index."});
+    let (status, e) = f
+        .post_as(
+            "/xrpc/pub.svc.alpha.apply",
+            Some(&user_token),
+            json!({"email": "nope", "sector": "academia", "careerStage": "postdoc", "researchKeywords": []}),
+        )
+        .await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("InvalidEmail")));
+    let (status, e) = f
+        .post_as(
+            "/xrpc/pub.svc.alpha.apply",
+            Some(&user_token),
+            json!({"email": "a@b.org", "sector": "piracy", "careerStage": "postdoc", "researchKeywords": []}),
+        )
+        .await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("InvalidRequest")), "{e}");
+    let (status, applied) = f.post_as("/xrpc/pub.svc.alpha.apply", Some(&user_token), application.clone()).await;
+    assert_eq!((status, applied["status"].as_str()), (StatusCode::OK, Some("pending")), "{applied}");
+    let (_, again) = f.post_as("/xrpc/pub.svc.alpha.apply", Some(&user_token), application).await;
+    assert_eq!(again["applicationId"], applied["applicationId"], "a pending application is answered again");
+    assert_eq!(f.get_as("/xrpc/pub.svc.alpha.checkStatus", &user_token).await.1["status"], "pending");
+
+    assert_eq!(f.get_as("/xrpc/pub.svc.admin.listAlphaApplications", &user_token).await.0, StatusCode::FORBIDDEN);
+    let (_, list) = f.get_as("/xrpc/pub.svc.admin.listAlphaApplications?status=pending", &admin_token).await;
+    assert_eq!((list["total"].as_u64(), list["items"][0]["did"].as_str()), (Some(1), Some(user)), "{list}");
+    let (status, e) = f.get_as("/xrpc/pub.svc.admin.getAlphaApplication?did=did:plc:nobody", &admin_token).await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::NOT_FOUND, Some("NotFoundError")));
+    let (status, approved) =
+        f.post_as("/xrpc/pub.svc.admin.updateAlphaApplication", Some(&admin_token), json!({"did": user, "action": "approve"})).await;
+    assert_eq!(
+        (status, approved["status"].as_str(), approved["reviewedBy"].as_str()),
+        (StatusCode::OK, Some("approved"), Some(admin)),
+        "{approved}"
+    );
+    let (_, mine) = roles(&f, &user_token).await;
+    assert_eq!((mine["roles"].clone(), mine["isAlphaTester"].clone()), (json!(["alpha-tester"]), json!(true)));
+    assert_eq!(f.get_as("/xrpc/pub.svc.alpha.checkStatus", &user_token).await.1["status"], "approved");
+    let (_, stats) = f.get_as("/xrpc/pub.svc.admin.getAlphaStats", &admin_token).await;
+    assert_eq!(
+        (stats["total"].as_u64(), stats["byStatus"]["approved"].as_u64(), stats["bySector"]["academia"].as_u64()),
+        (Some(1), Some(1), Some(1)),
+        "{stats}"
+    );
+    assert_eq!(stats["recentByDay"][0]["count"], 1);
+    let (_, revoked) =
+        f.post_as("/xrpc/pub.svc.admin.updateAlphaApplication", Some(&admin_token), json!({"did": user, "action": "revoke"})).await;
+    assert_eq!(revoked["status"], "revoked");
+    assert_eq!(roles(&f, &user_token).await.1["roles"], json!([]));
+    assert_eq!(f.get_as("/xrpc/pub.svc.alpha.checkStatus", &user_token).await.1["status"], "rejected");
+}

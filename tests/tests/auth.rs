@@ -3,7 +3,7 @@
 //! gets a session through the PKCE code exchange; refresh rotation (the old token fails,
 //! reusing it ends the family); revocation; TOTP enrolment and an MFA login; a recovery
 //! code used once; a passkey registered and used with a software authenticator; an admin from `ADMIN_DIDS` granting `moderator` (kept by a replay,
-//! gone once revoked); every kind of bad token refused with the contract's code; and the
+//! gone once revoked); an alpha application approved with its role; every kind of bad token refused with the contract's code; and the
 //! anonymous tier's 61st request in a minute answered 429.
 
 use data_encoding::BASE64URL_NOPAD;
@@ -199,6 +199,20 @@ async fn scenario(pds: &Pds, user: &Account, admin: &Account, backend: &Backend,
     let revoke = pds.service_auth(admin, SERVICE_DID, "pub.svc.admin.revokeRole", None).await.unwrap();
     assert_eq!(post(&svc, "/xrpc/pub.svc.admin.revokeRole", Some(&revoke), json!({"did": user.did, "role": "moderator"})).await.0, 200);
     assert_eq!(get(&svc, ROLES, &user_access).await.1["roles"], json!([]));
+
+    // The alpha programme: the user applies with its PDS's token; the admin approves; the role
+    // comes with it.
+    let apply = pds.service_auth(user, SERVICE_DID, "pub.svc.alpha.apply", None).await.unwrap();
+    let application = json!({"email": "ursula@uni.example", "sector": "academia", "careerStage": "graduate-phd", "researchKeywords": [{"label": "graphs"}]});
+    let (status, applied) = post(&svc, "/xrpc/pub.svc.alpha.apply", Some(&apply), application).await;
+    assert_eq!((status, applied["status"].as_str()), (200, Some("pending")), "{applied}");
+    let review = pds.service_auth(admin, SERVICE_DID, "pub.svc.admin.updateAlphaApplication", None).await.unwrap();
+    let (status, reviewed) =
+        post(&svc, "/xrpc/pub.svc.admin.updateAlphaApplication", Some(&review), json!({"did": user.did, "action": "approve"})).await;
+    assert_eq!((status, reviewed["status"].as_str()), (200, Some("approved")), "{reviewed}");
+    let check = pds.service_auth(user, SERVICE_DID, "pub.svc.alpha.checkStatus", None).await.unwrap();
+    assert_eq!(get(&svc, "/xrpc/pub.svc.alpha.checkStatus", &check).await.1["status"], "approved");
+    assert_eq!(get(&svc, ROLES, &user_access).await.1["isAlphaTester"], json!(true));
 
     // Bad tokens: each refused with the contract's code.
     let lxm = "pub.svc.actor.getMyRoles";

@@ -97,6 +97,20 @@ pub enum AccessAction {
     },
     /// Every second factor is removed: MFA is off.
     MfaRemoved,
+    /// An application to the alpha programme (`pub.svc.alpha.apply`): pending.
+    AlphaApplied {
+        /// The application's id (a UUID, made when it was submitted).
+        id: String,
+        /// What the applicant submitted (email, sector, career stage, affiliations,
+        /// research keywords, motivation), as validated against the lexicon.
+        application: serde_json::Value,
+    },
+    /// An admin decided on the subject's alpha application (`approved`, `rejected`,
+    /// `revoked`); the `alpha-tester` role itself is granted or withdrawn by role events.
+    AlphaReviewed {
+        /// The new status.
+        status: String,
+    },
     /// A credential was refused in a way an operator should see (a replayed service-auth
     /// token, a reused refresh token or code, a wrong second factor).
     Refused {

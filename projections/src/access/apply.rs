@@ -157,6 +157,32 @@ impl AccessProjection {
                 }
                 audit_row(st, self.version, event, a, &at, "mfa_removed", json!({}));
             }
+            AccessAction::AlphaApplied { id, application } => {
+                let mut app = application.clone();
+                if let Json::Object(fields) = &mut app {
+                    fields.insert("id".into(), json!(id));
+                    fields.insert("did".into(), json!(a.subject));
+                    fields.insert("status".into(), json!("pending"));
+                    fields.insert("createdAt".into(), json!(at));
+                    fields.insert("updatedAt".into(), json!(at));
+                }
+                let mut c = Columns::new();
+                c.insert("application".into(), Value::Text(app.to_string()));
+                st.put(&table(self.version, "alpha"), AUDIT_PARTITION, a.subject.as_bytes().to_vec(), c, position);
+                audit_row(st, self.version, event, a, &at, "alpha_apply", json!({"id": id}));
+            }
+            AccessAction::AlphaReviewed { status } => {
+                let key = a.subject.as_bytes();
+                let Some(mut c) = self.get(st, "alpha", AUDIT_PARTITION, key)? else { return Ok(()) };
+                let mut app: Json = text(&c, "application").and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+                app["status"] = json!(status);
+                app["reviewedAt"] = json!(at);
+                app["reviewedBy"] = json!(a.actor);
+                app["updatedAt"] = json!(at);
+                c.insert("application".into(), Value::Text(app.to_string()));
+                st.put(&table(self.version, "alpha"), AUDIT_PARTITION, key.to_vec(), c, position);
+                audit_row(st, self.version, event, a, &at, "alpha_review", json!({"status": status}));
+            }
             AccessAction::Refused { reason } => audit_row(st, self.version, event, a, &at, "token_refused", json!({"reason": reason})),
         }
         Ok(())

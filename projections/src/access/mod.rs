@@ -15,6 +15,8 @@
 //!   hash → used).
 //! - `passkeys`: DID → credential id: credential (JSON), counter.
 //! - `audit`: `all` → log position (big-endian): at, action, actor, subject, details (JSON).
+//! - `alpha`: `all` → applicant DID: application (JSON: the submitted fields with id,
+//!   status, createdAt, updatedAt, reviewedAt, reviewedBy).
 
 mod apply;
 pub mod read;
@@ -27,7 +29,7 @@ use store::TableRef;
 pub const MODEL: &str = "access";
 
 /// The tables of the model, for dropping a version.
-pub const TABLES: &[&str] = &["roles", "sessions", "spent", "factors", "passkeys", "audit"];
+pub const TABLES: &[&str] = &["roles", "sessions", "spent", "factors", "passkeys", "audit", "alpha"];
 
 /// The roles the contract names that can be granted (`anonymous` is no grant).
 pub const ROLES: &[&str] = &["admin", "moderator", "graph-editor", "author", "reader", "alpha-tester", "premium"];
@@ -36,5 +38,5 @@ pub(crate) fn table(version: u32, name: &'static str) -> TableRef {
     TableRef::new(MODEL, version, name)
 }
 
-/// The audit trail's one partition.
+/// The audit trail's one partition (and the alpha applications').
 pub(crate) const AUDIT_PARTITION: &str = "all";

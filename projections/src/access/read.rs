@@ -153,6 +153,21 @@ impl<'a> AccessReader<'a> {
         Ok(f)
     }
 
+    /// The alpha application of `did`, in its API shape.
+    pub fn alpha_application(&self, did: &str) -> Result<Option<Json>, ProjectionError> {
+        Ok(self
+            .get("alpha", AUDIT_PARTITION, did.as_bytes())?
+            .and_then(|r| text(&r, "application"))
+            .and_then(|t| serde_json::from_str(&t).ok()))
+    }
+
+    /// Every alpha application, by applicant DID.
+    pub fn alpha_applications(&self) -> Result<Vec<Json>, ProjectionError> {
+        let Some(v) = self.version else { return Ok(Vec::new()) };
+        let rows = crate::rows::scan_partition(self.store, &table(v, "alpha"), AUDIT_PARTITION, usize::MAX)?;
+        Ok(rows.iter().filter_map(|r| text(&r.columns, "application")).filter_map(|t| serde_json::from_str(&t).ok()).collect())
+    }
+
     /// Audit entries, newest first: up to `limit` after skipping `offset`, those of
     /// `actor` only when given; and how many match in all.
     pub fn audit(&self, limit: usize, offset: usize, actor: Option<&str>) -> Result<(Vec<AuditEntry>, usize), ProjectionError> {

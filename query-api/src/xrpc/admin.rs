@@ -1,11 +1,11 @@
 //! `pub.svc.admin.*`: the operations of the admin surface built so far (roles, the audit
-//! trail), and the
+//! trail, alpha applications), and the
 //! bootstrap of the first admins from `ADMIN_DIDS`.
 
 use event_schema::AccessAction;
 use projections::access::read::AccessReader;
 use projections::access::ROLES;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::method::{Answer, Auth, Call, Routes};
 use crate::auth::access_event;
@@ -20,6 +20,10 @@ pub fn routes() -> Routes {
         .procedure("pub.svc.admin.assignRole", Auth::Role("admin"), |c| async move { change_role(c, true).await })
         .procedure("pub.svc.admin.revokeRole", Auth::Role("admin"), |c| async move { change_role(c, false).await })
         .query_async("pub.svc.admin.getAuditLog", Auth::Role("admin"), |c| async move { get_audit_log(&c) })
+        .query_async("pub.svc.admin.listAlphaApplications", Auth::Role("admin"), |c| async move { list_alpha(&c) })
+        .query_async("pub.svc.admin.getAlphaApplication", Auth::Role("admin"), |c| async move { get_alpha(&c) })
+        .procedure("pub.svc.admin.updateAlphaApplication", Auth::Role("admin"), update_alpha)
+        .query_async("pub.svc.admin.getAlphaStats", Auth::Role("admin"), |c| async move { alpha_stats(&c) })
 }
 
 /// `assignRole` and `revokeRole`: `{success, did, role}`, once the access model applied the
@@ -42,10 +46,7 @@ async fn change_role(c: Call, grant: bool) -> Answer {
 /// `getAuditLog`: `{entries, cursor, total}`, newest first; `cursor` is the offset of the
 /// next page (a number, as a string), `actorDid` keeps one actor's entries.
 fn get_audit_log(c: &Call) -> Answer {
-    let offset = match c.params.str("cursor") {
-        None => 0,
-        Some(raw) => raw.parse::<usize>().map_err(|_| ApiError::invalid_param("cursor", "not a cursor of this listing (a number)"))?,
-    };
+    let offset = offset(c)?;
     let limit = c.limit(50);
     let actor = c.params.str("actorDid");
     let (entries, total) = blocking(&c.state, || AccessReader::new(c.state.store.as_ref())?.audit(limit, offset, actor))?;
@@ -54,6 +55,94 @@ fn get_audit_log(c: &Call) -> Answer {
         out["cursor"] = json!((offset + entries.len()).to_string());
     }
     Body::json(&out)
+}
+
+/// A numeric-offset cursor (`0` when absent).
+fn offset(c: &Call) -> Result<usize, ApiError> {
+    match c.params.str("cursor") {
+        None => Ok(0),
+        Some(raw) => raw.parse().map_err(|_| ApiError::invalid_param("cursor", "not a cursor of this listing (a number)")),
+    }
+}
+
+/// Every alpha application, newest first.
+fn alpha_applications(c: &Call) -> Result<Vec<Value>, ApiError> {
+    let mut all = blocking(&c.state, || AccessReader::new(c.state.store.as_ref())?.alpha_applications())?;
+    all.sort_by(|a, b| b["createdAt"].as_str().cmp(&a["createdAt"].as_str()));
+    Ok(all)
+}
+
+/// `listAlphaApplications`: `{items, total, cursor?}`, newest first, of one `status` when given.
+fn list_alpha(c: &Call) -> Answer {
+    let start = offset(c)?;
+    let status = c.params.str("status");
+    let matching: Vec<Value> = alpha_applications(c)?.into_iter().filter(|a| status.is_none_or(|s| a["status"] == s)).collect();
+    let items: Vec<&Value> = matching.iter().skip(start).take(c.limit(50)).collect();
+    let mut out = json!({"items": items, "total": matching.len()});
+    if start + items.len() < matching.len() {
+        out["cursor"] = json!((start + items.len()).to_string());
+    }
+    Body::json(&out)
+}
+
+fn alpha_of(c: &Call, did: &str) -> Result<Value, ApiError> {
+    check_did("did", did)?;
+    blocking(&c.state, || AccessReader::new(c.state.store.as_ref())?.alpha_application(did))?.ok_or_else(|| {
+        ApiError::new(axum::http::StatusCode::NOT_FOUND, crate::error::ErrorCode::NotFoundError, format!("{did} has no alpha application"))
+    })
+}
+
+/// `getAlphaApplication`: the application of `did`; `NotFoundError` without one.
+fn get_alpha(c: &Call) -> Answer {
+    Body::json(&alpha_of(c, c.str("did"))?)
+}
+
+/// `updateAlphaApplication`: approve (grants `alpha-tester`), reject or revoke (withdraw
+/// it); answers the updated application.
+async fn update_alpha(c: Call) -> Answer {
+    let admin = c.caller()?.did.clone();
+    let did = c.input["did"].as_str().unwrap_or_default().to_owned();
+    alpha_of(&c, &did)?;
+    let (status, role) = match c.input["action"].as_str() {
+        Some("approve") => ("approved", AccessAction::RoleGranted { role: "alpha-tester".into() }),
+        Some("reject") => ("rejected", AccessAction::RoleRevoked { role: "alpha-tester".into() }),
+        Some("revoke") => ("revoked", AccessAction::RoleRevoked { role: "alpha-tester".into() }),
+        _ => return Err(ApiError::invalid_param("action", "one of approve, reject, revoke")),
+    };
+    let nsid = "pub.svc.admin.updateAlphaApplication";
+    crate::command::append(&c.state, access_event(&c.state, &did, &admin, nsid, AccessAction::AlphaReviewed { status: status.into() }))
+        .await?;
+    crate::command::append(&c.state, access_event(&c.state, &did, &admin, nsid, role)).await?;
+    Body::json(&alpha_of(&c, &did)?)
+}
+
+/// `getAlphaStats`: counts by status, sector and career stage, per day over 30 days, total.
+fn alpha_stats(c: &Call) -> Answer {
+    let all = alpha_applications(c)?;
+    let count = |field: &str| {
+        let mut m = serde_json::Map::new();
+        for a in &all {
+            let key = a[field].as_str().unwrap_or("unknown").to_owned();
+            let n = m.get(&key).and_then(Value::as_u64).unwrap_or(0) + 1;
+            m.insert(key, json!(n));
+        }
+        Value::Object(m)
+    };
+    let since = (chrono::Utc::now() - chrono::Duration::days(30)).format("%Y-%m-%d").to_string();
+    let mut days = std::collections::BTreeMap::<String, u64>::new();
+    for a in &all {
+        if let Some(day) = a["createdAt"].as_str().and_then(|t| t.get(..10)).filter(|d| *d >= since.as_str()) {
+            *days.entry(day.to_owned()).or_default() += 1;
+        }
+    }
+    let recent: Vec<Value> = days.into_iter().map(|(date, count)| json!({"date": date, "count": count})).collect();
+    Body::json(&json!({
+        "byStatus": count("status"),
+        "bySector": count("sector"),
+        "byCareerStage": count("careerStage"),
+        "recentByDay": recent,
+        "total": all.len(),
+    }))
 }
 
 /// Grants the admin role to each of `dids` that does not hold it (at start, from

@@ -9,6 +9,7 @@
 
 mod actor;
 pub mod admin;
+mod alpha;
 mod annotation;
 mod author;
 mod backlink;
@@ -47,6 +48,7 @@ pub fn methods() -> Routes {
         .merge(sync::routes())
         .merge(actor::routes())
         .merge(admin::routes())
+        .merge(alpha::routes())
 }
 
 /// The NSIDs this build serves, sorted.
