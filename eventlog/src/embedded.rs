@@ -83,6 +83,10 @@ impl EmbeddedLog {
 }
 
 impl EventLog for EmbeddedLog {
+    fn backend(&self) -> &'static str {
+        "embedded"
+    }
+
     fn partitions(&self) -> u32 {
         self.partitions
     }

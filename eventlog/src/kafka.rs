@@ -401,6 +401,10 @@ fn wait_for_partitions(consumer: &BaseConsumer, topic: &str) -> Result<u32, LogE
 }
 
 impl EventLog for KafkaLog {
+    fn backend(&self) -> &'static str {
+        "kafka"
+    }
+
     fn partitions(&self) -> u32 {
         self.partitions
     }

@@ -82,6 +82,9 @@ pub trait EventLog: Send + Sync {
     /// Checks that the log can serve reads (for readiness probes).
     fn check(&self) -> Result<(), LogError>;
 
+    /// The backend's name (`embedded`, `kafka`), for health reports.
+    fn backend(&self) -> &'static str;
+
     /// Joins the work group `group`: the returned member owns some of the partitions and is
     /// told when that changes (see [`GroupMember`]). Leaving is dropping it. A log only one
     /// process can open gives its one member every partition.

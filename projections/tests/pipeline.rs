@@ -428,6 +428,9 @@ struct CutShort {
 }
 
 impl store::Store for CutShort {
+    fn backend(&self) -> &'static str {
+        self.inner.backend()
+    }
     fn get(&self, t: &store::TableRef, p: &str, c: &[u8]) -> Result<Option<store::Columns>, store::StoreError> {
         self.inner.get(t, p, c)
     }

@@ -56,6 +56,8 @@ pub struct Shared {
     pub auth: Arc<Identity>,
     /// Searches running at once ([`search_slots`]); the others wait their turn, in order.
     pub searches: Arc<Semaphore>,
+    /// When this node started serving (for uptimes).
+    pub started: std::time::Instant,
     /// The shared models built elsewhere that readiness has seen complete since the start.
     pub complete_models: std::sync::Mutex<std::collections::BTreeSet<&'static str>>,
 }

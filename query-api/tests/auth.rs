@@ -231,6 +231,13 @@ async fn roles_are_granted_by_admins_only_and_rebuilt_by_a_replay() {
         .await;
     assert_eq!(next["entries"].as_array().unwrap().len() as u64, (total - 2).min(2));
     assert_eq!(f.get_as("/xrpc/pub.svc.admin.getAuditLog?cursor=x", &admin_token).await.0, StatusCode::BAD_REQUEST);
+
+    // The system's health, for admins only.
+    assert_eq!(f.get_as("/xrpc/pub.svc.admin.getSystemHealth", &user_token).await.0, StatusCode::FORBIDDEN);
+    let (status, health) = f.get_as("/xrpc/pub.svc.admin.getSystemHealth", &admin_token).await;
+    assert_eq!((status, health["status"].as_str()), (StatusCode::OK, Some("healthy")), "{health}");
+    let names: Vec<&str> = health["databases"].as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["log (embedded)", "store (embedded)", "search index (tantivy)"]);
 }
 
 #[tokio::test(flavor = "multi_thread")]

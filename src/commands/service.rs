@@ -114,6 +114,7 @@ impl Supervisor {
             auth: Arc::new(identity(args, ctx, &resolver, &public_url)?),
             sync: Arc::new(sync_settings(args, resolver)),
             searches: query_api::state::search_slots(),
+            started: std::time::Instant::now(),
             complete_models: Default::default(),
         });
         let admins = args.auth.admins();

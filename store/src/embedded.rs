@@ -120,6 +120,10 @@ impl EmbeddedStore {
 }
 
 impl Store for EmbeddedStore {
+    fn backend(&self) -> &'static str {
+        "embedded"
+    }
+
     /// Reads come from redb's page cache or the local file: microseconds, cheaper than a
     /// hand-off to a blocking thread.
     fn reads_block(&self) -> bool {

@@ -221,6 +221,9 @@ pub trait Store: Send + Sync {
 
     /// Checks that the store can serve reads (for readiness probes).
     fn check(&self) -> Result<(), StoreError>;
+
+    /// The backend's name (`embedded`, `scylladb`), for health reports.
+    fn backend(&self) -> &'static str;
 }
 
 /// The consumer name under which a version of a model keeps its checkpoints.

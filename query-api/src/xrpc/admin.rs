@@ -19,6 +19,7 @@ pub fn routes() -> Routes {
     Routes::new()
         .procedure("pub.svc.admin.assignRole", Auth::Role("admin"), |c| async move { change_role(c, true).await })
         .procedure("pub.svc.admin.revokeRole", Auth::Role("admin"), |c| async move { change_role(c, false).await })
+        .query_async("pub.svc.admin.getSystemHealth", Auth::Role("admin"), system_health)
         .query_async("pub.svc.admin.getAuditLog", Auth::Role("admin"), |c| async move { get_audit_log(&c) })
         .query_async("pub.svc.admin.listAlphaApplications", Auth::Role("admin"), |c| async move { list_alpha(&c) })
         .query_async("pub.svc.admin.getAlphaApplication", Auth::Role("admin"), |c| async move { get_alpha(&c) })
@@ -55,6 +56,52 @@ fn get_audit_log(c: &Call) -> Answer {
         out["cursor"] = json!((offset + entries.len()).to_string());
     }
     Body::json(&out)
+}
+
+/// `getSystemHealth`: `{status, databases: [{name, healthy, latencyMs, error?}], uptime,
+/// timestamp}`: each backend this node uses (the log, the shared store, this node's own
+/// store when it is another, the search index), checked and timed now. `healthy` when all
+/// answer, `unhealthy` when none does, `degraded` otherwise.
+async fn system_health(c: Call) -> Answer {
+    let s = c.state.clone();
+    let databases = tokio::task::spawn_blocking(move || {
+        let timed = |name: String, check: &dyn Fn() -> Result<(), String>| {
+            let start = std::time::Instant::now();
+            let result = check();
+            let mut entry = json!({"name": name, "healthy": result.is_ok(), "latencyMs": start.elapsed().as_millis() as u64});
+            if let Err(e) = result {
+                entry["error"] = json!(e);
+            }
+            entry
+        };
+        let mut out = vec![
+            timed(format!("log ({})", s.log.backend()), &|| s.log.check().map_err(|e| e.to_string())),
+            timed(format!("store ({})", s.store.backend()), &|| s.store.check().map_err(|e| e.to_string())),
+        ];
+        if !std::sync::Arc::ptr_eq(&s.store, &s.node) {
+            out.push(timed(format!("node store ({})", s.node.backend()), &|| s.node.check().map_err(|e| e.to_string())));
+        }
+        out.push(timed("search index (tantivy)".into(), &|| match s.search_index() {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err("no active version yet".into()),
+            Err(e) => Err(e.to_string()),
+        }));
+        out
+    })
+    .await
+    .map_err(|e| ApiError::internal(e.to_string()))?;
+    let up = databases.iter().filter(|d| d["healthy"] == true).count();
+    let status = match up {
+        n if n == databases.len() => "healthy",
+        0 => "unhealthy",
+        _ => "degraded",
+    };
+    Body::json(&json!({
+        "status": status,
+        "databases": databases,
+        "uptime": c.state.started.elapsed().as_secs(),
+        "timestamp": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+    }))
 }
 
 /// A numeric-offset cursor (`0` when absent).

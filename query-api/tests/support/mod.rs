@@ -92,6 +92,7 @@ impl Fixture {
                 approved: Vec::new(),
             }),
             searches: query_api::state::search_slots(),
+            started: std::time::Instant::now(),
             complete_models: Default::default(),
         });
         Fixture { _dir: dir, log, ctx, projections, state, stop: Default::default() }

@@ -284,6 +284,10 @@ fn last_write_per_row(ops: Vec<Op>) -> Vec<Op> {
 }
 
 impl Store for ScyllaStore {
+    fn backend(&self) -> &'static str {
+        "scylladb"
+    }
+
     fn get(&self, table: &TableRef, partition: &str, clustering: &[u8]) -> Result<Option<Columns>, StoreError> {
         let name = table_name(table)?;
         let (partition, clustering) = (partition.to_owned(), clustering.to_vec());
