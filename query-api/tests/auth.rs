@@ -238,6 +238,11 @@ async fn roles_are_granted_by_admins_only_and_rebuilt_by_a_replay() {
     assert_eq!((status, health["status"].as_str()), (StatusCode::OK, Some("healthy")), "{health}");
     let names: Vec<&str> = health["databases"].as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["log (embedded)", "store (embedded)", "search index (tantivy)"]);
+    let (status, node) = f.get_as("/xrpc/pub.svc.admin.getNodeMetrics", &admin_token).await;
+    assert_eq!(status, StatusCode::OK, "{node}");
+    assert_eq!(node["processInfo"]["pid"].as_u64(), Some(u64::from(std::process::id())));
+    assert!(node["processInfo"]["rss"].as_u64().unwrap() > 1_000_000, "{node}");
+    assert!(node["metrics"].as_array().unwrap().iter().any(|m| m["name"] == "tokio_workers"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
