@@ -15,6 +15,7 @@ pub mod command;
 pub mod eprints;
 pub mod error;
 mod health;
+pub mod metrics;
 pub mod openapi;
 pub mod rest;
 pub mod server;
@@ -61,6 +62,7 @@ pub type App = MapResponse<Cors<Router>, fn(Response) -> Response>;
 /// (`Router::layer`): per request they are cloned with the service (no allocation), where a
 /// per-route layer boxes a copy of the route's whole stack.
 pub fn app(state: AppState) -> App {
+    metrics::handle();
     // The policy is the same for every origin and request, so no answer varies with the
     // request's CORS headers: no `Vary` (which the layer would otherwise build per request).
     let cors = CorsLayer::new()
@@ -73,9 +75,11 @@ pub fn app(state: AppState) -> App {
         .merge(rest::routes())
         .merge(health::routes())
         .merge(auth::oauth::routes())
+        .route("/metrics", axum::routing::get(metrics::scrape))
         .fallback(fallback)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::layer))
+        .layer(axum::middleware::from_fn(metrics::layer))
         .with_state(state);
     // Request spans and response events are logged at DEBUG. When the filter drops them, the
     // layer would still time and wrap every response: it is left out then (a sixth of a

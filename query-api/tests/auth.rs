@@ -243,6 +243,21 @@ async fn roles_are_granted_by_admins_only_and_rebuilt_by_a_replay() {
     assert_eq!(node["processInfo"]["pid"].as_u64(), Some(u64::from(std::process::id())));
     assert!(node["processInfo"]["rss"].as_u64().unwrap() > 1_000_000, "{node}");
     assert!(node["metrics"].as_array().unwrap().iter().any(|m| m["name"] == "tokio_workers"));
+
+    // Metrics: the Prometheus text at /metrics, and the same as JSON for admins.
+    let (status, headers, text) = f.send(Request::builder().uri("/metrics").body(HttpBody::empty()).unwrap()).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(headers["content-type"].to_str().unwrap().starts_with("text/plain"));
+    let text = text.as_str().unwrap().to_owned();
+    assert!(text.contains("svc_requests_total{method=\"GET\",path=\"/xrpc/pub.svc.admin.getNodeMetrics\",status=\"200\"}"), "{text}");
+    assert!(text.contains("svc_request_duration_seconds_bucket"), "{text}");
+    let (_, endpoints) = f.get_as("/xrpc/pub.svc.admin.getEndpointMetrics", &admin_token).await;
+    let roles_metric =
+        endpoints["metrics"].as_array().unwrap().iter().find(|m| m["path"] == "/xrpc/pub.svc.actor.getMyRoles").cloned().unwrap();
+    assert!(roles_metric["requestCount"].as_u64().unwrap() >= 3, "{roles_metric}");
+    assert!(roles_metric["p99"].as_u64().unwrap() >= roles_metric["p50"].as_u64().unwrap());
+    let (_, prom) = f.get_as("/xrpc/pub.svc.admin.getPrometheusMetrics", &admin_token).await;
+    assert!(prom["metrics"].as_array().unwrap().iter().any(|m| m["name"] == "svc_requests_total" && m["type"] == "counter"), "{prom}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

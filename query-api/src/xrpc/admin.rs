@@ -21,6 +21,14 @@ pub fn routes() -> Routes {
         .procedure("pub.svc.admin.revokeRole", Auth::Role("admin"), |c| async move { change_role(c, false).await })
         .query_async("pub.svc.admin.getSystemHealth", Auth::Role("admin"), system_health)
         .query_async("pub.svc.admin.getNodeMetrics", Auth::Role("admin"), node_metrics)
+        .query_async("pub.svc.admin.getPrometheusMetrics", Auth::Role("admin"), |c| async move {
+            let text = crate::metrics::render(&c.state).await;
+            let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            Body::json(&json!({"metrics": crate::metrics::as_json(&text), "timestamp": now}))
+        })
+        .query_async("pub.svc.admin.getEndpointMetrics", Auth::Role("admin"), |c| async move {
+            Body::json(&json!({"metrics": crate::metrics::endpoint_metrics(&crate::metrics::render(&c.state).await)}))
+        })
         .query_async("pub.svc.admin.getAuditLog", Auth::Role("admin"), |c| async move { get_audit_log(&c) })
         .query_async("pub.svc.admin.listAlphaApplications", Auth::Role("admin"), |c| async move { list_alpha(&c) })
         .query_async("pub.svc.admin.getAlphaApplication", Auth::Role("admin"), |c| async move { get_alpha(&c) })
