@@ -105,8 +105,11 @@ pub async fn scrape(State(state): State<AppState>) -> Response {
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], render(&state).await).into_response()
 }
 
+/// A sample's labels, in order.
+type Labels = Vec<(String, String)>;
+
 /// One sample of the exposition text: name, labels, value.
-fn parse_sample(line: &str) -> Option<(String, Vec<(String, String)>, f64)> {
+fn parse_sample(line: &str) -> Option<(String, Labels, f64)> {
     let (head, value) = line.rsplit_once(' ')?;
     let value: f64 = value.parse().ok()?;
     let (name, labels) = match head.split_once('{') {
