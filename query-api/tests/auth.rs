@@ -244,6 +244,26 @@ async fn roles_are_granted_by_admins_only_and_rebuilt_by_a_replay() {
     assert!(node["processInfo"]["rss"].as_u64().unwrap() > 1_000_000, "{node}");
     assert!(node["metrics"].as_array().unwrap().iter().any(|m| m["name"] == "tokio_workers"));
 
+    // The dead letters: an invalid record parked by the attached model shows, with its reason.
+    f.apply(vec![support::create(
+        "did:plc:someone",
+        "pub.svc.review.comment",
+        "3kbad",
+        "r1",
+        json!({"$type": "pub.svc.review.comment", "body": 5}),
+    )]);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let (status, dlq) = f.get_as("/xrpc/pub.svc.admin.listDLQEntries", &admin_token).await;
+    assert_eq!(status, StatusCode::OK, "{dlq}");
+    assert_eq!(dlq["total"], 1, "{dlq}");
+    let entry = &dlq["entries"][0];
+    assert_eq!(
+        (entry["uri"].as_str(), entry["model"].as_str(), entry["errorType"].as_str()),
+        (Some("at://did:plc:someone/pub.svc.review.comment/3kbad"), Some("attached"), Some("VALIDATION_ERROR")),
+        "{entry}"
+    );
+    assert!(entry["timestamp"].is_string());
+
     // Metrics: the Prometheus text at /metrics, and the same as JSON for admins.
     let (status, headers, text) = f.send(Request::builder().uri("/metrics").body(HttpBody::empty()).unwrap()).await;
     assert_eq!(status, StatusCode::OK);
