@@ -24,7 +24,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::events::{AccessChange, AccountChange, BacklinkChange, IdentityChange, RecordDelete, RecordWrite, Rejected};
+use crate::events::{AccessChange, AccountChange, AdminCommand, BacklinkChange, IdentityChange, RecordDelete, RecordWrite, Rejected};
 use crate::{CodecError, Envelope, EventKind, NewEvent, Payload, Position, Source, CURRENT_SCHEMA_VERSION};
 
 #[derive(Serialize)]
@@ -99,6 +99,7 @@ impl<'de> Deserialize<'de> for StoredRead {
                                 Some(EventKind::Rejected) => PayloadRead::Current(Payload::Rejected(map.next_value()?)),
                                 Some(EventKind::Backlink) => PayloadRead::Current(Payload::Backlink(map.next_value()?)),
                                 Some(EventKind::Access) => PayloadRead::Current(Payload::Access(map.next_value()?)),
+                                Some(EventKind::Admin) => PayloadRead::Current(Payload::Admin(map.next_value()?)),
                                 None => PayloadRead::Raw(map.next_value()?),
                             });
                         }
@@ -194,6 +195,7 @@ fn decode_v1(kind: &str, payload: ciborium::Value) -> Result<Payload, CodecError
         EventKind::Rejected => Payload::Rejected(de::<Rejected>(payload)?),
         EventKind::Backlink => Payload::Backlink(de::<BacklinkChange>(payload)?),
         EventKind::Access => Payload::Access(de::<AccessChange>(payload)?),
+        EventKind::Admin => Payload::Admin(de::<AdminCommand>(payload)?),
     })
 }
 

@@ -90,11 +90,13 @@ pub enum EventKind {
     Backlink,
     /// Roles, sessions or second factors changed, or a credential was refused.
     Access,
+    /// An operator's action through the admin API.
+    Admin,
 }
 
 impl EventKind {
     /// Every kind, in a stable order.
-    pub const ALL: [EventKind; 8] = [
+    pub const ALL: [EventKind; 9] = [
         EventKind::RecordCreate,
         EventKind::RecordUpdate,
         EventKind::RecordDelete,
@@ -103,6 +105,7 @@ impl EventKind {
         EventKind::Rejected,
         EventKind::Backlink,
         EventKind::Access,
+        EventKind::Admin,
     ];
 
     /// The kind's name on the wire and in the JSON view.
@@ -116,6 +119,7 @@ impl EventKind {
             EventKind::Rejected => "repo.rejected",
             EventKind::Backlink => "command.backlink",
             EventKind::Access => "command.access",
+            EventKind::Admin => "command.admin",
         }
     }
 

@@ -208,13 +208,17 @@ pub async fn backfill_pds(
             .as_array()
             .map(|repos| repos.iter().filter(|r| r["active"] != false).filter_map(|r| r["did"].as_str().map(str::to_owned)).collect())
             .unwrap_or_default();
-        let done = futures::stream::iter(dids.iter().map(|did| backfill_repo(log.clone(), resolver, did, collections)))
-            .buffer_unordered(PDS_CONCURRENCY)
-            .collect::<Vec<_>>()
-            .await;
+        let count = dids.len();
+        let done = futures::stream::iter(dids.into_iter().map(|did| {
+            let log = log.clone();
+            async move { backfill_repo(log, resolver, &did, collections).await }
+        }))
+        .buffer_unordered(PDS_CONCURRENCY)
+        .collect::<Vec<_>>()
+        .await;
         out.extend(done);
         match page["cursor"].as_str() {
-            Some(c) if !dids.is_empty() => cursor = Some(c.to_owned()),
+            Some(c) if count > 0 => cursor = Some(c.to_owned()),
             _ => return Ok(out),
         }
     }

@@ -2,7 +2,7 @@
 
 use std::sync::OnceLock;
 
-use event_schema::{Envelope, Payload, RecordWrite};
+use event_schema::{AdminAction, AdminCommand, Envelope, Payload, RecordWrite};
 use lexicons::{Lexicons, SUBMISSION};
 
 use crate::submission::{normalize, Submission};
@@ -75,6 +75,9 @@ impl EventBatch {
             .filter_map(|e| match &e.payload {
                 Payload::RecordCreate(w) | Payload::RecordUpdate(w) if keep(&w.collection) => Some(w.uri()),
                 Payload::RecordDelete(d) if keep(&d.collection) => Some(d.uri()),
+                Payload::Admin(AdminCommand { action: AdminAction::ContentDeleted { uri, collection, .. }, .. }) if keep(collection) => {
+                    Some(uri.clone())
+                }
                 _ => None,
             })
             .collect()

@@ -18,6 +18,7 @@ use store::Store;
 use tracing::info;
 
 use crate::access::{self, AccessProjection};
+use crate::admin::{self, AdminProjection};
 use crate::attached::{self, AttachedProjection};
 use crate::eprints::{self, EprintsProjection};
 use crate::search::{self, SearchIndexes, SearchProjection};
@@ -52,6 +53,7 @@ pub const CATALOG: &[ModelSpec] = &[
     ModelSpec { name: eprints::MODEL, place: Place::Shared, tables: eprints::TABLES, open: open_eprints },
     ModelSpec { name: attached::MODEL, place: Place::Shared, tables: attached::TABLES, open: open_attached },
     ModelSpec { name: access::MODEL, place: Place::Shared, tables: access::TABLES, open: open_access },
+    ModelSpec { name: admin::MODEL, place: Place::Shared, tables: admin::TABLES, open: open_admin },
     ModelSpec { name: search::MODEL, place: Place::Node, tables: &[search::TOMBSTONES], open: open_search },
 ];
 
@@ -65,6 +67,10 @@ fn open_attached(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Proj
 
 fn open_access(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
     Ok(Box::new(AccessProjection::new(ctx.store.clone(), version, mode)))
+}
+
+fn open_admin(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
+    Ok(Box::new(AdminProjection::new(ctx.store.clone(), version, mode)))
 }
 
 fn open_search(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {

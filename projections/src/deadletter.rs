@@ -52,10 +52,39 @@ pub fn count(store: &dyn Store, model: &str, version: u32) -> Result<u64, StoreE
     store.count(&table(model, version), PARTITION)
 }
 
+/// The clustering key of the dead letter of the event at `partition`/`offset`.
+fn clustering(partition: u32, offset: u64) -> Vec<u8> {
+    let mut k = offset.to_be_bytes().to_vec();
+    k.extend_from_slice(&partition.to_be_bytes());
+    k
+}
+
+/// The dead letter a [`AdminAction::DeadLetterReleased`] of `model` releases, if the
+/// event is one: `(partition, offset)`.
+///
+/// [`AdminAction::DeadLetterReleased`]: event_schema::AdminAction::DeadLetterReleased
+pub fn released(model: &str, event: &Envelope) -> Option<(u32, u64)> {
+    match &event.payload {
+        event_schema::Payload::Admin(event_schema::AdminCommand {
+            action: event_schema::AdminAction::DeadLetterReleased { model: m, partition, offset, .. },
+            ..
+        }) if m == model => Some((*partition, *offset)),
+        _ => None,
+    }
+}
+
+/// When `event` releases a dead letter of `model` (a dismissal or a retry), stages the
+/// removal of its row from `version`'s dead letters.
+pub(crate) fn release(st: &mut crate::staged::Staged, model: &str, version: u32, event: &Envelope) {
+    if let Some((partition, offset)) = released(model, event) {
+        let (part, clustering) = key(partition, offset);
+        st.delete(&table(model, version), part, clustering, event.position.ordinal());
+    }
+}
+
 /// The row that records `event` as dead with `reason`: `(clustering, columns)`.
 pub fn row(event: &Envelope, uri: Option<String>, reason: &str) -> (Vec<u8>, Columns) {
-    let mut clustering = event.position.offset.to_be_bytes().to_vec();
-    clustering.extend_from_slice(&event.position.partition.to_be_bytes());
+    let clustering = clustering(event.position.partition, event.position.offset);
     let mut c = Columns::new();
     c.insert("partition".into(), Value::Int(i64::from(event.position.partition)));
     c.insert("offset".into(), Value::Int(event.position.offset as i64));
@@ -64,6 +93,12 @@ pub fn row(event: &Envelope, uri: Option<String>, reason: &str) -> (Vec<u8>, Col
     c.insert("uri".into(), uri.map_or(Value::Null, Value::Text));
     c.insert("reason".into(), Value::Text(reason.to_owned()));
     (clustering, c)
+}
+
+/// The key `(partition, clustering)` of the dead letter of the event at
+/// `partition`/`offset`, for deleting it.
+pub fn key(partition: u32, offset: u64) -> (&'static str, Vec<u8>) {
+    (PARTITION, clustering(partition, offset))
 }
 
 /// The partition key all dead letters of a model version live under.

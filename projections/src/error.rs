@@ -19,6 +19,9 @@ pub enum ProjectionError {
     /// A projection task or thread panicked.
     #[error("projection task failed: {0}")]
     Panicked(String),
+    /// The work was cancelled before it finished (a rebuild stopped by `cancelBackfill`).
+    #[error("cancelled")]
+    Cancelled,
     /// A stored row does not have the shape this build wrote.
     #[error("corrupt read model: {0}")]
     Corrupt(String),
@@ -35,7 +38,9 @@ impl ClassifiedError for ProjectionError {
         match self {
             ProjectionError::Store(e) => e.error_class(),
             ProjectionError::Log(e) => e.error_class(),
-            ProjectionError::Search(_) | ProjectionError::Corrupt(_) | ProjectionError::Panicked(_) => ErrorClass::Internal,
+            ProjectionError::Search(_) | ProjectionError::Corrupt(_) | ProjectionError::Panicked(_) | ProjectionError::Cancelled => {
+                ErrorClass::Internal
+            }
             ProjectionError::InvalidSearch(_) => ErrorClass::InvalidRequest,
         }
     }

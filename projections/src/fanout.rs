@@ -26,18 +26,20 @@ const READ_AHEAD: usize = 2;
 /// # Errors
 /// A failed log read fails every projection that had not failed before it.
 pub fn catch_up_all(log: &dyn EventLog, projections: Vec<&mut dyn Projection>, batch_size: usize) -> Vec<Result<u64, ProjectionError>> {
-    catch_up_all_reporting(log, projections, batch_size, &|_| {})
+    catch_up_all_reporting(log, projections, batch_size, &|_| true)
 }
 
 /// [`catch_up_all`], calling `on_read` with the number of events read so far after every
-/// batch (for progress displays).
+/// batch (for progress displays); when it answers `false` the catch-up stops there and every
+/// projection fails with [`ProjectionError::Cancelled`].
 pub fn catch_up_all_reporting(
     log: &dyn EventLog,
     projections: Vec<&mut dyn Projection>,
     batch_size: usize,
-    on_read: &(dyn Fn(u64) + Sync),
+    on_read: &(dyn Fn(u64) -> bool + Sync),
 ) -> Vec<Result<u64, ProjectionError>> {
     let mut read = 0u64;
+    let mut cancelled = false;
     let each = match projections.iter().map(|p| p.checkpoints()).collect::<Result<Vec<_>, _>>() {
         Ok(each) => each,
         Err(e) => {
@@ -62,7 +64,10 @@ pub fn catch_up_all_reporting(
             };
             checkpoints.extend(batch.next().iter().map(|(p, o)| (*p, *o)));
             read += batch.len() as u64;
-            on_read(read);
+            if !on_read(read) {
+                cancelled = true;
+                break None;
+            }
             for sender in &mut senders {
                 // A projection that failed has dropped its receiver: stop feeding it.
                 if sender.as_ref().is_some_and(|tx| tx.send(batch.clone()).is_err()) {
@@ -79,6 +84,7 @@ pub fn catch_up_all_reporting(
             .map(|h| {
                 let applied = join(h);
                 match (&read_error, applied) {
+                    (_, Ok(_)) if cancelled => Err(ProjectionError::Cancelled),
                     (Some(e), Ok(_)) => Err(LogError::Unavailable(format!("the shared log reader failed: {e}")).into()),
                     (_, result) => result,
                 }

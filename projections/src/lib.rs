@@ -10,6 +10,8 @@
 //! - [`eprints::EprintsProjection`]: eprint detail, by-author listing and accounts, in the store.
 //! - [`attached::AttachedProjection`]: reviews, annotations, endorsements, tags, citations
 //!   and the other records attached to eprints and accounts, in the store.
+//! - [`access::AccessProjection`]: roles, sessions, second factors and the audit trail.
+//! - [`admin::AdminProjection`]: backfill operations, event sources, repository hosts.
 //! - [`search::SearchProjection`]: the tantivy full-text index.
 //!
 //! Every read model is versioned: a rebuild builds version N+1 beside N (see the `replay`
@@ -17,6 +19,7 @@
 #![warn(missing_docs)]
 
 pub mod access;
+pub mod admin;
 pub mod attached;
 mod batch;
 pub mod catalog;

@@ -46,6 +46,18 @@ pub(crate) fn tombstone(uri: &str, rev: Value, position: u64) -> Columns {
     c
 }
 
+/// The revision of a record an admin took down (`pub.svc.admin.deleteContent`): above
+/// every real revision (TIDs use `2-7a-z`), so its tombstone makes every later write and
+/// delete of the record stale, live and in a replay.
+pub const TAKEN_DOWN_REV: &str = "~taken-down";
+
+/// The tombstone of a record an admin took down (see [`TAKEN_DOWN_REV`]).
+pub(crate) fn taken_down(uri: &str, position: u64) -> Columns {
+    let mut c = tombstone(uri, Value::Text(TAKEN_DOWN_REV.to_owned()), position);
+    c.insert("takenDown".into(), Value::Bool(true));
+    c
+}
+
 /// The rows of one partition, in clustering order, up to `max`, read page by page.
 pub(crate) fn scan_partition(store: &dyn Store, table: &TableRef, partition: &str, max: usize) -> Result<Vec<Row>, StoreError> {
     let mut rows = Vec::new();

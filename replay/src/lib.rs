@@ -167,11 +167,13 @@ pub fn rebuild(log: &dyn EventLog, ctx: &Context, model: &str) -> Result<Rebuild
 /// The first failing rebuild; the models that succeeded stay swapped in (and their old
 /// versions are dropped).
 pub fn rebuild_all(log: &dyn EventLog, ctx: &Context, options: &RebuildOptions) -> Result<Vec<RebuildReport>, ReplayError> {
-    rebuild_all_reporting(log, ctx, options, &|_| {})
+    rebuild_all_reporting(log, ctx, options, &|_| true)
 }
 
 /// [`rebuild_all`], calling `on_read` with the number of events replayed so far (for
-/// progress displays; the log's end offsets give the total).
+/// progress displays; the log's end offsets give the total). When `on_read` answers
+/// `false` the rebuild stops: every half-built version is dropped and the old ones stay
+/// active ([`ReplayError::Projection`] with [`ProjectionError::Cancelled`]).
 ///
 /// # Errors
 /// As [`rebuild_all`].
@@ -179,7 +181,7 @@ pub fn rebuild_all_reporting(
     log: &dyn EventLog,
     ctx: &Context,
     options: &RebuildOptions,
-    on_read: &(dyn Fn(u64) + Sync),
+    on_read: &(dyn Fn(u64) -> bool + Sync),
 ) -> Result<Vec<RebuildReport>, ReplayError> {
     let started = Instant::now();
     let mut builds = Vec::new();

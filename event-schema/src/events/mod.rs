@@ -2,6 +2,7 @@
 
 mod access;
 mod account;
+mod admin;
 mod backlink;
 mod identity;
 mod record;
@@ -9,6 +10,7 @@ mod rejected;
 
 pub use access::{AccessAction, AccessChange, OnceProof};
 pub use account::{AccountChange, AccountStatus};
+pub use admin::{AdminAction, AdminCommand, OPERATIONS_KEY};
 pub use backlink::BacklinkChange;
 pub use identity::IdentityChange;
 pub use record::{RecordDelete, RecordWrite};
@@ -38,6 +40,8 @@ pub enum Payload {
     Backlink(BacklinkChange),
     /// A change of roles, sessions or second factors, or an audited refusal (a command).
     Access(AccessChange),
+    /// An operator's action through the admin API (a command).
+    Admin(AdminCommand),
 }
 
 impl Payload {
@@ -52,6 +56,7 @@ impl Payload {
             Payload::Rejected(_) => EventKind::Rejected,
             Payload::Backlink(_) => EventKind::Backlink,
             Payload::Access(_) => EventKind::Access,
+            Payload::Admin(_) => EventKind::Admin,
         }
     }
 
@@ -65,6 +70,7 @@ impl Payload {
             Payload::Rejected(r) => &r.did,
             Payload::Backlink(b) => &b.caller,
             Payload::Access(a) => &a.subject,
+            Payload::Admin(a) => &a.actor,
         }
     }
 }

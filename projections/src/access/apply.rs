@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use chrono::SecondsFormat;
-use event_schema::{AccessAction, AccessChange, Envelope, OnceProof, Payload};
+use event_schema::{AccessAction, AccessChange, AdminAction, AdminCommand, Envelope, OnceProof, Payload};
 use serde_json::{json, Map, Value as Json};
 use store::{consumer_name, Columns, Store, Value};
 
@@ -238,12 +238,41 @@ impl AccessProjection {
 
 /// Stages the audit row of an access change.
 fn audit_row(st: &mut Staged, version: u32, event: &Envelope, a: &AccessChange, at: &str, action: &str, details: Json) {
+    audit(st, version, event, (&a.actor, &a.subject), at, action, details);
+}
+
+/// Stages the audit row of an admin command (all but an operation's progress reports).
+fn admin_audit_row(st: &mut Staged, version: u32, event: &Envelope, cmd: &AdminCommand) {
+    let at = event.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true);
+    let (action, subject, details) = match &cmd.action {
+        AdminAction::ContentDeleted { uri, collection, reason } => {
+            ("delete", event.key.as_str(), json!({"uri": uri, "collection": collection, "reason": reason}))
+        }
+        AdminAction::DeadLetterReleased { model, partition, offset, retried } => (
+            if *retried { "dlq_retry" } else { "dlq_dismiss" },
+            event.key.as_str(),
+            json!({"model": model, "partition": partition, "offset": offset}),
+        ),
+        AdminAction::OperationStarted { id, operation, metadata, .. } => {
+            ("backfill_start", "", json!({"id": id, "type": operation, "metadata": metadata}))
+        }
+        AdminAction::OperationCancelRequested { id } => ("backfill_cancel", "", json!({"id": id})),
+        AdminAction::OperationEnded { id, status, processed, error } => {
+            ("backfill_end", "", json!({"id": id, "status": status, "recordsProcessed": processed, "error": error}))
+        }
+        AdminAction::OperationProgressed { .. } => return,
+    };
+    audit(st, version, event, (&cmd.actor, subject), &at, action, details);
+}
+
+/// Stages one audit row: `who` = (actor, subject).
+fn audit(st: &mut Staged, version: u32, event: &Envelope, who: (&str, &str), at: &str, action: &str, details: Json) {
     let position = event.position.ordinal();
     let mut c = Columns::new();
     c.insert("at".into(), Value::Text(at.to_owned()));
     c.insert("action".into(), Value::Text(action.to_owned()));
-    c.insert("actor".into(), Value::Text(a.actor.clone()));
-    c.insert("subject".into(), Value::Text(a.subject.clone()));
+    c.insert("actor".into(), Value::Text(who.0.to_owned()));
+    c.insert("subject".into(), Value::Text(who.1.to_owned()));
     c.insert("details".into(), Value::Text(details.to_string()));
     st.put(&table(version, "audit"), AUDIT_PARTITION, position.to_be_bytes().to_vec(), c, position);
 }
@@ -264,8 +293,10 @@ impl Projection for AccessProjection {
     fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError> {
         let mut st = Staged::default();
         for event in batch.events() {
-            if let Payload::Access(a) = &event.payload {
-                self.apply(&mut st, event, a)?;
+            match &event.payload {
+                Payload::Access(a) => self.apply(&mut st, event, a)?,
+                Payload::Admin(cmd) => admin_audit_row(&mut st, self.version, event, cmd),
+                _ => {}
             }
         }
         st.commit(self.store.as_ref(), &consumer_name(MODEL, self.version), batch.next(), self.defer_durability)?;

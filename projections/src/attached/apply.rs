@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use chrono::SecondsFormat;
-use event_schema::{AccountStatus, BacklinkChange, Envelope, Payload, RecordDelete, RecordWrite};
+use event_schema::{AccountStatus, AdminAction, AdminCommand, BacklinkChange, Envelope, Payload, RecordDelete, RecordWrite};
 use lexicons::Lexicons;
 use store::{consumer_name, Columns, Store, Value};
 use tracing::debug;
@@ -11,7 +11,7 @@ use tracing::debug;
 use super::collections::{self, Listing, COLLECTIONS};
 use super::{backlink_sources, backlinks, listing, records, sizes, MODEL};
 use crate::catalog::Mode;
-use crate::rows::{is_deleted, is_stale, listing_key, text, tombstone};
+use crate::rows::{is_deleted, is_stale, listing_key, taken_down, text, tombstone};
 use crate::staged::Staged;
 use crate::{deadletter, Checkpoints, EventBatch, Projection, ProjectionError};
 
@@ -88,6 +88,7 @@ impl AttachedProjection {
         let at = n.created_at.timestamp_micros();
         let mut lists: Vec<String> = n.lists.into_iter().map(|l| l.0).collect();
         lists.push(Listing::repo(&w.did).0);
+        lists.push(Listing::collection(&w.collection).0);
         for partition in &lists {
             let mut c = Columns::new();
             c.insert("uri".into(), Value::Text(uri.clone()));
@@ -121,6 +122,17 @@ impl AttachedProjection {
             self.unlist(st, existing, position)?;
         }
         st.put(&table, &uri, Vec::new(), tombstone(&uri, Value::Text(d.rev.clone()), position), position);
+        Ok(())
+    }
+
+    /// Takes down the record at `uri` (`pub.svc.admin.deleteContent`): it leaves every
+    /// listing and its tombstone keeps every later write out.
+    fn take_down(&self, st: &mut Staged, uri: &str, position: u64) -> Result<(), ProjectionError> {
+        let table = records(self.version);
+        if let Some(existing) = st.get(self.store.as_ref(), &table, uri, &[])? {
+            self.unlist(st, &existing, position)?;
+        }
+        st.put(&table, uri, Vec::new(), taken_down(uri, position), position);
         Ok(())
     }
 
@@ -190,6 +202,14 @@ impl Projection for AttachedProjection {
                 Payload::RecordCreate(w) | Payload::RecordUpdate(w) if keeps(&w.collection) => self.write(&mut st, event, w)?,
                 Payload::RecordDelete(d) if keeps(&d.collection) => self.delete(&mut st, d, position)?,
                 Payload::Backlink(b) => self.backlink(&mut st, event, b)?,
+                Payload::Admin(AdminCommand { action, .. }) => {
+                    deadletter::release(&mut st, MODEL, self.version, event);
+                    if let AdminAction::ContentDeleted { uri, collection, .. } = action {
+                        if keeps(collection) {
+                            self.take_down(&mut st, uri, position)?;
+                        }
+                    }
+                }
                 Payload::Account(a) if a.status == Some(AccountStatus::Deleted) => {
                     self.remove_account_records(&mut st, &a.did, position)?
                 }

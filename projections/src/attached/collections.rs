@@ -77,6 +77,10 @@ impl Listing {
     pub fn all_tags() -> Listing {
         Listing("tag@all".into())
     }
+    /// Every record of one collection (the admin listings and counts).
+    pub fn collection(collection: &str) -> Listing {
+        Listing(format!("all:{collection}"))
+    }
     /// Every record of one repository (for deleting an account's records).
     pub fn repo(did: &str) -> Listing {
         Listing(format!("repo:{did}"))

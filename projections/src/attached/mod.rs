@@ -10,7 +10,8 @@
 //!   with its `rev`, so an older write replayed later is skipped.
 //! - `listing`: a listing ([`collections::Listing`], e.g. the reviews of one eprint) →
 //!   createdAt (µs, order-preserving big-endian) ‖ record URI: uri. Scanned backwards for
-//!   newest first.
+//!   newest first. Besides the listings of its collection, every record is in `repo:{did}`
+//!   (its repository's) and `all:{collection}` (its collection's).
 //! - `sizes`: a listing → empty: n, its number of rows, kept with every row listed and
 //!   unlisted, so a total is one row read on every store (the CQL test server has no
 //!   `COUNT`). On ScyllaDB a batch cut short and applied again may count twice: see

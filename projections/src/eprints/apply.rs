@@ -3,14 +3,14 @@
 use std::sync::Arc;
 
 use chrono::SecondsFormat;
-use event_schema::{AccountStatus, Envelope, Payload, RecordDelete, RecordWrite};
+use event_schema::{AccountStatus, AdminAction, AdminCommand, Envelope, Payload, RecordDelete, RecordWrite};
 use lexicons::{Lexicons, SUBMISSION};
 use store::{consumer_name, Columns, Store, Value};
 use tracing::debug;
 
-use super::{accounts, by_author, records, MODEL};
+use super::{accounts, by_author, records, users, MODEL};
 use crate::catalog::Mode;
-use crate::rows::{is_stale, listing_key, text, tombstone};
+use crate::rows::{is_stale, listing_key, taken_down, text, tombstone};
 use crate::staged::Staged;
 use crate::submission::Submission;
 use crate::{deadletter, Checkpoints, EventBatch, Projection, ProjectionError};
@@ -132,6 +132,42 @@ impl EprintsProjection {
         Ok(())
     }
 
+    /// Takes down the eprint at `uri` (`pub.svc.admin.deleteContent`): it leaves every
+    /// listing and its tombstone keeps every later write out.
+    fn take_down(&self, st: &mut Staged, uri: &str, position: u64) -> Result<(), ProjectionError> {
+        let table = records(self.version);
+        if let Some(existing) = st.get(self.store.as_ref(), &table, uri, &[])? {
+            self.unlist(st, &existing, position)?;
+        }
+        st.put(&table, uri, Vec::new(), taken_down(uri, position), position);
+        Ok(())
+    }
+
+    /// Registers `did` as a user the index knows (the `users` table, and `firstSeen` in its
+    /// account), at its first event, and under its handle when an identity event names one.
+    fn user(&self, st: &mut Staged, did: &str, handle: Option<&str>, at: &str, position: u64) -> Result<(), ProjectionError> {
+        let account = st.get(self.store.as_ref(), &accounts(self.version), did, &[])?.unwrap_or_default();
+        let first_seen = text(&account, "firstSeen");
+        let held_handle = text(&account, "handle");
+        if first_seen.is_some() && (handle.is_none() || held_handle.as_deref() == handle) {
+            return Ok(());
+        }
+        let since = first_seen.unwrap_or_else(|| at.to_owned());
+        let mut c = Columns::new();
+        c.insert("did".into(), Value::Text(did.to_owned()));
+        c.insert("firstSeen".into(), Value::Text(since.clone()));
+        st.put(&users(self.version), super::USERS_BY_DID, did.as_bytes().to_vec(), c.clone(), position);
+        if let Some(handle) = handle {
+            if let Some(old) = held_handle.filter(|old| old != handle) {
+                st.delete(&users(self.version), super::USERS_BY_HANDLE, super::handle_key(&old, did), position);
+            }
+            st.put(&users(self.version), super::USERS_BY_HANDLE, super::handle_key(handle, did), c, position);
+        }
+        self.account(st, did, position, |c| {
+            c.insert("firstSeen".into(), Value::Text(since));
+        })
+    }
+
     /// Removes the records of a deleted account: each becomes a tombstone (at the revision
     /// the model holds) and leaves every listing. Its records are found through its own
     /// by-author partition (the repository owner is always listed), in the store and in
@@ -161,6 +197,7 @@ impl EprintsProjection {
             .filter_map(|e| match &e.payload {
                 Payload::Identity(i) => Some(i.did.clone()),
                 Payload::Account(a) => Some(a.did.clone()),
+                Payload::RecordCreate(w) => Some(w.did.clone()),
                 _ => None,
             })
             .collect();
@@ -194,7 +231,14 @@ impl Projection for EprintsProjection {
     fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError> {
         let mut st = Staged::default();
         self.prefetch(&mut st, batch)?;
+        let mut seen = std::collections::HashSet::new();
         for event in batch.iter() {
+            if let Payload::RecordCreate(w) = &event.envelope.payload {
+                if seen.insert(w.did.clone()) {
+                    let at = event.envelope.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true);
+                    self.user(&mut st, &w.did, None, &at, event.envelope.position.ordinal())?;
+                }
+            }
             if let Some((w, submission)) = event.submission(&self.lexicons) {
                 self.write(&mut st, event.envelope, w, submission)?;
                 continue;
@@ -202,15 +246,27 @@ impl Projection for EprintsProjection {
             let position = event.envelope.position.ordinal();
             match &event.envelope.payload {
                 Payload::RecordCreate(_) | Payload::RecordUpdate(_) | Payload::Backlink(_) | Payload::Access(_) => {}
+                Payload::Admin(AdminCommand { action, .. }) => {
+                    deadletter::release(&mut st, MODEL, self.version, event.envelope);
+                    if let AdminAction::ContentDeleted { uri, collection, .. } = action {
+                        if collection == SUBMISSION {
+                            self.take_down(&mut st, uri, position)?;
+                        }
+                    }
+                }
                 Payload::RecordDelete(d) => self.delete(&mut st, d, position)?,
-                Payload::Identity(i) => self.account(&mut st, &i.did, position, |c| {
-                    if let Some(h) = &i.handle {
-                        c.insert("handle".into(), Value::Text(h.clone()));
-                    }
-                    if let Some(n) = &i.display_name {
-                        c.insert("displayName".into(), Value::Text(n.clone()));
-                    }
-                })?,
+                Payload::Identity(i) => {
+                    let at = event.envelope.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true);
+                    self.user(&mut st, &i.did, i.handle.as_deref(), &at, position)?;
+                    self.account(&mut st, &i.did, position, |c| {
+                        if let Some(h) = &i.handle {
+                            c.insert("handle".into(), Value::Text(h.clone()));
+                        }
+                        if let Some(n) = &i.display_name {
+                            c.insert("displayName".into(), Value::Text(n.clone()));
+                        }
+                    })?
+                }
                 Payload::Rejected(r) => {
                     self.park(&mut st, event.envelope, None, &r.reason);
                 }

@@ -11,7 +11,11 @@
 //!   Scanned backwards for newest first (equal dates: greater URI first), an order that
 //!   depends on the data only; summaries come from `records`; an author's total is the
 //!   partition's row count.
-//! - `accounts`: DID → empty: handle, displayName, active, status.
+//! - `accounts`: DID → empty: handle, displayName, active, status, firstSeen.
+//! - `users`: `by_did` → DID: did, firstSeen (when the index first saw it), and `by_handle`
+//!   → lowercased handle ‖ 0 ‖ DID: the same, for `pub.svc.admin.searchUsers` by DID or
+//!   handle prefix. Every DID that created a record or whose handle an identity event
+//!   named; its account row keeps `firstSeen` too, so a user is registered once.
 //! - `dead_letters`: see [`crate::deadletter`].
 
 mod apply;
@@ -25,7 +29,25 @@ use store::TableRef;
 pub const MODEL: &str = "eprints";
 
 /// The tables of the model, for dropping a version.
-pub const TABLES: &[&str] = &["records", "by_author", "accounts", "dead_letters"];
+pub const TABLES: &[&str] = &["records", "by_author", "accounts", "users", "dead_letters"];
+
+/// The partition of `users` keyed by DID.
+pub(crate) const USERS_BY_DID: &str = "by_did";
+
+/// The partition of `users` keyed by handle, then DID.
+pub(crate) const USERS_BY_HANDLE: &str = "by_handle";
+
+/// The clustering key of a user under its handle.
+pub(crate) fn handle_key(handle: &str, did: &str) -> Vec<u8> {
+    let mut k = handle.to_lowercase().into_bytes();
+    k.push(0);
+    k.extend_from_slice(did.as_bytes());
+    k
+}
+
+pub(crate) fn users(version: u32) -> TableRef {
+    TableRef::new(MODEL, version, "users")
+}
 
 pub(crate) fn records(version: u32) -> TableRef {
     TableRef::new(MODEL, version, "records")

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde_json::Value as Json;
 use store::{Columns, Scan, Store, Value};
 
-use super::{accounts, by_author, records, MODEL};
+use super::{accounts, by_author, records, users, MODEL, USERS_BY_DID, USERS_BY_HANDLE};
 use crate::submission::summary_of;
 use crate::ProjectionError;
 
@@ -200,4 +200,60 @@ impl<'a> EprintsReader<'a> {
         let total = self.store.count(&by_author(v), did)? as i64;
         Ok(AuthorPage { eprints, next: page.next, total })
     }
+
+    /// When the index first saw `did` (RFC 3339), or `None` for a DID it does not know.
+    pub fn user_first_seen(&self, did: &str) -> Result<Option<String>, ProjectionError> {
+        let Some(v) = self.version else { return Ok(None) };
+        let row = self.store.get(&users(v), USERS_BY_DID, did.as_bytes())?;
+        Ok(row.map(|r| text(&r, "firstSeen").unwrap_or_default().to_owned()))
+    }
+
+    /// Up to `limit` DIDs of known users whose DID or (lowercased) handle starts with
+    /// `prefix`, DIDs first, each once.
+    pub fn users_by_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<String>, ProjectionError> {
+        let Some(v) = self.version else { return Ok(Vec::new()) };
+        let mut dids: Vec<String> = Vec::new();
+        let lowered = prefix.to_lowercase();
+        for (partition, key) in [(USERS_BY_DID, prefix.as_bytes()), (USERS_BY_HANDLE, lowered.as_bytes())] {
+            if key.is_empty() || dids.len() >= limit {
+                continue;
+            }
+            let page = self.store.scan(&users(v), partition, &Scan { after: Some(just_before(key)), limit: limit * 2, reverse: false })?;
+            for row in page.rows.iter().take_while(|r| r.clustering.starts_with(key)) {
+                let did = text(&row.columns, "did").unwrap_or_default().to_owned();
+                if !did.is_empty() && !dids.contains(&did) && dids.len() < limit {
+                    dids.push(did);
+                }
+            }
+        }
+        Ok(dids)
+    }
+
+    /// How many users the index knows.
+    pub fn user_count(&self) -> Result<u64, ProjectionError> {
+        let Some(v) = self.version else { return Ok(0) };
+        Ok(self.store.count(&users(v), USERS_BY_DID)?)
+    }
+
+    /// How many listing rows an author has (their eprints, co-authored ones included).
+    pub fn author_eprint_count(&self, did: &str) -> Result<u64, ProjectionError> {
+        let Some(v) = self.version else { return Ok(0) };
+        Ok(self.store.count(&by_author(v), did)?)
+    }
+}
+
+/// A key sorting just before every key that starts with `prefix` (which is not empty):
+/// a scan after it starts at the prefix.
+fn just_before(prefix: &[u8]) -> Vec<u8> {
+    let mut k = prefix.to_vec();
+    match k.last_mut() {
+        Some(last) if *last > 0 => {
+            *last -= 1;
+            k.push(0xff);
+        }
+        _ => {
+            k.pop();
+        }
+    }
+    k
 }

@@ -302,6 +302,20 @@ impl Projection for SearchProjection {
                 }
                 continue;
             }
+            if let Payload::Admin(event_schema::AdminCommand {
+                action: event_schema::AdminAction::ContentDeleted { uri, collection, .. },
+                ..
+            }) = &event.envelope.payload
+            {
+                if collection == SUBMISSION {
+                    let field = self.index.fields.uri;
+                    self.writer()?.delete_term(Term::from_field_text(field, uri));
+                    let rev = crate::rows::TAKEN_DOWN_REV.to_owned();
+                    self.new_tombstones.insert(uri.clone(), (rev, event.envelope.position.ordinal()));
+                    self.pending_revs.insert(uri.clone(), None);
+                }
+                continue;
+            }
             if let Payload::RecordDelete(d) = &event.envelope.payload {
                 if d.collection != SUBMISSION {
                     continue;

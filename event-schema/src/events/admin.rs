@@ -1,0 +1,92 @@
+use serde::{Deserialize, Serialize};
+
+/// An operator's action through the admin API (`pub.svc.admin.*`), as a command event: what
+/// an admin deleted, which dead letter was retried or dismissed, and the life of a backfill
+/// operation. Every read model that the action concerns applies it in log order, so a
+/// replay reproduces it; anyone tapping the log sees it.
+///
+/// Keys: a content deletion is keyed by the record's repository DID (ordered with that
+/// repository's events), a dead-letter release by the dead letter's own key (ordered after
+/// the event it releases), an operation's events by [`OPERATIONS_KEY`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdminCommand {
+    /// The DID of the admin who acted, or svc's own DID for what a node does by itself
+    /// (progress of an operation, one reported failed after a restart).
+    pub actor: String,
+    /// What was done.
+    pub action: AdminAction,
+}
+
+/// The key of every operation event, so that an operation's events stay in order.
+pub const OPERATIONS_KEY: &str = "svc:operations";
+
+/// What an [`AdminCommand`] does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum AdminAction {
+    /// Indexed content is taken down (`deleteContent`): every read model drops the record
+    /// and keeps it out, whatever its repository writes later.
+    ContentDeleted {
+        /// The record's AT URI.
+        uri: String,
+        /// Its collection NSID.
+        collection: String,
+        /// Why, as the admin gave it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A dead letter of one read model leaves its dead letters: dismissed, or retried (the
+    /// retried event is appended again right after this one, and parks anew if it fails
+    /// again).
+    DeadLetterReleased {
+        /// The read model that parked it.
+        model: String,
+        /// The log partition of the parked event.
+        partition: u32,
+        /// The log offset of the parked event.
+        offset: u64,
+        /// Whether it is retried (or dismissed).
+        retried: bool,
+    },
+    /// A backfill operation begins.
+    OperationStarted {
+        /// The operation's id (a UUID).
+        id: String,
+        /// Its type: `fullReindex`, `didSync`, `freshnessScan`, `pdsScan`, …
+        operation: String,
+        /// Whether a node runs it (`false` for a record made by `triggerBackfill` alone).
+        runs: bool,
+        /// What it was given (`did`, `pdsUrl`, extra metadata), as JSON text.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metadata: Option<String>,
+    },
+    /// An operation reports progress.
+    OperationProgressed {
+        /// The operation's id.
+        id: String,
+        /// Items done so far.
+        processed: u64,
+        /// Items in all, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        total: Option<u64>,
+    },
+    /// An admin asks a running operation to stop; the node running it stops and ends it as
+    /// cancelled.
+    OperationCancelRequested {
+        /// The operation's id.
+        id: String,
+    },
+    /// An operation ends: `completed`, `failed` or `cancelled`.
+    OperationEnded {
+        /// The operation's id.
+        id: String,
+        /// How it ended.
+        status: String,
+        /// Items done.
+        processed: u64,
+        /// Why it failed, when it did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+}
