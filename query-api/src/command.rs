@@ -16,17 +16,31 @@ pub const APPLY_WAIT: Duration = Duration::from_secs(5);
 /// Appends `event` and waits up to [`APPLY_WAIT`] for the read models to apply it; the
 /// event is in the log either way (a slow projection only delays its effect).
 pub async fn append(state: &AppState, event: NewEvent) -> Result<(), ApiError> {
+    append_all(state, vec![event]).await
+}
+
+/// Appends `events` together and waits, as [`append`] does, until the read models applied
+/// the last of them.
+pub async fn append_all(state: &AppState, events: Vec<NewEvent>) -> Result<(), ApiError> {
     let log = state.log.clone();
-    let what = format!("{} {}", event.payload.kind().as_str(), event.key);
-    let position = tokio::task::spawn_blocking(move || log.append(&[event]))
+    let what = events.last().map(|e| format!("{} {}", e.payload.kind().as_str(), e.key)).unwrap_or_default();
+    let positions = tokio::task::spawn_blocking(move || log.append(&events))
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?
-        .map_err(ApiError::from_error)?
-        .into_iter()
-        .next()
-        .ok_or_else(|| ApiError::internal("the log returned no position"))?;
-    if !crate::applied::wait(state, position, APPLY_WAIT).await {
-        warn!(event = what, "the read models did not apply a command event in time (it is in the log)");
+        .map_err(ApiError::from_error)?;
+    let mut last = std::collections::BTreeMap::new();
+    for p in positions {
+        let at = last.entry(p.partition).or_insert(p);
+        at.offset = at.offset.max(p.offset);
+    }
+    if last.is_empty() {
+        return Err(ApiError::internal("the log returned no position"));
+    }
+    for position in last.into_values() {
+        if !crate::applied::wait(state, position, APPLY_WAIT).await {
+            warn!(event = what, "the read models did not apply a command event in time (it is in the log)");
+            break;
+        }
     }
     Ok(())
 }

@@ -116,7 +116,6 @@ impl Method {
             }
             _ => {}
         }
-        let params = parse_params(&state, self.nsid, request.uri().query().unwrap_or_default(), self.aliases)?;
         let caller = request.extensions().get::<Resolved>().and_then(|r| r.0.clone());
         match (self.auth, &caller) {
             (Auth::Open, _) => {}
@@ -128,6 +127,7 @@ impl Method {
             }
             _ => {}
         }
+        let params = parse_params(&state, self.nsid, request.uri().query().unwrap_or_default(), self.aliases)?;
         let input = match self.kind {
             Kind::Query => Value::Null,
             Kind::Procedure => read_input(&state, self.nsid, request).await?,
@@ -159,13 +159,18 @@ async fn read_input(state: &AppState, nsid: &str, request: Request) -> Result<Va
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json")));
-    if !is_json {
-        return Err(ApiError::invalid_request(format!("{nsid} takes a JSON body (Content-Type: application/json)")));
-    }
     let body = axum::body::to_bytes(body, MAX_BODY)
         .await
         .map_err(|_| ApiError::invalid_request(format!("the body could not be read whole, or is larger than {MAX_BODY} bytes")))?;
-    let input: Value = serde_json::from_slice(&body).map_err(|e| ApiError::invalid_request(format!("the body is not JSON: {e}")))?;
+    // An empty body is an empty object: procedures without input (the admin triggers) are
+    // often called without one.
+    let input: Value = if body.is_empty() {
+        Value::Object(serde_json::Map::new())
+    } else if !is_json {
+        return Err(ApiError::invalid_request(format!("{nsid} takes a JSON body (Content-Type: application/json)")));
+    } else {
+        serde_json::from_slice(&body).map_err(|e| ApiError::invalid_request(format!("the body is not JSON: {e}")))?
+    };
     state.lexicons.validate_input(nsid, &input).map_err(lexicon_error)?;
     Ok(input)
 }

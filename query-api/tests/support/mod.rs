@@ -115,6 +115,8 @@ impl Fixture {
         std::thread::spawn(move || {
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 for p in &mut projections {
+                    // Follows a version a rebuild swapped in, as the service's workers do.
+                    p.refresh().unwrap();
                     projections::catch_up(log.as_ref(), p as &mut dyn Projection, 500).unwrap();
                 }
                 std::thread::sleep(Duration::from_millis(5));

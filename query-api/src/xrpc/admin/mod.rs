@@ -1,6 +1,13 @@
-//! `pub.svc.admin.*`: the operations of the admin surface built so far (roles, the audit
-//! trail, alpha applications), and the
-//! bootstrap of the first admins from `ADMIN_DIDS`.
+//! `pub.svc.admin.*`: the admin surface. This module: roles, the audit trail, alpha
+//! applications, system health and metrics, and the bootstrap of the first admins from
+//! `ADMIN_DIDS`; [`content`]: counts, users, content listings and take-downs; [`dlq`]: the
+//! dead letters; [`operations`]: backfill operations; [`hosts`]: event sources and
+//! repository hosts.
+
+mod content;
+mod dlq;
+mod hosts;
+mod operations;
 
 use event_schema::AccessAction;
 use projections::access::read::AccessReader;
@@ -29,12 +36,20 @@ pub fn routes() -> Routes {
         .query_async("pub.svc.admin.getEndpointMetrics", Auth::Role("admin"), |c| async move {
             Body::json(&json!({"metrics": crate::metrics::endpoint_metrics(&crate::metrics::render(&c.state).await)}))
         })
-        .query_async("pub.svc.admin.listDLQEntries", Auth::Role("admin"), list_dlq)
         .query_async("pub.svc.admin.getAuditLog", Auth::Role("admin"), |c| async move { get_audit_log(&c) })
         .query_async("pub.svc.admin.listAlphaApplications", Auth::Role("admin"), |c| async move { list_alpha(&c) })
         .query_async("pub.svc.admin.getAlphaApplication", Auth::Role("admin"), |c| async move { get_alpha(&c) })
         .procedure("pub.svc.admin.updateAlphaApplication", Auth::Role("admin"), update_alpha)
         .query_async("pub.svc.admin.getAlphaStats", Auth::Role("admin"), |c| async move { alpha_stats(&c) })
+        .merge(content::routes())
+        .merge(dlq::routes())
+        .merge(operations::routes())
+        .merge(hosts::routes())
+}
+
+/// 404 `NotFoundError` (the admin contract's code for a missing resource).
+pub(crate) fn not_found_error(message: impl Into<String>) -> ApiError {
+    ApiError::new(axum::http::StatusCode::NOT_FOUND, crate::error::ErrorCode::NotFoundError, message)
 }
 
 /// `assignRole` and `revokeRole`: `{success, did, role}`, once the access model applied the
@@ -165,47 +180,6 @@ async fn node_metrics(c: Call) -> Answer {
     }))
 }
 
-/// The most dead letters read per model for one listing.
-const DLQ_READ: usize = 10_000;
-
-/// `listDLQEntries`: `{entries, total}`: the projections' real dead letters (every model
-/// that parks events), in log order, addressed by their zero-based index in that order;
-/// each with `uri`, `error` (the reason), `errorType` (`VALIDATION_ERROR` for a record its
-/// lexicon or its collection's rules refuse, `PROCESSING_ERROR` otherwise), `timestamp`
-/// (when the event entered the log), and svc's `model`, `kind`, `key` and log position.
-async fn list_dlq(c: Call) -> Answer {
-    let (limit, skip) = (c.limit(50), c.params.int("offset").unwrap_or(0).max(0) as usize);
-    let s = c.state.clone();
-    let (entries, total) = tokio::task::spawn_blocking(move || -> Result<(Vec<Value>, usize), ApiError> {
-        let mut all = Vec::new();
-        for model in projections::catalog::DEAD_LETTER_MODELS.iter() {
-            let Some(version) = s.store.active_version(model).map_err(ApiError::from_error)? else { continue };
-            for d in projections::deadletter::list(s.store.as_ref(), model, version, DLQ_READ).map_err(ApiError::from_error)? {
-                all.push((*model, d));
-            }
-        }
-        all.sort_by_key(|(_, d)| (d.offset, d.partition));
-        let total = all.len();
-        let entries = all
-            .into_iter()
-            .skip(skip)
-            .take(limit)
-            .map(|(model, d)| {
-                let at = s.log.read(d.partition, d.offset, 1).ok().and_then(|e| e.into_iter().next()).map(|e| e.appended_at.to_rfc3339());
-                let error_type =
-                    if d.reason.starts_with("invalid") || d.reason.contains("lexicon") { "VALIDATION_ERROR" } else { "PROCESSING_ERROR" };
-                json!({"uri": d.uri, "error": d.reason, "errorType": error_type, "timestamp": at, "createdAt": at,
-                       "model": model, "kind": d.kind, "key": d.key, "partition": d.partition, "offset": d.offset})
-            })
-            .collect();
-        Ok((entries, total))
-    })
-    .await
-    .map_err(|e| ApiError::internal(e.to_string()))??;
-    metrics::gauge!("svc_dlq_entries_total").set(total as f64);
-    Body::json(&json!({"entries": entries, "total": total}))
-}
-
 /// A numeric-offset cursor (`0` when absent).
 fn offset(c: &Call) -> Result<usize, ApiError> {
     match c.params.str("cursor") {
@@ -236,9 +210,8 @@ fn list_alpha(c: &Call) -> Answer {
 
 fn alpha_of(c: &Call, did: &str) -> Result<Value, ApiError> {
     check_did("did", did)?;
-    blocking(&c.state, || AccessReader::new(c.state.store.as_ref())?.alpha_application(did))?.ok_or_else(|| {
-        ApiError::new(axum::http::StatusCode::NOT_FOUND, crate::error::ErrorCode::NotFoundError, format!("{did} has no alpha application"))
-    })
+    blocking(&c.state, || AccessReader::new(c.state.store.as_ref())?.alpha_application(did))?
+        .ok_or_else(|| not_found_error(format!("{did} has no alpha application")))
 }
 
 /// `getAlphaApplication`: the application of `did`; `NotFoundError` without one.

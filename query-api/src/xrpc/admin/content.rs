@@ -1,0 +1,225 @@
+//! The admin operations on what the index holds: counts, users, content listings, and
+//! taking content down (`deleteContent`, a command event every read model applies).
+
+use event_schema::{AdminAction, AdminCommand, NewEvent, Payload, Source};
+use lexicons::SUBMISSION;
+use projections::access::read::AccessReader;
+use projections::attached::collections::Listing;
+use projections::attached::read::AttachedReader;
+use projections::eprints::read::EprintsReader;
+use projections::search::SortOrder;
+use serde_json::{json, Value};
+
+use super::{not_found_error, offset};
+use crate::body::Body;
+use crate::eprints::{blocking, check_did, SearchArgs};
+use crate::error::ApiError;
+use crate::xrpc::method::{Answer, Auth, Call, Routes};
+
+const REVIEW: &str = "pub.svc.review.comment";
+const ENDORSEMENT: &str = "pub.svc.review.endorsement";
+const USER_TAG: &str = "pub.svc.eprint.userTag";
+
+/// The collections `deleteContent` takes down: the contract's four, and the other
+/// collections people attach to eprints.
+pub const DELETABLE: &[&str] = &[
+    SUBMISSION,
+    REVIEW,
+    ENDORSEMENT,
+    USER_TAG,
+    "pub.svc.annotation.comment",
+    "pub.svc.annotation.entityLink",
+    "pub.svc.review.entityLink",
+    "pub.svc.eprint.citation",
+    "pub.svc.eprint.relatedWork",
+];
+
+/// The deepest offset the offset-paged listings reach (they read up to it and skip).
+const MAX_OFFSET: usize = 10_000;
+
+pub(super) fn routes() -> Routes {
+    Routes::new()
+        .query_async("pub.svc.admin.getOverview", Auth::Role("admin"), |c| async move { overview(&c).await })
+        .query_async("pub.svc.admin.searchUsers", Auth::Role("admin"), |c| async move { search_users(&c) })
+        .query_async("pub.svc.admin.getUserDetail", Auth::Role("admin"), |c| async move { user_detail(&c) })
+        .query_async("pub.svc.admin.listEprints", Auth::Role("admin"), |c| async move { list_eprints(&c).await })
+        .query_async("pub.svc.admin.listReviews", Auth::Role("admin"), |c| async move { list_attached(&c, REVIEW) })
+        .query_async("pub.svc.admin.listEndorsements", Auth::Role("admin"), |c| async move { list_attached(&c, ENDORSEMENT) })
+        .procedure("pub.svc.admin.deleteContent", Auth::Role("admin"), delete_content)
+}
+
+/// `getOverview`: `{eprints, authors, reviews, endorsements, collections, tags}`. `authors`
+/// counts the users the index knows (every DID that wrote a record); `collections` the
+/// collection records, which svc does not index yet (the knowledge-graph issue), so 0.
+async fn overview(c: &Call) -> Answer {
+    let eprints = match c.state.search_index().map_err(ApiError::from_error)? {
+        Some(index) => index.num_docs(),
+        None => 0,
+    };
+    let (authors, reviews, endorsements, tags) = blocking(&c.state, || -> Result<_, ApiError> {
+        let users = EprintsReader::new(c.state.store.as_ref())?.user_count()?;
+        let r = AttachedReader::new(c.state.store.as_ref())?;
+        let count = |collection: &str| r.count(&Listing::collection(collection));
+        Ok((users, count(REVIEW)?, count(ENDORSEMENT)?, count(USER_TAG)?))
+    })?;
+    Body::json(&json!({
+        "eprints": eprints, "authors": authors, "reviews": reviews, "endorsements": endorsements, "collections": 0, "tags": tags,
+    }))
+}
+
+/// One user as the admin listings show it, or `None` for a DID the index does not know.
+fn user(c: &Call, did: &str, detail: bool) -> Result<Option<Value>, ApiError> {
+    blocking(&c.state, || -> Result<Option<Value>, ApiError> {
+        let eprints = EprintsReader::new(c.state.store.as_ref())?;
+        let Some(first_seen) = eprints.user_first_seen(did)? else { return Ok(None) };
+        let account = eprints.account(did)?;
+        let attached = AttachedReader::new(c.state.store.as_ref())?;
+        let count = |kind: &str| attached.count(&Listing::by_author(kind, did));
+        let grants = AccessReader::new(c.state.store.as_ref())?.roles(did)?;
+        let mut out = json!({
+            "did": did,
+            "eprintCount": eprints.author_eprint_count(did)?,
+            "reviewCount": count("review")?,
+            "endorsementCount": count("endorsement")?,
+            "roles": grants.iter().map(|g| g.role.clone()).collect::<Vec<_>>(),
+            "createdAt": first_seen,
+        });
+        if let Some(h) = account.handle {
+            out["handle"] = json!(h);
+        }
+        if let Some(n) = account.display_name {
+            out["displayName"] = json!(n);
+        }
+        if detail {
+            out["annotationCount"] = json!(count("annotation")?);
+            out["tagCount"] = json!(count("tag")?);
+            out["roleAssignments"] = json!(grants);
+            out["hidden"] = json!(account.hidden);
+        }
+        Ok(Some(out))
+    })
+}
+
+/// `searchUsers`: the users whose DID or handle starts with `query`.
+fn search_users(c: &Call) -> Answer {
+    let query = c.str("query").trim().to_owned();
+    if query.is_empty() {
+        return Err(ApiError::invalid_param("query", "a handle or DID prefix"));
+    }
+    let dids = blocking(&c.state, || EprintsReader::new(c.state.store.as_ref())?.users_by_prefix(&query, c.limit(20)))?;
+    let mut users = Vec::with_capacity(dids.len());
+    for did in dids {
+        users.extend(user(c, &did, false)?);
+    }
+    Body::json(&json!({"users": users}))
+}
+
+/// `getUserDetail`: one user; `NotFoundError` for a DID the index does not know.
+fn user_detail(c: &Call) -> Answer {
+    let did = c.str("did");
+    check_did("did", did)?;
+    let found = user(c, did, true)?.ok_or_else(|| not_found_error(format!("{did} is not in the index")))?;
+    Body::json(&found)
+}
+
+/// `listEprints`: `{items: [{uri, title, authorDid, createdAt}], total}`, newest first,
+/// matching `q` when given (the search index's query syntax).
+async fn list_eprints(c: &Call) -> Answer {
+    let skip = c.params.int("offset").unwrap_or(0).max(0) as usize;
+    if skip > MAX_OFFSET {
+        return Err(ApiError::invalid_param("offset", format!("at most {MAX_OFFSET}")));
+    }
+    let limit = c.limit(50);
+    let args = SearchArgs {
+        query: c.params.str("q").unwrap_or_default().to_owned(),
+        sort: Some(SortOrder::Date),
+        limit: skip + limit,
+        ..SearchArgs::default()
+    };
+    let page = crate::eprints::search(&c.state, args).await?;
+    let items: Vec<Value> = page
+        .hits
+        .iter()
+        .skip(skip)
+        .filter_map(|hit| serde_json::from_str::<Value>(hit).ok())
+        .map(|s| {
+            let uri = s["uri"].as_str().unwrap_or_default().to_owned();
+            let author = uri.strip_prefix("at://").and_then(|r| r.split('/').next()).unwrap_or_default().to_owned();
+            json!({"uri": uri, "title": s["title"], "authorDid": author, "createdAt": s["createdAt"]})
+        })
+        .collect();
+    Body::json(&json!({"items": items, "total": page.total}))
+}
+
+/// `listReviews` and `listEndorsements`: every record of `collection`, newest first, in
+/// pages addressed by a numeric offset (`cursor`).
+fn list_attached(c: &Call, collection: &str) -> Answer {
+    let skip = offset(c)?;
+    if skip > MAX_OFFSET {
+        return Err(ApiError::invalid_param("cursor", format!("at most {MAX_OFFSET}")));
+    }
+    let limit = c.limit(50);
+    let page = crate::attached::read(&c.state, |r| r.page(&Listing::collection(collection), skip + limit, None))?;
+    let items: Vec<Value> = page
+        .items
+        .iter()
+        .skip(skip)
+        .map(|i| {
+            let eprint = i.view["eprintUri"].clone();
+            if collection == REVIEW {
+                json!({"uri": i.uri, "eprintUri": eprint, "reviewerDid": i.did, "motivation": i.view["motivation"], "createdAt": i.view["createdAt"]})
+            } else {
+                json!({"uri": i.uri, "eprintUri": eprint, "endorserDid": i.did, "createdAt": i.view["createdAt"]})
+            }
+        })
+        .collect();
+    let mut out = json!({"items": items, "total": page.total});
+    if ((skip + items.len()) as u64) < page.total && !items.is_empty() {
+        out["cursor"] = json!((skip + items.len()).to_string());
+    }
+    Body::json(&out)
+}
+
+/// `deleteContent`: `{success, uri}` once this node's read models took the record down. The
+/// command event (`command.admin` `contentDeleted`, keyed by the record's repository) names
+/// the acting admin and the reason: every read model drops the record and keeps it out of
+/// every later write, on every node, and a replay does the same.
+async fn delete_content(c: Call) -> Answer {
+    let admin = c.caller()?.did.clone();
+    let uri = c.input["uri"].as_str().unwrap_or_default().to_owned();
+    let collection = c.input["collection"].as_str().unwrap_or_default().to_owned();
+    let reason = c.input["reason"].as_str().map(str::to_owned);
+    crate::eprints::parse_record_uri("uri", &uri)?;
+    let parsed = lexicons::formats::parse_at_uri(&uri).expect("checked above");
+    if parsed.collection != Some(collection.as_str()) {
+        return Err(ApiError::invalid_param(
+            "collection",
+            format!("the URI names the collection {:?}, not {collection}", parsed.collection),
+        ));
+    }
+    if !DELETABLE.contains(&collection.as_str()) {
+        return Err(ApiError::invalid_param("collection", format!("one of {}", DELETABLE.join(", "))));
+    }
+    let repo = parsed.authority.to_owned();
+    let indexed = blocking(&c.state, || -> Result<bool, ApiError> {
+        Ok(if collection == SUBMISSION {
+            EprintsReader::new(c.state.store.as_ref())?.get(&uri)?.is_some()
+        } else {
+            AttachedReader::new(c.state.store.as_ref())?.get(&uri)?.is_some()
+        })
+    })?;
+    if !indexed {
+        return Err(not_found_error(format!("no indexed record at {uri}")));
+    }
+    let event = NewEvent {
+        key: repo,
+        source: Source::Command { nsid: "pub.svc.admin.deleteContent".into(), caller: admin.clone(), host: String::new() },
+        payload: Payload::Admin(AdminCommand {
+            actor: admin,
+            action: AdminAction::ContentDeleted { uri: uri.clone(), collection: collection.clone(), reason },
+        }),
+    };
+    crate::command::append(&c.state, event).await?;
+    metrics::counter!("svc_admin_actions_total", "action" => "delete", "target" => collection).increment(1);
+    Body::json(&json!({"success": true, "uri": uri}))
+}

@@ -1,0 +1,182 @@
+//! The dead-letter operations: the projections' real dead letters, listed in log order and
+//! addressed by their index in that order; retried (the event appended again: it parks anew
+//! if it still fails) or dismissed (released), each as a `command.admin` event that the
+//! model which parked it applies.
+
+use chrono::{DateTime, Utc};
+use event_schema::{AdminAction, AdminCommand, Envelope, NewEvent, Payload, Source};
+use projections::deadletter::DeadLetter;
+use serde_json::json;
+
+use crate::body::Body;
+use crate::error::ApiError;
+use crate::state::AppState;
+use crate::xrpc::method::{Answer, Auth, Call, Routes};
+
+/// The most dead letters read per model.
+const DLQ_READ: usize = 10_000;
+
+pub(super) fn routes() -> Routes {
+    Routes::new()
+        .query_async("pub.svc.admin.listDLQEntries", Auth::Role("admin"), list)
+        .procedure("pub.svc.admin.retryDLQEntry", Auth::Role("admin"), |c| async move { one(c, true).await })
+        .procedure("pub.svc.admin.dismissDLQEntry", Auth::Role("admin"), |c| async move { one(c, false).await })
+        .procedure("pub.svc.admin.retryAllDLQ", Auth::Role("admin"), retry_all)
+        .procedure("pub.svc.admin.purgeOldDLQ", Auth::Role("admin"), purge_old)
+}
+
+/// A dead letter with the model that parked it and its event as the log holds it.
+struct Entry {
+    model: &'static str,
+    letter: DeadLetter,
+    event: Option<Envelope>,
+}
+
+impl Entry {
+    /// `VALIDATION_ERROR` for a record its lexicon or its collection's rules refuse,
+    /// `PROCESSING_ERROR` otherwise.
+    fn error_type(&self) -> &'static str {
+        let reason = &self.letter.reason;
+        if reason.starts_with("invalid") || reason.contains("lexicon") {
+            "VALIDATION_ERROR"
+        } else {
+            "PROCESSING_ERROR"
+        }
+    }
+
+    fn at(&self) -> Option<DateTime<Utc>> {
+        self.event.as_ref().map(|e| e.appended_at)
+    }
+}
+
+/// Every dead letter of every model that parks events, in log order.
+async fn entries(state: &AppState) -> Result<Vec<Entry>, ApiError> {
+    let s = state.clone();
+    tokio::task::spawn_blocking(move || -> Result<Vec<Entry>, ApiError> {
+        let mut all = Vec::new();
+        for model in projections::catalog::DEAD_LETTER_MODELS.iter() {
+            let Some(version) = s.store.active_version(model).map_err(ApiError::from_error)? else { continue };
+            for letter in projections::deadletter::list(s.store.as_ref(), model, version, DLQ_READ).map_err(ApiError::from_error)? {
+                let event = s.log.read(letter.partition, letter.offset, 1).ok().and_then(|e| e.into_iter().next());
+                all.push(Entry { model, letter, event });
+            }
+        }
+        all.sort_by_key(|e| (e.letter.offset, e.letter.partition, e.model));
+        Ok(all)
+    })
+    .await
+    .map_err(|e| ApiError::internal(e.to_string()))?
+}
+
+/// `listDLQEntries`: `{entries, total}`, each with `uri`, `error` (the reason), `errorType`,
+/// `timestamp` (when the event entered the log), and svc's `model`, `kind`, `key` and log
+/// position; sets `svc_dlq_entries_total`.
+async fn list(c: Call) -> Answer {
+    let (limit, skip) = (c.limit(50), c.params.int("offset").unwrap_or(0).max(0) as usize);
+    let all = entries(&c.state).await?;
+    metrics::gauge!("svc_dlq_entries_total").set(all.len() as f64);
+    let shown: Vec<_> = all
+        .iter()
+        .skip(skip)
+        .take(limit)
+        .map(|e| {
+            let at = e.at().map(|t| t.to_rfc3339());
+            let d = &e.letter;
+            json!({"uri": d.uri, "error": d.reason, "errorType": e.error_type(), "timestamp": at, "createdAt": at,
+                   "model": e.model, "kind": d.kind, "key": d.key, "partition": d.partition, "offset": d.offset})
+        })
+        .collect();
+    Body::json(&json!({"entries": shown, "total": all.len()}))
+}
+
+/// The events that release `entry` (and, to retry it, append its event again).
+fn release(state: &AppState, admin: &str, nsid: &str, entry: &Entry, retry: bool) -> Vec<NewEvent> {
+    let d = &entry.letter;
+    let action =
+        AdminAction::DeadLetterReleased { model: entry.model.to_owned(), partition: d.partition, offset: d.offset, retried: retry };
+    let mut out = vec![NewEvent {
+        key: d.key.clone(),
+        source: Source::Command { nsid: nsid.to_owned(), caller: admin.to_owned(), host: state.identity.public_url.clone() },
+        payload: Payload::Admin(AdminCommand { actor: admin.to_owned(), action }),
+    }];
+    if let (true, Some(event)) = (retry, &entry.event) {
+        let host = match &event.source {
+            Source::Firehose { url, .. } | Source::Jetstream { url, .. } => url.clone(),
+            Source::Backfill { host } | Source::Command { host, .. } => host.clone(),
+            _ => String::new(),
+        };
+        out.push(NewEvent {
+            key: event.key.clone(),
+            source: Source::Command { nsid: nsid.to_owned(), caller: admin.to_owned(), host },
+            payload: event.payload.clone(),
+        });
+    }
+    out
+}
+
+/// Appends the release events of `chosen` and counts the action.
+async fn act(c: &Call, nsid: &str, chosen: &[&Entry], retry: bool) -> Result<usize, ApiError> {
+    let admin = c.caller()?.did.clone();
+    let events: Vec<NewEvent> = chosen.iter().flat_map(|e| release(&c.state, &admin, nsid, e, retry)).collect();
+    if !events.is_empty() {
+        crate::command::append_all(&c.state, events).await?;
+    }
+    let action = if retry { "dlq_retry" } else { "dlq_dismiss" };
+    metrics::counter!("svc_admin_actions_total", "action" => action, "target" => "dlq").increment(chosen.len() as u64);
+    Ok(chosen.len())
+}
+
+/// `retryDLQEntry` and `dismissDLQEntry`: `{success, message}`; `success = false` for an
+/// index out of range.
+async fn one(c: Call, retry: bool) -> Answer {
+    let index = c.input["index"].as_u64().unwrap_or(0) as usize;
+    let all = entries(&c.state).await?;
+    let Some(entry) = all.get(index) else {
+        return Body::json(&json!({"success": false, "message": format!("no dead letter at index {index} (there are {})", all.len())}));
+    };
+    let nsid = if retry { "pub.svc.admin.retryDLQEntry" } else { "pub.svc.admin.dismissDLQEntry" };
+    act(&c, nsid, &[entry], retry).await?;
+    let what = format!("{} at {}:{} ({})", entry.letter.kind, entry.letter.partition, entry.letter.offset, entry.model);
+    let message = if retry {
+        format!("retried {what}: its event is in the log again, and parks again if it still fails")
+    } else {
+        format!("dismissed {what}: released without retry")
+    };
+    Body::json(&json!({"success": true, "message": message}))
+}
+
+/// `retryAllDLQ`: `{success, retriedCount}`: every dead letter, or those of `errorType`.
+async fn retry_all(c: Call) -> Answer {
+    let only = c.input["errorType"].as_str().map(str::to_owned);
+    let all = entries(&c.state).await?;
+    let chosen: Vec<&Entry> = all.iter().filter(|e| only.as_deref().is_none_or(|t| t == e.error_type())).collect();
+    let n = act(&c, "pub.svc.admin.retryAllDLQ", &chosen, true).await?;
+    Body::json(&json!({"success": true, "retriedCount": n}))
+}
+
+/// `purgeOldDLQ`: `{success, purgedCount}`: dismisses the dead letters whose event entered
+/// the log more than `olderThanDays` ago (those whose time cannot be read are skipped).
+async fn purge_old(c: Call) -> Answer {
+    let days = c.input["olderThanDays"].as_i64().unwrap_or(7);
+    let cutoff = Utc::now() - chrono::Duration::days(days);
+    let all = entries(&c.state).await?;
+    let chosen: Vec<&Entry> = all.iter().filter(|e| e.at().is_some_and(|t| t < cutoff)).collect();
+    let n = act(&c, "pub.svc.admin.purgeOldDLQ", &chosen, false).await?;
+    Body::json(&json!({"success": true, "purgedCount": n}))
+}
+
+/// How many dead letters the models hold (for `getFirehoseStatus`).
+pub(super) async fn count(state: &AppState) -> Result<u64, ApiError> {
+    let s = state.clone();
+    tokio::task::spawn_blocking(move || -> Result<u64, ApiError> {
+        let mut n = 0;
+        for model in projections::catalog::DEAD_LETTER_MODELS.iter() {
+            if let Some(version) = s.store.active_version(model).map_err(ApiError::from_error)? {
+                n += projections::deadletter::count(s.store.as_ref(), model, version).map_err(ApiError::from_error)?;
+            }
+        }
+        Ok(n)
+    })
+    .await
+    .map_err(|e| ApiError::internal(e.to_string()))?
+}

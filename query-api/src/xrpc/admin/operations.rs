@@ -1,0 +1,355 @@
+//! Backfill operations: each is a command event (`command.admin` `operationStarted`), run
+//! by the node that took the call, which reports progress (and a heartbeat) as events and
+//! ends it with one; the admin model holds their state, so every node answers
+//! `getBackfillStatus` alike and a replay keeps the history.
+//!
+//! - `fullReindex` is an online replay of the log into new versions of every read model
+//!   (the `replay` crate), swapped in when complete while the API keeps serving;
+//! - `didSync` backfills one repository, `pdsScan` every repository of the known hosts;
+//! - `triggerBackfill` records an operation and starts nothing (the contract's rule).
+//!
+//! `cancelBackfill` appends a cancel request; the running node sees it within a second and
+//! stops (a cancelled reindex drops its half-built versions: the old ones go on serving).
+//! An operation whose node stopped (a crash, a restart) sends no heartbeat: after
+//! [`STALE_AFTER`] it is reported failed, and the next status read ends it in the log.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use event_schema::{AdminAction, AdminCommand, NewEvent, Payload, Source, OPERATIONS_KEY};
+use projections::admin::read::{AdminReader, Operation};
+use projections::catalog::{self, Context};
+use serde_json::{json, Value};
+use tracing::{info, warn};
+
+use crate::body::Body;
+use crate::eprints::{blocking, check_did};
+use crate::error::ApiError;
+use crate::state::AppState;
+use crate::xrpc::method::{Answer, Auth, Call, Routes};
+
+/// How often a running operation reports, even without progress (its heartbeat).
+const HEARTBEAT: Duration = Duration::from_secs(5);
+/// A running operation without a report for this long is reported failed.
+pub const STALE_AFTER: Duration = Duration::from_secs(60);
+/// How long a reindex keeps the old versions after the swap, for the live workers to move.
+const SWAP_GRACE: Duration = Duration::from_secs(3);
+
+/// The operation types of the contract.
+const TYPES: &[&str] = &["pdsScan", "freshnessScan", "citationExtraction", "fullReindex", "governanceSync", "didSync"];
+
+pub(super) fn routes() -> Routes {
+    Routes::new()
+        .procedure("pub.svc.admin.triggerFullReindex", Auth::Role("admin"), |c| async move { trigger(c, "fullReindex", json!({})).await })
+        .procedure("pub.svc.admin.triggerPDSScan", Auth::Role("admin"), |c| async move { trigger(c, "pdsScan", json!({})).await })
+        .procedure("pub.svc.admin.triggerDIDSync", Auth::Role("admin"), |c| async move {
+            let did = c.input["did"].as_str().unwrap_or_default().to_owned();
+            check_did("did", &did)?;
+            trigger(c, "didSync", json!({"did": did})).await
+        })
+        .procedure("pub.svc.admin.triggerBackfill", Auth::Role("admin"), record_only)
+        .query_async("pub.svc.admin.getBackfillStatus", Auth::Role("admin"), status)
+        .query_async("pub.svc.admin.getBackfillHistory", Auth::Role("admin"), history)
+        .procedure("pub.svc.admin.cancelBackfill", Auth::Role("admin"), cancel)
+}
+
+fn event(state: &AppState, actor: &str, nsid: &str, action: AdminAction) -> NewEvent {
+    NewEvent {
+        key: OPERATIONS_KEY.to_owned(),
+        source: Source::Command { nsid: nsid.to_owned(), caller: actor.to_owned(), host: state.identity.public_url.clone() },
+        payload: Payload::Admin(AdminCommand { actor: actor.to_owned(), action }),
+    }
+}
+
+fn operation(state: &AppState, id: &str) -> Result<Option<Operation>, ApiError> {
+    blocking(state, || Ok(AdminReader::new(state.store.as_ref())?.operation(id)?))
+}
+
+/// Appends the start of an operation and answers its id.
+async fn start(c: &Call, nsid: &str, kind: &str, runs: bool, metadata: &Value) -> Result<String, ApiError> {
+    let admin = c.caller()?.did.clone();
+    let id = uuid::Uuid::new_v4().to_string();
+    let action = AdminAction::OperationStarted { id: id.clone(), operation: kind.to_owned(), runs, metadata: Some(metadata.to_string()) };
+    crate::command::append(&c.state, event(&c.state, &admin, nsid, action)).await?;
+    metrics::counter!("svc_admin_actions_total", "action" => "backfill", "target" => kind.to_owned()).increment(1);
+    Ok(id)
+}
+
+/// `trigger*`: `{operationId, status: running}` (and `did` for `triggerDIDSync`); the work
+/// runs in the background on this node.
+async fn trigger(c: Call, kind: &'static str, metadata: Value) -> Answer {
+    let nsid = format!(
+        "pub.svc.admin.trigger{}",
+        match kind {
+            "fullReindex" => "FullReindex",
+            "pdsScan" => "PDSScan",
+            _ => "DIDSync",
+        }
+    );
+    let id = start(&c, &nsid, kind, true, &metadata).await?;
+    let runner = Runner {
+        state: c.state.clone(),
+        id: id.clone(),
+        processed: Arc::new(AtomicU64::new(0)),
+        total: Arc::new(Mutex::new(None)),
+        cancelled: Arc::new(AtomicBool::new(false)),
+    };
+    tokio::spawn(runner.run(kind, metadata.clone()));
+    let mut out = json!({"operationId": id, "status": "running"});
+    if let Some(did) = metadata.get("did") {
+        out["did"] = did.clone();
+    }
+    Body::json(&out)
+}
+
+/// `triggerBackfill`: records an operation of `type` with the rest of the input as its
+/// metadata, and starts no work: `{operation}`.
+async fn record_only(c: Call) -> Answer {
+    let kind = c.input["type"].as_str().unwrap_or_default().to_owned();
+    if !TYPES.contains(&kind.as_str()) {
+        return Err(ApiError::invalid_param("type", format!("one of {}", TYPES.join(", "))));
+    }
+    let mut metadata = c.input.clone();
+    if let Some(m) = metadata.as_object_mut() {
+        m.remove("type");
+    }
+    let id = start(&c, "pub.svc.admin.triggerBackfill", &kind, false, &metadata).await?;
+    let op = operation(&c.state, &id)?.ok_or_else(|| ApiError::internal("the operation was not applied in time"))?;
+    Body::json(&json!({"operation": op.view}))
+}
+
+/// The view of an operation, reporting one whose node went silent as failed (and ending it
+/// in the log, once).
+async fn view(state: &AppState, op: Operation) -> Value {
+    let stale = op.status == "running"
+        && op.runs
+        && chrono::DateTime::parse_from_rfc3339(&op.updated_at)
+            .is_ok_and(|t| (chrono::Utc::now() - t.with_timezone(&chrono::Utc)).to_std().is_ok_and(|age| age > STALE_AFTER));
+    let mut view = op.view.clone();
+    if stale {
+        let error = format!("interrupted: its node sent no report since {} (stopped or restarted)", op.updated_at);
+        view["status"] = json!("failed");
+        view["error"] = json!(error);
+        let processed = view["recordsProcessed"].as_u64().unwrap_or(0);
+        let end = AdminAction::OperationEnded { id: op.id.clone(), status: "failed".into(), processed, error: Some(error) };
+        let log = state.log.clone();
+        let e = event(state, &state.auth.service_did, "pub.svc.admin.getBackfillStatus", end);
+        if let Err(e) = tokio::task::spawn_blocking(move || log.append(&[e])).await {
+            warn!(error = %e, "could not end an interrupted operation");
+        }
+    } else if op.status == "running" {
+        if let (Some(done), Some(total), Ok(started)) =
+            (view["recordsProcessed"].as_u64(), view["recordsTotal"].as_u64(), chrono::DateTime::parse_from_rfc3339(&op.started_at))
+        {
+            let elapsed = (chrono::Utc::now() - started.with_timezone(&chrono::Utc)).num_milliseconds().max(0) as f64 / 1000.0;
+            if done > 0 && total >= done {
+                view["etaSeconds"] = json!(((total - done) as f64 * elapsed / done as f64).round() as u64);
+            }
+        }
+    }
+    view
+}
+
+/// `getBackfillStatus`: `{operation}` for an `id`, `{operations}` (of one `status` when
+/// given) otherwise; `NotFoundError` for an unknown id.
+async fn status(c: Call) -> Answer {
+    if let Some(id) = c.params.str("id") {
+        let op = operation(&c.state, id)?.ok_or_else(|| super::not_found_error(format!("no operation {id}")))?;
+        return Body::json(&json!({"operation": view(&c.state, op).await}));
+    }
+    let wanted = c.params.str("status").map(str::to_owned);
+    let all = blocking(&c.state, || AdminReader::new(c.state.store.as_ref())?.operations())?;
+    let mut out = Vec::new();
+    for op in all {
+        let v = view(&c.state, op).await;
+        if wanted.as_deref().is_none_or(|s| v["status"] == s) {
+            out.push(v);
+        }
+    }
+    Body::json(&json!({"operations": out}))
+}
+
+/// `getBackfillHistory`: the finished operations, newest start first.
+async fn history(c: Call) -> Answer {
+    let all = blocking(&c.state, || AdminReader::new(c.state.store.as_ref())?.operations())?;
+    let mut out = Vec::new();
+    for op in all {
+        let v = view(&c.state, op).await;
+        if v["status"] != "running" {
+            out.push(v);
+        }
+    }
+    Body::json(&json!({"operations": out}))
+}
+
+/// `cancelBackfill`: `{success, id}`; `success = false` for an unknown or finished
+/// operation. The running node stops within about a second.
+async fn cancel(c: Call) -> Answer {
+    let admin = c.caller()?.did.clone();
+    let id = c.input["id"].as_str().unwrap_or_default().to_owned();
+    let running = match operation(&c.state, &id)? {
+        Some(op) => view(&c.state, op).await["status"] == "running",
+        None => false,
+    };
+    if running {
+        let action = AdminAction::OperationCancelRequested { id: id.clone() };
+        crate::command::append(&c.state, event(&c.state, &admin, "pub.svc.admin.cancelBackfill", action)).await?;
+    }
+    Body::json(&json!({"success": running, "id": id}))
+}
+
+/// Runs one operation on this node and reports it.
+#[derive(Clone)]
+struct Runner {
+    state: AppState,
+    id: String,
+    processed: Arc<AtomicU64>,
+    total: Arc<Mutex<Option<u64>>>,
+    cancelled: Arc<AtomicBool>,
+}
+
+impl Runner {
+    fn report(&self, action: AdminAction) {
+        let e = event(&self.state, &self.state.auth.service_did, "svc", action);
+        if let Err(err) = self.state.log.append(&[e]) {
+            warn!(id = self.id, error = %err, "could not report an operation's progress");
+        }
+    }
+
+    fn progressed(&self) {
+        let total = *self.total.lock().expect("total");
+        self.report(AdminAction::OperationProgressed { id: self.id.clone(), processed: self.processed.load(Ordering::Relaxed), total });
+    }
+
+    /// Whether an admin asked the operation to stop (read from the admin model).
+    fn cancel_requested(&self) -> bool {
+        if self.cancelled.load(Ordering::Relaxed) {
+            return true;
+        }
+        let asked = AdminReader::new(self.state.store.as_ref())
+            .and_then(|r| r.operation(&self.id))
+            .ok()
+            .flatten()
+            .is_some_and(|o| o.cancel_requested);
+        self.cancelled.store(asked, Ordering::Relaxed);
+        asked
+    }
+
+    async fn run(self, kind: &'static str, metadata: Value) {
+        info!(id = self.id, kind, "operation started");
+        let beat = {
+            let me = self.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(HEARTBEAT).await;
+                    let me2 = me.clone();
+                    let _ = tokio::task::spawn_blocking(move || {
+                        me2.cancel_requested();
+                        me2.progressed();
+                    })
+                    .await;
+                }
+            })
+        };
+        let result = match kind {
+            "fullReindex" => self.reindex().await,
+            "didSync" => self.did_sync(metadata["did"].as_str().unwrap_or_default()).await,
+            _ => self.pds_scan().await,
+        };
+        beat.abort();
+        let processed = self.processed.load(Ordering::Relaxed);
+        let (status, error) = match result {
+            Ok(()) if self.cancelled.load(Ordering::Relaxed) => ("cancelled", None),
+            Ok(()) => ("completed", None),
+            Err(e) => ("failed", Some(e)),
+        };
+        info!(id = self.id, kind, status, processed, error, "operation ended");
+        let me = self.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            me.report(AdminAction::OperationEnded { id: me.id.clone(), status: status.into(), processed, error });
+        })
+        .await;
+    }
+
+    /// Replays the log into new versions of every read model and swaps them in.
+    async fn reindex(&self) -> Result<(), String> {
+        let me = self.clone();
+        tokio::task::spawn_blocking(move || -> Result<(), String> {
+            let s = &me.state;
+            let ctx = Context { store: s.store.clone(), node: s.node.clone(), search: s.search.clone(), lexicons: s.lexicons.clone() };
+            let total: u64 = s.log.end_offsets().map_err(|e| e.to_string())?.iter().sum();
+            *me.total.lock().expect("total") = Some(total);
+            let options = replay::RebuildOptions { models: catalog::MODELS.to_vec(), grace: SWAP_GRACE };
+            let last = Mutex::new(Instant::now());
+            let result = replay::rebuild_all_reporting(s.log.as_ref(), &ctx, &options, &|read| {
+                me.processed.store(read.min(total), Ordering::Relaxed);
+                let mut last = last.lock().expect("last");
+                if last.elapsed() >= Duration::from_secs(1) {
+                    *last = Instant::now();
+                    me.progressed();
+                }
+                !me.cancel_requested()
+            });
+            match result {
+                Ok(_) => Ok(()),
+                Err(replay::ReplayError::Projection { source: projections::ProjectionError::Cancelled, .. }) => Ok(()),
+                Err(e) => Err(e.to_string()),
+            }
+        })
+        .await
+        .map_err(|e| e.to_string())?
+    }
+
+    /// Backfills one repository.
+    async fn did_sync(&self, did: &str) -> Result<(), String> {
+        *self.total.lock().expect("total") = Some(1);
+        let resolver = self.state.sync.fetcher.resolver().clone();
+        let report = ingest::backfill::backfill_repo(self.state.log.clone(), &resolver, did, &self.state.sync.collections)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.processed.store((report.records + report.deletes) as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Backfills every repository of every known host that has records in the index.
+    async fn pds_scan(&self) -> Result<(), String> {
+        let s = self.state.clone();
+        let hosts = tokio::task::spawn_blocking(move || AdminReader::new(s.store.as_ref()).and_then(|r| r.hosts()))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+        let urls: Vec<String> = hosts
+            .iter()
+            .filter(|h| h["recordCount"].as_i64() > Some(0))
+            .filter_map(|h| h["pdsUrl"].as_str().map(as_http))
+            .filter(|u| u.starts_with("http"))
+            .collect();
+        *self.total.lock().expect("total") = Some(urls.len() as u64);
+        let resolver = self.state.sync.fetcher.resolver().clone();
+        let mut failures = Vec::new();
+        let mut urls = urls;
+        urls.dedup();
+        for url in urls {
+            let me = self.clone();
+            if tokio::task::spawn_blocking(move || me.cancel_requested()).await.unwrap_or(false) {
+                return Ok(());
+            }
+            match ingest::backfill::backfill_pds(self.state.log.clone(), &resolver, &url, &self.state.sync.collections).await {
+                Ok(repos) => failures.extend(repos.into_iter().filter_map(Result::err).map(|e| e.to_string())),
+                Err(e) => failures.push(format!("{url}: {e}")),
+            }
+            self.processed.fetch_add(1, Ordering::Relaxed);
+        }
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{} repositories failed; first: {}", failures.len(), failures[0]))
+        }
+    }
+}
+
+/// A host's HTTP base URL: a firehose's `ws(s)://` address becomes `http(s)://`.
+fn as_http(url: &str) -> String {
+    url.replacen("wss://", "https://", 1).replacen("ws://", "http://", 1)
+}

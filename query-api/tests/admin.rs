@@ -1,0 +1,260 @@
+//! The admin surface in process: every admin operation refused to a non-admin, counts and
+//! users, content listings, take-downs that every read model applies (and keeps through a
+//! later write and a replay), the dead letters retried and dismissed, and backfill
+//! operations (a full reindex to completion, a record-only operation cancelled).
+
+mod support;
+
+use axum::http::StatusCode;
+use data_encoding::BASE64URL_NOPAD;
+use event_schema::{IdentityChange, NewEvent, Payload, Source};
+use query_api::auth::tokens::{LoginClaims, CODE_TYP};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use support::*;
+
+const ALICE: &str = "did:plc:alice000000000000000000";
+const BOB: &str = "did:plc:bob00000000000000000000";
+const CAROL: &str = "did:plc:carol0000000000000000000";
+const ADMIN: &str = "did:plc:admin000000000000000000";
+const VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+
+async fn login(f: &Fixture, did: &str, jti: &str) -> String {
+    let now = chrono::Utc::now().timestamp();
+    let claims = LoginClaims {
+        iss: SERVICE_DID.into(),
+        sub: did.into(),
+        aud: SERVICE_DID.into(),
+        exp: now + 60,
+        iat: now,
+        jti: jti.into(),
+        challenge: Some(BASE64URL_NOPAD.encode(&Sha256::digest(VERIFIER.as_bytes()))),
+        handle: None,
+    };
+    let code = f.state.auth.keys.sign(CODE_TYP, &claims);
+    let (status, tokens) =
+        f.post_as("/oauth/token", None, json!({"grant_type": "authorization_code", "code": code, "code_verifier": VERIFIER})).await;
+    assert_eq!(status, StatusCode::OK, "{tokens}");
+    tokens["access_token"].as_str().unwrap().to_owned()
+}
+
+fn identity(did: &str, handle: &str) -> NewEvent {
+    NewEvent::repo(
+        Source::Manual { note: "test".into() },
+        Payload::Identity(IdentityChange { did: did.into(), handle: Some(handle.into()), display_name: None }),
+    )
+}
+
+fn review(did: &str, rkey: &str, rev: &str, eprint: &str, text: &str) -> NewEvent {
+    create(
+        did,
+        "pub.svc.review.comment",
+        rkey,
+        rev,
+        json!({
+        "eprintUri": eprint,
+        "body": [{"$type": "pub.svc.richtext.defs#textItem", "type": "text", "content": text}],
+        "createdAt": "2024-07-01T00:00:00Z"}),
+    )
+}
+
+/// Alice's two papers, Bob's review and endorsement, Carol's invalid review; an admin and
+/// a plain user logged in.
+async fn fixture() -> (Fixture, String, String) {
+    let mut f = Fixture::new();
+    let p1 = format!("at://{ALICE}/pub.svc.eprint.submission/p1");
+    f.apply(vec![
+        identity(ALICE, "alice.test"),
+        identity(BOB, "bob.test"),
+        create(ALICE, "pub.svc.eprint.submission", "p1", "3l0000000000a", submission("Sparse Transformers", ALICE, "2024-05-01T00:00:00Z")),
+        create(ALICE, "pub.svc.eprint.submission", "p2", "3l0000000000b", submission("Dense Retrieval", ALICE, "2024-06-01T00:00:00Z")),
+        review(BOB, "r1", "3l0000000000c", &p1, "Convincing ablation."),
+        create(
+            BOB,
+            "pub.svc.review.endorsement",
+            "n1",
+            "3l0000000000d",
+            json!({
+            "eprintUri": p1, "contributions": ["methodological"], "createdAt": "2024-07-07T00:00:00Z"}),
+        ),
+        create(CAROL, "pub.svc.review.comment", "bad", "3l0000000000e", json!({"body": "no eprint", "createdAt": "2024-07-01T00:00:00Z"})),
+    ]);
+    f.live();
+    query_api::xrpc::admin::bootstrap(&f.state, &[ADMIN.to_owned()]).await.unwrap();
+    let admin = login(&f, ADMIN, "a").await;
+    let user = login(&f, CAROL, "u").await;
+    (f, admin, user)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_admin_operation_refuses_a_non_admin_and_an_anonymous_caller() {
+    let (f, _, user) = fixture().await;
+    let admin_ops: Vec<_> =
+        query_api::xrpc::methods().methods().iter().filter(|m| m.nsid.starts_with("pub.svc.admin.")).map(|m| (m.nsid, m.kind)).collect();
+    assert!(admin_ops.len() >= 30, "{admin_ops:?}");
+    for (nsid, kind) in admin_ops {
+        let path = format!("/xrpc/{nsid}");
+        let (status, body) = match kind {
+            query_api::xrpc::Kind::Query => f.get_as(&path, &user).await,
+            query_api::xrpc::Kind::Procedure => f.post_as(&path, Some(&user), json!({})).await,
+        };
+        assert_eq!((status, body["error"].as_str()), (StatusCode::FORBIDDEN, Some("AuthorizationError")), "{nsid}: {body}");
+        let (status, _) = f.post_as(&path, None, json!({})).await;
+        assert!(status == StatusCode::UNAUTHORIZED || status == StatusCode::METHOD_NOT_ALLOWED, "{nsid}: {status}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counts_users_listings_and_take_downs() {
+    let (f, admin, _) = fixture().await;
+    let get = |path: String| {
+        let (f, admin) = (&f, admin.clone());
+        async move {
+            let (status, body) = f.get_as(&path, &admin).await;
+            assert_eq!(status, StatusCode::OK, "{path}: {body}");
+            body
+        }
+    };
+    let overview = get("/xrpc/pub.svc.admin.getOverview".into()).await;
+    assert_eq!(overview, json!({"eprints": 2, "authors": 3, "reviews": 1, "endorsements": 1, "collections": 0, "tags": 0}));
+
+    // Users, by handle or DID prefix.
+    let users = get("/xrpc/pub.svc.admin.searchUsers?query=ALICE.t".into()).await;
+    assert_eq!(users["users"].as_array().unwrap().len(), 1, "{users}");
+    assert_eq!((users["users"][0]["did"].as_str(), users["users"][0]["eprintCount"].as_u64()), (Some(ALICE), Some(2)));
+    let users = get("/xrpc/pub.svc.admin.searchUsers?query=did:plc:b".into()).await;
+    assert_eq!((users["users"][0]["handle"].as_str(), users["users"][0]["reviewCount"].as_u64()), (Some("bob.test"), Some(1)));
+    assert_eq!(users["users"][0]["endorsementCount"], 1);
+    let users = get(format!("/xrpc/pub.svc.admin.searchUsers?query={}", enc("did:plc:admin"))).await;
+    assert_eq!(users["users"].as_array().unwrap().len(), 0, "an admin who wrote nothing is not in the index: {users}");
+    let detail = get(format!("/xrpc/pub.svc.admin.getUserDetail?did={BOB}")).await;
+    assert_eq!((detail["reviewCount"].as_u64(), detail["handle"].as_str()), (Some(1), Some("bob.test")));
+    let (status, e) = f.get_as("/xrpc/pub.svc.admin.getUserDetail?did=did:plc:nobody", &admin).await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::NOT_FOUND, Some("NotFoundError")));
+
+    // Content listings.
+    let eprints = get("/xrpc/pub.svc.admin.listEprints".into()).await;
+    assert_eq!(eprints["total"], 2);
+    assert_eq!(eprints["items"][0]["title"], "Dense Retrieval", "newest first: {eprints}");
+    assert_eq!(eprints["items"][0]["authorDid"], ALICE);
+    assert_eq!(get("/xrpc/pub.svc.admin.listEprints?q=sparse".into()).await["total"], 1);
+    assert_eq!(get("/xrpc/pub.svc.admin.listEprints?offset=1&limit=1".into()).await["items"][0]["title"], "Sparse Transformers");
+    let reviews = get("/xrpc/pub.svc.admin.listReviews".into()).await;
+    assert_eq!((reviews["total"].as_u64(), reviews["items"][0]["reviewerDid"].as_str()), (Some(1), Some(BOB)));
+    let endorsements = get("/xrpc/pub.svc.admin.listEndorsements?limit=1".into()).await;
+    assert_eq!((endorsements["total"].as_u64(), endorsements["items"][0]["endorserDid"].as_str()), (Some(1), Some(BOB)));
+    assert_eq!(f.get_as("/xrpc/pub.svc.admin.listReviews?cursor=x", &admin).await.0, StatusCode::BAD_REQUEST);
+
+    // Take-downs.
+    let p1 = format!("at://{ALICE}/pub.svc.eprint.submission/p1");
+    let r1 = format!("at://{BOB}/pub.svc.review.comment/r1");
+    let (status, e) =
+        f.post_as("/xrpc/pub.svc.admin.deleteContent", Some(&admin), json!({"uri": r1, "collection": "pub.svc.eprint.userTag"})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{e}");
+    let gone = format!("at://{BOB}/pub.svc.review.comment/never");
+    let (status, e) =
+        f.post_as("/xrpc/pub.svc.admin.deleteContent", Some(&admin), json!({"uri": gone, "collection": "pub.svc.review.comment"})).await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::NOT_FOUND, Some("NotFoundError")));
+    let (status, done) = f
+        .post_as(
+            "/xrpc/pub.svc.admin.deleteContent",
+            Some(&admin),
+            json!({"uri": r1, "collection": "pub.svc.review.comment", "reason": "spam"}),
+        )
+        .await;
+    assert_eq!((status, done), (StatusCode::OK, json!({"success": true, "uri": r1})));
+    assert_eq!(get("/xrpc/pub.svc.admin.listReviews".into()).await["total"], 0);
+    assert_eq!(f.get(&format!("/xrpc/pub.svc.review.listForEprint?eprintUri={}", enc(&p1))).await.1["reviews"], json!([]));
+    // The repository writes the review again, newer: it stays down.
+    f.log.append(&[review(BOB, "r1", "3l0000000000z", &p1, "Edited.")]).unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let (status, _) =
+        f.post_as("/xrpc/pub.svc.admin.deleteContent", Some(&admin), json!({"uri": p1, "collection": "pub.svc.eprint.submission"})).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(f.get(&format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(&p1))).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(get("/xrpc/pub.svc.admin.listEprints".into()).await["total"], 1, "gone from the search index too");
+    assert_eq!(get("/xrpc/pub.svc.admin.listReviews".into()).await["total"], 0, "a later write does not bring it back");
+    let audit = get(format!("/xrpc/pub.svc.admin.getAuditLog?actorDid={ADMIN}")).await;
+    let actions: Vec<&str> = audit["entries"].as_array().unwrap().iter().filter_map(|e| e["action"].as_str()).collect();
+    assert_eq!(actions.iter().filter(|a| **a == "delete").count(), 2, "{audit}");
+    let deletion = audit["entries"].as_array().unwrap().iter().find(|e| e["details"]["uri"] == r1.as_str()).unwrap();
+    assert_eq!((deletion["details"]["reason"].as_str(), deletion["targetDid"].as_str()), (Some("spam"), Some(BOB)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_letters_are_retried_and_dismissed() {
+    let (f, admin, _) = fixture().await;
+    let list = || async { f.get_as("/xrpc/pub.svc.admin.listDLQEntries", &admin).await.1 };
+    let before = list().await;
+    assert_eq!(before["total"], 1, "{before}");
+    let reason = before["entries"][0]["error"].clone();
+    assert_eq!(before["entries"][0]["errorType"], "VALIDATION_ERROR");
+    let (_, out) = f.post_as("/xrpc/pub.svc.admin.retryDLQEntry", Some(&admin), json!({"index": 5})).await;
+    assert_eq!(out["success"], false, "{out}");
+    let (_, out) = f.post_as("/xrpc/pub.svc.admin.retryDLQEntry", Some(&admin), json!({"index": 0})).await;
+    assert_eq!(out["success"], true, "{out}");
+    let after = list().await;
+    assert_eq!((after["total"].as_u64(), &after["entries"][0]["error"]), (Some(1), &reason), "it fails again, alone: {after}");
+    assert_ne!(after["entries"][0]["offset"], before["entries"][0]["offset"], "the retried event parked anew");
+    let (_, out) = f.post_as("/xrpc/pub.svc.admin.retryAllDLQ", Some(&admin), json!({"errorType": "PROCESSING_ERROR"})).await;
+    assert_eq!(out, json!({"success": true, "retriedCount": 0}));
+    let (_, out) = f.post_as("/xrpc/pub.svc.admin.purgeOldDLQ", Some(&admin), json!({"olderThanDays": 7})).await;
+    assert_eq!(out, json!({"success": true, "purgedCount": 0}), "nothing that old");
+    let (_, out) = f.post_as("/xrpc/pub.svc.admin.dismissDLQEntry", Some(&admin), json!({"index": 0})).await;
+    assert_eq!(out["success"], true, "{out}");
+    assert_eq!(list().await["total"], 0, "dismissed: released");
+    let status = f.get_as("/xrpc/pub.svc.admin.getFirehoseStatus", &admin).await.1;
+    assert_eq!((status["dlqCount"].as_u64(), &status["cursor"]), (Some(0), &Value::Null), "{status}");
+    let audit = f.get_as("/xrpc/pub.svc.admin.getAuditLog", &admin).await.1;
+    let actions: Vec<&str> = audit["entries"].as_array().unwrap().iter().filter_map(|e| e["action"].as_str()).collect();
+    assert!(actions.contains(&"dlq_retry") && actions.contains(&"dlq_dismiss"), "{audit}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_reindex_completes_and_a_recorded_operation_is_cancelled() {
+    let (f, admin, _) = fixture().await;
+    let p2 = format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(&format!("at://{ALICE}/pub.svc.eprint.submission/p2")));
+    let before = f.get(&p2).await;
+    let old = f.state.store.active_version("eprints").unwrap();
+    let (status, started) = f.post_as("/xrpc/pub.svc.admin.triggerFullReindex", Some(&admin), json!({})).await;
+    assert_eq!((status, started["status"].as_str()), (StatusCode::OK, Some("running")), "{started}");
+    let id = started["operationId"].as_str().unwrap().to_owned();
+    let mut op = Value::Null;
+    for _ in 0..300 {
+        op = f.get_as(&format!("/xrpc/pub.svc.admin.getBackfillStatus?id={id}"), &admin).await.1["operation"].clone();
+        if op["status"] != "running" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        (op["status"].as_str(), op["progress"].as_u64(), op["type"].as_str()),
+        (Some("completed"), Some(100), Some("fullReindex")),
+        "{op}"
+    );
+    assert!(op["recordsProcessed"].as_u64() > Some(0), "{op}");
+    assert_ne!(f.state.store.active_version("eprints").unwrap(), old, "a new version was swapped in");
+    assert_eq!(f.get(&p2).await, before, "the same answer from the rebuilt models");
+
+    // triggerBackfill records an operation and starts nothing; it can be cancelled.
+    let (_, made) = f.post_as("/xrpc/pub.svc.admin.triggerBackfill", Some(&admin), json!({"type": "pdsScan", "note": "later"})).await;
+    assert_eq!(
+        (made["operation"]["status"].as_str(), made["operation"]["metadata"]["note"].as_str()),
+        (Some("running"), Some("later")),
+        "{made}"
+    );
+    let other = made["operation"]["id"].as_str().unwrap().to_owned();
+    let running = f.get_as("/xrpc/pub.svc.admin.getBackfillStatus?status=running", &admin).await.1;
+    assert_eq!(running["operations"].as_array().unwrap().len(), 1, "{running}");
+    assert_eq!(
+        f.post_as("/xrpc/pub.svc.admin.cancelBackfill", Some(&admin), json!({"id": other})).await.1,
+        json!({"success": true, "id": other})
+    );
+    assert_eq!(f.post_as("/xrpc/pub.svc.admin.cancelBackfill", Some(&admin), json!({"id": other})).await.1["success"], false);
+    assert_eq!(f.post_as("/xrpc/pub.svc.admin.cancelBackfill", Some(&admin), json!({"id": id})).await.1["success"], false, "finished");
+    let history = f.get_as("/xrpc/pub.svc.admin.getBackfillHistory", &admin).await.1;
+    let statuses: Vec<&str> = history["operations"].as_array().unwrap().iter().filter_map(|o| o["status"].as_str()).collect();
+    assert_eq!(statuses, vec!["cancelled", "completed"], "newest first: {history}");
+    let (status, e) = f.get_as("/xrpc/pub.svc.admin.getBackfillStatus?id=nope", &admin).await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::NOT_FOUND, Some("NotFoundError")));
+}
