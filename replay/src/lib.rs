@@ -44,12 +44,15 @@ pub struct RebuildOptions {
     /// How long the old version is kept after the swap before it is dropped: zero when no
     /// other process can be reading or writing it.
     pub grace: Duration,
+    /// Events per batch: large for speed; smaller ones let an online rebuild report
+    /// progress and stop on a cancel sooner.
+    pub batch_size: usize,
 }
 
 impl RebuildOptions {
     /// Every read model, dropping old versions at once (the service is stopped).
     pub fn offline() -> RebuildOptions {
-        RebuildOptions { models: catalog::MODELS.to_vec(), grace: Duration::ZERO }
+        RebuildOptions { models: catalog::MODELS.to_vec(), grace: Duration::ZERO, batch_size: REBUILD_BATCH }
     }
 }
 
@@ -67,7 +70,7 @@ pub enum ReplayError {
 }
 
 /// Events per batch during a rebuild: large, since nobody waits for visibility.
-const REBUILD_BATCH: usize = 16384;
+pub const REBUILD_BATCH: usize = 16384;
 
 /// A version of one read model being built.
 struct Build {
@@ -192,7 +195,7 @@ pub fn rebuild_all_reporting(
     let results = catch_up_all_reporting(
         log,
         builds.iter_mut().map(|b| b.projection.as_mut() as &mut dyn Projection).collect(),
-        REBUILD_BATCH,
+        options.batch_size,
         on_read,
     );
     let mut reports = Vec::new();

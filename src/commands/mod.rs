@@ -142,10 +142,15 @@ pub fn replay(args: ReplayArgs) -> anyhow::Result<()> {
     let ctx = open_context(data, node_models)?;
     let total = log.end_offsets()?.iter().sum();
     let progress = crate::progress::Progress::new("replaying", "events", total);
-    let reports = replay::rebuild_all_reporting(log.as_ref(), &ctx, &replay::RebuildOptions { models, grace }, &|read| {
-        progress.set(read);
-        true
-    })?;
+    let reports = replay::rebuild_all_reporting(
+        log.as_ref(),
+        &ctx,
+        &replay::RebuildOptions { models, grace, batch_size: replay::REBUILD_BATCH },
+        &|read| {
+            progress.set(read);
+            true
+        },
+    )?;
     progress.finish();
     let mut out = std::io::stdout().lock();
     for r in reports {

@@ -83,8 +83,8 @@ fn get_audit_log(c: &Call) -> Answer {
     Body::json(&out)
 }
 
-/// `getSystemHealth`: `{status, databases: [{name, healthy, latencyMs, error?}], uptime,
-/// timestamp}`: each backend this node uses (the log, the shared store, this node's own
+/// `getSystemHealth`: `{status, databases: [{name, healthy, latencyMs, error?}], readModels:
+/// [{name, activeVersion, versions: [{version, state}]}], uptime, timestamp}`: each backend this node uses (the log, the shared store, this node's own
 /// store when it is another, the search index), checked and timed now. `healthy` when all
 /// answer, `unhealthy` when none does, `degraded` otherwise.
 async fn system_health(c: Call) -> Answer {
@@ -115,6 +115,22 @@ async fn system_health(c: Call) -> Answer {
     })
     .await
     .map_err(|e| ApiError::internal(e.to_string()))?;
+    let s = c.state.clone();
+    let models = tokio::task::spawn_blocking(move || {
+        projections::catalog::MODELS
+            .iter()
+            .map(|model| {
+                let registry = if projections::catalog::NODE_MODELS.contains(model) { &s.node } else { &s.store };
+                let versions: Vec<Value> = registry
+                    .versions(model)
+                    .map(|v| v.into_iter().map(|(n, state)| json!({"version": n, "state": format!("{state:?}").to_lowercase()})).collect())
+                    .unwrap_or_default();
+                json!({"name": model, "activeVersion": registry.active_version(model).ok().flatten(), "versions": versions})
+            })
+            .collect::<Vec<Value>>()
+    })
+    .await
+    .map_err(|e| ApiError::internal(e.to_string()))?;
     let up = databases.iter().filter(|d| d["healthy"] == true).count();
     let status = match up {
         n if n == databases.len() => "healthy",
@@ -124,6 +140,7 @@ async fn system_health(c: Call) -> Answer {
     Body::json(&json!({
         "status": status,
         "databases": databases,
+        "readModels": models,
         "uptime": c.state.started.elapsed().as_secs(),
         "timestamp": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
     }))

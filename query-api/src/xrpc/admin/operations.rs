@@ -36,6 +36,10 @@ pub const STALE_AFTER: Duration = Duration::from_secs(60);
 /// How long a reindex keeps the old versions after the swap, for the live workers to move.
 const SWAP_GRACE: Duration = Duration::from_secs(3);
 
+/// Events per batch of an online reindex: small enough to report progress and stop on a
+/// cancel within a fraction of a second, large enough to cost little over a rebuild's.
+const REINDEX_BATCH: usize = 2048;
+
 /// The operation types of the contract.
 const TYPES: &[&str] = &["pdsScan", "freshnessScan", "citationExtraction", "fullReindex", "governanceSync", "didSync"];
 
@@ -280,7 +284,7 @@ impl Runner {
             let ctx = Context { store: s.store.clone(), node: s.node.clone(), search: s.search.clone(), lexicons: s.lexicons.clone() };
             let total: u64 = s.log.end_offsets().map_err(|e| e.to_string())?.iter().sum();
             *me.total.lock().expect("total") = Some(total);
-            let options = replay::RebuildOptions { models: catalog::MODELS.to_vec(), grace: SWAP_GRACE };
+            let options = replay::RebuildOptions { models: catalog::MODELS.to_vec(), grace: SWAP_GRACE, batch_size: REINDEX_BATCH };
             let last = Mutex::new(Instant::now());
             let result = replay::rebuild_all_reporting(s.log.as_ref(), &ctx, &options, &|read| {
                 me.processed.store(read.min(total), Ordering::Relaxed);

@@ -1,0 +1,256 @@
+//! The admin surface as an operator uses it, against a real PDS, on the embedded backend and
+//! on the Kafka log: an admin from `ADMIN_DIDS` logs in the AT Protocol way; an invalid
+//! record written on the PDS shows in the dead letters, fails again when retried and is
+//! released when dismissed; a review taken down with `deleteContent` leaves every
+//! operation and stays gone through a full reindex; the full reindex runs through the API
+//! while searches run (none fails, progress to completion, answers byte-identical after);
+//! a second reindex cancelled at once leaves the old versions serving and no half-built one.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use data_encoding::BASE64URL_NOPAD;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use tests::pds::{submission, Account, Pds};
+use tests::{enc, Backend, Service};
+
+const SERVICE_DID: &str = "did:web:svc.test";
+const VERIFIER: &str = "M25iVXpKU3puUjFaYWg3T1NDTDQtcW1ROUY5YXlwalNoc0hhakxifmZHag";
+/// Papers seeded before the scenario, so that a reindex has work to report on.
+const PAPERS: usize = 1500;
+
+async fn login(svc: &Service, pds: &Pds, who: &Account) -> String {
+    let proof = pds.service_auth(who, SERVICE_DID, query_api::auth::oauth::AUTHORIZE_LXM, None).await.unwrap();
+    let challenge = BASE64URL_NOPAD.encode(&Sha256::digest(VERIFIER.as_bytes()));
+    let (status, code) =
+        svc.post("/oauth/authorize", Some(&proof), &json!({"code_challenge": challenge, "code_challenge_method": "S256"})).await.unwrap();
+    assert_eq!(status, 200, "{code}");
+    let body = json!({"grant_type": "authorization_code", "code": code["code"], "code_verifier": VERIFIER});
+    let (status, tokens) = svc.post("/oauth/token", None, &body).await.unwrap();
+    assert_eq!(status, 200, "{tokens}");
+    tokens["access_token"].as_str().unwrap().to_owned()
+}
+
+async fn get_as(svc: &Service, token: &str, path: &str) -> (u16, Value) {
+    let r = reqwest::Client::new().get(format!("{}{path}", svc.base)).bearer_auth(token).send().await.unwrap();
+    (r.status().as_u16(), r.json().await.unwrap())
+}
+
+/// Polls an admin query until `check` accepts it (20 s at most).
+async fn until(svc: &Service, token: &str, path: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let started = Instant::now();
+    loop {
+        let (status, body) = get_as(svc, token, path).await;
+        if status == 200 && check(&body) {
+            return body;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "{what}: still {status} {body}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn rich(text: &str) -> Value {
+    json!([{"$type": "pub.svc.richtext.defs#textItem", "type": "text", "content": text}])
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// The dead letter of `uri`, if listed: `(index, entry)`.
+fn letter_of(list: &Value, uri: &str) -> Option<(usize, Value)> {
+    list["entries"].as_array().unwrap().iter().enumerate().find(|(_, e)| e["uri"] == uri).map(|(i, e)| (i, e.clone()))
+}
+
+/// Searches in a loop until `stop`; the latencies (µs) and the answers that were not 200.
+async fn search_load(base: String, stop: Arc<AtomicBool>) -> (Vec<u64>, Vec<String>) {
+    let http = reqwest::Client::new();
+    let words = ["graph", "neural", "quantum", "learning", "spectral", "model"];
+    let (mut latencies, mut failures) = (Vec::new(), Vec::new());
+    let mut i = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let started = Instant::now();
+        let url = format!("{base}/xrpc/pub.svc.eprint.searchSubmissions?query={}&limit=10", words[i % words.len()]);
+        match http.get(&url).send().await {
+            Ok(r) if r.status() == 200 => latencies.push(started.elapsed().as_micros() as u64),
+            Ok(r) => failures.push(format!("{}: {}", r.status(), r.text().await.unwrap_or_default())),
+            Err(e) => failures.push(e.to_string()),
+        }
+        i += 1;
+    }
+    (latencies, failures)
+}
+
+fn p99(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v.get((v.len() * 99 / 100).min(v.len().saturating_sub(1))).copied().unwrap_or(0)
+}
+
+/// Polls the operation `id` until it is no longer running; every view seen.
+async fn follow(svc: &Service, token: &str, id: &str) -> Vec<Value> {
+    let started = Instant::now();
+    let mut seen = Vec::new();
+    loop {
+        let (status, body) = get_as(svc, token, &format!("/xrpc/pub.svc.admin.getBackfillStatus?id={id}")).await;
+        assert_eq!(status, 200, "{body}");
+        let op = body["operation"].clone();
+        seen.push(op.clone());
+        if op["status"] != "running" {
+            return seen;
+        }
+        assert!(started.elapsed() < Duration::from_secs(300), "the operation did not end: {op}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn versions(svc: &Service, token: &str) -> Value {
+    get_as(svc, token, "/xrpc/pub.svc.admin.getSystemHealth").await.1["readModels"].clone()
+}
+
+async fn scenario(pds: &Pds, alice: &Account, bob: &Account, admin: &Account, backend: &Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let papers = dir.path().join("papers.jsonl");
+    tests::write_papers(&papers, PAPERS).unwrap();
+    backend.svc(&["seed", "--data-dir", data.to_str().unwrap(), papers.to_str().unwrap()]).unwrap();
+    let svc = Service::start_with(&data, tests::free_port(), backend).await.unwrap();
+    svc.wait_caught_up().await.unwrap();
+    let token = login(&svc, pds, admin).await;
+    let user = login(&svc, pds, bob).await;
+    assert_eq!(get_as(&svc, &user, "/xrpc/pub.svc.admin.listDLQEntries").await.0, 403, "a non-admin");
+
+    // An invalid record: listed, retried (fails again with the same reason), dismissed.
+    let (bad, _) = pds.create_record(bob, "pub.svc.review.comment", &json!({"body": rich("no paper"), "createdAt": now()})).await.unwrap();
+    let list = "/xrpc/pub.svc.admin.listDLQEntries?limit=100";
+    let listed = until(&svc, &token, list, "the invalid record's dead letter", |l| letter_of(l, &bad).is_some()).await;
+    let (index, first) = letter_of(&listed, &bad).unwrap();
+    assert_eq!(first["errorType"], "VALIDATION_ERROR", "{first}");
+    let (status, out) = svc.post("/xrpc/pub.svc.admin.retryDLQEntry", Some(&token), &json!({"index": index})).await.unwrap();
+    assert_eq!((status, &out["success"]), (200, &json!(true)), "{out}");
+    let listed = until(&svc, &token, list, "the retried record parked again", |l| {
+        letter_of(l, &bad).is_some_and(|(_, e)| e["offset"] != first["offset"])
+    })
+    .await;
+    let (index, again) = letter_of(&listed, &bad).unwrap();
+    assert_eq!(again["error"], first["error"], "the same reason");
+    let (_, out) = svc.post("/xrpc/pub.svc.admin.dismissDLQEntry", Some(&token), &json!({"index": index})).await.unwrap();
+    assert_eq!(out["success"], true, "{out}");
+    assert!(letter_of(&get_as(&svc, &token, list).await.1, &bad).is_none(), "dismissed: released");
+
+    // A review taken down.
+    let (paper, _) =
+        pds.create_record(alice, "pub.svc.eprint.submission", &submission("Spectral Graph Wavelets", alice, None)).await.unwrap();
+    let (review, _) = pds
+        .create_record(bob, "pub.svc.review.comment", &json!({"eprintUri": paper, "body": rich("Rude words."), "createdAt": now()}))
+        .await
+        .unwrap();
+    let reviews = format!("/xrpc/pub.svc.review.listForEprint?eprintUri={}", enc(&paper));
+    until(&svc, &token, &reviews, "the review", |b| b["reviews"].as_array().is_some_and(|r| r.len() == 1)).await;
+    let body = json!({"uri": review, "collection": "pub.svc.review.comment", "reason": "abuse"});
+    assert_eq!(
+        svc.post("/xrpc/pub.svc.admin.deleteContent", Some(&token), &body).await.unwrap(),
+        (200, json!({"success": true, "uri": review}))
+    );
+    assert_eq!(svc.get(&reviews).await.unwrap().2["reviews"], json!([]), "gone after deleteContent");
+    assert_eq!(svc.get(&format!("/xrpc/pub.svc.review.getThread?uri={}", enc(&review))).await.unwrap().0, 404);
+    let listed = get_as(&svc, &token, "/xrpc/pub.svc.admin.listReviews?limit=100").await.1;
+    assert!(!listed["items"].as_array().unwrap().iter().any(|i| i["uri"] == review.as_str()), "{listed}");
+
+    // A full reindex through the API, under a load of searches.
+    let queries = [
+        "/xrpc/pub.svc.eprint.searchSubmissions?query=graph&limit=20".to_owned(),
+        format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(&paper)),
+        reviews.clone(),
+        "/xrpc/pub.svc.eprint.searchSubmissions?query=*&sortBy=date&limit=50".to_owned(),
+    ];
+    let mut before = Vec::new();
+    for q in &queries {
+        before.push(svc.get_bytes(q).await.unwrap());
+    }
+    let baseline_stop = Arc::new(AtomicBool::new(false));
+    let baseline = tokio::spawn(search_load(svc.base.clone(), baseline_stop.clone()));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    baseline_stop.store(true, Ordering::Relaxed);
+    let (baseline, failures) = baseline.await.unwrap();
+    assert!(failures.is_empty(), "{failures:?}");
+    let old = versions(&svc, &token).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let load = tokio::spawn(search_load(svc.base.clone(), stop.clone()));
+    let (status, started) = svc.post("/xrpc/pub.svc.admin.triggerFullReindex", Some(&token), &json!({})).await.unwrap();
+    assert_eq!((status, &started["status"]), (200, &json!("running")), "{started}");
+    let id = started["operationId"].as_str().unwrap().to_owned();
+    let seen = follow(&svc, &token, &id).await;
+    stop.store(true, Ordering::Relaxed);
+    let (during, failures) = load.await.unwrap();
+    assert!(failures.is_empty(), "searches failed during the reindex: {failures:?}");
+    let last = seen.last().unwrap();
+    assert_eq!((last["status"].as_str(), last["progress"].as_u64()), (Some("completed"), Some(100)), "{last}");
+    assert!(last["recordsProcessed"].as_u64() >= Some(PAPERS as u64), "{last}");
+    let progress: Vec<u64> = seen.iter().filter_map(|o| o["progress"].as_u64()).collect();
+    assert!(progress.windows(2).all(|w| w[0] <= w[1]), "progress only grows: {progress:?}");
+    println!(
+        "{}: search p99 {} µs without a reindex ({} searches), {} µs during one ({} searches, {} progress reads: {progress:?})",
+        backend.name,
+        p99(baseline.clone()),
+        baseline.len(),
+        p99(during.clone()),
+        during.len(),
+        seen.len()
+    );
+    let new = versions(&svc, &token).await;
+    assert_ne!(old, new, "new versions were swapped in");
+    for (q, (status, bytes)) in queries.iter().zip(&before) {
+        let (status2, bytes2) = svc.get_bytes(q).await.unwrap();
+        assert_eq!((status2, &bytes2), (*status, bytes), "{q}: not byte-identical after the reindex");
+    }
+    assert_eq!(svc.get(&reviews).await.unwrap().2["reviews"], json!([]), "still gone after the reindex (a replay)");
+
+    // Another, cancelled at once: the old versions serve on, the half-built ones are gone.
+    let (_, started) = svc.post("/xrpc/pub.svc.admin.triggerFullReindex", Some(&token), &json!({})).await.unwrap();
+    let id2 = started["operationId"].as_str().unwrap().to_owned();
+    let (_, cancelled) = svc.post("/xrpc/pub.svc.admin.cancelBackfill", Some(&token), &json!({"id": id2})).await.unwrap();
+    assert_eq!(cancelled, json!({"success": true, "id": id2}));
+    let last = follow(&svc, &token, &id2).await.pop().unwrap();
+    assert_eq!(last["status"], "cancelled", "{last}");
+    // The cancelled rebuild's versions are dropped as it stops; wait for the old ones too.
+    let settled = until(&svc, &token, "/xrpc/pub.svc.admin.getSystemHealth", "one version per model", |h| {
+        h["readModels"].as_array().unwrap().iter().all(|m| m["versions"].as_array().unwrap().len() == 1)
+    })
+    .await;
+    assert_eq!(settled["readModels"], versions(&svc, &token).await);
+    let after: Vec<_> = settled["readModels"].as_array().unwrap().iter().map(|m| m["activeVersion"].clone()).collect();
+    let expected: Vec<_> = new.as_array().unwrap().iter().map(|m| m["activeVersion"].clone()).collect();
+    assert_eq!(after, expected, "the cancelled reindex swapped nothing in");
+    for (q, (status, bytes)) in queries.iter().zip(&before) {
+        assert_eq!(svc.get_bytes(q).await.unwrap(), (*status, bytes.clone()), "{q}: changed by a cancelled reindex");
+    }
+    let history = get_as(&svc, &token, "/xrpc/pub.svc.admin.getBackfillHistory").await.1;
+    let statuses: Vec<&str> = history["operations"].as_array().unwrap().iter().filter_map(|o| o["status"].as_str()).collect();
+    assert_eq!(statuses, vec!["cancelled", "completed"], "{history}");
+    let audit = get_as(&svc, &token, &format!("/xrpc/pub.svc.admin.getAuditLog?actorDid={}&limit=100", admin.did)).await.1;
+    let actions: Vec<&str> = audit["entries"].as_array().unwrap().iter().filter_map(|e| e["action"].as_str()).collect();
+    for wanted in ["login", "dlq_retry", "dlq_dismiss", "delete", "backfill_start", "backfill_cancel"] {
+        assert!(actions.contains(&wanted), "{wanted} missing from the audit log: {actions:?}");
+    }
+    svc.stop().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_operator_runs_svc_through_the_admin_api_on_both_backends() {
+    let pds = Pds::start().unwrap();
+    let alice = pds.create_account("alice").await.unwrap();
+    let bob = pds.create_account("bob").await.unwrap();
+    let admin = pds.create_account("adam").await.unwrap();
+    let with_peers = |b: Backend| {
+        b.with_env("SVC_FIREHOSE", &pds.ws_url())
+            .with_env("SVC_PLC_URL", &pds.plc_url)
+            .with_env("SVC_HANDLE_RESOLVER", &pds.url)
+            .with_env("SVC_SERVICE_DID", SERVICE_DID)
+            .with_env("SVC_ADMIN_DIDS", &admin.did)
+    };
+    scenario(&pds, &alice, &bob, &admin, &with_peers(Backend::embedded())).await;
+    let kafka = with_peers(Backend::kafka());
+    scenario(&pds, &alice, &bob, &admin, &kafka).await;
+}
