@@ -63,12 +63,57 @@ pub enum Command {
         #[command(subcommand)]
         command: LogCommand,
     },
+    /// Operate a running node through its admin API over HTTP: `svc admin login …`, then
+    /// `svc admin <operation> [name=value …]` (e.g. `svc admin getOverview`,
+    /// `svc admin deleteContent uri=at://… collection=pub.svc.review.comment`); triggers
+    /// follow their operation with a progress bar until it ends.
+    Admin(AdminArgs),
     /// Manage svc's token keys.
     Auth {
         /// What to do.
         #[command(subcommand)]
         command: AuthCommand,
     },
+}
+
+/// `svc admin …`.
+#[derive(Debug, Args)]
+pub struct AdminArgs {
+    /// The node's base URL.
+    #[arg(long, env = "SVC_URL", default_value = "http://127.0.0.1:3000")]
+    pub url: String,
+
+    /// An admin's credential: the access token `svc admin login` prints, or a service-auth
+    /// token of an admin's PDS for the operation.
+    #[arg(long, env = "SVC_ADMIN_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: AdminCommand,
+}
+
+/// What `svc admin` does.
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// Log in the AT Protocol way: a session on the admin's PDS, a service-auth token from
+    /// it for svc, the PKCE code exchange; prints svc's tokens as JSON (export the
+    /// `access_token` as SVC_ADMIN_TOKEN).
+    Login {
+        /// The PDS holding the admin's account.
+        #[arg(long)]
+        pds: String,
+        /// The admin's handle or DID.
+        #[arg(long)]
+        identifier: String,
+        /// The account's (app) password.
+        #[arg(long, env = "SVC_ADMIN_PASSWORD", hide_env_values = true)]
+        password: String,
+    },
+    /// One admin operation by name (`getOverview`) or NSID, then its parameters or input
+    /// fields as `name=value`; `--no-wait` returns at once from a trigger.
+    #[command(external_subcommand)]
+    Call(Vec<String>),
 }
 
 /// `svc auth …`.

@@ -30,6 +30,7 @@ fn main() -> anyhow::Result<()> {
         Command::DeadLetters(args) => commands::dead_letters(args),
         Command::Backfill { command } => runtime()?.block_on(commands::up::backfill(command)),
         Command::Log { command: LogCommand::Tail { data, from, limit } } => commands::log_tail(data, from, limit),
+        Command::Admin(args) => runtime()?.block_on(commands::admin::run(args)),
         Command::Auth { command: AuthCommand::RotateKey { data, auth_keys } } => {
             let file = auth_keys.unwrap_or_else(|| data.data_dir.join("auth-keys.json"));
             let kid = query_api::auth::keys::KeySet::rotate(&file)?;

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use eventlog::{EventLog, LogError};
 
 use crate::worker::{all_partitions, join, lowest_checkpoints, read_batch};
-use crate::{EventBatch, Projection, ProjectionError};
+use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
 
 /// Batches read ahead of the slowest projection: enough to keep every thread busy, few
 /// enough to bound memory.
@@ -48,6 +48,13 @@ pub fn catch_up_all_reporting(
     };
     let partitions = all_partitions(log);
     let mut checkpoints = lowest_checkpoints(&partitions, &each);
+    // The head of the log now: reading stops there, so events appended meanwhile (a live
+    // service's, or the rebuild's own progress reports) cannot keep it from ending; a live
+    // projection of the version goes on from its checkpoints.
+    let head = log.end_offsets().ok();
+    let reached = |checkpoints: &Checkpoints| {
+        head.as_ref().is_some_and(|ends| ends.iter().enumerate().all(|(p, end)| checkpoints.get(&(p as u32)).copied().unwrap_or(0) >= *end))
+    };
     std::thread::scope(|scope| {
         let mut senders = Vec::new();
         let mut handles = Vec::new();
@@ -74,7 +81,7 @@ pub fn catch_up_all_reporting(
                     *sender = None;
                 }
             }
-            if senders.iter().all(Option::is_none) {
+            if senders.iter().all(Option::is_none) || reached(&checkpoints) {
                 break None;
             }
         };

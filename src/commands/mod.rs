@@ -1,5 +1,6 @@
 //! The subcommands.
 
+pub mod admin;
 pub mod service;
 pub mod up;
 

@@ -100,7 +100,11 @@ async fn follow(svc: &Service, token: &str, id: &str) -> Vec<Value> {
         if op["status"] != "running" {
             return seen;
         }
-        assert!(started.elapsed() < Duration::from_secs(300), "the operation did not end: {op}");
+        if started.elapsed() > Duration::from_secs(180) {
+            let log = svc.log();
+            let tail: Vec<&str> = log.lines().rev().take(40).collect();
+            panic!("the operation did not end: {op}\n{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -234,6 +238,22 @@ async fn scenario(pds: &Pds, alice: &Account, bob: &Account, admin: &Account, ba
     for wanted in ["login", "dlq_retry", "dlq_dismiss", "delete", "backfill_start", "backfill_cancel"] {
         assert!(actions.contains(&wanted), "{wanted} missing from the audit log: {actions:?}");
     }
+
+    // The same through the operator's command line: a login the AT Protocol way, a count, a
+    // reindex followed to its end.
+    let env = [("SVC_URL", svc.base.as_str()), ("SVC_ADMIN_PASSWORD", "password")];
+    let tokens: Value = serde_json::from_str(
+        tests::svc_with_env(&["admin", "login", "--pds", &pds.url, "--identifier", &admin.handle], &env).unwrap().trim(),
+    )
+    .unwrap();
+    let cli_token = tokens["access_token"].as_str().unwrap();
+    let overview: Value =
+        serde_json::from_str(&tests::svc_with_env(&["admin", "--token", cli_token, "getOverview"], &env).unwrap()).unwrap();
+    assert!(overview["eprints"].as_u64() > Some(PAPERS as u64), "{overview}");
+    let out = tests::svc_with_env(&["admin", "--token", cli_token, "triggerFullReindex"], &env).unwrap();
+    assert!(out.contains("\"status\": \"completed\""), "{out}");
+    let refused = tests::svc_with_env(&["admin", "--token", &user, "getOverview"], &env).unwrap_err().to_string();
+    assert!(refused.contains("AuthorizationError"), "{refused}");
     svc.stop().unwrap();
 }
 

@@ -203,6 +203,14 @@ async fn cancel(c: Call) -> Answer {
     Body::json(&json!({"success": running, "id": id}))
 }
 
+/// How an operation's work stopped, when it did not fail.
+enum Stopped {
+    /// All of it was done (a cancel that came too late changes nothing).
+    Done,
+    /// A cancel stopped it; nothing it built was kept.
+    Cancelled,
+}
+
 /// Runs one operation on this node and reports it.
 #[derive(Clone)]
 struct Runner {
@@ -264,8 +272,8 @@ impl Runner {
         beat.abort();
         let processed = self.processed.load(Ordering::Relaxed);
         let (status, error) = match result {
-            Ok(()) if self.cancelled.load(Ordering::Relaxed) => ("cancelled", None),
-            Ok(()) => ("completed", None),
+            Ok(Stopped::Cancelled) => ("cancelled", None),
+            Ok(Stopped::Done) => ("completed", None),
             Err(e) => ("failed", Some(e)),
         };
         info!(id = self.id, kind, status, processed, error, "operation ended");
@@ -277,9 +285,9 @@ impl Runner {
     }
 
     /// Replays the log into new versions of every read model and swaps them in.
-    async fn reindex(&self) -> Result<(), String> {
+    async fn reindex(&self) -> Result<Stopped, String> {
         let me = self.clone();
-        tokio::task::spawn_blocking(move || -> Result<(), String> {
+        tokio::task::spawn_blocking(move || -> Result<Stopped, String> {
             let s = &me.state;
             let ctx = Context { store: s.store.clone(), node: s.node.clone(), search: s.search.clone(), lexicons: s.lexicons.clone() };
             let total: u64 = s.log.end_offsets().map_err(|e| e.to_string())?.iter().sum();
@@ -296,8 +304,8 @@ impl Runner {
                 !me.cancel_requested()
             });
             match result {
-                Ok(_) => Ok(()),
-                Err(replay::ReplayError::Projection { source: projections::ProjectionError::Cancelled, .. }) => Ok(()),
+                Ok(_) => Ok(Stopped::Done),
+                Err(replay::ReplayError::Projection { source: projections::ProjectionError::Cancelled, .. }) => Ok(Stopped::Cancelled),
                 Err(e) => Err(e.to_string()),
             }
         })
@@ -306,18 +314,18 @@ impl Runner {
     }
 
     /// Backfills one repository.
-    async fn did_sync(&self, did: &str) -> Result<(), String> {
+    async fn did_sync(&self, did: &str) -> Result<Stopped, String> {
         *self.total.lock().expect("total") = Some(1);
         let resolver = self.state.sync.fetcher.resolver().clone();
         let report = ingest::backfill::backfill_repo(self.state.log.clone(), &resolver, did, &self.state.sync.collections)
             .await
             .map_err(|e| e.to_string())?;
         self.processed.store((report.records + report.deletes) as u64, Ordering::Relaxed);
-        Ok(())
+        Ok(Stopped::Done)
     }
 
     /// Backfills every repository of every known host that has records in the index.
-    async fn pds_scan(&self) -> Result<(), String> {
+    async fn pds_scan(&self) -> Result<Stopped, String> {
         let s = self.state.clone();
         let hosts = tokio::task::spawn_blocking(move || AdminReader::new(s.store.as_ref()).and_then(|r| r.hosts()))
             .await
@@ -337,7 +345,7 @@ impl Runner {
         for url in urls {
             let me = self.clone();
             if tokio::task::spawn_blocking(move || me.cancel_requested()).await.unwrap_or(false) {
-                return Ok(());
+                return Ok(Stopped::Cancelled);
             }
             match ingest::backfill::backfill_pds(self.state.log.clone(), &resolver, &url, &self.state.sync.collections).await {
                 Ok(repos) => failures.extend(repos.into_iter().filter_map(Result::err).map(|e| e.to_string())),
@@ -346,7 +354,7 @@ impl Runner {
             self.processed.fetch_add(1, Ordering::Relaxed);
         }
         if failures.is_empty() {
-            Ok(())
+            Ok(Stopped::Done)
         } else {
             Err(format!("{} repositories failed; first: {}", failures.len(), failures[0]))
         }
