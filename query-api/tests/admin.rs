@@ -179,6 +179,31 @@ async fn counts_users_listings_and_take_downs() {
     assert_eq!(actions.iter().filter(|a| **a == "delete").count(), 2, "{audit}");
     let deletion = audit["entries"].as_array().unwrap().iter().find(|e| e["details"]["uri"] == r1.as_str()).unwrap();
     assert_eq!((deletion["details"]["reason"].as_str(), deletion["targetDid"].as_str()), (Some("spam"), Some(BOB)));
+
+    // Violations are the take-downs; warnings the records the index refused.
+    let violations = get(format!("/xrpc/pub.svc.admin.listViolations?did={BOB}")).await;
+    assert_eq!(violations["violations"].as_array().unwrap().len(), 1, "{violations}");
+    assert_eq!(
+        (violations["violations"][0]["uri"].as_str(), violations["violations"][0]["reason"].as_str()),
+        (Some(r1.as_str()), Some("spam"))
+    );
+    assert_eq!(get("/xrpc/pub.svc.admin.listViolations".into()).await["violations"].as_array().unwrap().len(), 2);
+    let warnings = get(format!("/xrpc/pub.svc.admin.listWarnings?did={CAROL}")).await;
+    assert_eq!(warnings["warnings"][0]["uri"], format!("at://{CAROL}/pub.svc.review.comment/bad"), "{warnings}");
+    assert_eq!(get(format!("/xrpc/pub.svc.admin.listWarnings?did={BOB}")).await["warnings"], json!([]));
+    assert_eq!(f.get_as("/xrpc/pub.svc.admin.listWarnings?did=nobody", &admin).await.0, StatusCode::BAD_REQUEST);
+
+    // A host registered by hand.
+    let (status, e) = f.post_as("/xrpc/pub.svc.admin.rescanPDS", Some(&admin), json!({"pdsUrl": "ftp://x"})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{e}");
+    let (_, out) = f.post_as("/xrpc/pub.svc.admin.rescanPDS", Some(&admin), json!({"pdsUrl": "https://pds.example/"})).await;
+    assert_eq!(out, json!({"success": true, "pdsUrl": "https://pds.example"}));
+    let hosts = get("/xrpc/pub.svc.admin.listPDSes".into()).await;
+    assert_eq!(hosts["stats"]["total"], 1, "{hosts}");
+    assert_eq!(
+        (hosts["stats"]["items"][0]["pdsUrl"].as_str(), hosts["stats"]["withRecords"].as_u64()),
+        (Some("https://pds.example"), Some(0))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

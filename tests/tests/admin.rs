@@ -273,4 +273,64 @@ async fn an_operator_runs_svc_through_the_admin_api_on_both_backends() {
     scenario(&pds, &alice, &bob, &admin, &with_peers(Backend::embedded())).await;
     let kafka = with_peers(Backend::kafka());
     scenario(&pds, &alice, &bob, &admin, &kafka).await;
+    repositories(&pds, &alice, &bob, &admin).await;
+}
+
+/// The repository operations: a freshness scan brings back a record changed while svc did
+/// not follow the PDS; a DID sync indexes an account's records; a PDS scan every account
+/// of the hosts svc knows.
+async fn repositories(pds: &Pds, alice: &Account, bob: &Account, admin: &Account) {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let peers = |b: Backend| {
+        b.with_env("SVC_PLC_URL", &pds.plc_url)
+            .with_env("SVC_HANDLE_RESOLVER", &pds.url)
+            .with_env("SVC_SERVICE_DID", SERVICE_DID)
+            .with_env("SVC_ADMIN_DIDS", &admin.did)
+    };
+    let following = peers(Backend::embedded()).with_env("SVC_FIREHOSE", &pds.ws_url());
+    let svc = Service::start_with(&data, tests::free_port(), &following).await.unwrap();
+    let (paper, _) = pds.create_record(alice, "pub.svc.eprint.submission", &submission("Before the edit", alice, None)).await.unwrap();
+    let detail = format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(&paper));
+    let token = login(&svc, pds, admin).await;
+    until(&svc, &token, &detail, "the paper", |b| b["record"]["title"] == "Before the edit").await;
+    svc.stop().unwrap();
+
+    // Written while svc does not follow the PDS.
+    let rkey = paper.rsplit('/').next().unwrap();
+    pds.put_record(alice, "pub.svc.eprint.submission", rkey, &submission("After the edit", alice, None)).await.unwrap();
+    let (late, _) = pds.create_record(bob, "pub.svc.eprint.submission", &submission("Unseen by svc", bob, None)).await.unwrap();
+    let carol = pds.create_account("carol").await.unwrap();
+    let (carols, _) = pds.create_record(&carol, "pub.svc.eprint.submission", &submission("Carol's first", &carol, None)).await.unwrap();
+
+    let svc = Service::start_with(&data, tests::free_port(), &peers(Backend::embedded())).await.unwrap();
+    let token = login(&svc, pds, admin).await;
+    assert_eq!(svc.get(&detail).await.unwrap().2["record"]["title"], "Before the edit", "stale");
+    let run = |nsid: &'static str, body: Value| {
+        let (svc, token) = (&svc, token.clone());
+        async move {
+            let (status, started) = svc.post(&format!("/xrpc/pub.svc.admin.{nsid}"), Some(&token), &body).await.unwrap();
+            assert_eq!(status, 200, "{nsid}: {started}");
+            let last = follow(svc, &token, started["operationId"].as_str().unwrap()).await.pop().unwrap();
+            assert_eq!(last["status"], "completed", "{nsid}: {last}");
+            last
+        }
+    };
+    let scan = run("triggerFreshnessScan", json!({})).await;
+    assert!(scan["recordsProcessed"].as_u64() >= Some(1), "{scan}");
+    until(&svc, &token, &detail, "the refreshed paper", |b| b["record"]["title"] == "After the edit").await;
+
+    let of = |uri: &str| format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(uri));
+    assert_eq!(svc.get(&of(&late)).await.unwrap().0, 404);
+    let (_, started) = svc.post("/xrpc/pub.svc.admin.triggerDIDSync", Some(&token), &json!({"did": bob.did})).await.unwrap();
+    assert_eq!(started["did"], bob.did.as_str(), "{started}");
+    let last = follow(&svc, &token, started["operationId"].as_str().unwrap()).await.pop().unwrap();
+    assert_eq!(last["status"], "completed", "{last}");
+    until(&svc, &token, &of(&late), "bob's paper, synced", |b| b["record"]["title"] == "Unseen by svc").await;
+
+    let hosts = get_as(&svc, &token, "/xrpc/pub.svc.admin.listPDSes").await.1;
+    assert!(hosts["stats"]["withRecords"].as_u64() >= Some(1), "{hosts}");
+    run("triggerPDSScan", json!({})).await;
+    until(&svc, &token, &of(&carols), "carol's paper, scanned", |b| b["record"]["title"] == "Carol's first").await;
+    svc.stop().unwrap();
 }

@@ -49,6 +49,11 @@ pub enum AdminAction {
         /// Whether it is retried (or dismissed).
         retried: bool,
     },
+    /// A repository host is registered (again) by an admin (`rescanPDS`).
+    HostRegistered {
+        /// The host's base URL.
+        url: String,
+    },
     /// A backfill operation begins.
     OperationStarted {
         /// The operation's id (a UUID).

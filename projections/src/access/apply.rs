@@ -260,6 +260,7 @@ fn admin_audit_row(st: &mut Staged, version: u32, event: &Envelope, cmd: &AdminC
         AdminAction::OperationEnded { id, status, processed, error } => {
             ("backfill_end", "", json!({"id": id, "status": status, "recordsProcessed": processed, "error": error}))
         }
+        AdminAction::HostRegistered { url } => ("rescan", "", json!({"pdsUrl": url})),
         AdminAction::OperationProgressed { .. } => return,
     };
     audit(st, version, event, (&cmd.actor, subject), &at, action, details);

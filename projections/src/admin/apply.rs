@@ -116,6 +116,20 @@ impl AdminProjection {
         Ok(())
     }
 
+    /// Registers a host an admin named (`rescanPDS`), marking when.
+    fn register(&self, st: &mut Staged, event: &Envelope, url: &str) -> Result<(), ProjectionError> {
+        let hosts = table(self.version, "hosts");
+        let at = event.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true);
+        let mut c = st.get(self.store.as_ref(), &hosts, ALL, url.as_bytes())?.unwrap_or_default();
+        c.insert("url".into(), Value::Text(url.to_owned()));
+        if !c.contains_key("firstSeen") {
+            c.insert("firstSeen".into(), Value::Text(at.clone()));
+        }
+        c.insert("rescannedAt".into(), Value::Text(at));
+        st.put(&hosts, ALL, url.as_bytes().to_vec(), c, event.position.ordinal());
+        Ok(())
+    }
+
     /// Writes what the batch saw of each source and host: one row each, and the host's
     /// users not counted yet.
     fn record_sightings(
@@ -200,6 +214,9 @@ impl Projection for AdminProjection {
         let mut hosts: HashMap<String, Seen> = HashMap::new();
         for event in batch.events() {
             if let Payload::Admin(cmd) = &event.payload {
+                if let AdminAction::HostRegistered { url } = &cmd.action {
+                    self.register(&mut st, event, url)?;
+                }
                 self.operation(&mut st, event, cmd)?;
                 continue;
             }

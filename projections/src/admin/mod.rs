@@ -9,7 +9,7 @@
 //! - `sources`: `all` → source URL: url, type (firehose, jetstream), cursor (the stream's
 //!   seq or time of the last event appended from it), lastEventAt, events.
 //! - `hosts`: `all` → host URL: url, firstSeen, lastSeen, records (record events from it),
-//!   users (DIDs seen from it), rescannedAt.
+//!   users (DIDs seen from it), rescannedAt (when an admin registered it again).
 //! - `host_users`: host URL → DID: empty, to count a host's users once each.
 
 mod apply;

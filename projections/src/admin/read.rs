@@ -111,16 +111,18 @@ impl<'a> AdminReader<'a> {
             .collect())
     }
 
-    /// Every repository host seen: `{pdsUrl, recordCount, userCount, firstSeen, lastSeen,
-    /// lastScanAt}`, in URL order.
+    /// Every repository host seen or registered: `{pdsUrl, recordCount, userCount,
+    /// firstSeen, lastSeen, rescannedAt, lastScanAt}`, in URL order.
     pub fn hosts(&self) -> Result<Vec<Json>, ProjectionError> {
         let Some(v) = self.version else { return Ok(Vec::new()) };
         Ok(scan_partition(self.store, &table(v, "hosts"), ALL, MAX_ROWS)?
             .iter()
             .map(|r| {
                 let c = &r.columns;
+                let last_scan = [text(c, "lastSeen"), text(c, "rescannedAt")].into_iter().flatten().max();
                 json!({"pdsUrl": text(c, "url"), "recordCount": int(c, "records"), "userCount": int(c, "users"),
-                       "firstSeen": text(c, "firstSeen"), "lastSeen": text(c, "lastSeen"), "lastScanAt": text(c, "lastSeen")})
+                       "firstSeen": text(c, "firstSeen"), "lastSeen": text(c, "lastSeen"), "rescannedAt": text(c, "rescannedAt"),
+                       "lastScanAt": last_scan})
             })
             .collect())
     }

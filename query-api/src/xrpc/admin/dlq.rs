@@ -26,16 +26,16 @@ pub(super) fn routes() -> Routes {
 }
 
 /// A dead letter with the model that parked it and its event as the log holds it.
-struct Entry {
+pub(super) struct Entry {
     model: &'static str,
-    letter: DeadLetter,
+    pub(super) letter: DeadLetter,
     event: Option<Envelope>,
 }
 
 impl Entry {
     /// `VALIDATION_ERROR` for a record its lexicon or its collection's rules refuse,
     /// `PROCESSING_ERROR` otherwise.
-    fn error_type(&self) -> &'static str {
+    pub(super) fn error_type(&self) -> &'static str {
         let reason = &self.letter.reason;
         if reason.starts_with("invalid") || reason.contains("lexicon") {
             "VALIDATION_ERROR"
@@ -44,13 +44,13 @@ impl Entry {
         }
     }
 
-    fn at(&self) -> Option<DateTime<Utc>> {
+    pub(super) fn at(&self) -> Option<DateTime<Utc>> {
         self.event.as_ref().map(|e| e.appended_at)
     }
 }
 
 /// Every dead letter of every model that parks events, in log order.
-async fn entries(state: &AppState) -> Result<Vec<Entry>, ApiError> {
+pub(super) async fn entries(state: &AppState) -> Result<Vec<Entry>, ApiError> {
     let s = state.clone();
     tokio::task::spawn_blocking(move || -> Result<Vec<Entry>, ApiError> {
         let mut all = Vec::new();

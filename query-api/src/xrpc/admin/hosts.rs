@@ -3,6 +3,7 @@
 //! sources of the events in the log, so every node answers alike).
 
 use chrono::{DateTime, Utc};
+use event_schema::{AdminAction, AdminCommand, NewEvent, Payload, Source, OPERATIONS_KEY};
 use projections::admin::read::AdminReader;
 use serde_json::{json, Value};
 
@@ -15,11 +16,33 @@ use crate::xrpc::method::{Answer, Auth, Call, Routes};
 const ACTIVE_WITHIN: chrono::Duration = chrono::Duration::hours(24);
 
 pub(super) fn routes() -> Routes {
-    Routes::new().query_async("pub.svc.admin.getFirehoseStatus", Auth::Role("admin"), firehose_status).query_async(
-        "pub.svc.admin.listPDSes",
-        Auth::Role("admin"),
-        |c| async move { list_hosts(&c) },
-    )
+    Routes::new()
+        .query_async("pub.svc.admin.getFirehoseStatus", Auth::Role("admin"), firehose_status)
+        .query_async("pub.svc.admin.listPDSes", Auth::Role("admin"), |c| async move { list_hosts(&c) })
+        .procedure("pub.svc.admin.rescanPDS", Auth::Role("admin"), rescan)
+}
+
+/// `rescanPDS`: `{success, pdsUrl}`: registers the host again (a command event the admin
+/// model applies), so `triggerPDSScan` backfills it even before any event came from it.
+async fn rescan(c: Call) -> Answer {
+    let admin = c.caller()?.did.clone();
+    let url = c.input["pdsUrl"].as_str().unwrap_or_default().trim_end_matches('/').to_owned();
+    let parsed = url::Url::parse(&url).map_err(|e| ApiError::invalid_param("pdsUrl", format!("not a URL: {e}")))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() {
+        return Err(ApiError::invalid_param("pdsUrl", "an http(s) URL of a repository host"));
+    }
+    let event = NewEvent {
+        key: OPERATIONS_KEY.to_owned(),
+        source: Source::Command {
+            nsid: "pub.svc.admin.rescanPDS".into(),
+            caller: admin.clone(),
+            host: c.state.identity.public_url.clone(),
+        },
+        payload: Payload::Admin(AdminCommand { actor: admin, action: AdminAction::HostRegistered { url: url.clone() } }),
+    };
+    crate::command::append(&c.state, event).await?;
+    metrics::counter!("svc_admin_actions_total", "action" => "rescan", "target" => "pds").increment(1);
+    Body::json(&json!({"success": true, "pdsUrl": url}))
 }
 
 fn age_seconds(at: &str) -> Option<i64> {

@@ -2,11 +2,12 @@
 //! applications, system health and metrics, and the bootstrap of the first admins from
 //! `ADMIN_DIDS`; [`content`]: counts, users, content listings and take-downs; [`dlq`]: the
 //! dead letters; [`operations`]: backfill operations; [`hosts`]: event sources and
-//! repository hosts.
+//! repository hosts; [`moderation`]: warnings and violations.
 
 mod content;
 mod dlq;
 mod hosts;
+mod moderation;
 mod operations;
 
 use event_schema::AccessAction;
@@ -45,6 +46,7 @@ pub fn routes() -> Routes {
         .merge(dlq::routes())
         .merge(operations::routes())
         .merge(hosts::routes())
+        .merge(moderation::routes())
 }
 
 /// 404 `NotFoundError` (the admin contract's code for a missing resource).

@@ -6,6 +6,8 @@
 //! - `fullReindex` is an online replay of the log into new versions of every read model
 //!   (the `replay` crate), swapped in when complete while the API keeps serving;
 //! - `didSync` backfills one repository, `pdsScan` every repository of the known hosts;
+//! - `freshnessScan` compares every indexed record with its repository and refreshes
+//!   those that changed or went away;
 //! - `triggerBackfill` records an operation and starts nothing (the contract's rule).
 //!
 //! `cancelBackfill` appends a cancel request; the running node sees it within a second and
@@ -47,6 +49,11 @@ pub(super) fn routes() -> Routes {
     Routes::new()
         .procedure("pub.svc.admin.triggerFullReindex", Auth::Role("admin"), |c| async move { trigger(c, "fullReindex", json!({})).await })
         .procedure("pub.svc.admin.triggerPDSScan", Auth::Role("admin"), |c| async move { trigger(c, "pdsScan", json!({})).await })
+        .procedure(
+            "pub.svc.admin.triggerFreshnessScan",
+            Auth::Role("admin"),
+            |c| async move { trigger(c, "freshnessScan", json!({})).await },
+        )
         .procedure("pub.svc.admin.triggerDIDSync", Auth::Role("admin"), |c| async move {
             let did = c.input["did"].as_str().unwrap_or_default().to_owned();
             check_did("did", &did)?;
@@ -88,6 +95,7 @@ async fn trigger(c: Call, kind: &'static str, metadata: Value) -> Answer {
         match kind {
             "fullReindex" => "FullReindex",
             "pdsScan" => "PDSScan",
+            "freshnessScan" => "FreshnessScan",
             _ => "DIDSync",
         }
     );
@@ -267,6 +275,7 @@ impl Runner {
         let result = match kind {
             "fullReindex" => self.reindex().await,
             "didSync" => self.did_sync(metadata["did"].as_str().unwrap_or_default()).await,
+            "freshnessScan" => self.freshness_scan().await,
             _ => self.pds_scan().await,
         };
         beat.abort();
@@ -321,6 +330,80 @@ impl Runner {
             .await
             .map_err(|e| e.to_string())?;
         self.processed.store((report.records + report.deletes) as u64, Ordering::Relaxed);
+        Ok(Stopped::Done)
+    }
+
+    /// Every indexed record: `(uri, cid)`; eprints from this node's search index, the
+    /// attached collections from their listings.
+    fn indexed(&self) -> Result<Vec<(String, String)>, String> {
+        let s = &self.state;
+        let mut out = Vec::new();
+        if let Some(index) = s.search_index().map_err(|e| e.to_string())? {
+            let mut request = projections::search::SearchRequest::new("*", projections::search::SortOrder::Date);
+            request.limit = index.num_docs() as usize + 1;
+            for hit in index.search(&request).map_err(|e| e.to_string())?.hits {
+                let v: Value = serde_json::from_str(&hit).map_err(|e| e.to_string())?;
+                out.push((v["uri"].as_str().unwrap_or_default().to_owned(), v["cid"].as_str().unwrap_or_default().to_owned()));
+            }
+        }
+        let reader = projections::attached::read::AttachedReader::new(s.store.as_ref()).map_err(|e| e.to_string())?;
+        for collection in projections::attached::collections::COLLECTIONS {
+            let listing = projections::attached::collections::Listing::collection(collection);
+            for item in reader.all(&listing, usize::MAX).map_err(|e| e.to_string())? {
+                out.push((item.uri, item.cid));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Compares every indexed record with its repository; refreshes each that changed or
+    /// went away (the repository's proven record, or its deletion, as a command event).
+    async fn freshness_scan(&self) -> Result<Stopped, String> {
+        let me = self.clone();
+        let records = tokio::task::spawn_blocking(move || me.indexed()).await.map_err(|e| e.to_string())??;
+        *self.total.lock().expect("total") = Some(records.len() as u64);
+        let (mut refreshed, mut unreachable) = (0u64, 0u64);
+        for (i, (uri, cid)) in records.iter().enumerate() {
+            if i % 20 == 0 {
+                let me = self.clone();
+                if tokio::task::spawn_blocking(move || me.cancel_requested()).await.unwrap_or(false) {
+                    return Ok(Stopped::Cancelled);
+                }
+            }
+            self.processed.store(i as u64, Ordering::Relaxed);
+            let Some(parsed) = lexicons::formats::parse_at_uri(uri) else { continue };
+            let (Some(collection), Some(rkey)) = (parsed.collection, parsed.rkey) else { continue };
+            let proven = match self.state.sync.fetcher.fetch(parsed.authority, collection, rkey).await {
+                Ok(p) => p,
+                Err(e) => {
+                    unreachable += 1;
+                    tracing::debug!(uri, error = %e, "freshness scan: the repository did not answer");
+                    continue;
+                }
+            };
+            let held = proven.record.as_ref().map(|(c, _)| c.to_string());
+            if held.as_deref() == Some(cid.as_str()) {
+                continue;
+            }
+            let source = Source::Command {
+                nsid: "pub.svc.admin.triggerFreshnessScan".into(),
+                caller: self.state.auth.service_did.clone(),
+                host: proven.pds.clone(),
+            };
+            match proven.event(&source) {
+                Ok(e) => {
+                    let log = self.state.log.clone();
+                    tokio::task::spawn_blocking(move || log.append(&[e])).await.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?;
+                    refreshed += 1;
+                }
+                Err(why) => warn!(uri, why, "freshness scan: the repository's record is unusable"),
+            }
+        }
+        self.processed.store(records.len() as u64, Ordering::Relaxed);
+        info!(id = self.id, records = records.len(), refreshed, unreachable, "freshness scan done");
+        if unreachable > 0 && unreachable == records.len() as u64 {
+            return Err(format!("no repository answered for the {unreachable} records"));
+        }
         Ok(Stopped::Done)
     }
 

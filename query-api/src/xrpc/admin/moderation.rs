@@ -1,0 +1,77 @@
+//! Warnings and violations, from what svc already knows (the contract leaves their source
+//! open; docs/operations.md):
+//! - a **violation** is content an admin took down (`deleteContent`): the audit trail's
+//!   `delete` entries, with the admin and the reason;
+//! - a **warning** is a record a user published that the index refused: the dead letters
+//!   that name a record, with the reason.
+
+use projections::access::read::AccessReader;
+use serde_json::{json, Value};
+
+use crate::body::Body;
+use crate::eprints::{blocking, check_did};
+use crate::xrpc::method::{Answer, Auth, Call, Routes};
+
+pub(super) fn routes() -> Routes {
+    Routes::new().query_async("pub.svc.admin.listViolations", Auth::Role("admin"), |c| async move { violations(&c) }).query_async(
+        "pub.svc.admin.listWarnings",
+        Auth::Role("admin"),
+        warnings,
+    )
+}
+
+/// The repository DID of an AT URI.
+fn did_of(uri: &str) -> &str {
+    uri.strip_prefix("at://").and_then(|r| r.split('/').next()).unwrap_or_default()
+}
+
+/// The `did` filter, checked.
+fn did_filter(c: &Call) -> Result<Option<String>, crate::error::ApiError> {
+    let did = c.params.str("did").map(str::to_owned);
+    if let Some(d) = &did {
+        check_did("did", d)?;
+    }
+    Ok(did)
+}
+
+/// `listViolations`: `{violations: [{id, did, uri, collection, reason, actorDid,
+/// createdAt}]}`, newest first.
+fn violations(c: &Call) -> Answer {
+    let did = did_filter(c)?;
+    let (entries, _) = blocking(&c.state, || AccessReader::new(c.state.store.as_ref())?.audit(usize::MAX, 0, None))?;
+    let out: Vec<Value> = entries
+        .into_iter()
+        .filter(|e| e.action == "delete" && did.as_deref().is_none_or(|d| d == e.target_did))
+        .take(c.limit(50))
+        .map(|e| {
+            json!({"id": format!("{}:{}", e.timestamp, e.details["uri"].as_str().unwrap_or_default()), "did": e.target_did,
+                   "uri": e.details["uri"], "collection": e.details["collection"], "reason": e.details["reason"],
+                   "actorDid": e.actor_did, "createdAt": e.timestamp})
+        })
+        .collect();
+    Body::json(&json!({"violations": out}))
+}
+
+/// `listWarnings`: `{warnings: [{id, did, uri, collection, reason, errorType, createdAt}]}`,
+/// newest first.
+async fn warnings(c: Call) -> Answer {
+    let did = did_filter(&c)?;
+    let all = super::dlq::entries(&c.state).await?;
+    let out: Vec<Value> = all
+        .iter()
+        .rev()
+        .filter_map(|e| {
+            let uri = e.letter.uri.as_deref()?;
+            let author = did_of(uri);
+            if did.as_deref().is_some_and(|d| d != author) {
+                return None;
+            }
+            let collection = uri.strip_prefix("at://").and_then(|r| r.split('/').nth(1)).unwrap_or_default();
+            Some(json!({"id": format!("{}:{}", e.letter.partition, e.letter.offset), "did": author, "uri": uri,
+                        "collection": collection, "reason": e.letter.reason, "errorType": e.error_type(),
+                        "createdAt": e.at().map(|t| t.to_rfc3339())}))
+        })
+        .take(c.limit(50))
+        .collect();
+    Body::json(&json!({"warnings": out}))
+}
