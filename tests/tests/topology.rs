@@ -3,7 +3,9 @@
 //! under which its watermarks lag behind its records) and the CQL test server, with 3,030
 //! papers in three seeds: `svc ingest`, two `svc project`, two `svc serve`. Both query nodes answer the same; a projector killed
 //! mid-stream is replaced by the other and nothing is lost or doubled; `svc replay` rebuilds
-//! a new version while the old one serves, swaps it in, and the projectors follow it.
+//! a new version while the old one serves, swaps it in, and the projectors follow it. Then
+//! the admin surface across the nodes: a take-down through one query node is gone from both,
+//! and a full reindex runs through the API.
 //!
 //! The CQL test server has no clustering ranges, `ORDER BY`, `LIMIT`, `COUNT` or
 //! `DROP TABLE` (see `store/tests/scylla.rs`), so the by-author listing is not asked, and the
@@ -97,6 +99,49 @@ fn wait_owns_partitions(projector: &Projector) {
     }
 }
 
+const SERVICE_DID: &str = "did:web:svc.test";
+const ADMIN: &str = "did:plc:topologyadmin00000000000";
+
+/// An admin session on `node`: the code `/oauth/authorize` makes after a PDS's
+/// service-auth token (no PDS here), minted with the query nodes' shared key, exchanged
+/// with its PKCE verifier.
+async fn admin_session(node: &Service, keys: &Path) -> String {
+    use data_encoding::BASE64URL_NOPAD;
+    use sha2::{Digest, Sha256};
+    let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+    let now = chrono::Utc::now().timestamp();
+    let claims = query_api::auth::tokens::LoginClaims {
+        iss: SERVICE_DID.into(),
+        sub: ADMIN.into(),
+        aud: SERVICE_DID.into(),
+        exp: now + 60,
+        iat: now,
+        jti: "topology".into(),
+        challenge: Some(BASE64URL_NOPAD.encode(&Sha256::digest(verifier.as_bytes()))),
+        handle: None,
+    };
+    let code = query_api::auth::keys::KeySet::load_or_create(keys).unwrap().sign(query_api::auth::tokens::CODE_TYP, &claims);
+    let body = serde_json::json!({"grant_type": "authorization_code", "code": code, "code_verifier": verifier});
+    let (status, tokens) = node.post("/oauth/token", None, &body).await.unwrap();
+    assert_eq!(status, 200, "{tokens}");
+    tokens["access_token"].as_str().unwrap().to_owned()
+}
+
+/// GET with a bearer token.
+async fn get_as(node: &Service, token: &str, path: &str) -> (u16, Value) {
+    let r = reqwest::Client::new().get(format!("{}{path}", node.base)).bearer_auth(token).send().await.unwrap();
+    (r.status().as_u16(), r.json().await.unwrap())
+}
+
+/// Polls `path` on `node` until it answers `status`.
+async fn until_status(node: &Service, path: &str, status: u16) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while node.get(path).await.unwrap().0 != status {
+        assert!(Instant::now() < deadline, "{path} never answered {status} on {}", node.base);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Papers of the first seed, of the second (during which a projector dies), and of a third
 /// appended after the online replay.
 const SEEDS: [(usize, usize); 3] = [(0, 1500), (1500, 3000), (3000, 3030)];
@@ -104,9 +149,14 @@ const SEEDS: [(usize, usize); 3] = [(0, 1500), (1500, 3000), (3000, 3030)];
 #[tokio::test(flavor = "multi_thread")]
 async fn ingest_two_projectors_two_query_nodes_takeover_and_online_replay() {
     // The producers' real batching, under which the broker's watermarks lag its records.
-    let backend = Backend::kafka_scylla_batched();
     let dir = tempfile::tempdir().unwrap();
     let work = dir.path();
+    // The query nodes share their token keys and know the admin.
+    let keys = work.join("auth-keys.json");
+    let backend = Backend::kafka_scylla_batched()
+        .with_env("SVC_AUTH_KEYS", keys.to_str().unwrap())
+        .with_env("SVC_SERVICE_DID", SERVICE_DID)
+        .with_env("SVC_ADMIN_DIDS", ADMIN);
     let all = papers(SEEDS[2].1);
     let parts: Vec<_> = SEEDS
         .iter()
@@ -184,4 +234,44 @@ async fn ingest_two_projectors_two_query_nodes_takeover_and_online_replay() {
         let new = q2.get_bytes(&format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(uri))).await.unwrap();
         assert_eq!(&new, old, "the rebuilt version answers {uri} as the old one did");
     }
+
+    // The admin surface across nodes: a session started on one node works on the other; a
+    // paper taken down through one is gone from both; a full reindex through the API.
+    let token = admin_session(&q1, &keys).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while get_as(&q2, &token, "/xrpc/pub.svc.actor.getMyRoles").await.1["isAdmin"] != true {
+        assert!(Instant::now() < deadline, "the session never reached the second node");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let down = &uris[5];
+    let detail = format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(down));
+    let body = serde_json::json!({"uri": down, "collection": "pub.svc.eprint.submission", "reason": "duplicate"});
+    let (status, out) = q1.post("/xrpc/pub.svc.admin.deleteContent", Some(&token), &body).await.unwrap();
+    assert_eq!((status, &out["success"]), (200, &Value::Bool(true)), "{out}");
+    until_status(&q1, &detail, 404).await;
+    until_status(&q2, &detail, 404).await;
+    q1.wait_caught_up().await.unwrap();
+    q2.wait_caught_up().await.unwrap();
+    let kept = assert_complete_and_equal(&q1, &q2, SEEDS[2].1 - 1).await;
+    assert!(!kept.contains(down), "gone from both nodes' search");
+
+    let (status, started) = q2.post("/xrpc/pub.svc.admin.triggerFullReindex", Some(&token), &serde_json::json!({})).await.unwrap();
+    assert_eq!(status, 200, "{started}");
+    let id = started["operationId"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let op = loop {
+        // Operations live in a shared model: the other node reports them as well.
+        let (_, body) = get_as(&q1, &token, &format!("/xrpc/pub.svc.admin.getBackfillStatus?id={id}")).await;
+        if body["operation"]["status"] != "running" {
+            break body["operation"].clone();
+        }
+        assert!(Instant::now() < deadline, "the reindex did not end: {body}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(op["status"], "completed", "{op}");
+    q1.wait_caught_up().await.unwrap();
+    q2.wait_caught_up().await.unwrap();
+    until_status(&q2, &detail, 404).await;
+    assert_eq!(q1.get(&detail).await.unwrap().0, 404, "still gone after the reindex");
+    assert_eq!(assert_complete_and_equal(&q1, &q2, SEEDS[2].1 - 1).await, kept);
 }
