@@ -216,6 +216,12 @@ pub struct UpArgs {
     #[arg(long, env = "SVC_BATCH_SIZE", default_value_t = 2000)]
     pub batch_size: usize,
 
+    /// Seconds without a report after which a running backfill operation is taken for
+    /// interrupted (its node stopped) and reported failed; a running one reports at least
+    /// 12 times in this span.
+    #[arg(long, env = "SVC_OPERATION_STALE_SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub operation_stale_seconds: u64,
+
     #[command(flatten)]
     pub http: HttpArgs,
 
@@ -388,6 +394,12 @@ pub struct ProjectArgs {
     /// Events per projection batch.
     #[arg(long, env = "SVC_BATCH_SIZE", default_value_t = 2000)]
     pub batch_size: usize,
+
+    /// Seconds without a report after which a running backfill operation is taken for
+    /// interrupted (its node stopped) and reported failed; a running one reports at least
+    /// 12 times in this span.
+    #[arg(long, env = "SVC_OPERATION_STALE_SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub operation_stale_seconds: u64,
 }
 
 /// `svc replay`.

@@ -60,6 +60,9 @@ pub struct Shared {
     pub started: std::time::Instant,
     /// The shared models built elsewhere that readiness has seen complete since the start.
     pub complete_models: std::sync::Mutex<std::collections::BTreeSet<&'static str>>,
+    /// How long a running backfill operation may go without a report before it is taken
+    /// for interrupted (its node stopped) and reported failed.
+    pub operation_stale_after: std::time::Duration,
 }
 
 /// Two search slots per core. A search is almost all CPU work: running many more at once

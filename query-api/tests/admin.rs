@@ -7,7 +7,7 @@ mod support;
 
 use axum::http::StatusCode;
 use data_encoding::BASE64URL_NOPAD;
-use event_schema::{IdentityChange, NewEvent, Payload, Source};
+use event_schema::{AdminAction, AdminCommand, IdentityChange, NewEvent, Payload, Source, OPERATIONS_KEY};
 use query_api::auth::tokens::{LoginClaims, CODE_TYP};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -282,4 +282,46 @@ async fn a_full_reindex_completes_and_a_recorded_operation_is_cancelled() {
     assert_eq!(statuses, vec!["cancelled", "completed"], "newest first: {history}");
     let (status, e) = f.get_as("/xrpc/pub.svc.admin.getBackfillStatus?id=nope", &admin).await;
     assert_eq!((status, e["error"].as_str()), (StatusCode::NOT_FOUND, Some("NotFoundError")));
+}
+
+async fn op_status(f: &Fixture, admin: &str, id: &str) -> Value {
+    f.get_as(&format!("/xrpc/pub.svc.admin.getBackfillStatus?id={id}"), admin).await.1["operation"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operation_whose_node_stopped_is_reported_failed_and_ended_in_the_log() {
+    let (f, admin, _) = fixture().await;
+    // A node started a reindex and died: its start is in the log, nothing follows.
+    let id = "0b6f2c1e-7f4e-4d38-9d53-5c1b8f0f9a11";
+    let started = AdminAction::OperationStarted { id: id.into(), operation: "fullReindex".into(), runs: true, metadata: None };
+    f.log
+        .append(&[NewEvent {
+            key: OPERATIONS_KEY.into(),
+            source: Source::Manual { note: "a node that died".into() },
+            payload: Payload::Admin(AdminCommand { actor: ADMIN.into(), action: started }),
+        }])
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while op_status(&f, &admin, id).await["status"] != "running" {
+        assert!(std::time::Instant::now() < deadline);
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(f.post_as("/xrpc/pub.svc.admin.cancelBackfill", Some(&admin), json!({"id": id})).await.1["success"], true, "still running");
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    let op = op_status(&f, &admin, id).await;
+    assert_eq!(op["status"], "failed", "{op}");
+    assert!(op["error"].as_str().unwrap().starts_with("interrupted"), "{op}");
+    // That read ended it in the log: the admin model holds it failed, and history lists it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let held = projections::admin::read::AdminReader::new(f.state.store.as_ref()).unwrap().operation(id).unwrap().unwrap();
+        if held.status == "failed" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never ended in the log: {:?}", held.view);
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let history = f.get_as("/xrpc/pub.svc.admin.getBackfillHistory", &admin).await.1;
+    assert_eq!(history["operations"][0]["id"], id, "{history}");
+    assert_eq!(f.post_as("/xrpc/pub.svc.admin.cancelBackfill", Some(&admin), json!({"id": id})).await.1["success"], false);
 }

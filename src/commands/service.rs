@@ -116,6 +116,7 @@ impl Supervisor {
             searches: query_api::state::search_slots(),
             started: std::time::Instant::now(),
             complete_models: Default::default(),
+            operation_stale_after: std::time::Duration::from_secs(args.operation_stale_seconds),
         });
         let admins = args.auth.admins();
         if !admins.is_empty() {

@@ -94,6 +94,7 @@ impl Fixture {
             searches: query_api::state::search_slots(),
             started: std::time::Instant::now(),
             complete_models: Default::default(),
+            operation_stale_after: Duration::from_secs(2),
         });
         Fixture { _dir: dir, log, ctx, projections, state, stop: Default::default() }
     }

@@ -13,7 +13,8 @@
 //! `cancelBackfill` appends a cancel request; the running node sees it within a second and
 //! stops (a cancelled reindex drops its half-built versions: the old ones go on serving).
 //! An operation whose node stopped (a crash, a restart) sends no heartbeat: after
-//! [`STALE_AFTER`] it is reported failed, and the next status read ends it in the log.
+//! `--operation-stale-seconds` (60) it is reported failed, and the next status read ends it in
+//! the log.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -31,10 +32,9 @@ use crate::error::ApiError;
 use crate::state::AppState;
 use crate::xrpc::method::{Answer, Auth, Call, Routes};
 
-/// How often a running operation reports, even without progress (its heartbeat).
-const HEARTBEAT: Duration = Duration::from_secs(5);
-/// A running operation without a report for this long is reported failed.
-pub const STALE_AFTER: Duration = Duration::from_secs(60);
+/// A running operation reports (its heartbeat) this many times per
+/// [`Shared::operation_stale_after`](crate::state::Shared::operation_stale_after) span at least.
+const HEARTBEATS_PER_SPAN: u32 = 12;
 /// How long a reindex keeps the old versions after the swap, for the live workers to move.
 const SWAP_GRACE: Duration = Duration::from_secs(3);
 
@@ -136,8 +136,9 @@ async fn record_only(c: Call) -> Answer {
 async fn view(state: &AppState, op: Operation) -> Value {
     let stale = op.status == "running"
         && op.runs
-        && chrono::DateTime::parse_from_rfc3339(&op.updated_at)
-            .is_ok_and(|t| (chrono::Utc::now() - t.with_timezone(&chrono::Utc)).to_std().is_ok_and(|age| age > STALE_AFTER));
+        && chrono::DateTime::parse_from_rfc3339(&op.updated_at).is_ok_and(|t| {
+            (chrono::Utc::now() - t.with_timezone(&chrono::Utc)).to_std().is_ok_and(|age| age > state.operation_stale_after)
+        });
     let mut view = op.view.clone();
     if stale {
         let error = format!("interrupted: its node sent no report since {} (stopped or restarted)", op.updated_at);
@@ -261,8 +262,9 @@ impl Runner {
         let beat = {
             let me = self.clone();
             tokio::spawn(async move {
+                let every = (me.state.operation_stale_after / HEARTBEATS_PER_SPAN).max(Duration::from_millis(50));
                 loop {
-                    tokio::time::sleep(HEARTBEAT).await;
+                    tokio::time::sleep(every).await;
                     let me2 = me.clone();
                     let _ = tokio::task::spawn_blocking(move || {
                         me2.cancel_requested();
