@@ -76,7 +76,10 @@ impl AdminProjection {
                 if !running {
                     return Ok(());
                 }
-                c.insert("processed".into(), Value::Int(*processed as i64));
+                // Reports may come from two tasks of the runner (its work and its
+                // heartbeat) and land out of order: progress only grows.
+                let processed = (*processed).max(int(&c, "processed").max(0) as u64);
+                c.insert("processed".into(), Value::Int(processed as i64));
                 if let Some(total) = total {
                     c.insert("total".into(), Value::Int(*total as i64));
                     let pct = if *total == 0 { 100 } else { (processed.saturating_mul(100) / total).min(99) };
