@@ -1,7 +1,8 @@
 //! The admin surface in process: every admin operation refused to a non-admin, counts and
 //! users, content listings, take-downs that every read model applies (and keeps through a
 //! later write and a replay), the dead letters retried and dismissed, and backfill
-//! operations (a full reindex to completion, a record-only operation cancelled).
+//! operations (a full reindex to completion, `triggerBackfill` starting the work it names,
+//! an operation whose node stopped reported failed).
 
 mod support;
 
@@ -236,7 +237,7 @@ async fn dead_letters_are_retried_and_dismissed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_full_reindex_completes_and_a_recorded_operation_is_cancelled() {
+async fn a_full_reindex_completes_and_trigger_backfill_starts_the_work_it_names() {
     let (f, admin, _) = fixture().await;
     let p2 = format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(&format!("at://{ALICE}/pub.svc.eprint.submission/p2")));
     let before = f.get(&p2).await;
@@ -261,25 +262,29 @@ async fn a_full_reindex_completes_and_a_recorded_operation_is_cancelled() {
     assert_ne!(f.state.store.active_version("eprints").unwrap(), old, "a new version was swapped in");
     assert_eq!(f.get(&p2).await, before, "the same answer from the rebuilt models");
 
-    // triggerBackfill records an operation and starts nothing; it can be cancelled.
-    let (_, made) = f.post_as("/xrpc/pub.svc.admin.triggerBackfill", Some(&admin), json!({"type": "pdsScan", "note": "later"})).await;
-    assert_eq!(
-        (made["operation"]["status"].as_str(), made["operation"]["metadata"]["note"].as_str()),
-        (Some("running"), Some("later")),
-        "{made}"
-    );
+    // triggerBackfill starts the work it names.
+    let (status, e) = f.post_as("/xrpc/pub.svc.admin.triggerBackfill", Some(&admin), json!({"type": "governanceSync"})).await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::NOT_IMPLEMENTED, Some("NotImplemented")), "{e}");
+    let (status, e) = f.post_as("/xrpc/pub.svc.admin.triggerBackfill", Some(&admin), json!({"type": "didSync", "did": "x"})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{e}");
+    let before = f.state.store.active_version("eprints").unwrap();
+    let (_, made) = f.post_as("/xrpc/pub.svc.admin.triggerBackfill", Some(&admin), json!({"type": "fullReindex", "note": "nightly"})).await;
+    assert_eq!(made["operation"]["metadata"]["note"], "nightly", "{made}");
     let other = made["operation"]["id"].as_str().unwrap().to_owned();
-    let running = f.get_as("/xrpc/pub.svc.admin.getBackfillStatus?status=running", &admin).await.1;
-    assert_eq!(running["operations"].as_array().unwrap().len(), 1, "{running}");
-    assert_eq!(
-        f.post_as("/xrpc/pub.svc.admin.cancelBackfill", Some(&admin), json!({"id": other})).await.1,
-        json!({"success": true, "id": other})
-    );
-    assert_eq!(f.post_as("/xrpc/pub.svc.admin.cancelBackfill", Some(&admin), json!({"id": other})).await.1["success"], false);
+    let mut op = Value::Null;
+    for _ in 0..300 {
+        op = op_status(&f, &admin, &other).await;
+        if op["status"] != "running" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(op["status"], "completed", "{op}");
+    assert_ne!(f.state.store.active_version("eprints").unwrap(), before, "it ran: a new version was swapped in");
     assert_eq!(f.post_as("/xrpc/pub.svc.admin.cancelBackfill", Some(&admin), json!({"id": id})).await.1["success"], false, "finished");
     let history = f.get_as("/xrpc/pub.svc.admin.getBackfillHistory", &admin).await.1;
-    let statuses: Vec<&str> = history["operations"].as_array().unwrap().iter().filter_map(|o| o["status"].as_str()).collect();
-    assert_eq!(statuses, vec!["cancelled", "completed"], "newest first: {history}");
+    let ids: Vec<&str> = history["operations"].as_array().unwrap().iter().filter_map(|o| o["id"].as_str()).collect();
+    assert_eq!(ids, vec![other.as_str(), id.as_str()], "newest first: {history}");
     let (status, e) = f.get_as("/xrpc/pub.svc.admin.getBackfillStatus?id=nope", &admin).await;
     assert_eq!((status, e["error"].as_str()), (StatusCode::NOT_FOUND, Some("NotFoundError")));
 }

@@ -8,7 +8,7 @@
 //! - `didSync` backfills one repository, `pdsScan` every repository of the known hosts;
 //! - `freshnessScan` compares every indexed record with its repository and refreshes
 //!   those that changed or went away;
-//! - `triggerBackfill` records an operation and starts nothing (the contract's rule).
+//! - `triggerBackfill` starts the work of the type it names (the reference only records it).
 //!
 //! `cancelBackfill` appends a cancel request; the running node sees it within a second and
 //! stops (a cancelled reindex drops its half-built versions: the old ones go on serving).
@@ -90,16 +90,30 @@ async fn start(c: &Call, nsid: &str, kind: &str, runs: bool, metadata: &Value) -
 /// `trigger*`: `{operationId, status: running}` (and `did` for `triggerDIDSync`); the work
 /// runs in the background on this node.
 async fn trigger(c: Call, kind: &'static str, metadata: Value) -> Answer {
-    let nsid = format!(
-        "pub.svc.admin.trigger{}",
-        match kind {
-            "fullReindex" => "FullReindex",
-            "pdsScan" => "PDSScan",
-            "freshnessScan" => "FreshnessScan",
-            _ => "DIDSync",
-        }
-    );
-    let id = start(&c, &nsid, kind, true, &metadata).await?;
+    let nsid = format!("pub.svc.admin.trigger{}", trigger_suffix(kind));
+    let id = launch(&c, &nsid, kind, &metadata).await?;
+    let mut out = json!({"operationId": id, "status": "running"});
+    if let Some(did) = metadata.get("did") {
+        out["did"] = did.clone();
+    }
+    Body::json(&out)
+}
+
+/// The `trigger…` operation of a type.
+fn trigger_suffix(kind: &str) -> &'static str {
+    match kind {
+        "fullReindex" => "FullReindex",
+        "pdsScan" => "PDSScan",
+        "freshnessScan" => "FreshnessScan",
+        "citationExtraction" => "CitationExtraction",
+        "governanceSync" => "GovernanceSync",
+        _ => "DIDSync",
+    }
+}
+
+/// Appends an operation's start and runs it on this node in the background: its id.
+async fn launch(c: &Call, nsid: &str, kind: &'static str, metadata: &Value) -> Result<String, ApiError> {
+    let id = start(c, nsid, kind, true, metadata).await?;
     let runner = Runner {
         state: c.state.clone(),
         id: id.clone(),
@@ -108,25 +122,32 @@ async fn trigger(c: Call, kind: &'static str, metadata: Value) -> Answer {
         cancelled: Arc::new(AtomicBool::new(false)),
     };
     tokio::spawn(runner.run(kind, metadata.clone()));
-    let mut out = json!({"operationId": id, "status": "running"});
-    if let Some(did) = metadata.get("did") {
-        out["did"] = did.clone();
-    }
-    Body::json(&out)
+    Ok(id)
 }
 
-/// `triggerBackfill`: records an operation of `type` with the rest of the input as its
-/// metadata, and starts no work: `{operation}`.
+/// The operation types a node can run.
+const RUNNABLE: &[&str] = &["fullReindex", "didSync", "pdsScan", "freshnessScan"];
+
+/// `triggerBackfill`: `{operation}`: starts the work of `type` (unlike the reference, which
+/// only records it), with the rest of the input as its metadata (`did` for a `didSync`).
+/// The types whose work is not built yet (`citationExtraction`, `governanceSync`) answer
+/// 501, as their own triggers do.
 async fn record_only(c: Call) -> Answer {
     let kind = c.input["type"].as_str().unwrap_or_default().to_owned();
-    if !TYPES.contains(&kind.as_str()) {
+    let Some(kind) = RUNNABLE.iter().copied().find(|k| *k == kind) else {
+        if TYPES.contains(&kind.as_str()) {
+            return Err(ApiError::not_implemented(&format!("pub.svc.admin.trigger{}", trigger_suffix(&kind))));
+        }
         return Err(ApiError::invalid_param("type", format!("one of {}", TYPES.join(", "))));
-    }
+    };
     let mut metadata = c.input.clone();
     if let Some(m) = metadata.as_object_mut() {
         m.remove("type");
     }
-    let id = start(&c, "pub.svc.admin.triggerBackfill", &kind, false, &metadata).await?;
+    if kind == "didSync" {
+        check_did("did", metadata["did"].as_str().unwrap_or_default())?;
+    }
+    let id = launch(&c, "pub.svc.admin.triggerBackfill", kind, &metadata).await?;
     let op = operation(&c.state, &id)?.ok_or_else(|| ApiError::internal("the operation was not applied in time"))?;
     Body::json(&json!({"operation": op.view}))
 }
