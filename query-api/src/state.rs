@@ -97,6 +97,16 @@ pub struct ServiceIdentity {
 }
 
 impl Shared {
+    /// What this node's projections open with: the stores, its search indexes, the lexicons.
+    pub fn context(&self) -> projections::catalog::Context {
+        projections::catalog::Context {
+            store: self.store.clone(),
+            node: self.node.clone(),
+            search: self.search.clone(),
+            lexicons: self.lexicons.clone(),
+        }
+    }
+
     /// Whether `model` (built by other processes) has been complete since this node started,
     /// given whether it is complete `now`; remembers the first time it is.
     pub fn complete_once(&self, model: &'static str, now: bool) -> bool {

@@ -144,7 +144,7 @@ async fn list_eprints(c: &Call) -> Answer {
         .filter_map(|hit| serde_json::from_str::<Value>(hit).ok())
         .map(|s| {
             let uri = s["uri"].as_str().unwrap_or_default().to_owned();
-            let author = uri.strip_prefix("at://").and_then(|r| r.split('/').next()).unwrap_or_default().to_owned();
+            let author = lexicons::formats::parse_at_uri(&uri).map(|u| u.authority.to_owned()).unwrap_or_default();
             json!({"uri": uri, "title": s["title"], "authorDid": author, "createdAt": s["createdAt"]})
         })
         .collect();

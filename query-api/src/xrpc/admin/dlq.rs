@@ -3,7 +3,7 @@
 //! if it still fails) or dismissed (released), each as a `command.admin` event that the
 //! model which parked it applies.
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use event_schema::{AdminAction, AdminCommand, Envelope, NewEvent, Payload, Source};
 use projections::deadletter::DeadLetter;
 use serde_json::json;
@@ -25,11 +25,10 @@ pub(super) fn routes() -> Routes {
         .procedure("pub.svc.admin.purgeOldDLQ", Auth::Role("admin"), purge_old)
 }
 
-/// A dead letter with the model that parked it and its event as the log holds it.
+/// A dead letter with the model that parked it.
 pub(super) struct Entry {
     model: &'static str,
     pub(super) letter: DeadLetter,
-    event: Option<Envelope>,
 }
 
 impl Entry {
@@ -43,10 +42,22 @@ impl Entry {
             "PROCESSING_ERROR"
         }
     }
+}
 
-    pub(super) fn at(&self) -> Option<DateTime<Utc>> {
-        self.event.as_ref().map(|e| e.appended_at)
-    }
+/// The parked events of `chosen`, as the log holds them (one log read each: only for the
+/// entries an answer shows or acts on).
+pub(super) async fn events(state: &AppState, chosen: &[&Entry]) -> Result<Vec<Option<Envelope>>, ApiError> {
+    let (log, at): (_, Vec<(u32, u64)>) = (state.log.clone(), chosen.iter().map(|e| (e.letter.partition, e.letter.offset)).collect());
+    tokio::task::spawn_blocking(move || {
+        at.into_iter().map(|(partition, offset)| log.read(partition, offset, 1).ok().and_then(|e| e.into_iter().next())).collect()
+    })
+    .await
+    .map_err(|e| ApiError::internal(e.to_string()))
+}
+
+/// When a parked event entered the log, as the API shows it.
+pub(super) fn time(event: &Option<Envelope>) -> Option<String> {
+    event.as_ref().map(|e| e.appended_at.to_rfc3339())
 }
 
 /// Every dead letter of every model that parks events, in log order.
@@ -57,8 +68,7 @@ pub(super) async fn entries(state: &AppState) -> Result<Vec<Entry>, ApiError> {
         for model in projections::catalog::DEAD_LETTER_MODELS.iter() {
             let Some(version) = s.store.active_version(model).map_err(ApiError::from_error)? else { continue };
             for letter in projections::deadletter::list(s.store.as_ref(), model, version, DLQ_READ).map_err(ApiError::from_error)? {
-                let event = s.log.read(letter.partition, letter.offset, 1).ok().and_then(|e| e.into_iter().next());
-                all.push(Entry { model, letter, event });
+                all.push(Entry { model, letter });
             }
         }
         all.sort_by_key(|e| (e.letter.offset, e.letter.partition, e.model));
@@ -75,12 +85,13 @@ async fn list(c: Call) -> Answer {
     let (limit, skip) = (c.limit(50), c.params.int("offset").unwrap_or(0).max(0) as usize);
     let all = entries(&c.state).await?;
     metrics::gauge!("svc_dlq_entries_total").set(all.len() as f64);
-    let shown: Vec<_> = all
+    let page: Vec<&Entry> = all.iter().skip(skip).take(limit).collect();
+    let times = events(&c.state, &page).await?;
+    let shown: Vec<_> = page
         .iter()
-        .skip(skip)
-        .take(limit)
-        .map(|e| {
-            let at = e.at().map(|t| t.to_rfc3339());
+        .zip(&times)
+        .map(|(e, event)| {
+            let at = time(event);
             let d = &e.letter;
             json!({"uri": d.uri, "error": d.reason, "errorType": e.error_type(), "timestamp": at, "createdAt": at,
                    "model": e.model, "kind": d.kind, "key": d.key, "partition": d.partition, "offset": d.offset})
@@ -90,7 +101,8 @@ async fn list(c: Call) -> Answer {
 }
 
 /// The events that release `entry` (and, to retry it, append its event again).
-fn release(state: &AppState, admin: &str, nsid: &str, entry: &Entry, retry: bool) -> Vec<NewEvent> {
+fn release(state: &AppState, admin: &str, nsid: &str, entry: &Entry, parked: Option<&Envelope>) -> Vec<NewEvent> {
+    let retry = parked.is_some();
     let d = &entry.letter;
     let action =
         AdminAction::DeadLetterReleased { model: entry.model.to_owned(), partition: d.partition, offset: d.offset, retried: retry };
@@ -99,7 +111,7 @@ fn release(state: &AppState, admin: &str, nsid: &str, entry: &Entry, retry: bool
         source: Source::Command { nsid: nsid.to_owned(), caller: admin.to_owned(), host: state.identity.public_url.clone() },
         payload: Payload::Admin(AdminCommand { actor: admin.to_owned(), action }),
     }];
-    if let (true, Some(event)) = (retry, &entry.event) {
+    if let Some(event) = parked {
         let host = match &event.source {
             Source::Firehose { url, .. } | Source::Jetstream { url, .. } => url.clone(),
             Source::Backfill { host } | Source::Command { host, .. } => host.clone(),
@@ -117,9 +129,14 @@ fn release(state: &AppState, admin: &str, nsid: &str, entry: &Entry, retry: bool
 /// Appends the release events of `chosen` and counts the action.
 async fn act(c: &Call, nsid: &str, chosen: &[&Entry], retry: bool) -> Result<usize, ApiError> {
     let admin = c.caller()?.did.clone();
-    let events: Vec<NewEvent> = chosen.iter().flat_map(|e| release(&c.state, &admin, nsid, e, retry)).collect();
-    if !events.is_empty() {
-        crate::command::append_all(&c.state, events).await?;
+    let parked = if retry { events(&c.state, chosen).await? } else { Vec::new() };
+    let mut out = Vec::new();
+    for (i, entry) in chosen.iter().enumerate() {
+        // A retried entry whose event the log no longer holds is released without retry.
+        out.extend(release(&c.state, &admin, nsid, entry, parked.get(i).and_then(Option::as_ref)));
+    }
+    if !out.is_empty() {
+        crate::command::append_all(&c.state, out).await?;
     }
     let action = if retry { "dlq_retry" } else { "dlq_dismiss" };
     metrics::counter!("svc_admin_actions_total", "action" => action, "target" => "dlq").increment(chosen.len() as u64);
@@ -160,7 +177,10 @@ async fn purge_old(c: Call) -> Answer {
     let days = c.input["olderThanDays"].as_i64().unwrap_or(7);
     let cutoff = Utc::now() - chrono::Duration::days(days);
     let all = entries(&c.state).await?;
-    let chosen: Vec<&Entry> = all.iter().filter(|e| e.at().is_some_and(|t| t < cutoff)).collect();
+    let every: Vec<&Entry> = all.iter().collect();
+    let times = events(&c.state, &every).await?;
+    let chosen: Vec<&Entry> =
+        every.into_iter().zip(&times).filter(|(_, e)| e.as_ref().is_some_and(|e| e.appended_at < cutoff)).map(|(entry, _)| entry).collect();
     let n = act(&c, "pub.svc.admin.purgeOldDLQ", &chosen, false).await?;
     Body::json(&json!({"success": true, "purgedCount": n}))
 }

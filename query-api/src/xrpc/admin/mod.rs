@@ -119,10 +119,11 @@ async fn system_health(c: Call) -> Answer {
     .map_err(|e| ApiError::internal(e.to_string()))?;
     let s = c.state.clone();
     let models = tokio::task::spawn_blocking(move || {
+        let ctx = s.context();
         projections::catalog::MODELS
             .iter()
             .map(|model| {
-                let registry = if projections::catalog::NODE_MODELS.contains(model) { &s.node } else { &s.store };
+                let registry = ctx.registry(model);
                 let versions: Vec<Value> = registry
                     .versions(model)
                     .map(|v| v.into_iter().map(|(n, state)| json!({"version": n, "state": format!("{state:?}").to_lowercase()})).collect())

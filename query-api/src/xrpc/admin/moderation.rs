@@ -20,11 +20,6 @@ pub(super) fn routes() -> Routes {
     )
 }
 
-/// The repository DID of an AT URI.
-fn did_of(uri: &str) -> &str {
-    uri.strip_prefix("at://").and_then(|r| r.split('/').next()).unwrap_or_default()
-}
-
 /// The `did` filter, checked.
 fn did_filter(c: &Call) -> Result<Option<String>, crate::error::ApiError> {
     let did = c.params.str("did").map(str::to_owned);
@@ -57,21 +52,26 @@ fn violations(c: &Call) -> Answer {
 async fn warnings(c: Call) -> Answer {
     let did = did_filter(&c)?;
     let all = super::dlq::entries(&c.state).await?;
-    let out: Vec<Value> = all
+    let mut chosen = Vec::new();
+    for e in all.iter().rev() {
+        let Some(uri) = e.letter.uri.as_deref().and_then(lexicons::formats::parse_at_uri) else { continue };
+        if did.as_deref().is_none_or(|d| d == uri.authority) {
+            chosen.push((e, uri));
+        }
+        if chosen.len() == c.limit(50) {
+            break;
+        }
+    }
+    let entries: Vec<&super::dlq::Entry> = chosen.iter().map(|(e, _)| *e).collect();
+    let times = super::dlq::events(&c.state, &entries).await?;
+    let out: Vec<Value> = chosen
         .iter()
-        .rev()
-        .filter_map(|e| {
-            let uri = e.letter.uri.as_deref()?;
-            let author = did_of(uri);
-            if did.as_deref().is_some_and(|d| d != author) {
-                return None;
-            }
-            let collection = uri.strip_prefix("at://").and_then(|r| r.split('/').nth(1)).unwrap_or_default();
-            Some(json!({"id": format!("{}:{}", e.letter.partition, e.letter.offset), "did": author, "uri": uri,
-                        "collection": collection, "reason": e.letter.reason, "errorType": e.error_type(),
-                        "createdAt": e.at().map(|t| t.to_rfc3339())}))
+        .zip(&times)
+        .map(|((e, uri), event)| {
+            json!({"id": format!("{}:{}", e.letter.partition, e.letter.offset), "did": uri.authority, "uri": e.letter.uri,
+                   "collection": uri.collection, "reason": e.letter.reason, "errorType": e.error_type(),
+                   "createdAt": super::dlq::time(event)})
         })
-        .take(c.limit(50))
         .collect();
     Body::json(&json!({"warnings": out}))
 }

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use event_schema::{AdminAction, AdminCommand, NewEvent, Payload, Source, OPERATIONS_KEY};
 use projections::admin::read::{AdminReader, Operation};
-use projections::catalog::{self, Context};
+use projections::catalog;
 use serde_json::{json, Value};
 use tracing::{info, warn};
 
@@ -59,7 +59,7 @@ pub(super) fn routes() -> Routes {
             check_did("did", &did)?;
             trigger(c, "didSync", json!({"did": did})).await
         })
-        .procedure("pub.svc.admin.triggerBackfill", Auth::Role("admin"), record_only)
+        .procedure("pub.svc.admin.triggerBackfill", Auth::Role("admin"), trigger_backfill)
         .query_async("pub.svc.admin.getBackfillStatus", Auth::Role("admin"), status)
         .query_async("pub.svc.admin.getBackfillHistory", Auth::Role("admin"), history)
         .procedure("pub.svc.admin.cancelBackfill", Auth::Role("admin"), cancel)
@@ -78,10 +78,11 @@ fn operation(state: &AppState, id: &str) -> Result<Option<Operation>, ApiError> 
 }
 
 /// Appends the start of an operation and answers its id.
-async fn start(c: &Call, nsid: &str, kind: &str, runs: bool, metadata: &Value) -> Result<String, ApiError> {
+async fn start(c: &Call, nsid: &str, kind: &str, metadata: &Value) -> Result<String, ApiError> {
     let admin = c.caller()?.did.clone();
     let id = uuid::Uuid::new_v4().to_string();
-    let action = AdminAction::OperationStarted { id: id.clone(), operation: kind.to_owned(), runs, metadata: Some(metadata.to_string()) };
+    let action =
+        AdminAction::OperationStarted { id: id.clone(), operation: kind.to_owned(), runs: true, metadata: Some(metadata.to_string()) };
     crate::command::append(&c.state, event(&c.state, &admin, nsid, action)).await?;
     metrics::counter!("svc_admin_actions_total", "action" => "backfill", "target" => kind.to_owned()).increment(1);
     Ok(id)
@@ -113,7 +114,7 @@ fn trigger_suffix(kind: &str) -> &'static str {
 
 /// Appends an operation's start and runs it on this node in the background: its id.
 async fn launch(c: &Call, nsid: &str, kind: &'static str, metadata: &Value) -> Result<String, ApiError> {
-    let id = start(c, nsid, kind, true, metadata).await?;
+    let id = start(c, nsid, kind, metadata).await?;
     let runner = Runner {
         state: c.state.clone(),
         id: id.clone(),
@@ -132,7 +133,7 @@ const RUNNABLE: &[&str] = &["fullReindex", "didSync", "pdsScan", "freshnessScan"
 /// only records it), with the rest of the input as its metadata (`did` for a `didSync`).
 /// The types whose work is not built yet (`citationExtraction`, `governanceSync`) answer
 /// 501, as their own triggers do.
-async fn record_only(c: Call) -> Answer {
+async fn trigger_backfill(c: Call) -> Answer {
     let kind = c.input["type"].as_str().unwrap_or_default().to_owned();
     let Some(kind) = RUNNABLE.iter().copied().find(|k| *k == kind) else {
         if TYPES.contains(&kind.as_str()) {
@@ -321,7 +322,7 @@ impl Runner {
         let me = self.clone();
         tokio::task::spawn_blocking(move || -> Result<Stopped, String> {
             let s = &me.state;
-            let ctx = Context { store: s.store.clone(), node: s.node.clone(), search: s.search.clone(), lexicons: s.lexicons.clone() };
+            let ctx = s.context();
             let total: u64 = s.log.end_offsets().map_err(|e| e.to_string())?.iter().sum();
             *me.total.lock().expect("total") = Some(total);
             let options = replay::RebuildOptions { models: catalog::MODELS.to_vec(), grace: SWAP_GRACE, batch_size: REINDEX_BATCH };
