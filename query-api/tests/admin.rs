@@ -229,6 +229,18 @@ async fn dead_letters_are_retried_and_dismissed() {
     let (_, out) = f.post_as("/xrpc/pub.svc.admin.dismissDLQEntry", Some(&admin), json!({"index": 0})).await;
     assert_eq!(out["success"], true, "{out}");
     assert_eq!(list().await["total"], 0, "dismissed: released");
+    // Another invalid record; purging what is older than 0 days releases it.
+    let bad =
+        create(CAROL, "pub.svc.review.comment", "bad2", "3l0000000000y", json!({"body": "no eprint", "createdAt": "2024-07-01T00:00:00Z"}));
+    f.log.append(&[bad]).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while list().await["total"] != 1 {
+        assert!(std::time::Instant::now() < deadline, "the second invalid record never parked");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let (_, out) = f.post_as("/xrpc/pub.svc.admin.purgeOldDLQ", Some(&admin), json!({"olderThanDays": 0})).await;
+    assert_eq!(out, json!({"success": true, "purgedCount": 1}));
+    assert_eq!(list().await["total"], 0, "purged: released");
     let status = f.get_as("/xrpc/pub.svc.admin.getFirehoseStatus", &admin).await.1;
     assert_eq!((status["dlqCount"].as_u64(), &status["cursor"]), (Some(0), &Value::Null), "{status}");
     let audit = f.get_as("/xrpc/pub.svc.admin.getAuditLog", &admin).await.1;

@@ -128,6 +128,13 @@ async fn scenario(pds: &Pds, alice: &Account, bob: &Account, admin: &Account, ba
     // An invalid record: listed, retried (fails again with the same reason), dismissed.
     let (bad, _) = pds.create_record(bob, "pub.svc.review.comment", &json!({"body": rich("no paper"), "createdAt": now()})).await.unwrap();
     let list = "/xrpc/pub.svc.admin.listDLQEntries?limit=100";
+    // The firehose svc follows, with the cursor ingest stored.
+    let status = until(&svc, &token, "/xrpc/pub.svc.admin.getFirehoseStatus", "a source", |s| s["cursor"].is_string()).await;
+    assert_eq!(
+        (status["sources"][0]["type"].as_str(), status["sources"][0]["url"].as_str()),
+        (Some("firehose"), Some(pds.ws_url().as_str())),
+        "{status}"
+    );
     let listed = until(&svc, &token, list, "the invalid record's dead letter", |l| letter_of(l, &bad).is_some()).await;
     let (index, first) = letter_of(&listed, &bad).unwrap();
     assert_eq!(first["errorType"], "VALIDATION_ERROR", "{first}");
