@@ -18,6 +18,9 @@ use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
 /// enough to bound memory.
 const READ_AHEAD: usize = 2;
 
+/// How many times a catch-up follows the head of the log after reaching it.
+const MAX_HEAD_MOVES: u32 = 8;
+
 /// Applies every event appended so far to each projection, then flushes it; returns, per
 /// projection in order, the number of events read for it or its error. Reading starts at the
 /// lowest of their checkpoints (a projection ahead re-applies what it has, harmlessly). A
@@ -48,11 +51,13 @@ pub fn catch_up_all_reporting(
     };
     let partitions = all_partitions(log);
     let mut checkpoints = lowest_checkpoints(&partitions, &each);
-    // The head of the log now: reading stops there, so events appended meanwhile (a live
-    // service's, or the rebuild's own progress reports) cannot keep it from ending; a live
-    // projection of the version goes on from its checkpoints.
-    let head = log.end_offsets().ok();
-    let reached = |checkpoints: &Checkpoints| {
+    // Reading goes to the head of the log, then follows it while it moves, a few times at
+    // most: a version swapped in then holds what was appended during the rebuild, and a
+    // live service that never stops appending cannot keep the rebuild from ending (its live
+    // projection goes on from the version's checkpoints).
+    let mut head = log.end_offsets().ok();
+    let mut head_moves = 0;
+    let reached = |head: &Option<Vec<u64>>, checkpoints: &Checkpoints| {
         head.as_ref().is_some_and(|ends| ends.iter().enumerate().all(|(p, end)| checkpoints.get(&(p as u32)).copied().unwrap_or(0) >= *end))
     };
     std::thread::scope(|scope| {
@@ -81,8 +86,16 @@ pub fn catch_up_all_reporting(
                     *sender = None;
                 }
             }
-            if senders.iter().all(Option::is_none) || reached(&checkpoints) {
+            if senders.iter().all(Option::is_none) {
                 break None;
+            }
+            if reached(&head, &checkpoints) {
+                let now = log.end_offsets().ok();
+                if now == head || head_moves >= MAX_HEAD_MOVES {
+                    break None;
+                }
+                head = now;
+                head_moves += 1;
             }
         };
         drop(senders);

@@ -260,9 +260,16 @@ impl Runner {
         }
     }
 
+    /// Reports progress, unless all of it is done: the end report follows, and a reindex
+    /// then appends nothing while it reads the last events and swaps (the new versions hold
+    /// every report, so a status read never goes back across the swap).
     fn progressed(&self) {
         let total = *self.total.lock().expect("total");
-        self.report(AdminAction::OperationProgressed { id: self.id.clone(), processed: self.processed.load(Ordering::Relaxed), total });
+        let processed = self.processed.load(Ordering::Relaxed);
+        if total.is_some_and(|t| processed >= t) {
+            return;
+        }
+        self.report(AdminAction::OperationProgressed { id: self.id.clone(), processed, total });
     }
 
     /// Whether an admin asked the operation to stop (read from the admin model).
