@@ -1,11 +1,12 @@
 //! The attached model, collection by collection, against the embedded log and store: a
 //! create is listed where its collection lists it, an update replaces it, an older revision
 //! is skipped, a delete unlists it, and a record its lexicon refuses is a dead letter while
-//! the next one is applied. Then a replay into a new version gives the same rows.
+//! the next one of another repository is applied. Then a replay into a new version gives the
+//! same rows. A dead letter holds back the later events of its repository until released.
 
 use std::sync::Arc;
 
-use event_schema::{NewEvent, Payload, RecordDelete, RecordWrite, Source};
+use event_schema::{AdminAction, AdminCommand, NewEvent, Payload, RecordDelete, RecordWrite, Source};
 use eventlog::{EmbeddedLog, EventLog};
 use projections::attached::collections::Listing;
 use projections::attached::read::AttachedReader;
@@ -18,12 +19,16 @@ const DID: &str = "did:plc:writer000000000000000000";
 const EPRINT: &str = "at://did:plc:author000000000000000000/pub.svc.eprint.submission/3l0000000000a";
 
 fn event(collection: &str, rkey: &str, rev: &str, record: Option<Value>) -> NewEvent {
+    event_by(DID, collection, rkey, rev, record)
+}
+
+fn event_by(did: &str, collection: &str, rkey: &str, rev: &str, record: Option<Value>) -> NewEvent {
     let source = Source::Manual { note: "attached test".into() };
     match record {
         Some(record) => NewEvent::repo(
             source,
             Payload::RecordCreate(RecordWrite {
-                did: DID.into(),
+                did: did.into(),
                 collection: collection.into(),
                 rkey: rkey.into(),
                 cid: format!("bafyrei{rev}"),
@@ -33,7 +38,7 @@ fn event(collection: &str, rkey: &str, rev: &str, record: Option<Value>) -> NewE
         ),
         None => NewEvent::repo(
             source,
-            Payload::RecordDelete(RecordDelete { did: DID.into(), collection: collection.into(), rkey: rkey.into(), rev: rev.into() }),
+            Payload::RecordDelete(RecordDelete { did: did.into(), collection: collection.into(), rkey: rkey.into(), rev: rev.into() }),
         ),
     }
 }
@@ -173,10 +178,11 @@ fn every_collection_creates_updates_skips_stale_revisions_deletes_and_parks_inva
         let (total, first) = view(&case.listing);
         assert_eq!(total, before + 1, "{c}: updated in place");
         assert_ne!(first.unwrap()[case.field], held, "{c}: the update shows, the stale write does not");
-        // An invalid record is a dead letter; the record after it is applied.
+        // An invalid record is a dead letter; the record after it, of another repository, is
+        // applied.
         let dead_before = deadletter::count(store.as_ref(), "attached", version).unwrap();
         step(vec![
-            event(c, &bad, "3l0000000000e", Some(case.invalid.clone())),
+            event_by(&format!("did:plc:careless{i:016}"), c, &bad, "3l0000000000e", Some(case.invalid.clone())),
             event(c, &format!("{rkey}x"), "3l0000000000f", Some(case.valid.clone())),
         ]);
         assert_eq!(deadletter::count(store.as_ref(), "attached", version).unwrap(), dead_before + 1, "{c}: invalid record parked");
@@ -193,4 +199,71 @@ fn every_collection_creates_updates_skips_stale_revisions_deletes_and_parks_inva
     let mut rebuilt = catalog::open(&ctx, "attached", v2, Mode::Rebuild).unwrap();
     catch_up(log.as_ref(), rebuilt.as_mut(), 7).unwrap();
     assert_eq!(deadletter::count(store.as_ref(), "attached", v2).unwrap(), deadletter::count(store.as_ref(), "attached", version).unwrap());
+}
+
+/// The release of dead letter `at` of the attached model, as the admin API appends it.
+fn release(did: &str, (partition, offset): (u32, u64), retried: bool) -> NewEvent {
+    let action = AdminAction::DeadLetterReleased { model: "attached".into(), partition, offset, retried };
+    NewEvent {
+        key: did.into(),
+        source: Source::Manual { note: "attached test".into() },
+        payload: Payload::Admin(AdminCommand { actor: "did:plc:admin".into(), action }),
+    }
+}
+
+#[test]
+fn a_dead_letter_holds_back_the_later_events_of_its_repository_until_released() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(EmbeddedLog::open(&dir.path().join("log"), 4).unwrap());
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
+    let ctx = Context::single(store.clone(), &dir.path().join("search"));
+    let version = catalog::ensure_active(&ctx, "attached").unwrap();
+    let mut projection = catalog::open(&ctx, "attached", version, Mode::Live).unwrap();
+    let mut step = |events: Vec<NewEvent>| {
+        log.append(&events).unwrap();
+        catch_up(log.as_ref(), projection.as_mut(), 100).unwrap();
+    };
+    let tags = Listing::on_eprint("tag", EPRINT);
+    let listed = || AttachedReader::new(store.as_ref()).unwrap().page(&tags, 10, None).unwrap().total;
+    let letters = || deadletter::list(store.as_ref(), "attached", version, 100).unwrap();
+    let (tag, other) = ("pub.svc.eprint.userTag", "did:plc:other0000000000000000000");
+    let good = |t: &str| json!({"eprintUri": EPRINT, "tag": t, "createdAt": at("1")});
+
+    // An invalid tag parks; the writer's next tag waits behind it, another writer's does not.
+    step(vec![
+        event(tag, "bad", "3l0000000000a", Some(json!({"eprintUri": EPRINT, "tag": "", "createdAt": at("1")}))),
+        event(tag, "t1", "3l0000000000b", Some(good("graphs"))),
+        event_by(other, tag, "t2", "3l0000000000b", Some(good("trees"))),
+    ]);
+    assert_eq!(listed(), 1, "only the other writer's tag is applied");
+    let held = letters();
+    assert_eq!(held.len(), 2);
+    let head = held[0].position();
+    assert_eq!(held[0].held_behind, None);
+    assert_eq!(held[1].held_behind, Some(head), "the valid tag is held behind the invalid one");
+    assert!(held[1].reason.starts_with("held back"), "{}", held[1].reason);
+
+    // A later event of the writer waits too, even a delete.
+    step(vec![event(tag, "t1", "3l0000000000c", None)]);
+    assert_eq!(letters().len(), 3);
+
+    // Dismissing the head releases the key: the API appends the held events again after the
+    // releases, and they are applied in their order (the tag, then its deletion).
+    let again: Vec<NewEvent> = vec![event(tag, "t1", "3l0000000000b", Some(good("graphs"))), event(tag, "t1", "3l0000000000c", None)];
+    let mut appended = vec![release(DID, head, false)];
+    appended.extend(letters()[1..].iter().map(|l| release(DID, l.position(), true)));
+    appended.push(again[0].clone());
+    step(appended);
+    assert_eq!(listed(), 2, "the held tag is applied once its key is released");
+    assert!(letters().is_empty());
+    step(vec![again[1].clone()]);
+    assert_eq!(listed(), 1, "and its deletion after it");
+    step(vec![event(tag, "t3", "3l0000000000d", Some(good("sets")))]);
+    assert_eq!(listed(), 2, "the writer's new events go straight through");
+
+    // A replay gives the same: no dead letter left, the same listing.
+    let v2 = store.create_version("attached").unwrap();
+    let mut rebuilt = catalog::open(&ctx, "attached", v2, Mode::Rebuild).unwrap();
+    catch_up(log.as_ref(), rebuilt.as_mut(), 3).unwrap();
+    assert_eq!(deadletter::count(store.as_ref(), "attached", v2).unwrap(), 0);
 }

@@ -573,3 +573,42 @@ fn a_deletion_keeps_an_older_write_out_in_a_later_batch() {
     project_all(&env);
     assert_eq!(search_all(&env, "zebra", SortOrder::Relevance, 10).1, 1);
 }
+
+#[test]
+fn an_invalid_submission_holds_back_its_repository_in_the_model_and_the_index_alike() {
+    use event_schema::{AdminAction, AdminCommand};
+    let env = env();
+    let (a, b) = ("did:plc:aaaaaaaaaaaaaaaaaaaaaaaa", "did:plc:bbbbbbbbbbbbbbbbbbbbbbbb");
+    let held = write(a, "3ccc", "3r02", submission("Held Paper", &[("A", a)], 2), false);
+    env.log
+        .append(&[
+            write(a, "3bad", "3r01", json!({"title": "No authors"}), false),
+            held.clone(),
+            write(b, "3ddd", "3r01", submission("Free Paper", &[("B", b)], 3), false),
+        ])
+        .unwrap();
+    project_all(&env);
+    let reader = EprintsReader::new(env.ctx.store.as_ref()).unwrap();
+    let uri = format!("at://{a}/pub.svc.eprint.submission/3ccc");
+    assert!(reader.get(&uri).unwrap().is_none(), "held behind the invalid record");
+    assert_eq!(search_all(&env, "held", SortOrder::Relevance, 10).1, 0, "the index holds it back too");
+    assert_eq!(search_all(&env, "free", SortOrder::Relevance, 10).1, 1, "another repository goes on");
+    let version = env.ctx.store.active_version("eprints").unwrap().unwrap();
+    let letters = projections::deadletter::list(env.ctx.store.as_ref(), "eprints", version, 10).unwrap();
+    assert_eq!(letters.iter().map(|l| l.held_behind.is_some()).collect::<Vec<_>>(), [false, true]);
+
+    // Dismissed, as the admin API does it: both released, the held event appended again.
+    let release = |at: (u32, u64), retried| NewEvent {
+        key: a.into(),
+        source: src(),
+        payload: Payload::Admin(AdminCommand {
+            actor: "did:plc:admin".into(),
+            action: AdminAction::DeadLetterReleased { model: "eprints".into(), partition: at.0, offset: at.1, retried },
+        }),
+    };
+    env.log.append(&[release(letters[0].position(), false), release(letters[1].position(), true), held]).unwrap();
+    project_all(&env);
+    assert!(reader.get(&uri).unwrap().is_some(), "applied once released");
+    assert_eq!(search_all(&env, "held", SortOrder::Relevance, 10).1, 1);
+    assert!(projections::deadletter::list(env.ctx.store.as_ref(), "eprints", version, 10).unwrap().is_empty());
+}

@@ -217,18 +217,32 @@ async fn dead_letters_are_retried_and_dismissed() {
     assert_eq!(before["entries"][0]["errorType"], "VALIDATION_ERROR");
     let (_, out) = f.post_as("/xrpc/pub.svc.admin.retryDLQEntry", Some(&admin), json!({"index": 5})).await;
     assert_eq!(out["success"], false, "{out}");
+    // Carol's valid review, written after her invalid one, waits behind it.
+    let p2 = format!("at://{ALICE}/pub.svc.eprint.submission/p2");
+    f.log.append(&[review(CAROL, "good", "3l0000000000f", &p2, "Held for a while.")]).unwrap();
+    let reviews = || async { f.get(&format!("/xrpc/pub.svc.review.listForEprint?eprintUri={}", enc(&p2))).await.1["total"].clone() };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while list().await["total"] != 2 {
+        assert!(std::time::Instant::now() < deadline, "the valid review was never held back");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let held = list().await["entries"][1].clone();
+    assert_eq!((&held["errorType"], &held["heldBehind"]["offset"]), (&json!("HELD_BACK"), &before["entries"][0]["offset"]), "{held}");
+    assert_eq!(reviews().await, 0, "held back, not shown");
     let (_, out) = f.post_as("/xrpc/pub.svc.admin.retryDLQEntry", Some(&admin), json!({"index": 0})).await;
     assert_eq!(out["success"], true, "{out}");
     let after = list().await;
-    assert_eq!((after["total"].as_u64(), &after["entries"][0]["error"]), (Some(1), &reason), "it fails again, alone: {after}");
+    assert_eq!((after["total"].as_u64(), &after["entries"][0]["error"]), (Some(2), &reason), "it fails again: {after}");
     assert_ne!(after["entries"][0]["offset"], before["entries"][0]["offset"], "the retried event parked anew");
+    assert_eq!(after["entries"][1]["heldBehind"]["offset"], after["entries"][0]["offset"], "and the review waits behind it again: {after}");
     let (_, out) = f.post_as("/xrpc/pub.svc.admin.retryAllDLQ", Some(&admin), json!({"errorType": "PROCESSING_ERROR"})).await;
     assert_eq!(out, json!({"success": true, "retriedCount": 0}));
     let (_, out) = f.post_as("/xrpc/pub.svc.admin.purgeOldDLQ", Some(&admin), json!({"olderThanDays": 7})).await;
     assert_eq!(out, json!({"success": true, "purgedCount": 0}), "nothing that old");
     let (_, out) = f.post_as("/xrpc/pub.svc.admin.dismissDLQEntry", Some(&admin), json!({"index": 0})).await;
     assert_eq!(out["success"], true, "{out}");
-    assert_eq!(list().await["total"], 0, "dismissed: released");
+    assert_eq!(list().await["total"], 0, "dismissed: released, and the review behind it with it");
+    assert_eq!(reviews().await, 1, "the held review is applied");
     // Another invalid record; purging what is older than 0 days releases it.
     let bad =
         create(CAROL, "pub.svc.review.comment", "bad2", "3l0000000000y", json!({"body": "no eprint", "createdAt": "2024-07-01T00:00:00Z"}));

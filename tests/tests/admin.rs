@@ -113,7 +113,10 @@ async fn versions(svc: &Service, token: &str) -> Value {
     get_as(svc, token, "/xrpc/pub.svc.admin.getSystemHealth").await.1["readModels"].clone()
 }
 
-async fn scenario(pds: &Pds, alice: &Account, bob: &Account, admin: &Account, backend: &Backend) {
+/// `carl` writes the invalid record: a user of their own in each run, since the second svc
+/// reads the PDS's history from its start, and the first run's dead letter would hold back
+/// the second run's events of the same user.
+async fn scenario(pds: &Pds, alice: &Account, bob: &Account, carl: &Account, admin: &Account, backend: &Backend) {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let papers = dir.path().join("papers.jsonl");
@@ -126,7 +129,7 @@ async fn scenario(pds: &Pds, alice: &Account, bob: &Account, admin: &Account, ba
     assert_eq!(get_as(&svc, &user, "/xrpc/pub.svc.admin.listDLQEntries").await.0, 403, "a non-admin");
 
     // An invalid record: listed, retried (fails again with the same reason), dismissed.
-    let (bad, _) = pds.create_record(bob, "pub.svc.review.comment", &json!({"body": rich("no paper"), "createdAt": now()})).await.unwrap();
+    let (bad, _) = pds.create_record(carl, "pub.svc.review.comment", &json!({"body": rich("no paper"), "createdAt": now()})).await.unwrap();
     let list = "/xrpc/pub.svc.admin.listDLQEntries?limit=100";
     // The firehose svc follows, with the cursor ingest stored.
     let status = until(&svc, &token, "/xrpc/pub.svc.admin.getFirehoseStatus", "a source", |s| s["cursor"].is_string()).await;
@@ -138,17 +141,32 @@ async fn scenario(pds: &Pds, alice: &Account, bob: &Account, admin: &Account, ba
     let listed = until(&svc, &token, list, "the invalid record's dead letter", |l| letter_of(l, &bad).is_some()).await;
     let (index, first) = letter_of(&listed, &bad).unwrap();
     assert_eq!(first["errorType"], "VALIDATION_ERROR", "{first}");
+    // Carl's next review, valid, waits behind his dead letter (principle 4).
+    let (early, _) = pds.create_record(alice, "pub.svc.eprint.submission", &submission("Held Reviews", alice, None)).await.unwrap();
+    let (waiting, _) = pds
+        .create_record(carl, "pub.svc.review.comment", &json!({"eprintUri": early, "body": rich("Worth the wait."), "createdAt": now()}))
+        .await
+        .unwrap();
+    let listed = until(&svc, &token, list, "the valid review held back", |l| letter_of(l, &waiting).is_some()).await;
+    let (_, held) = letter_of(&listed, &waiting).unwrap();
+    assert_eq!((&held["errorType"], &held["heldBehind"]["offset"]), (&json!("HELD_BACK"), &first["offset"]), "{held}");
+    let early_reviews = format!("/xrpc/pub.svc.review.listForEprint?eprintUri={}", enc(&early));
+    assert_eq!(svc.get(&early_reviews).await.unwrap().2["total"], 0, "held back, not shown");
     let (status, out) = svc.post("/xrpc/pub.svc.admin.retryDLQEntry", Some(&token), &json!({"index": index})).await.unwrap();
     assert_eq!((status, &out["success"]), (200, &json!(true)), "{out}");
-    let listed = until(&svc, &token, list, "the retried record parked again", |l| {
+    let listed = until(&svc, &token, list, "the retried record parked again, the review behind it", |l| {
         letter_of(l, &bad).is_some_and(|(_, e)| e["offset"] != first["offset"])
+            && letter_of(l, &waiting).is_some_and(|(_, w)| w["heldBehind"]["offset"] != first["offset"])
     })
     .await;
     let (index, again) = letter_of(&listed, &bad).unwrap();
     assert_eq!(again["error"], first["error"], "the same reason");
+    assert_eq!(letter_of(&listed, &waiting).unwrap().1["heldBehind"]["offset"], again["offset"], "{listed}");
     let (_, out) = svc.post("/xrpc/pub.svc.admin.dismissDLQEntry", Some(&token), &json!({"index": index})).await.unwrap();
     assert_eq!(out["success"], true, "{out}");
-    assert!(letter_of(&get_as(&svc, &token, list).await.1, &bad).is_none(), "dismissed: released");
+    let listed = get_as(&svc, &token, list).await.1;
+    assert!(letter_of(&listed, &bad).is_none() && letter_of(&listed, &waiting).is_none(), "dismissed: released, with the review");
+    until(&svc, &token, &early_reviews, "the held review, applied once released", |b| b["total"] == 1).await;
 
     // A review taken down.
     let (paper, _) =
@@ -277,9 +295,10 @@ async fn an_operator_runs_svc_through_the_admin_api_on_both_backends() {
             .with_env("SVC_SERVICE_DID", SERVICE_DID)
             .with_env("SVC_ADMIN_DIDS", &admin.did)
     };
-    scenario(&pds, &alice, &bob, &admin, &with_peers(Backend::embedded())).await;
+    let (carl1, carl2) = (pds.create_account("carl").await.unwrap(), pds.create_account("carla").await.unwrap());
+    scenario(&pds, &alice, &bob, &carl1, &admin, &with_peers(Backend::embedded())).await;
     let kafka = with_peers(Backend::kafka());
-    scenario(&pds, &alice, &bob, &admin, &kafka).await;
+    scenario(&pds, &alice, &bob, &carl2, &admin, &kafka).await;
     repositories(&pds, &alice, &bob, &admin).await;
 }
 

@@ -11,9 +11,10 @@ use tracing::debug;
 use super::collections::{self, Listing, COLLECTIONS};
 use super::{backlink_sources, backlinks, listing, records, sizes, MODEL};
 use crate::catalog::Mode;
+use crate::deadletter::Parking;
 use crate::rows::{is_deleted, is_stale, listing_key, taken_down, text, tombstone};
 use crate::staged::Staged;
-use crate::{deadletter, Checkpoints, EventBatch, Projection, ProjectionError};
+use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
 
 /// Builds the attached read model (see the [module docs](super)).
 pub struct AttachedProjection {
@@ -55,9 +56,9 @@ impl AttachedProjection {
         Ok(())
     }
 
-    fn park(&self, st: &mut Staged, event: &Envelope, uri: String, reason: &str) {
-        let (clustering, cols) = deadletter::park(MODEL, event, Some(uri), reason);
-        st.put(&deadletter::table(MODEL, self.version), deadletter::partition(), clustering, cols, event.position.ordinal());
+    /// This version's dead letters.
+    fn parking(&self) -> Parking<'_> {
+        Parking::new(self.store.as_ref(), MODEL, self.version)
     }
 
     fn write(&self, st: &mut Staged, event: &Envelope, w: &RecordWrite) -> Result<(), ProjectionError> {
@@ -72,7 +73,7 @@ impl AttachedProjection {
         let n = match normalized {
             Ok(n) => n,
             Err(reason) => {
-                self.park(st, event, uri, &reason);
+                self.parking().park(st, event, Some(uri), &reason)?;
                 return Ok(());
             }
         };
@@ -179,6 +180,17 @@ pub fn keeps(collection: &str) -> bool {
     COLLECTIONS.contains(&collection)
 }
 
+/// Whether the model holds `event` back while its key waits behind a dead letter (the
+/// repository events it applies; commands never wait), and the record it is about.
+fn held(event: &Envelope) -> Option<Option<String>> {
+    match &event.payload {
+        Payload::RecordCreate(w) | Payload::RecordUpdate(w) if keeps(&w.collection) => Some(Some(w.uri())),
+        Payload::RecordDelete(d) if keeps(&d.collection) => Some(Some(d.uri())),
+        Payload::Account(a) if a.status == Some(AccountStatus::Deleted) => Some(None),
+        _ => None,
+    }
+}
+
 impl Projection for AttachedProjection {
     fn model(&self) -> &'static str {
         MODEL
@@ -196,14 +208,20 @@ impl Projection for AttachedProjection {
         let mut st = Staged::default();
         let uris = batch.record_uris_where(keeps);
         st.prefetch(self.store.as_ref(), &records(self.version), uris)?;
+        self.parking().prefetch(&mut st, batch)?;
         for event in batch.events() {
+            if let Some(uri) = held(event) {
+                if self.parking().hold(&mut st, event, uri)? {
+                    continue;
+                }
+            }
             let position = event.position.ordinal();
             match &event.payload {
                 Payload::RecordCreate(w) | Payload::RecordUpdate(w) if keeps(&w.collection) => self.write(&mut st, event, w)?,
                 Payload::RecordDelete(d) if keeps(&d.collection) => self.delete(&mut st, d, position)?,
                 Payload::Backlink(b) => self.backlink(&mut st, event, b)?,
                 Payload::Admin(AdminCommand { action, .. }) => {
-                    deadletter::release(&mut st, MODEL, self.version, event);
+                    self.parking().release(&mut st, event)?;
                     if let AdminAction::ContentDeleted { uri, collection, .. } = action {
                         if keeps(collection) {
                             self.take_down(&mut st, uri, position)?;

@@ -10,10 +10,32 @@ use tracing::debug;
 
 use super::{accounts, by_author, records, users, MODEL};
 use crate::catalog::Mode;
+use crate::deadletter::Parking;
 use crate::rows::{is_stale, listing_key, taken_down, text, tombstone};
 use crate::staged::Staged;
 use crate::submission::Submission;
-use crate::{deadletter, Checkpoints, EventBatch, Projection, ProjectionError};
+use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
+
+/// Whether the model holds `payload` back while its key waits behind a dead letter: the
+/// repository events it applies (submission records, identity, account). Commands and the
+/// changes ingest refused are never held.
+pub(crate) fn holds(payload: &Payload) -> bool {
+    match payload {
+        Payload::RecordCreate(w) | Payload::RecordUpdate(w) => w.collection == SUBMISSION,
+        Payload::RecordDelete(d) => d.collection == SUBMISSION,
+        Payload::Identity(_) | Payload::Account(_) => true,
+        Payload::Rejected(_) | Payload::Backlink(_) | Payload::Access(_) | Payload::Admin(_) => false,
+    }
+}
+
+/// The record an event is about, for its dead letter.
+fn record_uri(payload: &Payload) -> Option<String> {
+    match payload {
+        Payload::RecordCreate(w) | Payload::RecordUpdate(w) => Some(w.uri()),
+        Payload::RecordDelete(d) => Some(d.uri()),
+        _ => None,
+    }
+}
 
 /// Builds the eprints read model (see the [module docs](super)).
 pub struct EprintsProjection {
@@ -60,10 +82,9 @@ impl EprintsProjection {
         Ok(())
     }
 
-    /// Stages `event` as a dead letter of this version, with `reason`.
-    fn park(&self, st: &mut Staged, event: &Envelope, uri: Option<String>, reason: &str) {
-        let (clustering, cols) = deadletter::park(MODEL, event, uri, reason);
-        st.put(&deadletter::table(MODEL, self.version), deadletter::partition(), clustering, cols, event.position.ordinal());
+    /// This version's dead letters.
+    fn parking(&self) -> Parking<'_> {
+        Parking::new(self.store.as_ref(), MODEL, self.version)
     }
 
     fn write(
@@ -78,7 +99,7 @@ impl EprintsProjection {
         let submission = match submission {
             Ok(s) => s,
             Err(reason) => {
-                self.park(st, event, Some(uri), reason);
+                self.parking().park(st, event, Some(uri), reason)?;
                 return Ok(());
             }
         };
@@ -203,6 +224,7 @@ impl EprintsProjection {
             .collect();
         st.prefetch(self.store.as_ref(), &records(self.version), batch.record_uris(SUBMISSION))?;
         st.prefetch(self.store.as_ref(), &accounts(self.version), dids)?;
+        self.parking().prefetch(st, batch)?;
         Ok(())
     }
 
@@ -239,6 +261,10 @@ impl Projection for EprintsProjection {
                     self.user(&mut st, &w.did, None, &at, event.envelope.position.ordinal())?;
                 }
             }
+            let envelope = event.envelope;
+            if holds(&envelope.payload) && self.parking().hold(&mut st, envelope, record_uri(&envelope.payload))? {
+                continue;
+            }
             if let Some((w, submission)) = event.submission(&self.lexicons) {
                 self.write(&mut st, event.envelope, w, submission)?;
                 continue;
@@ -247,7 +273,7 @@ impl Projection for EprintsProjection {
             match &event.envelope.payload {
                 Payload::RecordCreate(_) | Payload::RecordUpdate(_) | Payload::Backlink(_) | Payload::Access(_) => {}
                 Payload::Admin(AdminCommand { action, .. }) => {
-                    deadletter::release(&mut st, MODEL, self.version, event.envelope);
+                    self.parking().release(&mut st, event.envelope)?;
                     if let AdminAction::ContentDeleted { uri, collection, .. } = action {
                         if collection == SUBMISSION {
                             self.take_down(&mut st, uri, position)?;
@@ -268,7 +294,7 @@ impl Projection for EprintsProjection {
                     })?
                 }
                 Payload::Rejected(r) => {
-                    self.park(&mut st, event.envelope, None, &r.reason);
+                    self.parking().refused(&mut st, event.envelope, &r.reason);
                 }
                 Payload::Account(a) => {
                     if a.status == Some(AccountStatus::Deleted) {

@@ -21,6 +21,7 @@
 mod apply;
 pub mod read;
 
+pub(crate) use apply::holds;
 pub use apply::EprintsProjection;
 
 use store::TableRef;

@@ -10,7 +10,7 @@ mod query;
 mod schema;
 mod stem;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -49,6 +49,10 @@ pub(crate) struct CommitPayload {
     /// Repositories whose account is not active: their documents stay indexed but hidden.
     #[serde(default)]
     pub hidden: BTreeSet<String>,
+    /// Keys whose events the eprints model holds back, with the position of the dead letter
+    /// they wait behind (the index keeps the same events out until it is released).
+    #[serde(default)]
+    pub held: BTreeMap<String, (u32, u64)>,
 }
 
 impl CommitPayload {
@@ -57,7 +61,9 @@ impl CommitPayload {
     pub(crate) fn parse(payload: Option<&str>) -> CommitPayload {
         let Some(p) = payload else { return CommitPayload::default() };
         serde_json::from_str::<CommitPayload>(p)
-            .or_else(|_| serde_json::from_str::<Checkpoints>(p).map(|checkpoints| CommitPayload { checkpoints, hidden: BTreeSet::new() }))
+            .or_else(|_| {
+                serde_json::from_str::<Checkpoints>(p).map(|checkpoints| CommitPayload { checkpoints, ..CommitPayload::default() })
+            })
             .unwrap_or_default()
     }
 }

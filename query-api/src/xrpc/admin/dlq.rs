@@ -2,6 +2,12 @@
 //! addressed by their index in that order; retried (the event appended again: it parks anew
 //! if it still fails) or dismissed (released), each as a `command.admin` event that the
 //! model which parked it applies.
+//!
+//! A dead letter holds back the later events of its key ([`projections::deadletter`]): they
+//! are listed too, `HELD_BACK`, with the position they wait behind. Retrying or dismissing
+//! the letter they wait behind releases them with it and appends their events again after
+//! it, in their order, so that they are applied (or held behind it anew, if the retried
+//! event fails again).
 
 use chrono::Utc;
 use event_schema::{AdminAction, AdminCommand, Envelope, NewEvent, Payload, Source};
@@ -36,7 +42,9 @@ impl Entry {
     /// `PROCESSING_ERROR` otherwise.
     pub(super) fn error_type(&self) -> &'static str {
         let reason = &self.letter.reason;
-        if reason.starts_with("invalid") || reason.contains("lexicon") {
+        if self.letter.held_behind.is_some() {
+            "HELD_BACK"
+        } else if reason.starts_with("invalid") || reason.contains("lexicon") {
             "VALIDATION_ERROR"
         } else {
             "PROCESSING_ERROR"
@@ -93,8 +101,10 @@ async fn list(c: Call) -> Answer {
         .map(|(e, event)| {
             let at = time(event);
             let d = &e.letter;
+            let held_behind = d.held_behind.map(|(partition, offset)| json!({"partition": partition, "offset": offset}));
             json!({"uri": d.uri, "error": d.reason, "errorType": e.error_type(), "timestamp": at, "createdAt": at,
-                   "model": e.model, "kind": d.kind, "key": d.key, "partition": d.partition, "offset": d.offset})
+                   "model": e.model, "kind": d.kind, "key": d.key, "partition": d.partition, "offset": d.offset,
+                   "heldBehind": held_behind})
         })
         .collect();
     Body::json(&json!({"entries": shown, "total": all.len()}))
@@ -126,21 +136,55 @@ fn release(state: &AppState, admin: &str, nsid: &str, entry: &Entry, parked: Opt
     out
 }
 
-/// Appends the release events of `chosen` and counts the action.
-async fn act(c: &Call, nsid: &str, chosen: &[&Entry], retry: bool) -> Result<usize, ApiError> {
-    let admin = c.caller()?.did.clone();
-    let parked = if retry { events(&c.state, chosen).await? } else { Vec::new() };
+/// What becomes of one dead letter.
+struct Release<'a> {
+    entry: &'a Entry,
+    /// Its event is appended again (a retry, or an event held behind a released letter).
+    again: bool,
+}
+
+/// The releases that `chosen` (in log order) makes: each chosen letter, and after a letter
+/// that others of its key wait behind, those others, appended again unless they are chosen
+/// for dismissal too. Each letter once.
+fn releases<'a>(all: &'a [Entry], chosen: &[&'a Entry], retry: bool) -> Vec<Release<'a>> {
+    let key = |e: &Entry| (e.model, e.letter.position());
+    let picked: std::collections::HashSet<_> = chosen.iter().map(|e| key(e)).collect();
+    let mut done = std::collections::HashSet::new();
     let mut out = Vec::new();
-    for (i, entry) in chosen.iter().enumerate() {
-        // A retried entry whose event the log no longer holds is released without retry.
-        out.extend(release(&c.state, &admin, nsid, entry, parked.get(i).and_then(Option::as_ref)));
+    for entry in chosen {
+        if !done.insert(key(entry)) {
+            continue;
+        }
+        out.push(Release { entry, again: retry });
+        let behind = |e: &&Entry| e.model == entry.model && e.letter.held_behind == Some(entry.letter.position());
+        for held in all.iter().filter(behind) {
+            if done.insert(key(held)) {
+                out.push(Release { entry: held, again: retry || !picked.contains(&key(held)) });
+            }
+        }
+    }
+    out
+}
+
+/// Appends the release events of `chosen` (and of the letters held behind them) and counts
+/// the action: how many letters were released without and with their event appended again.
+async fn act(c: &Call, nsid: &str, all: &[Entry], chosen: &[&Entry], retry: bool) -> Result<(usize, usize), ApiError> {
+    let admin = c.caller()?.did.clone();
+    let plan = releases(all, chosen, retry);
+    let again: Vec<&Entry> = plan.iter().filter(|r| r.again).map(|r| r.entry).collect();
+    let mut parked = events(&c.state, &again).await?.into_iter();
+    let mut out = Vec::new();
+    for r in &plan {
+        // An event the log no longer holds is released without being appended again.
+        let event = if r.again { parked.next().flatten() } else { None };
+        out.extend(release(&c.state, &admin, nsid, r.entry, event.as_ref()));
     }
     if !out.is_empty() {
         crate::command::append_all(&c.state, out).await?;
     }
     let action = if retry { "dlq_retry" } else { "dlq_dismiss" };
-    metrics::counter!("svc_admin_actions_total", "action" => action, "target" => "dlq").increment(chosen.len() as u64);
-    Ok(chosen.len())
+    metrics::counter!("svc_admin_actions_total", "action" => action, "target" => "dlq").increment(plan.len() as u64);
+    Ok((plan.len() - again.len(), again.len()))
 }
 
 /// `retryDLQEntry` and `dismissDLQEntry`: `{success, message}`; `success = false` for an
@@ -152,13 +196,17 @@ async fn one(c: Call, retry: bool) -> Answer {
         return Body::json(&json!({"success": false, "message": format!("no dead letter at index {index} (there are {})", all.len())}));
     };
     let nsid = if retry { "pub.svc.admin.retryDLQEntry" } else { "pub.svc.admin.dismissDLQEntry" };
-    act(&c, nsid, &[entry], retry).await?;
+    let (dismissed, appended) = act(&c, nsid, &all, &[entry], retry).await?;
+    let released = dismissed + appended;
     let what = format!("{} at {}:{} ({})", entry.letter.kind, entry.letter.partition, entry.letter.offset, entry.model);
-    let message = if retry {
+    let mut message = if retry {
         format!("retried {what}: its event is in the log again, and parks again if it still fails")
     } else {
         format!("dismissed {what}: released without retry")
     };
+    if released > 1 {
+        message.push_str(&format!("; the {} later events of its key held behind it are in the log again", released - 1));
+    }
     Body::json(&json!({"success": true, "message": message}))
 }
 
@@ -167,7 +215,7 @@ async fn retry_all(c: Call) -> Answer {
     let only = c.input["errorType"].as_str().map(str::to_owned);
     let all = entries(&c.state).await?;
     let chosen: Vec<&Entry> = all.iter().filter(|e| only.as_deref().is_none_or(|t| t == e.error_type())).collect();
-    let n = act(&c, "pub.svc.admin.retryAllDLQ", &chosen, true).await?;
+    let (_, n) = act(&c, "pub.svc.admin.retryAllDLQ", &all, &chosen, true).await?;
     Body::json(&json!({"success": true, "retriedCount": n}))
 }
 
@@ -181,7 +229,7 @@ async fn purge_old(c: Call) -> Answer {
     let times = events(&c.state, &every).await?;
     let chosen: Vec<&Entry> =
         every.into_iter().zip(&times).filter(|(_, e)| e.as_ref().is_some_and(|e| e.appended_at < cutoff)).map(|(entry, _)| entry).collect();
-    let n = act(&c, "pub.svc.admin.purgeOldDLQ", &chosen, false).await?;
+    let (n, _) = act(&c, "pub.svc.admin.purgeOldDLQ", &all, &chosen, false).await?;
     Body::json(&json!({"success": true, "purgedCount": n}))
 }
 
