@@ -379,6 +379,10 @@ pub struct IngestArgs {
     /// Papers per append (one durable write each).
     #[arg(long, default_value_t = 1000)]
     pub batch: usize,
+
+    /// With the seed, the scholarly layer about its papers, as `svc seed --social` writes it.
+    #[arg(long, requires = "seed")]
+    pub social: bool,
 }
 
 /// `svc project`.

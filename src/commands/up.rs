@@ -74,7 +74,7 @@ pub async fn serve(args: UpArgs) -> anyhow::Result<()> {
 /// with none configured it is done.
 pub async fn ingest(args: IngestArgs) -> anyhow::Result<()> {
     if let Some(file) = args.seed.clone() {
-        let seed = SeedArgs { data: args.data.clone(), file, limit: args.limit, batch: args.batch, strict: false, social: false };
+        let seed = SeedArgs { data: args.data.clone(), file, limit: args.limit, batch: args.batch, strict: false, social: args.social };
         tokio::task::spawn_blocking(move || super::seed(seed)).await??;
     }
     if args.source.firehose.is_none() && args.source.jetstream.is_none() {

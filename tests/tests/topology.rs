@@ -4,12 +4,13 @@
 //! papers in three seeds: `svc ingest`, two `svc project`, two `svc serve`. Both query nodes answer the same; a projector killed
 //! mid-stream is replaced by the other and nothing is lost or doubled; `svc replay` rebuilds
 //! a new version while the old one serves, swaps it in, and the projectors follow it. Then
-//! the admin surface across the nodes: a take-down through one query node is gone from both,
+//! the admin surface across the nodes: a take-down (a paper, a review) through one query node is gone from both,
 //! and a full reindex runs through the API.
 //!
 //! The CQL test server has no clustering ranges, `ORDER BY`, `LIMIT`, `COUNT` or
-//! `DROP TABLE` (see `store/tests/scylla.rs`), so the by-author listing is not asked, and the
-//! replaced version is left retired instead of dropped.
+//! `DROP TABLE` (see `store/tests/scylla.rs`): the store reads whole partitions for scans and
+//! counts there (a real ScyllaDB never takes that path), and the replaced version is left
+//! retired instead of dropped.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -222,8 +223,11 @@ async fn ingest_two_projectors_two_query_nodes_takeover_and_online_replay() {
     }
     assert!(probes > 0, "the rebuild was probed while it ran");
 
-    // The projectors follow the new version: what is appended now shows up there.
-    assert!(ingest(&parts[2]).wait().unwrap().success());
+    // The projectors follow the new version: what is appended now shows up there (the
+    // third part with its reviews, annotations, tags and the rest of the scholarly layer).
+    let social =
+        spawn_svc(&backend, &["ingest", "--data-dir", ingest_dir.to_str().unwrap(), "--seed", parts[2].to_str().unwrap(), "--social"]);
+    assert!(social.wait_with_output().unwrap().status.success());
     q1.wait_caught_up().await.unwrap();
     q2.wait_caught_up().await.unwrap();
     assert_complete_and_equal(&q1, &q2, SEEDS[2].1).await;
@@ -255,6 +259,31 @@ async fn ingest_two_projectors_two_query_nodes_takeover_and_online_replay() {
     let kept = assert_complete_and_equal(&q1, &q2, SEEDS[2].1 - 1).await;
     assert!(!kept.contains(down), "gone from both nodes' search");
 
+    // A review taken down through q2 is gone from both nodes.
+    let (_, listed) = get_as(&q1, &token, "/xrpc/pub.svc.admin.listReviews?limit=100").await;
+    let items = listed["items"].as_array().unwrap_or_else(|| panic!("{listed}")).clone();
+    assert!(!items.is_empty(), "the scholarly layer has reviews: {listed}");
+    let (review, eprint) = (items[0]["uri"].as_str().unwrap().to_owned(), items[0]["eprintUri"].as_str().unwrap().to_owned());
+    let on_paper = format!("/xrpc/pub.svc.review.listForEprint?eprintUri={}&limit=100", enc(&eprint));
+    let thread = format!("/xrpc/pub.svc.review.getThread?uri={}", enc(&review));
+    let lists = |body: &Value| body["reviews"].as_array().is_some_and(|r| r.iter().any(|r| r["uri"] == review.as_str()));
+    for q in [&q1, &q2] {
+        let (status, _, body) = q.get(&on_paper).await.unwrap();
+        assert!(status == 200 && lists(&body), "{status} {body}");
+        assert_eq!(q.get(&thread).await.unwrap().0, 200);
+    }
+    let body = serde_json::json!({"uri": review, "collection": "pub.svc.review.comment", "reason": "abuse"});
+    let (status, out) = q2.post("/xrpc/pub.svc.admin.deleteContent", Some(&token), &body).await.unwrap();
+    assert_eq!((status, &out["success"]), (200, &Value::Bool(true)), "{out}");
+    until_status(&q1, &thread, 404).await;
+    until_status(&q2, &thread, 404).await;
+    for q in [&q1, &q2] {
+        let (status, _, body) = q.get(&on_paper).await.unwrap();
+        assert!(status == 200 && !lists(&body), "still listed after the take-down: {body}");
+        let (_, all) = get_as(q, &token, "/xrpc/pub.svc.admin.listReviews?limit=100").await;
+        assert!(!all["items"].as_array().unwrap().iter().any(|i| i["uri"] == review.as_str()), "{all}");
+    }
+
     let (status, started) = q2.post("/xrpc/pub.svc.admin.triggerFullReindex", Some(&token), &serde_json::json!({})).await.unwrap();
     assert_eq!(status, 200, "{started}");
     let id = started["operationId"].as_str().unwrap().to_owned();
@@ -273,5 +302,9 @@ async fn ingest_two_projectors_two_query_nodes_takeover_and_online_replay() {
     q2.wait_caught_up().await.unwrap();
     until_status(&q2, &detail, 404).await;
     assert_eq!(q1.get(&detail).await.unwrap().0, 404, "still gone after the reindex");
+    for q in [&q1, &q2] {
+        assert_eq!(q.get(&thread).await.unwrap().0, 404, "the review is still gone after the reindex");
+        assert!(!lists(&q.get(&on_paper).await.unwrap().2));
+    }
     assert_eq!(assert_complete_and_equal(&q1, &q2, SEEDS[2].1 - 1).await, kept);
 }

@@ -48,6 +48,10 @@ struct Db {
     prepared: Mutex<HashMap<String, PreparedStatement>>,
     tables: Mutex<HashSet<String>>,
     tables_read_at: Mutex<Option<Instant>>,
+    /// Whether the server reads clustering ranges, limits and descending order (ScyllaDB
+    /// and Cassandra do). Without them (a CQL test server), scans and counts read the whole
+    /// partition and order, page and count it here: correct, and slow on large partitions.
+    reads_ranges: bool,
 }
 
 fn unavailable(e: impl std::fmt::Display) -> StoreError {
@@ -103,16 +107,24 @@ impl ScyllaStore {
                 .build()
                 .await
                 .map_err(|e| unavailable(format!("cannot connect to {}: {e}", config.nodes.join(","))))?;
-            let db = Db {
+            let mut db = Db {
                 session,
                 keyspace: config.keyspace.clone(),
                 prepared: Mutex::default(),
                 tables: Mutex::default(),
                 tables_read_at: Mutex::default(),
+                reads_ranges: true,
             };
             db.ddl(&schema::create_keyspace(&config.keyspace, config.replication_factor)).await?;
             for ddl in schema::create_bookkeeping(&config.keyspace) {
                 db.ddl(&ddl).await?;
+            }
+            db.reads_ranges = db.probe_ranges().await?;
+            if !db.reads_ranges {
+                tracing::warn!(
+                    "the CQL server reads no clustering ranges, limits or descending order (a test server?): \
+                     scans and counts read whole partitions"
+                );
             }
             db.refresh_tables().await?;
             info!(nodes = config.nodes.join(","), keyspace = config.keyspace, "connected to the ScyllaDB store");
@@ -207,6 +219,54 @@ impl Db {
         self.ddl(&schema::create_table(&self.keyspace, name)).await?;
         self.tables.lock().expect("tables").insert(name.to_owned());
         Ok(())
+    }
+
+    /// Whether the server reads clustering ranges, limits and descending order, tried on
+    /// two rows of the probe table: a server that ignores what it cannot parse answers
+    /// wrongly instead of failing, so the answers are checked.
+    async fn probe_ranges(&self) -> Result<bool, StoreError> {
+        let ks = &self.keyspace;
+        self.ddl(&schema::create_table(ks, schema::PROBE)).await?;
+        let put = self.prepare(RowStatements::put(ks, schema::PROBE)).await?;
+        for c in [1u8, 2] {
+            self.session.execute_unpaged(&put, ("probe", vec![c], Vec::<u8>::new())).await.map_err(unavailable)?;
+        }
+        let read = |reverse: bool, after: Option<u8>| async move {
+            let stmt = self.prepare(RowStatements::scan(ks, schema::PROBE, reverse, after.is_some())).await.ok()?;
+            let result = match after {
+                Some(a) => self.session.execute_unpaged(&stmt, ("probe", vec![a], 1i32)).await,
+                None => self.session.execute_unpaged(&stmt, ("probe", 1i32)).await,
+            };
+            let rows = result.ok()?.into_rows_result().ok()?;
+            let keys: Option<Vec<Vec<u8>>> = rows.rows::<(Vec<u8>, Vec<u8>)>().ok()?.map(|r| r.ok().map(|(c, _)| c)).collect();
+            keys
+        };
+        let two = Some(vec![vec![2u8]]);
+        Ok(read(false, Some(1)).await == two && read(true, None).await == two)
+    }
+
+    /// One page of a partition, read whole and paged here (for servers without ranges).
+    async fn scan_whole(&self, name: &str, partition: &str, scan: &Scan) -> Result<Vec<Row>, StoreError> {
+        let stmt = self.prepare(RowStatements::partition(&self.keyspace, name)).await?;
+        let rows = self.session.execute_unpaged(&stmt, (partition,)).await.map_err(unavailable)?.into_rows_result().map_err(unavailable)?;
+        let mut all = Vec::new();
+        for row in rows.rows::<(Vec<u8>, Vec<u8>)>().map_err(unavailable)? {
+            all.push(row.map_err(unavailable)?);
+        }
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        if scan.reverse {
+            all.reverse();
+        }
+        let past = |c: &Vec<u8>| match &scan.after {
+            None => true,
+            Some(after) if scan.reverse => c < after,
+            Some(after) => c > after,
+        };
+        all.into_iter()
+            .filter(|(c, _)| past(c))
+            .take(scan.limit.saturating_add(1))
+            .map(|(clustering, v)| Ok(Row { columns: decode_columns(name, &v)?, clustering }))
+            .collect()
     }
 
     async fn get(&self, name: &str, partition: &str, clustering: &[u8]) -> Result<Option<Columns>, StoreError> {
@@ -318,6 +378,10 @@ impl Store for ScyllaStore {
             if !db.exists(&name).await? {
                 return Ok(0);
             }
+            if !db.reads_ranges {
+                let whole = Scan { after: None, limit: usize::MAX - 1, reverse: false };
+                return Ok(db.scan_whole(&name, &partition, &whole).await?.len() as u64);
+            }
             let stmt = db.prepare(RowStatements::count(&db.keyspace, &name)).await?;
             let rows =
                 db.session.execute_unpaged(&stmt, (&partition,)).await.map_err(unavailable)?.into_rows_result().map_err(unavailable)?;
@@ -333,18 +397,22 @@ impl Store for ScyllaStore {
             if scan.limit == 0 || !db.exists(&name).await? {
                 return Ok(Page { rows: Vec::new(), next: None });
             }
-            let stmt = db.prepare(RowStatements::scan(&db.keyspace, &name, scan.reverse, scan.after.is_some())).await?;
             // One more row than asked tells whether another page follows.
-            let fetch = i32::try_from(scan.limit.saturating_add(1)).unwrap_or(i32::MAX);
-            let result = match &scan.after {
-                Some(after) => db.session.execute_unpaged(&stmt, (&partition, after, fetch)).await,
-                None => db.session.execute_unpaged(&stmt, (&partition, fetch)).await,
-            };
-            let rows = result.map_err(unavailable)?.into_rows_result().map_err(unavailable)?;
             let mut out = Vec::new();
-            for row in rows.rows::<(Vec<u8>, Vec<u8>)>().map_err(unavailable)? {
-                let (clustering, v) = row.map_err(unavailable)?;
-                out.push(Row { clustering, columns: decode_columns(&name, &v)? });
+            if db.reads_ranges {
+                let stmt = db.prepare(RowStatements::scan(&db.keyspace, &name, scan.reverse, scan.after.is_some())).await?;
+                let fetch = i32::try_from(scan.limit.saturating_add(1)).unwrap_or(i32::MAX);
+                let result = match &scan.after {
+                    Some(after) => db.session.execute_unpaged(&stmt, (&partition, after, fetch)).await,
+                    None => db.session.execute_unpaged(&stmt, (&partition, fetch)).await,
+                };
+                let rows = result.map_err(unavailable)?.into_rows_result().map_err(unavailable)?;
+                for row in rows.rows::<(Vec<u8>, Vec<u8>)>().map_err(unavailable)? {
+                    let (clustering, v) = row.map_err(unavailable)?;
+                    out.push(Row { clustering, columns: decode_columns(&name, &v)? });
+                }
+            } else {
+                out = db.scan_whole(&name, &partition, &scan).await?;
             }
             let more = out.len() > scan.limit;
             out.truncate(scan.limit);

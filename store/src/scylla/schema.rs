@@ -25,6 +25,10 @@ pub fn create_bookkeeping(keyspace: &str) -> [String; 2] {
     ]
 }
 
+/// The probe table: at connect, two rows in it tell whether the server reads clustering
+/// ranges, limits and descending order (CQL test servers may not).
+pub const PROBE: &str = "svc_probe";
+
 /// The CQL table name of a read-model table, or `None` when its parts cannot form one.
 pub fn table_name(table: &TableRef) -> Option<String> {
     let name = format!("{}__v{}__{}", table.model(), table.version(), table.name());
@@ -51,6 +55,10 @@ impl RowStatements {
     }
     pub fn count(ks: &str, t: &str) -> String {
         format!("SELECT COUNT(*) FROM {ks}.{t} WHERE p = ?")
+    }
+    /// A whole partition, for servers that read no clustering ranges.
+    pub fn partition(ks: &str, t: &str) -> String {
+        format!("SELECT c, v FROM {ks}.{t} WHERE p = ?")
     }
     /// A page scan: ascending or descending, from the start or after a clustering key.
     pub fn scan(ks: &str, t: &str, reverse: bool, after: bool) -> String {
