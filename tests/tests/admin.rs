@@ -1,7 +1,8 @@
 //! The admin surface as an operator uses it, against a real PDS, on the embedded backend and
-//! on the Kafka log: an admin from `ADMIN_DIDS` logs in the AT Protocol way; an invalid
-//! record written on the PDS shows in the dead letters, fails again when retried and is
-//! released when dismissed; a review taken down with `deleteContent` leaves every
+//! on Kafka with the ScyllaDB store (the CQL test server): an admin from `ADMIN_DIDS` logs in
+//! the AT Protocol way; an invalid record written on the PDS shows in the dead letters, holds
+//! back its writer's next record, fails again when retried and is released, with the record
+//! behind it, when dismissed; a review taken down with `deleteContent` leaves every
 //! operation and stays gone through a full reindex; the full reindex runs through the API
 //! while searches run (none fails, progress to completion, answers byte-identical after);
 //! a second reindex cancelled at once leaves the old versions serving and no half-built one.
@@ -297,7 +298,8 @@ async fn an_operator_runs_svc_through_the_admin_api_on_both_backends() {
     };
     let (carl1, carl2) = (pds.create_account("carl").await.unwrap(), pds.create_account("carla").await.unwrap());
     scenario(&pds, &alice, &bob, &carl1, &admin, &with_peers(Backend::embedded())).await;
-    let kafka = with_peers(Backend::kafka());
+    // Then on Kafka and the ScyllaDB store (the CQL test server).
+    let kafka = with_peers(Backend::kafka_scylla());
     scenario(&pds, &alice, &bob, &carl2, &admin, &kafka).await;
     repositories(&pds, &alice, &bob, &admin).await;
 }

@@ -1,10 +1,12 @@
-//! The identity layer against a real PDS, as a new user meets it, on both backends: a
-//! service-auth JWT from `com.atproto.server.getServiceAuth` calls a Required operation and
-//! gets a session through the PKCE code exchange; refresh rotation (the old token fails,
-//! reusing it ends the family); revocation; TOTP enrolment and an MFA login; a recovery
-//! code used once; a passkey registered and used with a software authenticator; an admin from `ADMIN_DIDS` granting `moderator` (kept by a replay,
-//! gone once revoked); an alpha application approved with its role; every kind of bad token refused with the contract's code; and the
-//! anonymous tier's 61st request in a minute answered 429.
+//! The identity layer against a real PDS, as a new user meets it, on the embedded backend and on
+//! Kafka with the ScyllaDB store (the CQL test server): a service-auth JWT from
+//! `com.atproto.server.getServiceAuth` calls a Required operation and gets a session through the
+//! PKCE code exchange; refresh rotation (the old token fails, reusing it ends the family);
+//! revocation; TOTP enrolment and an MFA login; a recovery code used once; a passkey registered and
+//! used with a software authenticator; an admin from `ADMIN_DIDS` granting `moderator` (kept by a
+//! replay, gone once revoked); an alpha application approved with its role; every kind of bad token
+//! refused with the contract's code; and the anonymous tier's 61st request in a minute answered
+//! 429.
 
 use data_encoding::BASE64URL_NOPAD;
 use query_api::auth::totp;
@@ -272,8 +274,9 @@ async fn identity_against_a_real_pds_on_both_backends() {
             .with_env("SVC_HANDLE_RESOLVER", &pds.url)
     };
     scenario(&pds, &user, &admin, &with_peers(Backend::embedded()), true).await;
-    // The same on the Kafka log (a fresh svc: the user's TOTP enrolment lives in the first
-    // one's log). (The backend owns the broker: it lives as long as the scenario.)
-    let kafka = with_peers(Backend::kafka());
+    // The same on the Kafka log and the ScyllaDB store on the CQL test server (a fresh svc:
+    // the user's TOTP enrolment lives in the first one's log). (The backend owns the broker
+    // and the CQL server: they live as long as the scenario.)
+    let kafka = with_peers(Backend::kafka_scylla());
     scenario(&pds, &user, &admin, &kafka, false).await;
 }

@@ -1,8 +1,9 @@
 //! The scholarly layer against a real PDS, as its users would write it: reviews, a reply, an
 //! annotation with a text selector, an endorsement, tags, a citation and a related work,
 //! each written with `com.atproto.repo.createRecord` and seen through its operations; then
-//! updates, deletes and a takedown; then a replay, and a second svc on the Kafka log
-//! following the same PDS from the start, which must answer the same.
+//! updates, deletes and a takedown; then a replay, and a second svc on the Kafka log and the
+//! ScyllaDB store (the CQL test server) following the same PDS from the start, which must
+//! answer the same.
 
 use std::time::{Duration, Instant};
 
@@ -301,12 +302,11 @@ async fn the_scholarly_layer_from_a_real_pds_on_both_backends() {
     }
     svc.stop().unwrap();
 
-    // A svc on the Kafka log, following the same PDS from cursor 0, answers the same. (Its
-    // store is the embedded one: the CQL server these tests can run, kassandra, has no
-    // `ORDER BY`, `LIMIT` or `COUNT`, which every listing needs; see docs/scylla.md.)
+    // A svc on the Kafka log and the ScyllaDB store (the CQL test server), following the
+    // same PDS from cursor 0, answers the same.
     let other_dir = tempfile::tempdir().unwrap();
-    // (The backend owns the broker: it lives as long as the service.)
-    let kafka_backend = firehose(Backend::kafka());
+    // (The backend owns the broker and the CQL server: they live as long as the service.)
+    let kafka_backend = firehose(Backend::kafka_scylla());
     let kafka = Service::start_with(&other_dir.path().join("data"), tests::free_port(), &kafka_backend).await.unwrap();
     let last = queries.last().unwrap().clone();
     until(&kafka, &last, "the Kafka svc catching up", |s, b| s == 200 && b["profile"]["displayName"] == "Bob B.").await;

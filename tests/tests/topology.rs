@@ -9,8 +9,8 @@
 //!
 //! The CQL test server has no clustering ranges, `ORDER BY`, `LIMIT`, `COUNT` or
 //! `DROP TABLE` (see `store/tests/scylla.rs`): the store reads whole partitions for scans and
-//! counts there (a real ScyllaDB never takes that path), and the replaced version is left
-//! retired instead of dropped.
+//! counts there, and empties a dropped version's tables row by row (a real ScyllaDB never
+//! takes those paths).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
