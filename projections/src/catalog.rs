@@ -54,7 +54,7 @@ pub const CATALOG: &[ModelSpec] = &[
     ModelSpec { name: attached::MODEL, place: Place::Shared, tables: attached::TABLES, open: open_attached },
     ModelSpec { name: access::MODEL, place: Place::Shared, tables: access::TABLES, open: open_access },
     ModelSpec { name: admin::MODEL, place: Place::Shared, tables: admin::TABLES, open: open_admin },
-    ModelSpec { name: search::MODEL, place: Place::Node, tables: &[search::TOMBSTONES], open: open_search },
+    ModelSpec { name: search::MODEL, place: Place::Node, tables: search::TABLES, open: open_search },
 ];
 
 fn open_eprints(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {

@@ -612,3 +612,110 @@ fn an_invalid_submission_holds_back_its_repository_in_the_model_and_the_index_al
     assert_eq!(search_all(&env, "held", SortOrder::Relevance, 10).1, 1);
     assert!(projections::deadletter::list(env.ctx.store.as_ref(), "eprints", version, 10).unwrap().is_empty());
 }
+
+/// A `pub.svc.eprint.userTag` record on `eprint`.
+fn tag(did: &str, rkey: &str, rev: &str, eprint: &str, tag: &str) -> NewEvent {
+    NewEvent::repo(
+        src(),
+        Payload::RecordCreate(RecordWrite {
+            did: did.into(),
+            collection: "pub.svc.eprint.userTag".into(),
+            rkey: rkey.into(),
+            cid: format!("bafyrei{rkey}{rev}"),
+            rev: rev.into(),
+            record: json!({"eprintUri": eprint, "tag": tag, "createdAt": "2025-02-01T00:00:00Z"}),
+        }),
+    )
+}
+
+/// The tags facet of every eprint: `[(tag, count)]`, most frequent first, then by tag.
+fn tag_facet(env: &Env) -> Vec<(String, u64)> {
+    let v = env.ctx.store.active_version("search").unwrap().unwrap();
+    let index = env.ctx.search.open(v).unwrap();
+    let facets = index.facets(&SearchRequest::new("*", SortOrder::Relevance), &[projections::search::Facet::Tags]).unwrap();
+    let mut counts: Vec<(String, u64)> = facets["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b["value"].as_str().unwrap().to_owned(), b["count"].as_u64().unwrap()))
+        .collect();
+    counts.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
+    counts
+}
+
+#[test]
+fn the_tags_facet_counts_the_tags_on_the_matching_eprints() {
+    let env = env();
+    let (a, b, c) = ("did:plc:aaaaaaaaaaaaaaaaaaaaaaaa", "did:plc:bbbbbbbbbbbbbbbbbbbbbbbb", "did:plc:cccccccccccccccccccccccc");
+    let p1 = format!("at://{a}/pub.svc.eprint.submission/3p1");
+    let p2 = format!("at://{a}/pub.svc.eprint.submission/3p2");
+    env.log
+        .append(&[
+            // A tag before its eprint is indexed, tags after it, in two forms of one tag.
+            tag(b, "t1", "3r01", &p1, "Graph Theory"),
+            write(a, "3p1", "3r01", submission("First Paper", &[("A", a)], 1), false),
+            write(a, "3p2", "3r02", submission("Second Paper", &[("A", a)], 2), false),
+            tag(c, "t2", "3r01", &p1, "graph-theory"),
+            tag(c, "t3", "3r02", &p2, "graph theory"),
+            tag(b, "t4", "3r02", &p2, "Spectra"),
+            // Refused by its lexicon: left out.
+            tag(b, "t5", "3r03", &p2, ""),
+        ])
+        .unwrap();
+    project_all(&env);
+    assert_eq!(tag_facet(&env), [("graph-theory".to_owned(), 2), ("spectra".to_owned(), 1)]);
+
+    // An update moves a tag, a delete removes one, a newer version of the eprint keeps its
+    // tags, and a deleted account's tags go.
+    env.log
+        .append(&[
+            NewEvent::repo(
+                src(),
+                Payload::RecordUpdate(RecordWrite {
+                    did: b.into(),
+                    collection: "pub.svc.eprint.userTag".into(),
+                    rkey: "t4".into(),
+                    cid: "bafyreit4".into(),
+                    rev: "3r05".into(),
+                    record: json!({"eprintUri": p1, "tag": "Spectra", "createdAt": "2025-02-01T00:00:00Z"}),
+                }),
+            ),
+            write(a, "3p2", "3r06", submission("Second Paper Revised", &[("A", a)], 2), true),
+            delete_tag(c, "t3", "3r07"),
+        ])
+        .unwrap();
+    project_all(&env);
+    assert_eq!(tag_facet(&env), [("graph-theory".to_owned(), 1), ("spectra".to_owned(), 1)]);
+    let req = SearchRequest::new("first", SortOrder::Relevance);
+    let v = env.ctx.store.active_version("search").unwrap().unwrap();
+    let first = env.ctx.search.open(v).unwrap().facets(&req, &[projections::search::Facet::Tags]).unwrap();
+    assert_eq!(first["tags"].as_array().unwrap().len(), 2, "both on the first paper: {first}");
+    env.log
+        .append(&[NewEvent::repo(
+            src(),
+            Payload::Account(AccountChange { did: b.into(), active: false, status: Some(AccountStatus::Deleted) }),
+        )])
+        .unwrap();
+    project_all(&env);
+    assert_eq!(tag_facet(&env), [("graph-theory".to_owned(), 1)], "b's tags went with its account");
+
+    // A rebuild gives the same counts.
+    let live = tag_facet(&env);
+    let v2 = env.ctx.store.create_version("search").unwrap();
+    let mut rebuilt = catalog::open(&env.ctx, "search", v2, Mode::Rebuild).unwrap();
+    catch_up(env.log.as_ref(), rebuilt.as_mut(), 2).unwrap();
+    env.ctx.store.set_active_version("search", v2).unwrap();
+    assert_eq!(tag_facet(&env), live);
+}
+
+fn delete_tag(did: &str, rkey: &str, rev: &str) -> NewEvent {
+    NewEvent::repo(
+        src(),
+        Payload::RecordDelete(RecordDelete {
+            did: did.into(),
+            collection: "pub.svc.eprint.userTag".into(),
+            rkey: rkey.into(),
+            rev: rev.into(),
+        }),
+    )
+}

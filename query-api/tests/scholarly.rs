@@ -380,6 +380,15 @@ async fn search_counts_facets_and_marks_the_matched_words() {
     let (_, all) = f.get("/xrpc/pub.svc.eprint.searchSubmissions?query=*&facets=year").await;
     assert_eq!(all["facets"]["year"], json!([{"value": 2024, "count": 2}]));
     assert!(all.get("highlights").is_none());
+    // Tags count eprints, in their normalized form, whatever form each tagger wrote.
+    let (_, tagged) = f.get("/xrpc/pub.svc.eprint.searchSubmissions?query=*&facets=tags").await;
+    assert_eq!(
+        tagged["facets"]["tags"],
+        json!([{"value": "machine-learning", "count": 2}, {"value": "retrieval", "count": 1}]),
+        "{tagged}"
+    );
+    let (_, one) = f.get("/xrpc/pub.svc.eprint.searchSubmissions?query=transformers&facets=tags").await;
+    assert_eq!(one["facets"]["tags"], json!([{"value": "machine-learning", "count": 1}]), "{one}");
     let (status, _) = f.get("/xrpc/pub.svc.eprint.searchSubmissions?query=x&facets=colour").await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
 }

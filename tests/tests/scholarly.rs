@@ -187,6 +187,10 @@ async fn the_scholarly_layer_from_a_real_pds_on_both_backends() {
     .await;
     lags.push(("tag", lag));
     assert!(tags["tags"].as_array().unwrap().iter().all(|t| t["normalizedForm"] == "graph-neural-networks"));
+    // Search counts the paper once under the tag, whichever forms its taggers wrote.
+    let facet = "/xrpc/pub.svc.eprint.searchSubmissions?query=*&facets=tags&limit=1";
+    until(&svc, facet, "the tags facet", |s, b| s == 200 && b["facets"]["tags"] == json!([{"value": "graph-neural-networks", "count": 1}]))
+        .await;
     pds.create_record(&alice, "pub.svc.eprint.citation", &json!({
         "eprintUri": other, "citedWork": {"title": "Message Passing on Graphs", "svcUri": paper}, "citationType": "extends", "createdAt": now()}))
         .await

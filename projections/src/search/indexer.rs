@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use chrono::SecondsFormat;
 use event_schema::{AccountStatus, Envelope, Payload, RecordWrite};
 use lexicons::{Lexicons, SUBMISSION};
+use serde::{Deserialize, Serialize};
 use store::{Batch, Columns, Store, TableRef, Value};
 use tantivy::collector::TopDocs;
 use tantivy::query::{RegexQuery, TermQuery};
@@ -14,7 +15,9 @@ use tantivy::schema::{IndexRecordOption, Value as _};
 use tantivy::{IndexWriter, TantivyDocument, Term};
 use tracing::debug;
 
+use super::tags::{TagRecord, Tags};
 use super::{CommitPayload, SearchIndex, SearchIndexes, MODEL, TOMBSTONES};
+use crate::attached::collections::{self, USER_TAG};
 use crate::catalog::Mode;
 use crate::submission::Submission;
 use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
@@ -30,6 +33,19 @@ const WRITER_HEAP_BYTES: usize = 192 * 1024 * 1024;
 /// The indexing memory budget once a live projection has caught up: live batches are small,
 /// and the bulk writer's threads would keep the memory they used for the catch-up.
 const LIVE_WRITER_HEAP_BYTES: usize = 16 * 1024 * 1024;
+
+/// What a document is made from, stored with it (`source`) so that it can be made again
+/// when the eprint's tags change.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Source {
+    did: String,
+    cid: String,
+    rev: String,
+    record: serde_json::Value,
+    indexed_at: String,
+    seq: u64,
+}
 
 /// The table of a version's tombstones, in the node's store.
 fn tombstones(version: u32) -> TableRef {
@@ -52,6 +68,13 @@ pub struct SearchProjection {
     held: BTreeMap<String, (u32, u64)>,
     /// Revisions written since the last commit, which searches cannot see yet.
     pending_revs: HashMap<String, Option<String>>,
+    /// The sources of the documents written since the last commit (`source` field), which
+    /// searches cannot read back yet.
+    pending_sources: HashMap<String, String>,
+    /// Repositories whose documents were all deleted since the last commit.
+    pending_deleted_repos: BTreeSet<String>,
+    /// The tags on each eprint ([`super::tags`]).
+    tags: Tags,
     /// The node's store, holding this version's tombstones: the revision at which each
     /// deleted record was deleted, so that an older write arriving later stays out.
     node: Arc<dyn Store>,
@@ -92,6 +115,9 @@ impl SearchProjection {
             held: committed.held,
             committed: committed.checkpoints,
             pending_revs: HashMap::new(),
+            pending_sources: HashMap::new(),
+            pending_deleted_repos: BTreeSet::new(),
+            tags: Tags::new(node.clone(), version),
             node,
             new_tombstones: HashMap::new(),
             stored_tombstones: HashMap::new(),
@@ -178,11 +204,23 @@ impl SearchProjection {
             debug!(uri, rev = w.rev, "skipping stale record write");
             return Ok(());
         }
+        let source = Source {
+            did: w.did.clone(),
+            cid: w.cid.clone(),
+            rev: w.rev.clone(),
+            record: w.record.clone(),
+            indexed_at: event.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true),
+            seq: event.position.ordinal(),
+        };
+        self.write_document(&uri, &source, s)
+    }
+
+    /// Writes the document of the eprint at `uri` from `source`, with its tags as of now.
+    fn write_document(&mut self, uri: &str, source: &Source, s: &Submission) -> Result<(), ProjectionError> {
         let f = self.index.fields;
-        let indexed_at = event.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true);
         let mut doc = TantivyDocument::default();
-        doc.add_text(f.uri, &uri);
-        doc.add_text(f.rev, &w.rev);
+        doc.add_text(f.uri, uri);
+        doc.add_text(f.rev, &source.rev);
         doc.add_text(f.title, &s.title);
         doc.add_text(f.all, &s.title);
         doc.add_text(f.all, &s.abstract_text);
@@ -197,23 +235,86 @@ impl SearchProjection {
             doc.add_text(f.all, code);
             doc.add_text(f.field, code);
         }
-        for did in s.listed_dids(&w.did) {
+        for did in s.listed_dids(&source.did) {
             doc.add_text(f.author_did, &did);
         }
         for id in super::ids::of_record(&s.record) {
             doc.add_text(f.ids, &id);
         }
+        for tag in self.tags.of(uri)? {
+            doc.add_text(f.tag, &tag);
+        }
         doc.add_u64(f.abstract_words, s.abstract_text.split_whitespace().count() as u64);
         doc.add_i64(f.created, s.created_at.timestamp_micros());
         doc.add_u64(f.year, chrono::Datelike::year(&s.created_at).max(0) as u64);
         doc.add_u64(f.citations, 0);
-        doc.add_u64(f.seq, event.position.ordinal());
-        doc.add_text(f.summary, s.summary(&uri, &w.cid, &indexed_at).to_string());
+        doc.add_u64(f.seq, source.seq);
+        doc.add_text(f.summary, s.summary(uri, &source.cid, &source.indexed_at).to_string());
+        let source_json = serde_json::to_string(source).map_err(|e| ProjectionError::Search(e.to_string()))?;
+        doc.add_text(f.source, &source_json);
         let writer = self.writer()?;
-        writer.delete_term(Term::from_field_text(f.uri, &uri));
+        writer.delete_term(Term::from_field_text(f.uri, uri));
         writer.add_document(doc)?;
-        self.pending_revs.insert(uri, Some(w.rev.clone()));
+        self.pending_revs.insert(uri.to_owned(), Some(source.rev.clone()));
+        self.pending_sources.insert(uri.to_owned(), source_json);
         Ok(())
+    }
+
+    /// Applies a `pub.svc.eprint.userTag` event to the tags (a record its lexicon refuses is
+    /// left out, as the attached model parks it).
+    fn tag_event(&mut self, event: &Envelope) -> Result<(), ProjectionError> {
+        let position = event.position.ordinal();
+        match &event.payload {
+            Payload::RecordCreate(w) | Payload::RecordUpdate(w) if w.collection == USER_TAG => {
+                if self.lexicons.validate_record(USER_TAG, &w.record).is_err() {
+                    return Ok(());
+                }
+                let Some(Ok(n)) = collections::normalize(USER_TAG, &w.did, &w.rkey, &w.record) else { return Ok(()) };
+                let (Some(eprint), Some(tag)) = (n.view["eprintUri"].as_str(), n.view["normalizedForm"].as_str()) else { return Ok(()) };
+                let record =
+                    TagRecord { eprint: eprint.to_owned(), tag: tag.to_owned(), did: w.did.clone(), rev: w.rev.clone(), live: true };
+                self.tags.write(&w.uri(), record, position)
+            }
+            Payload::RecordDelete(d) if d.collection == USER_TAG => self.tags.delete(&d.uri(), &d.rev, position),
+            Payload::Admin(event_schema::AdminCommand {
+                action: event_schema::AdminAction::ContentDeleted { uri, collection, .. },
+                ..
+            }) if collection == USER_TAG => self.tags.delete(uri, crate::rows::TAKEN_DOWN_REV, position),
+            Payload::Account(a) if a.status == Some(AccountStatus::Deleted) => self.tags.remove_repo(&a.did, position),
+            _ => Ok(()),
+        }
+    }
+
+    /// Writes again the documents of the eprints whose tags changed in the batch (those the
+    /// index holds: an eprint not indexed yet gets its tags when it is).
+    fn retag(&mut self) -> Result<(), ProjectionError> {
+        for uri in self.tags.finish()? {
+            if self.pending_revs.get(&uri).is_some_and(Option::is_none) {
+                continue;
+            }
+            let repo = uri.strip_prefix("at://").and_then(|r| r.split('/').next()).unwrap_or_default();
+            if self.pending_deleted_repos.contains(repo) {
+                continue;
+            }
+            let Some(source) = self.source_of(&uri)? else { continue };
+            let Ok(source) = serde_json::from_str::<Source>(&source) else { continue };
+            let Ok(s) = crate::submission::normalize(&source.record) else { continue };
+            self.write_document(&uri, &source, &s)?;
+        }
+        Ok(())
+    }
+
+    /// The `source` of the document the index holds for `uri`, written or committed.
+    fn source_of(&self, uri: &str) -> Result<Option<String>, ProjectionError> {
+        if let Some(source) = self.pending_sources.get(uri) {
+            return Ok(Some(source.clone()));
+        }
+        let f = self.index.fields;
+        let searcher = self.index.reader.searcher();
+        let query = TermQuery::new(Term::from_field_text(f.uri, uri), IndexRecordOption::Basic);
+        let Some((_, addr)) = searcher.search(&query, &TopDocs::with_limit(1))?.into_iter().next() else { return Ok(None) };
+        let doc: TantivyDocument = searcher.doc(addr)?;
+        Ok(doc.get_first(f.source).and_then(|v| v.as_str()).map(str::to_owned))
     }
 
     /// Writes the batch's tombstones in one store batch. They may land before the index
@@ -279,6 +380,8 @@ impl SearchProjection {
         self.index.reload()?;
         self.committed = self.applied.clone();
         self.pending_revs.clear();
+        self.pending_sources.clear();
+        self.pending_deleted_repos.clear();
         self.last_commit = Instant::now();
         Ok(())
     }
@@ -303,7 +406,9 @@ impl Projection for SearchProjection {
 
     fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError> {
         self.read_tombstones(batch)?;
+        self.tags.prefetch(batch.record_uris(USER_TAG))?;
         for event in batch.iter() {
+            self.tag_event(event.envelope)?;
             if self.held_back(&event)? {
                 continue;
             }
@@ -321,6 +426,7 @@ impl Projection for SearchProjection {
                     for (_, rev) in self.pending_revs.iter_mut().filter(|(uri, _)| uri.starts_with(&prefix)) {
                         *rev = None;
                     }
+                    self.pending_deleted_repos.insert(a.did.clone());
                 }
                 if a.active {
                     self.hidden.remove(&a.did);
@@ -357,6 +463,7 @@ impl Projection for SearchProjection {
                 self.pending_revs.insert(uri, None);
             }
         }
+        self.retag()?;
         self.store_tombstones()?;
         self.applied.extend(batch.next().iter().map(|(p, o)| (*p, *o)));
         if batch.more_to_come() {

@@ -9,6 +9,7 @@ mod indexer;
 mod query;
 mod schema;
 mod stem;
+mod tags;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -29,8 +30,12 @@ use crate::{Checkpoints, ProjectionError};
 /// The model name.
 pub const MODEL: &str = "search";
 
-/// The tables a version of the model keeps in the node's store.
+/// The tables a version of the model keeps in the node's store: the tombstones of deleted
+/// eprints, and the tags on each eprint ([`tags`]).
 pub const TOMBSTONES: &str = "tombstones";
+
+/// Every table a version of the model keeps in the node's store.
+pub const TABLES: &[&str] = &[TOMBSTONES, tags::TABLES[0], tags::TABLES[1], tags::TABLES[2]];
 
 /// One version of the index, open for reading (and for writing by its projection).
 pub struct SearchIndex {

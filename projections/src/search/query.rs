@@ -304,15 +304,18 @@ pub enum Facet {
     Year,
     /// Author DIDs.
     Author,
+    /// Normalized tags.
+    Tags,
 }
 
 impl Facet {
-    /// The facet of a name (`fields`, `year`, `author`).
+    /// The facet of a name (`fields`, `year`, `author`, `tags`).
     pub fn parse(name: &str) -> Option<Facet> {
         match name {
             "fields" | "field" => Some(Facet::Fields),
             "year" => Some(Facet::Year),
             "author" | "authors" => Some(Facet::Author),
+            "tags" | "tag" => Some(Facet::Tags),
             _ => None,
         }
     }
@@ -323,6 +326,7 @@ impl Facet {
             Facet::Fields => "fields",
             Facet::Year => "year",
             Facet::Author => "author",
+            Facet::Tags => "tags",
         }
     }
 }
@@ -357,6 +361,7 @@ impl SearchIndex {
                 Facet::Fields => "field",
                 Facet::Year => "year",
                 Facet::Author => "author_did",
+                Facet::Tags => "tag",
             };
             request.insert(facet.name().into(), serde_json::json!({"terms": {"field": field, "size": FACET_SIZE}}));
         }

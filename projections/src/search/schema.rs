@@ -37,6 +37,11 @@ pub struct SearchFields {
     pub ids: Field,
     /// Words in the abstract: the relevance order favours eprints with one over bare titles.
     pub abstract_words: Field,
+    /// The normalized tags on the eprint, exact, for facet counts ([`super::tags`]).
+    pub tag: Field,
+    /// What the document was made from (JSON: the record, its repository, revision, CID,
+    /// when it was indexed and its log position), to make it again when its tags change.
+    pub source: Field,
 }
 
 fn text(tokenizer: &str) -> TextOptions {
@@ -62,6 +67,8 @@ pub(crate) fn build() -> (Schema, SearchFields) {
         summary: b.add_text_field("summary", STORED),
         ids: b.add_text_field("ids", STRING),
         abstract_words: b.add_u64_field("abstract_words", FAST),
+        tag: b.add_text_field("tag", STRING | FAST),
+        source: b.add_text_field("source", STORED),
     };
     (b.build(), fields)
 }

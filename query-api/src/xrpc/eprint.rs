@@ -89,8 +89,8 @@ fn list_by_author(c: &Call) -> Answer {
 pub fn facets(names: &[String]) -> Result<Vec<Facet>, ApiError> {
     let mut out = Vec::new();
     for name in names.iter().flat_map(|n| n.split(',')).map(str::trim).filter(|n| !n.is_empty()) {
-        let facet =
-            Facet::parse(name).ok_or_else(|| ApiError::invalid_param("facets", format!("{name} is not a facet (fields, year, author)")))?;
+        let facet = Facet::parse(name)
+            .ok_or_else(|| ApiError::invalid_param("facets", format!("{name} is not a facet (fields, year, author, tags)")))?;
         if !out.contains(&facet) {
             out.push(facet);
         }
