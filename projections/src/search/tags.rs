@@ -112,18 +112,34 @@ impl Tags {
     }
 
     /// A tag record written at `record.rev`; an older revision than the one held is skipped.
+    /// The same revision again (events applied again after a crash, whose rows landed before
+    /// the index commit) marks its eprint for writing again.
     pub fn write(&mut self, uri: &str, record: TagRecord, position: u64) -> Result<(), ProjectionError> {
-        if self.current(uri)?.is_some_and(|held| held.rev >= record.rev) {
-            return Ok(());
+        match self.current(uri)? {
+            Some(held) if held.rev > record.rev => Ok(()),
+            Some(held) if held.rev == record.rev => {
+                if held.live {
+                    self.dirty.insert(held.eprint);
+                }
+                Ok(())
+            }
+            _ => self.change(uri, record, position),
         }
-        self.change(uri, record, position)
     }
 
-    /// A tag record deleted at `rev` (or taken down); an older revision is skipped.
+    /// A tag record deleted at `rev` (or taken down); an older revision is skipped, and the
+    /// same one again marks the eprint it was on for writing again.
     pub fn delete(&mut self, uri: &str, rev: &str, position: u64) -> Result<(), ProjectionError> {
         let held = self.current(uri)?;
-        if held.as_ref().is_some_and(|h| h.rev.as_str() >= rev) {
-            return Ok(());
+        match &held {
+            Some(h) if h.rev.as_str() > rev => return Ok(()),
+            Some(h) if h.rev == rev => {
+                if !h.eprint.is_empty() {
+                    self.dirty.insert(h.eprint.clone());
+                }
+                return Ok(());
+            }
+            _ => {}
         }
         let gone = TagRecord { rev: rev.to_owned(), live: false, ..held.unwrap_or_else(|| TagRecord::tombstone(uri)) };
         self.change(uri, gone, position)
