@@ -30,6 +30,9 @@ const CATCH_UP_COMMIT_INTERVAL: Duration = Duration::from_secs(10);
 /// The indexing memory budget while catching up or rebuilding, shared by the writer's
 /// threads.
 const WRITER_HEAP_BYTES: usize = 192 * 1024 * 1024;
+/// The sources of uncommitted documents kept for retagging ([`SearchProjection::retag`]) at
+/// most, before a commit.
+const MAX_PENDING_SOURCE_BYTES: usize = 64 * 1024 * 1024;
 /// The indexing memory budget once a live projection has caught up: live batches are small,
 /// and the bulk writer's threads would keep the memory they used for the catch-up.
 const LIVE_WRITER_HEAP_BYTES: usize = 16 * 1024 * 1024;
@@ -71,6 +74,8 @@ pub struct SearchProjection {
     /// The sources of the documents written since the last commit (`source` field), which
     /// searches cannot read back yet.
     pending_sources: HashMap<String, String>,
+    /// The size of `pending_sources`.
+    pending_source_bytes: usize,
     /// Repositories whose documents were all deleted since the last commit.
     pending_deleted_repos: BTreeSet<String>,
     /// The tags on each eprint ([`super::tags`]).
@@ -116,6 +121,7 @@ impl SearchProjection {
             committed: committed.checkpoints,
             pending_revs: HashMap::new(),
             pending_sources: HashMap::new(),
+            pending_source_bytes: 0,
             pending_deleted_repos: BTreeSet::new(),
             tags: Tags::new(node.clone(), version),
             node,
@@ -256,6 +262,7 @@ impl SearchProjection {
         writer.delete_term(Term::from_field_text(f.uri, uri));
         writer.add_document(doc)?;
         self.pending_revs.insert(uri.to_owned(), Some(source.rev.clone()));
+        self.pending_source_bytes += uri.len() + source_json.len();
         self.pending_sources.insert(uri.to_owned(), source_json);
         Ok(())
     }
@@ -381,6 +388,7 @@ impl SearchProjection {
         self.committed = self.applied.clone();
         self.pending_revs.clear();
         self.pending_sources.clear();
+        self.pending_source_bytes = 0;
         self.pending_deleted_repos.clear();
         self.last_commit = Instant::now();
         Ok(())
@@ -472,7 +480,9 @@ impl Projection for SearchProjection {
             return self.end_catch_up();
         }
         let interval = self.commit_interval.map(|every| if batch.more_to_come() { CATCH_UP_COMMIT_INTERVAL.max(every) } else { every });
-        if interval.is_some_and(|every| self.last_commit.elapsed() >= every) {
+        // A rebuild commits once at its end, unless the sources it keeps for retagging grow
+        // large: a commit lets searches read them back instead.
+        if interval.is_some_and(|every| self.last_commit.elapsed() >= every) || self.pending_source_bytes >= MAX_PENDING_SOURCE_BYTES {
             self.commit()?;
         }
         Ok(())
