@@ -189,6 +189,13 @@ pub fn later_ops_on_a_row_win(store: &dyn Store) {
     store.apply(b).unwrap();
     assert_eq!(store.get(&t, "p", b"k").unwrap(), Some(cols(2)));
     assert_eq!(store.get(&t, "p", b"gone").unwrap(), None);
+    // On a table nothing was written to yet, a row put and deleted in one batch.
+    let fresh = TableRef::new("m", 1, "fresh");
+    let mut b = Batch::default();
+    b.put(&fresh, "p", b"k".to_vec(), cols(1), 7);
+    b.delete(&fresh, "p", b"k".to_vec(), 8);
+    store.apply(b).unwrap();
+    assert_eq!(store.get(&fresh, "p", b"k").unwrap(), None);
 }
 
 /// A write or delete from an older log position than the row's never overwrites it, and

@@ -332,8 +332,18 @@ impl Db {
             Op::Checkpoint { .. } | Op::Barrier => return Ok(()),
         };
         bound.set_timestamp(Some(i64::try_from(position).map_err(|_| unavailable("log position beyond a CQL timestamp"))?));
-        self.session.execute_bound_unpaged(&bound).await.map_err(unavailable)?;
-        Ok(())
+        match self.session.execute_bound_unpaged(&bound).await {
+            Ok(_) => Ok(()),
+            // The CQL test server refuses a delete from a table it holds no row of yet (a
+            // row put and deleted in one batch reaches it as the delete alone): there is
+            // nothing to delete. A server that reads ranges never answers this.
+            Err(ExecutionError::LastAttemptError(RequestAttemptError::DbError(DbError::Invalid, message)))
+                if !self.reads_ranges && matches!(op, Op::Delete { .. }) && message.contains("Table does not exist") =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(unavailable(e)),
+        }
     }
 
     async fn versions(&self, model: &str) -> Result<BTreeMap<u32, Option<VersionState>>, StoreError> {
