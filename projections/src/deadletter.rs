@@ -58,22 +58,6 @@ impl DeadLetter {
     }
 }
 
-/// Logs the parking of `event` by `model` at WARN and returns the row that records it,
-/// `(clustering, columns)`.
-fn parked_row(model: &str, event: &Envelope, uri: Option<String>, reason: &str) -> (Vec<u8>, Columns) {
-    warn!(
-        model,
-        partition = event.position.partition,
-        offset = event.position.offset,
-        key = event.key,
-        kind = event.kind,
-        uri = uri.as_deref(),
-        reason,
-        "dead letter: an event could not be applied"
-    );
-    row(event, uri, reason)
-}
-
 /// How many dead letters a model version holds.
 pub fn count(store: &dyn Store, model: &str, version: u32) -> Result<u64, StoreError> {
     store.count(&table(model, version), PARTITION)
@@ -148,8 +132,7 @@ impl<'a> Parking<'a> {
             return Ok(());
         }
         let position = event.position.ordinal();
-        let (clustering, c) = parked_row(self.model, event, uri, reason);
-        st.put(&table(self.model, self.version), PARTITION, clustering, c, position);
+        self.put_letter(st, event, uri, reason);
         let mut head = Columns::new();
         head.insert("partition".into(), Value::Int(i64::from(event.position.partition)));
         head.insert("offset".into(), Value::Int(event.position.offset as i64));
@@ -161,7 +144,22 @@ impl<'a> Parking<'a> {
     /// is not proven to come from its repository (a bad signature, say), and holding the
     /// repository's later, verified events behind it would let whoever forged it stall them.
     pub fn refused(&self, st: &mut Staged, event: &Envelope, reason: &str) {
-        let (clustering, c) = parked_row(self.model, event, None, reason);
+        self.put_letter(st, event, None, reason);
+    }
+
+    /// Stages the dead letter of `event`, logged at WARN.
+    fn put_letter(&self, st: &mut Staged, event: &Envelope, uri: Option<String>, reason: &str) {
+        warn!(
+            model = self.model,
+            partition = event.position.partition,
+            offset = event.position.offset,
+            key = event.key,
+            kind = event.kind,
+            uri = uri.as_deref(),
+            reason,
+            "dead letter: an event could not be applied"
+        );
+        let (clustering, c) = row(event, uri, reason);
         st.put(&table(self.model, self.version), PARTITION, clustering, c, event.position.ordinal());
     }
 

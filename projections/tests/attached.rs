@@ -145,18 +145,47 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+/// The attached model's live projection over an embedded log and store of its own.
+struct Model {
+    _dir: tempfile::TempDir,
+    log: Arc<EmbeddedLog>,
+    store: Arc<dyn Store>,
+    ctx: Context,
+    version: u32,
+    projection: Box<dyn projections::Projection>,
+}
+
+impl Model {
+    fn open() -> Model {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Arc::new(EmbeddedLog::open(&dir.path().join("log"), 4).unwrap());
+        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
+        let ctx = Context::single(store.clone(), &dir.path().join("search"));
+        let version = catalog::ensure_active(&ctx, "attached").unwrap();
+        let projection = catalog::open(&ctx, "attached", version, Mode::Live).unwrap();
+        Model { _dir: dir, log, store, ctx, version, projection }
+    }
+
+    /// Appends `events` and applies everything appended.
+    fn step(&mut self, events: Vec<NewEvent>) {
+        self.log.append(&events).unwrap();
+        catch_up(self.log.as_ref(), self.projection.as_mut(), 100).unwrap();
+    }
+
+    /// Replays the log into a new version, `batch` events at a time: the version.
+    fn rebuild(&self, batch: usize) -> u32 {
+        let version = self.store.create_version("attached").unwrap();
+        let mut rebuilt = catalog::open(&self.ctx, "attached", version, Mode::Rebuild).unwrap();
+        catch_up(self.log.as_ref(), rebuilt.as_mut(), batch).unwrap();
+        version
+    }
+}
+
 #[test]
 fn every_collection_creates_updates_skips_stale_revisions_deletes_and_parks_invalid_records() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = Arc::new(EmbeddedLog::open(&dir.path().join("log"), 4).unwrap());
-    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
-    let ctx = Context::single(store.clone(), &dir.path().join("search"));
-    let version = catalog::ensure_active(&ctx, "attached").unwrap();
-    let mut projection = catalog::open(&ctx, "attached", version, Mode::Live).unwrap();
-    let mut step = |events: Vec<NewEvent>| {
-        log.append(&events).unwrap();
-        catch_up(log.as_ref(), projection.as_mut(), 100).unwrap();
-    };
+    let mut m = Model::open();
+    let (store, version) = (m.store.clone(), m.version);
+    let mut step = |events: Vec<NewEvent>| m.step(events);
     let view = |listing: &Listing| {
         let reader = AttachedReader::new(store.as_ref()).unwrap();
         let page = reader.page(listing, 10, None).unwrap();
@@ -195,9 +224,7 @@ fn every_collection_creates_updates_skips_stale_revisions_deletes_and_parks_inva
     }
 
     // A replay into a new version holds the same listing sizes and dead letters.
-    let v2 = store.create_version("attached").unwrap();
-    let mut rebuilt = catalog::open(&ctx, "attached", v2, Mode::Rebuild).unwrap();
-    catch_up(log.as_ref(), rebuilt.as_mut(), 7).unwrap();
+    let v2 = m.rebuild(7);
     assert_eq!(deadletter::count(store.as_ref(), "attached", v2).unwrap(), deadletter::count(store.as_ref(), "attached", version).unwrap());
 }
 
@@ -213,16 +240,9 @@ fn release(did: &str, (partition, offset): (u32, u64), retried: bool) -> NewEven
 
 #[test]
 fn a_dead_letter_holds_back_the_later_events_of_its_repository_until_released() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = Arc::new(EmbeddedLog::open(&dir.path().join("log"), 4).unwrap());
-    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
-    let ctx = Context::single(store.clone(), &dir.path().join("search"));
-    let version = catalog::ensure_active(&ctx, "attached").unwrap();
-    let mut projection = catalog::open(&ctx, "attached", version, Mode::Live).unwrap();
-    let mut step = |events: Vec<NewEvent>| {
-        log.append(&events).unwrap();
-        catch_up(log.as_ref(), projection.as_mut(), 100).unwrap();
-    };
+    let mut m = Model::open();
+    let (store, version) = (m.store.clone(), m.version);
+    let mut step = |events: Vec<NewEvent>| m.step(events);
     let tags = Listing::on_eprint("tag", EPRINT);
     let listed = || AttachedReader::new(store.as_ref()).unwrap().page(&tags, 10, None).unwrap().total;
     let letters = || deadletter::list(store.as_ref(), "attached", version, 100).unwrap();
@@ -262,8 +282,6 @@ fn a_dead_letter_holds_back_the_later_events_of_its_repository_until_released() 
     assert_eq!(listed(), 2, "the writer's new events go straight through");
 
     // A replay gives the same: no dead letter left, the same listing.
-    let v2 = store.create_version("attached").unwrap();
-    let mut rebuilt = catalog::open(&ctx, "attached", v2, Mode::Rebuild).unwrap();
-    catch_up(log.as_ref(), rebuilt.as_mut(), 3).unwrap();
+    let v2 = m.rebuild(3);
     assert_eq!(deadletter::count(store.as_ref(), "attached", v2).unwrap(), 0);
 }

@@ -16,23 +16,14 @@ use crate::staged::Staged;
 use crate::submission::Submission;
 use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
 
-/// Whether the model holds `payload` back while its key waits behind a dead letter: the
-/// repository events it applies (submission records, identity, account). Commands and the
-/// changes ingest refused are never held.
-pub(crate) fn holds(payload: &Payload) -> bool {
+/// Whether the model holds `payload` back while its key waits behind a dead letter (the
+/// repository events it applies: submission records, identity, account; commands and the
+/// changes ingest refused are never held), and the record it is about.
+pub(crate) fn held(payload: &Payload) -> Option<Option<String>> {
     match payload {
-        Payload::RecordCreate(w) | Payload::RecordUpdate(w) => w.collection == SUBMISSION,
-        Payload::RecordDelete(d) => d.collection == SUBMISSION,
-        Payload::Identity(_) | Payload::Account(_) => true,
-        Payload::Rejected(_) | Payload::Backlink(_) | Payload::Access(_) | Payload::Admin(_) => false,
-    }
-}
-
-/// The record an event is about, for its dead letter.
-fn record_uri(payload: &Payload) -> Option<String> {
-    match payload {
-        Payload::RecordCreate(w) | Payload::RecordUpdate(w) => Some(w.uri()),
-        Payload::RecordDelete(d) => Some(d.uri()),
+        Payload::RecordCreate(w) | Payload::RecordUpdate(w) if w.collection == SUBMISSION => Some(Some(w.uri())),
+        Payload::RecordDelete(d) if d.collection == SUBMISSION => Some(Some(d.uri())),
+        Payload::Identity(_) | Payload::Account(_) => Some(None),
         _ => None,
     }
 }
@@ -261,9 +252,10 @@ impl Projection for EprintsProjection {
                     self.user(&mut st, &w.did, None, &at, event.envelope.position.ordinal())?;
                 }
             }
-            let envelope = event.envelope;
-            if holds(&envelope.payload) && self.parking().hold(&mut st, envelope, record_uri(&envelope.payload))? {
-                continue;
+            if let Some(uri) = held(&event.envelope.payload) {
+                if self.parking().hold(&mut st, event.envelope, uri)? {
+                    continue;
+                }
             }
             if let Some((w, submission)) = event.submission(&self.lexicons) {
                 self.write(&mut st, event.envelope, w, submission)?;

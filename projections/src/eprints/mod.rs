@@ -21,7 +21,7 @@
 mod apply;
 pub mod read;
 
-pub(crate) use apply::holds;
+pub(crate) use apply::held;
 pub use apply::EprintsProjection;
 
 use store::TableRef;

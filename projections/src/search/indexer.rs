@@ -191,7 +191,7 @@ impl SearchProjection {
             }
             return Ok(true);
         }
-        if !crate::eprints::holds(&e.payload) {
+        if crate::eprints::held(&e.payload).is_none() {
             return Ok(false);
         }
         if self.held.contains_key(&e.key) {
@@ -299,7 +299,7 @@ impl SearchProjection {
             if self.pending_revs.get(&uri).is_some_and(Option::is_none) {
                 continue;
             }
-            let repo = uri.strip_prefix("at://").and_then(|r| r.split('/').next()).unwrap_or_default();
+            let repo = lexicons::formats::parse_at_uri(&uri).map(|u| u.authority).unwrap_or_default();
             if self.pending_deleted_repos.contains(repo) {
                 continue;
             }

@@ -25,8 +25,9 @@ use crate::ProjectionError;
 /// The tables a version keeps for tags.
 pub const TABLES: [&str; 3] = ["tag_records", "eprint_tags", "repo_tags"];
 
-/// One tag record as the index holds it.
-#[derive(Debug, Clone, PartialEq)]
+/// One tag record as the index holds it (the default: a record deleted before the index saw
+/// it).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(super) struct TagRecord {
     pub eprint: String,
     /// The normalized tag.
@@ -141,7 +142,7 @@ impl Tags {
             }
             _ => {}
         }
-        let gone = TagRecord { rev: rev.to_owned(), live: false, ..held.unwrap_or_else(|| TagRecord::tombstone(uri)) };
+        let gone = TagRecord { rev: rev.to_owned(), live: false, ..held.unwrap_or_default() };
         self.change(uri, gone, position)
     }
 
@@ -199,13 +200,5 @@ impl Tags {
         }
         self.stored.clear();
         Ok(std::mem::take(&mut self.dirty))
-    }
-}
-
-impl TagRecord {
-    /// What stands for a tag record deleted before the index saw it.
-    fn tombstone(uri: &str) -> TagRecord {
-        let did = uri.strip_prefix("at://").and_then(|r| r.split('/').next()).unwrap_or_default().to_owned();
-        TagRecord { eprint: String::new(), tag: String::new(), did, rev: String::new(), live: false }
     }
 }

@@ -49,10 +49,11 @@ struct Db {
     prepared: Mutex<HashMap<String, PreparedStatement>>,
     tables: Mutex<HashSet<String>>,
     tables_read_at: Mutex<Option<Instant>>,
-    /// Whether the server reads clustering ranges, limits and descending order (ScyllaDB
-    /// and Cassandra do). Without them (a CQL test server), scans and counts read the whole
-    /// partition and order, page and count it here: correct, and slow on large partitions.
-    reads_ranges: bool,
+    /// The server speaks only part of the CQL the store needs: no clustering ranges, limits
+    /// or descending order (a CQL test server; ScyllaDB and Cassandra speak it all). Scans
+    /// and counts then read the whole partition and order, page and count it here (correct,
+    /// and slow on large partitions), and tables are emptied instead of dropped.
+    limited: bool,
 }
 
 fn unavailable(e: impl std::fmt::Display) -> StoreError {
@@ -114,17 +115,17 @@ impl ScyllaStore {
                 prepared: Mutex::default(),
                 tables: Mutex::default(),
                 tables_read_at: Mutex::default(),
-                reads_ranges: true,
+                limited: false,
             };
             db.ddl(&schema::create_keyspace(&config.keyspace, config.replication_factor)).await?;
             for ddl in schema::create_bookkeeping(&config.keyspace) {
                 db.ddl(&ddl).await?;
             }
-            db.reads_ranges = db.probe_ranges().await?;
-            if !db.reads_ranges {
+            db.limited = !db.probe_ranges().await?;
+            if db.limited {
                 tracing::warn!(
                     "the CQL server reads no clustering ranges, limits or descending order (a test server?): \
-                     scans and counts read whole partitions"
+                     scans and counts read whole partitions, and tables are emptied instead of dropped"
                 );
             }
             db.refresh_tables().await?;
@@ -246,18 +247,12 @@ impl Db {
         Ok(read(false, Some(1)).await == two && read(true, None).await == two)
     }
 
-    /// Drops a table; on a server whose language has no `DROP TABLE` (a CQL test server
-    /// answers it with a syntax or protocol error), empties it row by row instead.
+    /// Drops a table; on a limited server (no `DROP TABLE` in its language), empties it.
     async fn drop_table(&self, name: &str) -> Result<(), StoreError> {
-        let cql = format!("DROP TABLE IF EXISTS {}.{name}", self.keyspace);
-        match self.session.query_unpaged(cql.as_str(), ()).await {
-            Ok(_) => Ok(()),
-            Err(ExecutionError::LastAttemptError(RequestAttemptError::DbError(DbError::SyntaxError | DbError::ProtocolError, _))) => {
-                tracing::warn!(table = name, "the CQL server cannot drop tables (a test server?): emptying it row by row");
-                self.empty_table(name).await
-            }
-            Err(e) => Err(unavailable(format!("{cql}: {e}"))),
+        if self.limited {
+            return self.empty_table(name).await;
         }
+        self.ddl(&format!("DROP TABLE IF EXISTS {}.{name}", self.keyspace)).await
     }
 
     /// Deletes every row of a table.
@@ -276,15 +271,19 @@ impl Db {
         Ok(())
     }
 
-    /// One page of a partition, read whole and paged here (for servers without ranges).
-    async fn scan_whole(&self, name: &str, partition: &str, scan: &Scan) -> Result<Vec<Row>, StoreError> {
+    /// Every row of a partition, in clustering order, undecoded (for a limited server).
+    async fn whole_partition(&self, name: &str, partition: &str) -> Result<Vec<(Vec<u8>, Vec<u8>)>, StoreError> {
         let stmt = self.prepare(RowStatements::partition(&self.keyspace, name)).await?;
         let rows = self.session.execute_unpaged(&stmt, (partition,)).await.map_err(unavailable)?.into_rows_result().map_err(unavailable)?;
-        let mut all = Vec::new();
-        for row in rows.rows::<(Vec<u8>, Vec<u8>)>().map_err(unavailable)? {
-            all.push(row.map_err(unavailable)?);
-        }
+        let mut all: Vec<(Vec<u8>, Vec<u8>)> = rows.rows().map_err(unavailable)?.collect::<Result<_, _>>().map_err(unavailable)?;
         all.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(all)
+    }
+
+    /// One page of a partition and the row after it, read whole and paged here (for a
+    /// limited server).
+    async fn scan_whole(&self, name: &str, partition: &str, scan: &Scan) -> Result<Vec<Row>, StoreError> {
+        let mut all = self.whole_partition(name, partition).await?;
         if scan.reverse {
             all.reverse();
         }
@@ -336,9 +335,9 @@ impl Db {
             Ok(_) => Ok(()),
             // The CQL test server refuses a delete from a table it holds no row of yet (a
             // row put and deleted in one batch reaches it as the delete alone): there is
-            // nothing to delete. A server that reads ranges never answers this.
+            // nothing to delete. A full CQL server never answers this.
             Err(ExecutionError::LastAttemptError(RequestAttemptError::DbError(DbError::Invalid, message)))
-                if !self.reads_ranges && matches!(op, Op::Delete { .. }) && message.contains("Table does not exist") =>
+                if self.limited && matches!(op, Op::Delete { .. }) && message.contains("Table does not exist") =>
             {
                 Ok(())
             }
@@ -419,9 +418,8 @@ impl Store for ScyllaStore {
             if !db.exists(&name).await? {
                 return Ok(0);
             }
-            if !db.reads_ranges {
-                let whole = Scan { after: None, limit: usize::MAX - 1, reverse: false };
-                return Ok(db.scan_whole(&name, &partition, &whole).await?.len() as u64);
+            if db.limited {
+                return Ok(db.whole_partition(&name, &partition).await?.len() as u64);
             }
             let stmt = db.prepare(RowStatements::count(&db.keyspace, &name)).await?;
             let rows =
@@ -440,7 +438,7 @@ impl Store for ScyllaStore {
             }
             // One more row than asked tells whether another page follows.
             let mut out = Vec::new();
-            if db.reads_ranges {
+            if !db.limited {
                 let stmt = db.prepare(RowStatements::scan(&db.keyspace, &name, scan.reverse, scan.after.is_some())).await?;
                 let fetch = i32::try_from(scan.limit.saturating_add(1)).unwrap_or(i32::MAX);
                 let result = match &scan.after {
