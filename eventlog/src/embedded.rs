@@ -183,15 +183,10 @@ impl EventLog for EmbeddedLog {
 mod tests {
     use super::*;
 
-    #[test]
-    fn conformance() {
+    crate::eventlog_test_suite!(embedded, {
         let dir = tempfile::tempdir().unwrap();
-        crate::test_suite::run_all(&|| {
-            let sub =
-                dir.path().join(format!("log-{}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()));
-            Box::new(EmbeddedLog::open(&sub, 4).unwrap())
-        });
-    }
+        (Box::new(EmbeddedLog::open(dir.path(), 4).unwrap()) as Box<dyn EventLog>, dir)
+    });
 
     #[test]
     fn reopen_keeps_events_offsets_and_partition_count() {

@@ -1,5 +1,8 @@
-//! The conformance suite every [`EventLog`] implementation must pass. Each backend's tests
-//! call [`run_all`] with a factory that makes a fresh, empty log.
+//! The conformance suite every [`EventLog`] implementation must pass: one public function per
+//! case, and [`eventlog_test_suite!`](crate::eventlog_test_suite) to instantiate them for a
+//! backend as one `#[test]` each, in a module named after the backend, so
+//! `cargo test read_resumes_from_any_offset` runs one case on every backend and a failure
+//! names its backend.
 
 use std::collections::HashMap;
 
@@ -7,8 +10,38 @@ use event_schema::{IdentityChange, NewEvent, Payload, Source};
 
 use crate::{EventLog, LogError};
 
-/// Makes a fresh, empty log for one test.
-pub type LogFactory<'a> = dyn Fn() -> Box<dyn EventLog> + 'a;
+/// Instantiates the conformance suite for one backend: `eventlog_test_suite!(name, make)`
+/// defines `mod name` with one `#[test]` per case. `make` is an expression evaluated afresh
+/// for each test, in the module's scope (it sees the items of the module that invokes the
+/// macro), giving `(Box<dyn EventLog>, guard)`: a fresh, empty log and what keeps its
+/// resources alive (a directory, a broker) until the test ends.
+#[macro_export]
+macro_rules! eventlog_test_suite {
+    ($backend:ident, $make:expr) => {
+        mod $backend {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::eventlog_test_suite!(@cases $make;
+                append_then_read_in_order_per_key,
+                read_resumes_from_any_offset,
+                checkpoints_are_per_consumer_and_partition,
+                unknown_partition_is_an_error,
+                appended_notifies_readers,
+                a_lone_group_member_owns_every_partition,
+            );
+        }
+    };
+    (@cases $make:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                let (log, _guard) = $make;
+                let log: Box<dyn $crate::EventLog> = log;
+                $crate::test_suite::$case(log);
+            }
+        )*
+    };
+}
 
 /// `n` identity events over `n / 3 + 1` distinct keys, for tests.
 pub fn identity_events(n: usize) -> Vec<NewEvent> {
@@ -24,16 +57,6 @@ pub fn identity_events(n: usize) -> Vec<NewEvent> {
             )
         })
         .collect()
-}
-
-/// Runs every conformance test.
-pub fn run_all(make: &LogFactory<'_>) {
-    append_then_read_in_order_per_key(make());
-    read_resumes_from_any_offset(make());
-    checkpoints_are_per_consumer_and_partition(make());
-    unknown_partition_is_an_error(make());
-    appended_notifies_readers(make());
-    a_lone_group_member_owns_every_partition(make());
 }
 
 /// A member alone in its group owns every partition.

@@ -1,26 +1,23 @@
 //! The Kafka log against a real Kafka-protocol broker (tansu): the conformance suite, topic
 //! creation, reopening, and appends from another client waking readers.
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use eventlog::tansu::Tansu;
-use eventlog::test_suite::{identity_events, run_all};
+use eventlog::test_suite::identity_events;
 use eventlog::{EventLog, KafkaConfig, KafkaLog};
 
 fn config(broker: &Tansu, topic: &str, partitions: u32) -> KafkaConfig {
     KafkaConfig::from_url(&format!("{}&topic={topic}", broker.url()), partitions).unwrap()
 }
 
-#[test]
-fn conformance() {
+/// A fresh topic of 4 partitions on a broker of its own.
+fn fresh() -> (Box<dyn EventLog>, Tansu) {
     let broker = Tansu::start();
-    let n = AtomicU32::new(0);
-    run_all(&|| {
-        let topic = format!("conformance-{}", n.fetch_add(1, Ordering::Relaxed));
-        Box::new(KafkaLog::open(config(&broker, &topic, 4)).unwrap())
-    });
+    (Box::new(KafkaLog::open(config(&broker, "conformance", 4)).unwrap()), broker)
 }
+
+eventlog::eventlog_test_suite!(kafka, fresh());
 
 #[test]
 fn reopening_keeps_events_and_the_partition_count() {

@@ -385,14 +385,10 @@ impl Store for EmbeddedStore {
 mod tests {
     use super::*;
 
-    #[test]
-    fn conformance() {
-        crate::test_suite::run_all(&|| {
-            let dir = tempfile::tempdir().unwrap();
-            let store = EmbeddedStore::open(dir.path()).unwrap();
-            (Box::new(store) as Box<dyn Store>, Box::new(dir) as Box<dyn std::any::Any>)
-        });
-    }
+    crate::store_test_suite!(embedded, {
+        let dir = tempfile::tempdir().unwrap();
+        (Box::new(EmbeddedStore::open(dir.path()).unwrap()) as Box<dyn Store>, dir)
+    });
 
     #[test]
     fn a_deferred_batch_is_read_at_once_and_kept_after_a_sync() {

@@ -1,18 +1,63 @@
-//! The conformance suite every [`Store`] implementation must pass. Each backend's tests call
-//! [`run_all`] with a factory that makes a fresh, empty store (and a guard that keeps its
-//! resources alive for the test).
+//! The conformance suite every [`Store`] implementation must pass: one public function per
+//! case, and [`store_test_suite!`](crate::store_test_suite) to instantiate them for a
+//! backend as one `#[test]` each, in a module named after the backend. So
+//! `cargo test put_get_delete` runs one case on every backend, and a failure names its
+//! backend (`embedded::put_get_delete`).
+//!
+//! ```ignore
+//! store::store_test_suite!(embedded, {
+//!     let dir = tempfile::tempdir().unwrap();
+//!     (Box::new(EmbeddedStore::open(dir.path()).unwrap()) as Box<dyn Store>, dir)
+//! });
+//! ```
 
 use std::sync::Arc;
 
 use crate::{Batch, Columns, Scan, Store, TableRef, Value, VersionState};
 
-/// Makes a fresh store for one test, with a guard to drop after it.
-pub type StoreFactory<'a> = dyn Fn() -> (Box<dyn Store>, Box<dyn std::any::Any>) + 'a;
+/// Instantiates the conformance suite for one backend: `store_test_suite!(name, make)`
+/// defines `mod name` with one `#[test]` per case of every store; `store_test_suite!(name,
+/// make, [case, …])` only the cases named (a test server that lacks a feature). `make` is
+/// an expression evaluated afresh for each test, in the module's scope (it sees the items of
+/// the module that invokes the macro), giving `(Box<dyn Store>, guard)`: a fresh, empty
+/// store and what keeps its resources alive until the test ends.
+#[macro_export]
+macro_rules! store_test_suite {
+    ($backend:ident, $make:expr) => {
+        $crate::store_test_suite!(
+            $backend,
+            $make,
+            [
+                put_get_delete,
+                scans_page_in_clustering_order,
+                batch_is_atomic_with_checkpoints,
+                versions_swap_atomically,
+                dropping_a_version_removes_it,
+                later_ops_on_a_row_win,
+            ]
+        );
+    };
+    ($backend:ident, $make:expr, [$($case:ident),* $(,)?]) => {
+        mod $backend {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[test]
+                fn $case() {
+                    let (store, _guard) = $make;
+                    let store: Box<dyn $crate::Store> = store;
+                    $crate::test_suite::$case(store.as_ref());
+                }
+            )*
+        }
+    };
+}
 
-/// A conformance test.
+/// A conformance case.
 pub type Test = fn(&dyn Store);
 
-/// Every conformance test, by name.
+/// Every store's cases, by name (what [`store_test_suite!`](crate::store_test_suite)
+/// instantiates), for runners outside `cargo test` (`examples/scylla_conformance.rs`).
 pub const ALL: &[(&str, Test)] = &[
     ("put_get_delete", put_get_delete),
     ("scans_page_in_clustering_order", scans_page_in_clustering_order),
@@ -22,23 +67,18 @@ pub const ALL: &[(&str, Test)] = &[
     ("later_ops_on_a_row_win", later_ops_on_a_row_win),
 ];
 
-/// Runs every conformance test.
-pub fn run_all(make: &StoreFactory<'_>) {
-    run(make, ALL);
-}
+/// The cases for stores that are not atomic across partitions and order writes by log
+/// position instead (ScyllaDB): an older position never overwrites a newer row.
+pub const BY_POSITION: &[(&str, Test)] = &[("older_positions_never_overwrite", older_positions_never_overwrite)];
 
-/// Runs the given conformance tests, each on a fresh store.
-pub fn run(make: &StoreFactory<'_>, tests: &[(&str, Test)]) {
+/// Runs `tests`, each on a fresh store from `make` (dropped with its guard after the test).
+pub fn run(make: &dyn Fn() -> (Box<dyn Store>, Box<dyn std::any::Any>), tests: &[(&str, Test)]) {
     for (name, test) in tests {
         let (store, _guard) = make();
         eprintln!("store conformance: {name}");
         test(store.as_ref());
     }
 }
-
-/// The tests for stores that are not atomic across partitions and order writes by log
-/// position instead (ScyllaDB): an older position never overwrites a newer row.
-pub const BY_POSITION: &[(&str, Test)] = &[("older_positions_never_overwrite", older_positions_never_overwrite)];
 
 fn cols(n: i64) -> Columns {
     let mut c = Columns::new();

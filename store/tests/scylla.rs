@@ -11,11 +11,10 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, OnceLock};
 
 use kassandra_tester::kassandra::session::KassandraSession;
 use kassandra_tester::KassandraTester;
-use store::test_suite::{self, Test};
 use store::{ScyllaConfig, ScyllaStore, Store};
 
 /// Starts a kassandra server on its own thread for the rest of the test process.
@@ -31,33 +30,23 @@ fn kassandra() -> SocketAddr {
     rx.recv().expect("the CQL test server starts")
 }
 
-/// A fresh keyspace per test on one server.
-fn factory(nodes: String) -> impl Fn() -> (Box<dyn Store>, Box<dyn std::any::Any>) {
+/// The CQL test server of this test process, started on first use.
+fn server() -> SocketAddr {
+    static SERVER: OnceLock<SocketAddr> = OnceLock::new();
+    *SERVER.get_or_init(kassandra)
+}
+
+/// A fresh keyspace on the process's CQL test server.
+fn fresh() -> (Box<dyn Store>, ()) {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
-    move || {
-        let keyspace = format!("svc_test_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
-        let store = ScyllaStore::connect(&ScyllaConfig::from_url(&format!("scylla://{nodes}/{keyspace}")).unwrap()).unwrap();
-        (Box::new(store), Box::new(()))
-    }
+    let keyspace = format!("svc_test_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+    let store = ScyllaStore::connect(&ScyllaConfig::from_url(&format!("scylla://{}/{keyspace}", server())).unwrap()).unwrap();
+    (Box::new(store), ())
 }
 
-/// What the kassandra test server supports of the conformance suite.
-const ON_KASSANDRA: &[&str] = &[
-    "put_get_delete",
-    "scans_page_in_clustering_order",
-    "batch_is_atomic_with_checkpoints",
-    "versions_swap_atomically",
-    "dropping_a_version_removes_it",
-    "later_ops_on_a_row_win",
-];
-
-#[test]
-fn conformance_on_the_cql_test_server() {
-    let addr = kassandra();
-    let tests: Vec<(&str, Test)> = test_suite::ALL.iter().filter(|(name, _)| ON_KASSANDRA.contains(name)).copied().collect();
-    assert_eq!(tests.len(), ON_KASSANDRA.len());
-    test_suite::run(&factory(addr.to_string()), &tests);
-}
+// What the kassandra test server supports of the suite: every store's cases, not the
+// write-timestamp ones (`test_suite::BY_POSITION`).
+store::store_test_suite!(cql, fresh());
 
 #[test]
 fn connecting_to_nothing_is_a_clear_error() {
@@ -68,7 +57,7 @@ fn connecting_to_nothing_is_a_clear_error() {
 
 #[test]
 fn a_replaced_version_gets_no_new_tables() {
-    let (store, _guard) = factory(kassandra().to_string())();
+    let (store, ()) = fresh();
     let old = store.create_version("m").unwrap();
     store.set_active_version("m", old).unwrap();
     let new = store.create_version("m").unwrap();

@@ -30,7 +30,6 @@
 //! - **Change notification.** A background thread polls the high watermarks (appends may come
 //!   from other processes) and wakes readers waiting on [`EventLog::appended`].
 
-use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -39,15 +38,21 @@ use chrono::Utc;
 use event_schema::{codec, Envelope, NewEvent, Position};
 use futures::executor::block_on;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::{ClientContext, DefaultClientContext};
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
+use rdkafka::{Message, Offset, TopicPartitionList};
 use tokio::sync::watch;
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
 use crate::{partition_for, EventLog, GroupMember, LogError};
+
+use config::base_config;
+pub use config::KafkaConfig;
+
+mod config;
+mod group;
 
 /// How long one broker request may take before the call fails.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -58,62 +63,7 @@ const WATCH_INTERVAL: Duration = Duration::from_millis(100);
 /// (`fetch.wait.max.ms` is 50 ms).
 pub const IDLE_END: Duration = Duration::from_millis(250);
 
-/// Where and how to reach the Kafka log.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KafkaConfig {
-    /// Bootstrap brokers, `host:port,host:port`.
-    pub brokers: String,
-    /// The repository-events topic.
-    pub topic: String,
-    /// Partitions of a topic this log creates.
-    pub partitions: u32,
-    /// Replication factor of a topic this log creates.
-    pub replication: i32,
-    /// librdkafka settings applied to every client, after svc's own (TLS, SASL, tuning).
-    pub client_settings: Vec<(String, String)>,
-}
-
-impl KafkaConfig {
-    /// Parses `kafka://HOST:PORT[,HOST:PORT][?topic=NAME&replication=N&rdkafka.KEY=VALUE…]`;
-    /// `partitions` is used when the topic has to be created. Every `rdkafka.KEY=VALUE` sets
-    /// librdkafka property `KEY` on every client (e.g. `rdkafka.security.protocol=ssl`).
-    ///
-    /// # Errors
-    /// [`LogError::Unavailable`] naming what is wrong with the URL.
-    pub fn from_url(url: &str, partitions: u32) -> Result<KafkaConfig, LogError> {
-        let bad = |why: &str| LogError::Unavailable(format!("invalid Kafka URL {url:?}: {why}"));
-        let rest = url.strip_prefix("kafka://").ok_or_else(|| bad("must start with kafka://"))?;
-        let (brokers, query) = rest.split_once('?').unwrap_or((rest, ""));
-        let brokers = brokers.trim_end_matches('/');
-        if brokers.is_empty()
-            || brokers.split(',').any(|b| b.rsplit_once(':').is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err()))
-        {
-            return Err(bad("expected HOST:PORT[,HOST:PORT]"));
-        }
-        let mut config = KafkaConfig {
-            brokers: brokers.to_owned(),
-            topic: "svc.repo-events".into(),
-            partitions: partitions.max(1),
-            replication: 1,
-            client_settings: Vec::new(),
-        };
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            match pair.split_once('=') {
-                Some(("topic", t)) if !t.is_empty() => config.topic = t.to_owned(),
-                Some(("replication", n)) => {
-                    config.replication = n.parse().ok().filter(|n| *n > 0).ok_or_else(|| bad("replication must be a positive number"))?
-                }
-                Some((key, value)) if key.len() > "rdkafka.".len() && key.starts_with("rdkafka.") => {
-                    config.client_settings.push((key["rdkafka.".len()..].to_owned(), value.to_owned()));
-                }
-                _ => return Err(bad(&format!("unknown parameter {pair:?} (known: topic, replication, rdkafka.*)"))),
-            }
-        }
-        Ok(config)
-    }
-}
-
-fn unavailable(what: &str, e: impl std::fmt::Display) -> LogError {
+pub(super) fn unavailable(what: &str, e: impl std::fmt::Display) -> LogError {
     LogError::Unavailable(format!("kafka: {what}: {e}"))
 }
 
@@ -283,106 +233,6 @@ impl Drop for KafkaLog {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
     }
-}
-
-/// Publishes a group member's partitions from librdkafka's rebalance callbacks, and pauses
-/// them: the member's consumer only holds the membership, the worker reads through the log.
-struct GroupContext {
-    group: String,
-    topic: String,
-    assigned: watch::Sender<BTreeSet<u32>>,
-}
-
-impl GroupContext {
-    fn partitions_of(&self, list: &TopicPartitionList) -> BTreeSet<u32> {
-        list.elements().iter().filter(|e| e.topic() == self.topic && e.partition() >= 0).map(|e| e.partition() as u32).collect()
-    }
-}
-
-impl ClientContext for GroupContext {}
-
-impl ConsumerContext for GroupContext {
-    fn pre_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        // Stop working on revoked partitions before the group hands them to someone else.
-        if let Rebalance::Revoke(list) = rebalance {
-            let revoked = self.partitions_of(list);
-            self.assigned.send_if_modified(|owned| {
-                let before = owned.len();
-                owned.retain(|p| !revoked.contains(p));
-                owned.len() != before
-            });
-        }
-    }
-
-    fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        if let Rebalance::Error(e) = rebalance {
-            warn!(group = self.group, error = %e, "kafka: group rebalance failed");
-            return;
-        }
-        match consumer.assignment() {
-            Ok(list) => {
-                if let Err(e) = consumer.pause(&list) {
-                    warn!(group = self.group, error = %e, "kafka: pausing the member's partitions failed");
-                }
-                let owned = self.partitions_of(&list);
-                info!(group = self.group, partitions = ?owned, "kafka: group assigned partitions");
-                self.assigned.send_if_modified(|current| std::mem::replace(current, owned.clone()) != owned);
-            }
-            Err(e) => warn!(group = self.group, error = %e, "kafka: reading the group assignment failed"),
-        }
-    }
-}
-
-/// Stops a member's polling thread, which then leaves the group.
-struct LeaveOnDrop(Arc<AtomicBool>);
-
-impl Drop for LeaveOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
-
-impl KafkaLog {
-    fn join_kafka_group(&self, group: &str) -> Result<GroupMember, LogError> {
-        let (tx, rx) = watch::channel(BTreeSet::new());
-        let context = GroupContext { group: group.to_owned(), topic: self.config.topic.clone(), assigned: tx };
-        let consumer: BaseConsumer<GroupContext> = base_config(&self.config)
-            .set("group.id", group)
-            .set("enable.auto.commit", "false")
-            .set("session.timeout.ms", "6000")
-            .set("heartbeat.interval.ms", "1000")
-            .set("partition.assignment.strategy", "roundrobin")
-            .create_with_context(context)
-            .map_err(|e| unavailable("group consumer", e))?;
-        consumer.subscribe(&[&self.config.topic]).map_err(|e| unavailable("join group", e))?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopped = stop.clone();
-        let name = group.to_owned();
-        std::thread::Builder::new()
-            .name("kafka-group".into())
-            .spawn(move || {
-                // Polling serves the group protocol and the rebalance callbacks; the member's
-                // partitions are paused, so no message arrives but stragglers of a rebalance.
-                while !stopped.load(Ordering::Relaxed) {
-                    if let Some(Err(e)) = consumer.poll(Duration::from_millis(100)) {
-                        warn!(group = name, error = %e, "kafka: group member poll failed");
-                    }
-                }
-                consumer.unsubscribe();
-                debug!(group = name, "left the group");
-            })
-            .map_err(|e| unavailable("group thread", e))?;
-        Ok(GroupMember::new(rx, Box::new(LeaveOnDrop(stop))))
-    }
-}
-
-fn base_config(config: &KafkaConfig) -> ClientConfig {
-    let mut c = ClientConfig::new();
-    c.set("bootstrap.servers", &config.brokers).set("client.id", "svc").set("socket.timeout.ms", "10000");
-    for (key, value) in &config.client_settings {
-        c.set(key, value);
-    }
-    c
 }
 
 /// The topic's partition count, once its metadata is visible (just after creation it may
