@@ -33,7 +33,7 @@ fn main() -> anyhow::Result<()> {
         Command::Admin(args) => runtime()?.block_on(commands::admin::run(args)),
         Command::Auth { command: AuthCommand::RotateKey { data, auth_keys } } => {
             let file = auth_keys.unwrap_or_else(|| data.data_dir.join("auth-keys.json"));
-            let kid = query_api::auth::keys::KeySet::rotate(&file)?;
+            let kid = query_api::identity::keys::KeySet::rotate(&file)?;
             println!("{}", serde_json::json!({"rotated": file.display().to_string(), "kid": kid}));
             Ok(())
         }

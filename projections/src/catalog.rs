@@ -129,6 +129,13 @@ impl Context {
     }
 }
 
+/// Whether records of `collection` can be taken down by an admin (`deleteContent`) or a
+/// service (`sync.deleteRecord`): eprint submissions, and the attached collections marked
+/// deletable in their table.
+pub fn deletable(collection: &str) -> bool {
+    collection == lexicons::SUBMISSION || attached::collections::find(collection).is_some_and(|c| c.deletable)
+}
+
 /// The read model named `name`, as its static name.
 ///
 /// # Errors

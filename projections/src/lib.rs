@@ -28,6 +28,7 @@ pub mod eprints;
 mod error;
 mod fanout;
 mod projection;
+mod records;
 pub mod rows;
 pub mod search;
 mod staged;

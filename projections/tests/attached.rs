@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use event_schema::{AdminAction, AdminCommand, NewEvent, Payload, RecordDelete, RecordWrite, Source};
 use eventlog::{EmbeddedLog, EventLog};
-use projections::attached::collections::Listing;
+use projections::attached::collections::{Kind, Listing};
 use projections::attached::read::AttachedReader;
 use projections::catalog::{self, Context, Mode};
 use projections::{catch_up, deadletter};
@@ -67,7 +67,7 @@ fn cases() -> Vec<Case> {
             valid: json!({"eprintUri": EPRINT, "body": body("first"), "createdAt": at("1")}),
             changed: json!({"eprintUri": EPRINT, "body": body("second"), "createdAt": at("1")}),
             invalid: json!({"eprintUri": EPRINT, "createdAt": at("1")}),
-            listing: Listing::on_eprint("review", EPRINT),
+            listing: Listing::on_eprint(Kind::Review, EPRINT),
             field: "content",
         },
         Case {
@@ -75,7 +75,7 @@ fn cases() -> Vec<Case> {
             valid: json!({"eprintUri": EPRINT, "body": body("first"), "target": {"selector": quote}, "createdAt": at("1")}),
             changed: json!({"eprintUri": EPRINT, "body": body("second"), "target": {"selector": quote}, "createdAt": at("1")}),
             invalid: json!({"eprintUri": EPRINT, "body": body("no target"), "createdAt": at("1")}),
-            listing: Listing::on_eprint("annotation", EPRINT),
+            listing: Listing::on_eprint(Kind::Annotation, EPRINT),
             field: "content",
         },
         Case {
@@ -83,7 +83,7 @@ fn cases() -> Vec<Case> {
             valid: json!({"eprintUri": EPRINT, "target": {"source": EPRINT, "selector": quote}, "linkedEntity": {"type": "author", "did": DID, "displayName": "A"}, "confidence": 100, "createdAt": at("1")}),
             changed: json!({"eprintUri": EPRINT, "target": {"source": EPRINT, "selector": quote}, "linkedEntity": {"type": "author", "did": DID, "displayName": "A"}, "confidence": 900, "createdAt": at("1")}),
             invalid: json!({"eprintUri": EPRINT, "target": {"source": EPRINT, "selector": quote}, "linkedEntity": {"type": "author", "did": DID, "displayName": "A"}, "confidence": 5000, "createdAt": at("1")}),
-            listing: Listing::on_eprint("entityLink", EPRINT),
+            listing: Listing::on_eprint(Kind::EntityLink, EPRINT),
             field: "confidence",
         },
         Case {
@@ -91,7 +91,7 @@ fn cases() -> Vec<Case> {
             valid: json!({"eprintUri": EPRINT, "target": {"source": EPRINT, "selector": quote}, "linkedEntity": {"type": "eprint", "uri": EPRINT, "title": "T"}, "confidence": 100, "createdAt": at("1")}),
             changed: json!({"eprintUri": EPRINT, "target": {"source": EPRINT, "selector": quote}, "linkedEntity": {"type": "eprint", "uri": EPRINT, "title": "T"}, "confidence": 200, "createdAt": at("1")}),
             invalid: json!({"eprintUri": EPRINT, "target": {"source": EPRINT, "selector": quote}, "createdAt": at("1")}),
-            listing: Listing::on_eprint("entityLink", EPRINT),
+            listing: Listing::on_eprint(Kind::EntityLink, EPRINT),
             field: "confidence",
         },
         Case {
@@ -99,7 +99,7 @@ fn cases() -> Vec<Case> {
             valid: json!({"eprintUri": EPRINT, "contributions": ["data"], "createdAt": at("1")}),
             changed: json!({"eprintUri": EPRINT, "contributions": ["empirical"], "createdAt": at("1")}),
             invalid: json!({"eprintUri": EPRINT, "contributions": [], "createdAt": at("1")}),
-            listing: Listing::on_eprint("endorsement", EPRINT),
+            listing: Listing::on_eprint(Kind::Endorsement, EPRINT),
             field: "contributions",
         },
         Case {
@@ -107,7 +107,7 @@ fn cases() -> Vec<Case> {
             valid: json!({"eprintUri": EPRINT, "tag": "graphs", "createdAt": at("1")}),
             changed: json!({"eprintUri": EPRINT, "tag": "trees", "createdAt": at("1")}),
             invalid: json!({"eprintUri": EPRINT, "tag": "x".repeat(101), "createdAt": at("1")}),
-            listing: Listing::on_eprint("tag", EPRINT),
+            listing: Listing::on_eprint(Kind::Tag, EPRINT),
             field: "tag",
         },
         Case {
@@ -115,7 +115,7 @@ fn cases() -> Vec<Case> {
             valid: json!({"eprintUri": EPRINT, "citedWork": {"title": "A"}, "createdAt": at("1")}),
             changed: json!({"eprintUri": EPRINT, "citedWork": {"title": "B"}, "createdAt": at("1")}),
             invalid: json!({"eprintUri": EPRINT, "citedWork": {"doi": "10.1/x"}, "createdAt": at("1")}),
-            listing: Listing::on_eprint("citation", EPRINT),
+            listing: Listing::on_eprint(Kind::Citation, EPRINT),
             field: "citedWork",
         },
         Case {
@@ -123,7 +123,7 @@ fn cases() -> Vec<Case> {
             valid: json!({"eprintUri": EPRINT, "relatedUri": EPRINT, "relationType": "related", "createdAt": at("1")}),
             changed: json!({"eprintUri": EPRINT, "relatedUri": EPRINT, "relationType": "extends", "createdAt": at("1")}),
             invalid: json!({"eprintUri": EPRINT, "relationType": "related", "createdAt": at("1")}),
-            listing: Listing::on_eprint("relatedWork", EPRINT),
+            listing: Listing::on_eprint(Kind::RelatedWork, EPRINT),
             field: "relationType",
         },
         Case {
@@ -131,7 +131,7 @@ fn cases() -> Vec<Case> {
             valid: json!({"eprintUri": EPRINT, "versionNumber": 2, "changes": "a", "createdAt": at("1")}),
             changed: json!({"eprintUri": EPRINT, "versionNumber": 3, "changes": "b", "createdAt": at("1")}),
             invalid: json!({"eprintUri": EPRINT, "versionNumber": 0, "changes": "a", "createdAt": at("1")}),
-            listing: Listing::on_eprint("version", EPRINT),
+            listing: Listing::on_eprint(Kind::Version, EPRINT),
             field: "versionNumber",
         },
         Case {
@@ -139,7 +139,7 @@ fn cases() -> Vec<Case> {
             valid: json!({"eprintUri": EPRINT, "version": {"major": 1, "minor": 0, "patch": 1}, "sections": [], "createdAt": at("1")}),
             changed: json!({"eprintUri": EPRINT, "version": {"major": 1, "minor": 0, "patch": 2}, "sections": [], "createdAt": at("1")}),
             invalid: json!({"eprintUri": EPRINT, "sections": [], "createdAt": at("1")}),
-            listing: Listing::on_eprint("changelog", EPRINT),
+            listing: Listing::on_eprint(Kind::Changelog, EPRINT),
             field: "version",
         },
     ]
@@ -243,7 +243,7 @@ fn a_dead_letter_holds_back_the_later_events_of_its_repository_until_released() 
     let mut m = Model::open();
     let (store, version) = (m.store.clone(), m.version);
     let mut step = |events: Vec<NewEvent>| m.step(events);
-    let tags = Listing::on_eprint("tag", EPRINT);
+    let tags = Listing::on_eprint(Kind::Tag, EPRINT);
     let listed = || AttachedReader::new(store.as_ref()).unwrap().page(&tags, 10, None).unwrap().total;
     let letters = || deadletter::list(store.as_ref(), "attached", version, 100).unwrap();
     let (tag, other) = ("pub.svc.eprint.userTag", "did:plc:other0000000000000000000");

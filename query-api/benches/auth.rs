@@ -17,8 +17,8 @@ use axum::http::{Request, StatusCode};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use data_encoding::BASE64URL_NOPAD;
 use k256::ecdsa::signature::Signer;
-use query_api::auth::limits::LimitSettings;
-use query_api::auth::tokens::{LoginClaims, CODE_TYP};
+use query_api::identity::limits::LimitSettings;
+use query_api::identity::tokens::{LoginClaims, CODE_TYP};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use support::{Fixture, SERVICE_DID};
@@ -111,12 +111,13 @@ fn bench(c: &mut Criterion) {
         });
         group.finish();
     }
-    let limits = query_api::auth::limits::RateLimits::new(&LimitSettings { tiers: Some([u32::MAX / 2; 4]), ..LimitSettings::default() });
+    let limits =
+        query_api::identity::limits::RateLimits::new(&LimitSettings { tiers: Some([u32::MAX / 2; 4]), ..LimitSettings::default() });
     let mut n = 0u32;
     c.bench_function("rate limiter check (one key of 1,000)", |b| {
         b.iter(|| {
             n = n.wrapping_add(1);
-            limits.check(query_api::auth::limits::Tier::Anonymous, &format!("10.0.{}.{}", (n / 250) % 4, n % 250))
+            limits.check(query_api::identity::limits::Tier::Anonymous, &format!("10.0.{}.{}", (n / 250) % 4, n % 250))
         })
     });
 }

@@ -5,6 +5,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use event_schema::{ClassifiedError, ErrorClass};
+use projections::access::Role;
 use serde_json::{json, Value};
 use tracing::error;
 
@@ -19,11 +20,16 @@ impl ClassifiedError for Internal {
     }
 }
 
-/// The error codes svc answers with: the XRPC `error` name, and the REST `code` beside it.
+/// The error codes svc answers with: the XRPC `error` name, the REST `code` and the HTTP
+/// status follow from the code alone ([`ErrorCode::spec`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorCode {
     /// A parameter, body or request shape is wrong.
     InvalidRequest,
+    /// The route exists but not for this HTTP method (named `InvalidRequest`).
+    MethodNotAllowed,
+    /// The request URI is longer than the server reads (named `InvalidRequest`).
+    UriTooLong,
     /// No record at the address asked for.
     RecordNotFound,
     /// No such method, route or resource.
@@ -48,67 +54,66 @@ pub enum ErrorCode {
     InternalError,
     /// No eprint carries the tag asked for.
     TagNotFound,
-    /// 401: the token's session was revoked or ended.
+    /// The token's session was revoked or ended.
     RevokedToken,
-    /// 403: an admin operation called by a non-admin.
+    /// An admin operation called by a non-admin.
     AuthorizationError,
-    /// 429: over the caller's rate limit.
+    /// Over the caller's rate limit.
     RateLimitExceeded,
-    /// 404 on the admin namespace: no such user or application.
+    /// On the admin namespace: no such user or application.
     NotFoundError,
-    /// 400: not an e-mail address.
+    /// Not an e-mail address.
     InvalidEmail,
 }
 
 impl ErrorCode {
-    /// The XRPC error name.
-    pub fn name(self) -> &'static str {
+    /// The one table of the codes: `(HTTP status, XRPC error name, REST code)`. The REST
+    /// code is the XRPC name in UPPER_SNAKE form (the not-found family is one).
+    pub fn spec(self) -> (StatusCode, &'static str, &'static str) {
+        use ErrorCode::*;
         match self {
-            ErrorCode::InvalidRequest => "InvalidRequest",
-            ErrorCode::RecordNotFound => "RecordNotFound",
-            ErrorCode::NotFound => "NotFound",
-            ErrorCode::AuthRequired => "AuthRequired",
-            ErrorCode::InvalidToken => "InvalidToken",
-            ErrorCode::ExpiredToken => "ExpiredToken",
-            ErrorCode::Forbidden => "Forbidden",
-            ErrorCode::RepoNotFound => "RepoNotFound",
-            ErrorCode::UpstreamFailure => "UpstreamFailure",
-            ErrorCode::NotImplemented => "NotImplemented",
-            ErrorCode::ServiceUnavailable => "ServiceUnavailable",
-            ErrorCode::InternalError => "InternalError",
-            ErrorCode::TagNotFound => "TagNotFound",
-            ErrorCode::RevokedToken => "RevokedToken",
-            ErrorCode::AuthorizationError => "AuthorizationError",
-            ErrorCode::RateLimitExceeded => "RateLimitExceeded",
-            ErrorCode::NotFoundError => "NotFoundError",
-            ErrorCode::InvalidEmail => "InvalidEmail",
+            InvalidRequest => (StatusCode::BAD_REQUEST, "InvalidRequest", "INVALID_REQUEST"),
+            MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "InvalidRequest", "INVALID_REQUEST"),
+            UriTooLong => (StatusCode::URI_TOO_LONG, "InvalidRequest", "INVALID_REQUEST"),
+            InvalidEmail => (StatusCode::BAD_REQUEST, "InvalidEmail", "INVALID_REQUEST"),
+            RecordNotFound => (StatusCode::NOT_FOUND, "RecordNotFound", "NOT_FOUND"),
+            NotFound => (StatusCode::NOT_FOUND, "NotFound", "NOT_FOUND"),
+            RepoNotFound => (StatusCode::NOT_FOUND, "RepoNotFound", "NOT_FOUND"),
+            TagNotFound => (StatusCode::NOT_FOUND, "TagNotFound", "NOT_FOUND"),
+            NotFoundError => (StatusCode::NOT_FOUND, "NotFoundError", "NOT_FOUND"),
+            AuthRequired => (StatusCode::UNAUTHORIZED, "AuthRequired", "UNAUTHORIZED"),
+            InvalidToken => (StatusCode::UNAUTHORIZED, "InvalidToken", "UNAUTHORIZED"),
+            ExpiredToken => (StatusCode::UNAUTHORIZED, "ExpiredToken", "UNAUTHORIZED"),
+            RevokedToken => (StatusCode::UNAUTHORIZED, "RevokedToken", "UNAUTHORIZED"),
+            Forbidden => (StatusCode::FORBIDDEN, "Forbidden", "FORBIDDEN"),
+            AuthorizationError => (StatusCode::FORBIDDEN, "AuthorizationError", "FORBIDDEN"),
+            RateLimitExceeded => (StatusCode::TOO_MANY_REQUESTS, "RateLimitExceeded", "RATE_LIMITED"),
+            UpstreamFailure => (StatusCode::BAD_GATEWAY, "UpstreamFailure", "UPSTREAM_FAILURE"),
+            NotImplemented => (StatusCode::NOT_IMPLEMENTED, "NotImplemented", "NOT_IMPLEMENTED"),
+            ServiceUnavailable => (StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", "SERVICE_UNAVAILABLE"),
+            InternalError => (StatusCode::INTERNAL_SERVER_ERROR, "InternalError", "INTERNAL_ERROR"),
         }
     }
 
-    /// The REST error code: the XRPC name in UPPER_SNAKE form (the not-found family is one).
+    /// The HTTP status.
+    pub fn status(self) -> StatusCode {
+        self.spec().0
+    }
+
+    /// The XRPC error name.
+    pub fn name(self) -> &'static str {
+        self.spec().1
+    }
+
+    /// The REST error code.
     pub fn rest_code(self) -> &'static str {
-        match self {
-            ErrorCode::InvalidRequest | ErrorCode::InvalidEmail => "INVALID_REQUEST",
-            ErrorCode::RecordNotFound
-            | ErrorCode::NotFound
-            | ErrorCode::RepoNotFound
-            | ErrorCode::TagNotFound
-            | ErrorCode::NotFoundError => "NOT_FOUND",
-            ErrorCode::AuthRequired | ErrorCode::InvalidToken | ErrorCode::ExpiredToken | ErrorCode::RevokedToken => "UNAUTHORIZED",
-            ErrorCode::Forbidden | ErrorCode::AuthorizationError => "FORBIDDEN",
-            ErrorCode::RateLimitExceeded => "RATE_LIMITED",
-            ErrorCode::UpstreamFailure => "UPSTREAM_FAILURE",
-            ErrorCode::NotImplemented => "NOT_IMPLEMENTED",
-            ErrorCode::ServiceUnavailable => "SERVICE_UNAVAILABLE",
-            ErrorCode::InternalError => "INTERNAL_ERROR",
-        }
+        self.spec().2
     }
 }
 
 /// An error answered to a client.
 #[derive(Debug, Clone)]
 pub struct ApiError {
-    status: StatusCode,
     code: ErrorCode,
     message: String,
     details: Option<Value>,
@@ -117,8 +122,9 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    pub(crate) fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> ApiError {
-        ApiError { status, code, message: message.into(), details: None, allow: None }
+    /// An error of `code` (its status follows from it) with `message`.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> ApiError {
+        ApiError { code, message: message.into(), details: None, allow: None }
     }
 
     /// The internal error for a fault described by `what` (logged here, never echoed).
@@ -131,84 +137,84 @@ impl ApiError {
         let reason = reason.into();
         ApiError {
             details: Some(json!({"field": field, "reason": reason})),
-            ..ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidRequest, format!("{field}: {reason}"))
+            ..ApiError::new(ErrorCode::InvalidRequest, format!("{field}: {reason}"))
         }
     }
 
     /// 400 `InvalidRequest`.
     pub fn invalid_request(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidRequest, message)
+        ApiError::new(ErrorCode::InvalidRequest, message)
     }
 
     /// 404 `RecordNotFound`.
     pub fn record_not_found(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::NOT_FOUND, ErrorCode::RecordNotFound, message)
+        ApiError::new(ErrorCode::RecordNotFound, message)
     }
 
     /// 404 `NotFound`: no such method or route.
     pub fn not_found(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, message)
+        ApiError::new(ErrorCode::NotFound, message)
     }
 
     /// 405 `InvalidRequest`: the method exists but not with this HTTP method; `allow` names
     /// the methods it takes (the `Allow` header, RFC 9110), unless the router sets it.
     pub fn wrong_method(message: impl Into<String>, allow: Option<&'static str>) -> ApiError {
-        ApiError { allow, ..ApiError::new(StatusCode::METHOD_NOT_ALLOWED, ErrorCode::InvalidRequest, message) }
+        ApiError { allow, ..ApiError::new(ErrorCode::MethodNotAllowed, message) }
     }
 
     /// 401 `AuthRequired`: the operation needs credentials and none were sent.
     pub fn auth_required(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::UNAUTHORIZED, ErrorCode::AuthRequired, message)
+        ApiError::new(ErrorCode::AuthRequired, message)
     }
 
     /// 401 `InvalidToken`: the credentials sent are malformed or do not verify.
     pub fn invalid_token(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::UNAUTHORIZED, ErrorCode::InvalidToken, message)
+        ApiError::new(ErrorCode::InvalidToken, message)
     }
 
     /// 401 `ExpiredToken`.
     pub fn expired_token(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::UNAUTHORIZED, ErrorCode::ExpiredToken, message)
+        ApiError::new(ErrorCode::ExpiredToken, message)
     }
 
     /// 403 `Forbidden`: authenticated, but not allowed to do this.
     pub fn forbidden(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::FORBIDDEN, ErrorCode::Forbidden, message)
+        ApiError::new(ErrorCode::Forbidden, message)
     }
 
     /// 403 for a caller without `required` (it holds `yours`): `Forbidden`, or
     /// `AuthorizationError` on the admin namespace, with `{required_role, your_role}`.
-    pub fn missing_role(required: &str, yours: &str, admin_api: bool) -> ApiError {
+    pub fn missing_role(required: Role, yours: Role, admin_api: bool) -> ApiError {
         let code = if admin_api { ErrorCode::AuthorizationError } else { ErrorCode::Forbidden };
         ApiError {
             details: Some(json!({"required_role": required, "your_role": yours})),
-            ..ApiError::new(StatusCode::FORBIDDEN, code, format!("this needs the {required} role; you hold {yours}"))
+            ..ApiError::new(code, format!("this needs the {required} role; you hold {yours}"))
         }
     }
 
     /// 401 `RevokedToken`.
     pub fn revoked_token(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::UNAUTHORIZED, ErrorCode::RevokedToken, message)
+        ApiError::new(ErrorCode::RevokedToken, message)
     }
 
     /// 429 `RateLimitExceeded` (the rate-limit layer adds `Retry-After`).
     pub fn rate_limited(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::TOO_MANY_REQUESTS, ErrorCode::RateLimitExceeded, message)
+        ApiError::new(ErrorCode::RateLimitExceeded, message)
     }
 
     /// 404 `RepoNotFound`: the repository is not available from its host.
     pub fn repo_not_found(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::NOT_FOUND, ErrorCode::RepoNotFound, message)
+        ApiError::new(ErrorCode::RepoNotFound, message)
     }
 
     /// 502 `UpstreamFailure`: a repository host could not be reached or answered wrongly.
     pub fn upstream(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::BAD_GATEWAY, ErrorCode::UpstreamFailure, message)
+        ApiError::new(ErrorCode::UpstreamFailure, message)
     }
 
     /// 501 `NotImplemented`: an operation of the contract this build does not serve yet.
     pub fn not_implemented(nsid: &str) -> ApiError {
-        ApiError::new(StatusCode::NOT_IMPLEMENTED, ErrorCode::NotImplemented, format!("{nsid} is not implemented yet"))
+        ApiError::new(ErrorCode::NotImplemented, format!("{nsid} is not implemented yet"))
     }
 
     /// Classifies a library error. Internal errors are logged here and never echoed.
@@ -218,18 +224,18 @@ impl ApiError {
             ErrorClass::NotFound => ApiError::record_not_found(e.to_string()),
             ErrorClass::Unavailable => {
                 error!(error = %e, "dependency unavailable");
-                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::ServiceUnavailable, "a dependency of the service is unavailable")
+                ApiError::new(ErrorCode::ServiceUnavailable, "a dependency of the service is unavailable")
             }
             ErrorClass::Internal => {
                 error!(error = %e, "internal error");
-                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::InternalError, "internal error")
+                ApiError::new(ErrorCode::InternalError, "internal error")
             }
         }
     }
 
     /// The HTTP status.
     pub fn status(&self) -> StatusCode {
-        self.status
+        self.code.status()
     }
 
     /// The error code.
@@ -248,7 +254,7 @@ impl ApiError {
         if let Some(d) = self.details {
             body["details"] = d;
         }
-        with_allow((self.status, Json(json!({ "error": body }))).into_response(), self.allow)
+        with_allow((self.code.status(), Json(json!({ "error": body }))).into_response(), self.allow)
     }
 }
 
@@ -265,7 +271,7 @@ impl IntoResponse for ApiError {
         if let Some(d) = self.details {
             body["details"] = d;
         }
-        with_allow((self.status, Json(body)).into_response(), self.allow)
+        with_allow((self.code.status(), Json(body)).into_response(), self.allow)
     }
 }
 

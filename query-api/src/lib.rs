@@ -8,19 +8,24 @@
 #![warn(missing_docs)]
 
 mod applied;
-pub mod attached;
 pub mod auth;
 pub mod body;
 pub mod command;
-pub mod eprints;
 pub mod error;
 mod health;
+pub mod identity;
 pub mod metrics;
 pub mod openapi;
+pub mod params;
+pub mod reads;
 pub mod rest;
+pub mod search;
 pub mod server;
 pub mod state;
+pub mod views;
 pub mod xrpc;
+
+use std::sync::Arc;
 
 use axum::http::header::{self, HeaderName, HeaderValue};
 use axum::http::Method;
@@ -29,7 +34,6 @@ use axum::Router;
 use tower::util::MapResponse;
 use tower::ServiceBuilder;
 use tower_http::cors::{Any, Cors, CorsLayer};
-use tower_http::trace::TraceLayer;
 
 pub use state::{AppState, ServiceIdentity, Shared, SyncSettings};
 
@@ -63,6 +67,7 @@ pub type App = MapResponse<Cors<Router>, fn(Response) -> Response>;
 /// per-route layer boxes a copy of the route's whole stack.
 pub fn app(state: AppState) -> App {
     metrics::handle();
+    let operations = Arc::new(metrics::Operations::new(xrpc::served().into_iter().chain(xrpc::catalog::OPERATIONS.iter().copied())));
     // The policy is the same for every origin and request, so no answer varies with the
     // request's CORS headers: no `Vary` (which the layer would otherwise build per request).
     let cors = CorsLayer::new()
@@ -79,16 +84,8 @@ pub fn app(state: AppState) -> App {
         .fallback(fallback)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::layer))
-        .layer(axum::middleware::from_fn(metrics::layer))
+        .layer(axum::middleware::from_fn_with_state(operations, metrics::layer))
         .with_state(state);
-    // Request spans and response events are logged at DEBUG. When the filter drops them, the
-    // layer would still time and wrap every response: it is left out then (a sixth of a
-    // detail read's cost, docs/performance.md).
-    let router = if tracing::enabled!(target: "tower_http::trace::on_response", tracing::Level::DEBUG) {
-        router.layer(TraceLayer::new_for_http())
-    } else {
-        router
-    };
     ServiceBuilder::new().map_response(security_headers as fn(Response) -> Response).layer(cors).service(router)
 }
 

@@ -1,12 +1,12 @@
 //! Prometheus metrics: one recorder per process (`metrics-exporter-prometheus`), fed by the
 //! request layer ([`layer`]: a count by method, operation and status, and a duration
-//! histogram by method and operation) and, when scraped, by the read models' state (each
+//! histogram by method and operation; it also traces each request) and, when scraped, by the read models' state (each
 //! projection's applied events, lag, readiness and active version, the log's end offsets,
 //! the dead letters). `/metrics` serves the text exposition format; the admin operations
 //! `getPrometheusMetrics` and `getEndpointMetrics` read the same figures.
 
 use std::collections::HashSet;
-use std::sync::{LazyLock, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
@@ -15,6 +15,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use serde_json::{json, Value};
+use tracing::Instrument;
 
 use crate::state::AppState;
 
@@ -41,27 +42,42 @@ pub fn handle() -> &'static PrometheusHandle {
     })
 }
 
-/// The operation a request is counted under: the XRPC method's NSID when the contract or
-/// svc names it, the route's template otherwise, `other` for what no route matches (so a
-/// client cannot make up label values).
-fn operation(request: &Request) -> String {
-    let path = request.uri().path();
-    static SERVED: LazyLock<HashSet<&'static str>> = LazyLock::new(|| crate::xrpc::served().into_iter().collect());
-    if let Some(nsid) = path.strip_prefix("/xrpc/") {
-        let known = SERVED.contains(nsid) || crate::xrpc::catalog::is_named(nsid);
-        return if known { path.to_owned() } else { "/xrpc/other".to_owned() };
+/// The XRPC methods requests are counted under by name: the ones served and the ones the
+/// contract or svc names. [`crate::app`] hands them to [`layer`].
+#[derive(Debug, Default)]
+pub struct Operations(HashSet<&'static str>);
+
+impl Operations {
+    /// The operations named `nsids`.
+    pub fn new(nsids: impl IntoIterator<Item = &'static str>) -> Operations {
+        Operations(nsids.into_iter().collect())
     }
-    request.extensions().get::<MatchedPath>().map_or_else(|| "other".to_owned(), |m| m.as_str().to_owned())
+
+    /// The operation a request is counted under: the XRPC method's NSID when it is one of
+    /// these, the route's template otherwise, `other` for what no route matches (so a
+    /// client cannot make up label values).
+    fn of(&self, request: &Request) -> String {
+        let path = request.uri().path();
+        if let Some(nsid) = path.strip_prefix("/xrpc/") {
+            return if self.0.contains(nsid) { path.to_owned() } else { "/xrpc/other".to_owned() };
+        }
+        request.extensions().get::<MatchedPath>().map_or_else(|| "other".to_owned(), |m| m.as_str().to_owned())
+    }
 }
 
-/// Counts and times every request.
-pub async fn layer(request: Request, next: Next) -> Response {
-    let (method, path) = (request.method().as_str().to_owned(), operation(&request));
+/// Counts, times and traces every request: a span per request (`request`, at DEBUG) with
+/// its method and operation, closed by an event with the status and the duration. The
+/// span costs next to nothing while DEBUG is filtered out for this target.
+pub async fn layer(State(operations): State<Arc<Operations>>, request: Request, next: Next) -> Response {
+    let (method, path) = (request.method().as_str().to_owned(), operations.of(&request));
+    let span = tracing::debug_span!("request", method = %method, operation = %path);
     let start = Instant::now();
-    let response = next.run(request).await;
-    let status = response.status().as_u16().to_string();
-    metrics::counter!(REQUESTS, "method" => method.clone(), "path" => path.clone(), "status" => status).increment(1);
-    metrics::histogram!(DURATION, "method" => method, "path" => path).record(start.elapsed().as_secs_f64());
+    let response = next.run(request).instrument(span.clone()).await;
+    let elapsed = start.elapsed();
+    let status = response.status().as_u16();
+    span.in_scope(|| tracing::debug!(status, duration_ms = elapsed.as_secs_f64() * 1000.0, "answered"));
+    metrics::counter!(REQUESTS, "method" => method.clone(), "path" => path.clone(), "status" => status.to_string()).increment(1);
+    metrics::histogram!(DURATION, "method" => method, "path" => path).record(elapsed.as_secs_f64());
     response
 }
 

@@ -10,7 +10,6 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::extract::Request;
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -73,8 +72,7 @@ async fn answer(
     let uri_len = request.uri().path_and_query().map_or(0, |p| p.as_str().len());
     if uri_len > limits.max_uri_bytes {
         let error = ApiError::new(
-            StatusCode::URI_TOO_LONG,
-            ErrorCode::InvalidRequest,
+            ErrorCode::UriTooLong,
             format!("the request URI is {uri_len} bytes long; at most {} are accepted", limits.max_uri_bytes),
         );
         return Ok(crate::security_headers(error_for_path(&path, error)));
@@ -85,7 +83,6 @@ async fn answer(
         Err(_) => {
             warn!(path, timeout_ms = limits.request_timeout.as_millis() as u64, "request timed out");
             let error = ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
                 ErrorCode::ServiceUnavailable,
                 format!("the request was not answered within {} s", limits.request_timeout.as_secs_f64()),
             );

@@ -10,7 +10,7 @@ use projections::{Progress, ProjectionError};
 use store::Store;
 use tokio::sync::{watch, Semaphore};
 
-use crate::auth::Identity;
+use crate::identity::Identity;
 
 /// The shared state of the API: a handle on [`Shared`], which every request clones (one
 /// reference count, not one per field).

@@ -9,7 +9,7 @@ mod support;
 use axum::http::StatusCode;
 use data_encoding::BASE64URL_NOPAD;
 use event_schema::{AdminAction, AdminCommand, IdentityChange, NewEvent, Payload, Source, OPERATIONS_KEY};
-use query_api::auth::tokens::{LoginClaims, CODE_TYP};
+use query_api::identity::tokens::{LoginClaims, CODE_TYP};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use support::*;

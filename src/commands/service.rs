@@ -183,13 +183,13 @@ fn identity(
     ctx: &Context,
     resolver: &Arc<atproto::identity::Resolver>,
     public_url: &str,
-) -> anyhow::Result<query_api::auth::Identity> {
-    let ledger = query_api::auth::replay::ReplayLedger::new(ctx.node.clone());
-    let service = Arc::new(query_api::auth::ServiceAuth::new(&args.service_did, resolver.clone(), ledger));
+) -> anyhow::Result<query_api::identity::Identity> {
+    let ledger = query_api::identity::replay::ReplayLedger::new(ctx.node.clone());
+    let service = Arc::new(query_api::identity::ServiceAuth::new(&args.service_did, resolver.clone(), ledger));
     let key_file = args.auth.key_file(&args.data);
-    let keys = query_api::auth::keys::KeySet::load_or_create(&key_file)?;
-    let limits = query_api::auth::limits::RateLimits::new(&args.auth.limits());
-    Ok(query_api::auth::Identity::new(
+    let keys = query_api::identity::keys::KeySet::load_or_create(&key_file)?;
+    let limits = query_api::identity::limits::RateLimits::new(&args.auth.limits());
+    Ok(query_api::identity::Identity::new(
         &args.service_did,
         public_url,
         Arc::new(args.source.network.handles()),

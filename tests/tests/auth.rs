@@ -9,7 +9,7 @@
 //! 429.
 
 use data_encoding::BASE64URL_NOPAD;
-use query_api::auth::totp;
+use query_api::identity::totp;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use tests::pds::{Account, Pds};
@@ -237,7 +237,7 @@ async fn scenario(pds: &Pds, user: &Account, admin: &Account, backend: &Backend,
     assert_eq!(get(&svc, ROLES, &fresh).await.0, 200);
     let (status, e) = get(&svc, ROLES, &fresh).await;
     assert_eq!((status, e["error"].as_str()), (401, Some("InvalidToken")), "replayed: {e}");
-    tokio::time::sleep(std::time::Duration::from_secs(2 + query_api::auth::CLOCK_SKEW as u64)).await;
+    tokio::time::sleep(std::time::Duration::from_secs(2 + query_api::identity::CLOCK_SKEW as u64)).await;
     let (status, e) = get(&svc, ROLES, &expired).await;
     assert_eq!((status, e["error"].as_str()), (401, Some("ExpiredToken")), "expired: {e}");
 

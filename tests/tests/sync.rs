@@ -42,7 +42,7 @@ async fn sync_operations_prove_records_and_check_service_auth() {
     let rkey = paper.rsplit('/').next().unwrap().to_owned();
     // Taken now, used at the end, once it has expired.
     let expiring = pds.service_auth(&alice, SERVICE_DID, "pub.svc.sync.refreshRecord", Some(now() + 2)).await.unwrap();
-    let expired_after = Instant::now() + Duration::from_secs(2 + query_api::auth::CLOCK_SKEW as u64 + 1);
+    let expired_after = Instant::now() + Duration::from_secs(2 + query_api::identity::CLOCK_SKEW as u64 + 1);
 
     let backend = Backend::embedded()
         .with_env("SVC_PLC_URL", &pds.plc_url)

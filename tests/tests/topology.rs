@@ -111,7 +111,7 @@ async fn admin_session(node: &Service, keys: &Path) -> String {
     use sha2::{Digest, Sha256};
     let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
     let now = chrono::Utc::now().timestamp();
-    let claims = query_api::auth::tokens::LoginClaims {
+    let claims = query_api::identity::tokens::LoginClaims {
         iss: SERVICE_DID.into(),
         sub: ADMIN.into(),
         aud: SERVICE_DID.into(),
@@ -121,7 +121,7 @@ async fn admin_session(node: &Service, keys: &Path) -> String {
         challenge: Some(BASE64URL_NOPAD.encode(&Sha256::digest(verifier.as_bytes()))),
         handle: None,
     };
-    let code = query_api::auth::keys::KeySet::load_or_create(keys).unwrap().sign(query_api::auth::tokens::CODE_TYP, &claims);
+    let code = query_api::identity::keys::KeySet::load_or_create(keys).unwrap().sign(query_api::identity::tokens::CODE_TYP, &claims);
     let body = serde_json::json!({"grant_type": "authorization_code", "code": code, "code_verifier": verifier});
     let (status, tokens) = node.post("/oauth/token", None, &body).await.unwrap();
     assert_eq!(status, 200, "{tokens}");

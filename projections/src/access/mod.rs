@@ -20,9 +20,11 @@
 
 mod apply;
 pub mod read;
+mod role;
 
 pub use apply::AccessProjection;
 
+pub use role::{Role, UnknownRole};
 use store::TableRef;
 
 /// The model name.
@@ -30,9 +32,6 @@ pub const MODEL: &str = "access";
 
 /// The tables of the model, for dropping a version.
 pub const TABLES: &[&str] = &["roles", "sessions", "spent", "factors", "passkeys", "audit", "alpha"];
-
-/// The roles the contract names that can be granted (`anonymous` is no grant).
-pub const ROLES: &[&str] = &["admin", "moderator", "graph-editor", "author", "reader", "alpha-tester", "premium"];
 
 pub(crate) fn table(version: u32, name: &'static str) -> TableRef {
     TableRef::new(MODEL, version, name)

@@ -3,7 +3,7 @@
 use serde_json::{Map, Value as Json};
 use store::{Columns, Scan, Store, Value};
 
-use super::{table, AUDIT_PARTITION, MODEL};
+use super::{table, Role, AUDIT_PARTITION, MODEL};
 use crate::rows::text;
 use crate::ProjectionError;
 
@@ -11,8 +11,8 @@ use crate::ProjectionError;
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RoleGrant {
-    /// The role name.
-    pub role: String,
+    /// The role.
+    pub role: Role,
     /// When it was granted (RFC 3339).
     pub assigned_at: String,
     /// The DID of the admin (or svc itself, for the bootstrap) that granted it.
@@ -103,12 +103,13 @@ impl<'a> AccessReader<'a> {
         Ok(self.store.get(&table(v, name), partition, clustering)?)
     }
 
-    /// The roles `did` holds, by name.
+    /// The roles `did` holds (a grant of a name that is no longer a role is left out).
     pub fn roles(&self, did: &str) -> Result<Vec<RoleGrant>, ProjectionError> {
         let roles: Map<String, Json> =
             self.get("roles", did, &[])?.and_then(|r| text(&r, "roles")).and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
         Ok(roles
             .into_iter()
+            .filter_map(|(name, g)| Some((name.parse::<Role>().ok()?, g)))
             .map(|(role, g)| RoleGrant {
                 role,
                 assigned_at: g["assignedAt"].as_str().unwrap_or_default().to_owned(),

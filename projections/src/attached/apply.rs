@@ -3,16 +3,17 @@
 use std::sync::Arc;
 
 use chrono::SecondsFormat;
-use event_schema::{AccountStatus, AdminAction, AdminCommand, BacklinkChange, Envelope, Payload, RecordDelete, RecordWrite};
+use event_schema::{AccountStatus, AdminAction, AdminCommand, BacklinkChange, Envelope, Payload, RecordWrite};
 use lexicons::Lexicons;
 use store::{consumer_name, Columns, Store, Value};
 use tracing::debug;
 
-use super::collections::{self, Listing, COLLECTIONS};
+use super::collections::{self, Listing};
 use super::{backlink_sources, backlinks, listing, records, sizes, MODEL};
 use crate::catalog::Mode;
 use crate::deadletter::Parking;
-use crate::rows::{is_deleted, is_stale, listing_key, taken_down, text, tombstone};
+use crate::records::{Listings, RecordTable};
+use crate::rows::{listing_key, text};
 use crate::staged::Staged;
 use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
 
@@ -31,20 +32,6 @@ impl AttachedProjection {
         AttachedProjection { store, lexicons, version, defer_durability: mode == Mode::Rebuild }
     }
 
-    /// Removes a held record from the listings it appears in.
-    fn unlist(&self, st: &mut Staged, existing: &Columns, position: u64) -> Result<(), ProjectionError> {
-        if is_deleted(existing) {
-            return Ok(());
-        }
-        let (Some(uri), Some(at)) = (text(existing, "uri"), existing.get("createdAt").and_then(Value::as_int)) else { return Ok(()) };
-        let lists: Vec<String> = text(existing, "lists").and_then(|l| serde_json::from_str(&l).ok()).unwrap_or_default();
-        for partition in lists {
-            st.delete(&listing(self.version), &partition, listing_key(at, &uri), position);
-            self.bump(st, &partition, -1, position)?;
-        }
-        Ok(())
-    }
-
     /// Adds `by` to the size kept for a listing (its row in `sizes`), so that a listing's
     /// size is one row read, on every store.
     fn bump(&self, st: &mut Staged, partition: &str, by: i64, position: u64) -> Result<(), ProjectionError> {
@@ -54,6 +41,11 @@ impl AttachedProjection {
         c.insert("n".into(), Value::Int((held + by).max(0)));
         st.put(&table, partition, Vec::new(), c, position);
         Ok(())
+    }
+
+    /// This version's record table.
+    fn records(&self) -> RecordTable<'_, Self> {
+        RecordTable::new(self.store.as_ref(), records(self.version), self)
     }
 
     /// This version's dead letters.
@@ -77,14 +69,9 @@ impl AttachedProjection {
                 return Ok(());
             }
         };
-        let table = records(self.version);
-        let existing = st.get(self.store.as_ref(), &table, &uri, &[])?;
-        if is_stale(existing.as_ref(), &w.rev) {
+        if !self.records().replace(st, &uri, &w.rev, position)? {
             debug!(uri, rev = w.rev, "skipping stale record write");
             return Ok(());
-        }
-        if let Some(existing) = &existing {
-            self.unlist(st, existing, position)?;
         }
         let at = n.created_at.timestamp_micros();
         let mut lists: Vec<String> = n.lists.into_iter().map(|l| l.0).collect();
@@ -108,50 +95,15 @@ impl AttachedProjection {
         c.insert("lists".into(), Value::Text(serde_json::to_string(&lists).unwrap_or_default()));
         c.insert("ordinal".into(), Value::Int(position as i64));
         c.insert("deleted".into(), Value::Bool(false));
-        st.put(&table, &uri, Vec::new(), c, position);
-        Ok(())
-    }
-
-    fn delete(&self, st: &mut Staged, d: &RecordDelete, position: u64) -> Result<(), ProjectionError> {
-        let uri = d.uri();
-        let table = records(self.version);
-        let existing = st.get(self.store.as_ref(), &table, &uri, &[])?;
-        if is_stale(existing.as_ref(), &d.rev) {
-            return Ok(());
-        }
-        if let Some(existing) = &existing {
-            self.unlist(st, existing, position)?;
-        }
-        st.put(&table, &uri, Vec::new(), tombstone(&uri, Value::Text(d.rev.clone()), position), position);
-        Ok(())
-    }
-
-    /// Takes down the record at `uri` (`pub.svc.admin.deleteContent`): it leaves every
-    /// listing and its tombstone keeps every later write out.
-    fn take_down(&self, st: &mut Staged, uri: &str, position: u64) -> Result<(), ProjectionError> {
-        let table = records(self.version);
-        if let Some(existing) = st.get(self.store.as_ref(), &table, uri, &[])? {
-            self.unlist(st, &existing, position)?;
-        }
-        st.put(&table, uri, Vec::new(), taken_down(uri, position), position);
+        self.records().put(st, &uri, c, position);
         Ok(())
     }
 
     /// Removes every record of a deleted account (found through its repository listing, in
-    /// the store and in this batch): each becomes a tombstone at the revision held.
+    /// the store and in this batch).
     fn remove_account_records(&self, st: &mut Staged, did: &str, position: u64) -> Result<(), ProjectionError> {
         let uris = st.listed_uris(self.store.as_ref(), &listing(self.version), &Listing::repo(did).0)?;
-        let records = records(self.version);
-        for uri in uris {
-            let Some(existing) = st.get(self.store.as_ref(), &records, &uri, &[])? else { continue };
-            if is_deleted(&existing) {
-                continue;
-            }
-            self.unlist(st, &existing, position)?;
-            let rev = existing.get("rev").cloned().unwrap_or(Value::Null);
-            st.put(&records, &uri, Vec::new(), tombstone(&uri, rev, position), position);
-        }
-        Ok(())
+        self.records().remove_all(st, uris, position)
     }
 
     /// Creates, updates or (softly) deletes one backlink, in both of its tables.
@@ -175,9 +127,23 @@ impl AttachedProjection {
     }
 }
 
+impl Listings for AttachedProjection {
+    /// Removes a live record from the listings it appears in (its `lists`), each listing's
+    /// size following.
+    fn unlist(&self, st: &mut Staged, existing: &Columns, position: u64) -> Result<(), ProjectionError> {
+        let (Some(uri), Some(at)) = (text(existing, "uri"), existing.get("createdAt").and_then(Value::as_int)) else { return Ok(()) };
+        let lists: Vec<String> = text(existing, "lists").and_then(|l| serde_json::from_str(&l).ok()).unwrap_or_default();
+        for partition in lists {
+            st.delete(&listing(self.version), &partition, listing_key(at, &uri), position);
+            self.bump(st, &partition, -1, position)?;
+        }
+        Ok(())
+    }
+}
+
 /// Whether the model keeps records of `collection`.
 pub fn keeps(collection: &str) -> bool {
-    COLLECTIONS.contains(&collection)
+    collections::find(collection).is_some()
 }
 
 /// Whether the model holds `event` back while its key waits behind a dead letter (the
@@ -218,13 +184,13 @@ impl Projection for AttachedProjection {
             let position = event.position.ordinal();
             match &event.payload {
                 Payload::RecordCreate(w) | Payload::RecordUpdate(w) if keeps(&w.collection) => self.write(&mut st, event, w)?,
-                Payload::RecordDelete(d) if keeps(&d.collection) => self.delete(&mut st, d, position)?,
+                Payload::RecordDelete(d) if keeps(&d.collection) => self.records().delete(&mut st, &d.uri(), &d.rev, position)?,
                 Payload::Backlink(b) => self.backlink(&mut st, event, b)?,
                 Payload::Admin(AdminCommand { action, .. }) => {
                     self.parking().release(&mut st, event)?;
                     if let AdminAction::ContentDeleted { uri, collection, .. } = action {
                         if keeps(collection) {
-                            self.take_down(&mut st, uri, position)?;
+                            self.records().take_down(&mut st, uri, position)?;
                         }
                     }
                 }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use chrono::SecondsFormat;
-use event_schema::{AccountStatus, AdminAction, AdminCommand, Envelope, Payload, RecordDelete, RecordWrite};
+use event_schema::{AccountStatus, AdminAction, AdminCommand, Envelope, Payload, RecordWrite};
 use lexicons::{Lexicons, SUBMISSION};
 use store::{consumer_name, Columns, Store, Value};
 use tracing::debug;
@@ -11,7 +11,8 @@ use tracing::debug;
 use super::{accounts, by_author, records, users, MODEL};
 use crate::catalog::Mode;
 use crate::deadletter::Parking;
-use crate::rows::{is_stale, listing_key, taken_down, text, tombstone};
+use crate::records::{Listings, RecordTable};
+use crate::rows::{listing_key, text};
 use crate::staged::Staged;
 use crate::submission::Submission;
 use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
@@ -55,22 +56,9 @@ fn legacy_listing_key(appended_at_micros: i64, ordinal: u64) -> Vec<u8> {
 }
 
 impl EprintsProjection {
-    /// Removes the listing rows of the record as the model holds it.
-    fn unlist(&self, st: &mut Staged, existing: &Columns, position: u64) -> Result<(), ProjectionError> {
-        if existing.get("deleted").and_then(Value::as_bool) == Some(true) {
-            return Ok(());
-        }
-        let ordinal = existing.get("ordinal").and_then(Value::as_int).unwrap_or_default() as u64;
-        let listed: Vec<String> = text(existing, "listed").and_then(|l| serde_json::from_str(&l).ok()).unwrap_or_default();
-        let at = existing.get("listingAt").and_then(Value::as_int).unwrap_or_default();
-        let key = match (existing.get("listingByData").and_then(Value::as_bool), text(existing, "uri")) {
-            (Some(true), Some(uri)) => listing_key(at, &uri),
-            _ => legacy_listing_key(at, ordinal),
-        };
-        for did in listed {
-            st.delete(&by_author(self.version), &did, key.clone(), position);
-        }
-        Ok(())
+    /// This version's record table.
+    fn records(&self) -> RecordTable<'_, Self> {
+        RecordTable::new(self.store.as_ref(), records(self.version), self)
     }
 
     /// This version's dead letters.
@@ -94,14 +82,9 @@ impl EprintsProjection {
                 return Ok(());
             }
         };
-        let table = records(self.version);
-        let existing = st.get(self.store.as_ref(), &table, &uri, &[])?;
-        if is_stale(existing.as_ref(), &w.rev) {
+        if !self.records().replace(st, &uri, &w.rev, position)? {
             debug!(uri, rev = w.rev, "skipping stale record write");
             return Ok(());
-        }
-        if let Some(existing) = &existing {
-            self.unlist(st, existing, position)?;
         }
         let indexed_at = event.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true);
         let listed = submission.listed_dids(&w.did);
@@ -123,35 +106,7 @@ impl EprintsProjection {
         c.insert("listingByData".into(), Value::Bool(true));
         c.insert("ordinal".into(), Value::Int(position as i64));
         c.insert("deleted".into(), Value::Bool(false));
-        st.put(&table, &uri, Vec::new(), c, position);
-        Ok(())
-    }
-
-    fn delete(&self, st: &mut Staged, d: &RecordDelete, position: u64) -> Result<(), ProjectionError> {
-        if d.collection != SUBMISSION {
-            return Ok(());
-        }
-        let uri = d.uri();
-        let table = records(self.version);
-        let existing = st.get(self.store.as_ref(), &table, &uri, &[])?;
-        if is_stale(existing.as_ref(), &d.rev) {
-            return Ok(());
-        }
-        if let Some(existing) = &existing {
-            self.unlist(st, existing, position)?;
-        }
-        st.put(&table, &uri, Vec::new(), tombstone(&uri, Value::Text(d.rev.clone()), position), position);
-        Ok(())
-    }
-
-    /// Takes down the eprint at `uri` (`pub.svc.admin.deleteContent`): it leaves every
-    /// listing and its tombstone keeps every later write out.
-    fn take_down(&self, st: &mut Staged, uri: &str, position: u64) -> Result<(), ProjectionError> {
-        let table = records(self.version);
-        if let Some(existing) = st.get(self.store.as_ref(), &table, uri, &[])? {
-            self.unlist(st, &existing, position)?;
-        }
-        st.put(&table, uri, Vec::new(), taken_down(uri, position), position);
+        self.records().put(st, &uri, c, position);
         Ok(())
     }
 
@@ -187,17 +142,7 @@ impl EprintsProjection {
     fn remove_account_records(&self, st: &mut Staged, did: &str, position: u64) -> Result<(), ProjectionError> {
         let prefix = format!("at://{did}/");
         let uris = st.listed_uris(self.store.as_ref(), &by_author(self.version), did)?;
-        let table = records(self.version);
-        for uri in uris.into_iter().filter(|u| u.starts_with(&prefix)) {
-            let Some(existing) = st.get(self.store.as_ref(), &table, &uri, &[])? else { continue };
-            if existing.get("deleted").and_then(Value::as_bool) == Some(true) {
-                continue;
-            }
-            self.unlist(st, &existing, position)?;
-            let rev = existing.get("rev").cloned().unwrap_or(Value::Null);
-            st.put(&table, &uri, Vec::new(), tombstone(&uri, rev, position), position);
-        }
-        Ok(())
+        self.records().remove_all(st, uris.into_iter().filter(|u| u.starts_with(&prefix)), position)
     }
 
     /// Reads the record and account rows the batch's events decide on, one store read per
@@ -224,6 +169,23 @@ impl EprintsProjection {
         let mut c = st.get(self.store.as_ref(), &table, did, &[])?.unwrap_or_default();
         update(&mut c);
         st.put(&table, did, Vec::new(), c, position);
+        Ok(())
+    }
+}
+
+impl Listings for EprintsProjection {
+    /// Removes the by-author rows of a live record as the model holds it.
+    fn unlist(&self, st: &mut Staged, existing: &Columns, position: u64) -> Result<(), ProjectionError> {
+        let ordinal = existing.get("ordinal").and_then(Value::as_int).unwrap_or_default() as u64;
+        let listed: Vec<String> = text(existing, "listed").and_then(|l| serde_json::from_str(&l).ok()).unwrap_or_default();
+        let at = existing.get("listingAt").and_then(Value::as_int).unwrap_or_default();
+        let key = match (existing.get("listingByData").and_then(Value::as_bool), text(existing, "uri")) {
+            (Some(true), Some(uri)) => listing_key(at, &uri),
+            _ => legacy_listing_key(at, ordinal),
+        };
+        for did in listed {
+            st.delete(&by_author(self.version), &did, key.clone(), position);
+        }
         Ok(())
     }
 }
@@ -268,11 +230,12 @@ impl Projection for EprintsProjection {
                     self.parking().release(&mut st, event.envelope)?;
                     if let AdminAction::ContentDeleted { uri, collection, .. } = action {
                         if collection == SUBMISSION {
-                            self.take_down(&mut st, uri, position)?;
+                            self.records().take_down(&mut st, uri, position)?;
                         }
                     }
                 }
-                Payload::RecordDelete(d) => self.delete(&mut st, d, position)?,
+                Payload::RecordDelete(d) if d.collection == SUBMISSION => self.records().delete(&mut st, &d.uri(), &d.rev, position)?,
+                Payload::RecordDelete(_) => {}
                 Payload::Identity(i) => {
                     let at = event.envelope.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true);
                     self.user(&mut st, &i.did, i.handle.as_deref(), &at, position)?;

@@ -4,6 +4,7 @@
 //! checkpoints are always committed together. The active version is the store's
 //! active-version pointer for model `search`.
 
+mod facets;
 mod ids;
 mod indexer;
 mod query;
@@ -20,8 +21,9 @@ use serde::{Deserialize, Serialize};
 use tantivy::store::Compressor;
 use tantivy::{Index, IndexReader, IndexSettings, ReloadPolicy};
 
+pub use facets::{Facet, Highlight, FACET_SIZE};
 pub use indexer::SearchProjection;
-pub use query::{Facet, Highlight, SearchCursor, SearchRequest, SearchResults, SortOrder, FACET_SIZE};
+pub use query::{SearchCursor, SearchRequest, SearchResults, SortOrder};
 pub use schema::SearchFields;
 pub use stem::en_fold;
 

@@ -1,12 +1,12 @@
-//! The identity layer: who is calling, what they may do, and how often.
+//! The identity layer over HTTP: who is calling, what they may do, and how often.
 //!
 //! Every request goes through [`layer`] before its handler. It resolves the request's one
 //! [`Caller`] (none for an anonymous request) from either credential:
-//! - an AT Protocol service-auth JWT ([`service`]), for the XRPC method it names (`lxm`);
-//! - svc's own session access token ([`tokens`]), `typ` `at+jwt`, of a session still live;
+//! - an AT Protocol service-auth JWT ([`crate::identity::service`]), for the XRPC method it names (`lxm`);
+//! - svc's own session access token ([`crate::identity::tokens`]), `typ` `at+jwt`, of a session still live;
 //!
-//! then applies the caller's rate-limit tier ([`limits`]) and puts the caller in the
-//! request's extensions for the method's auth level ([`crate::xrpc::Auth`]). A credential
+//! then applies the caller's rate-limit tier ([`crate::identity::limits`]) and puts the caller in the
+//! request's extensions for the method's auth level (`xrpc::Auth`). A credential
 //! that does not verify is refused (401) whatever the route, and the attempt counts against
 //! the client address's anonymous limit, as does every DID document fetch a stranger's token
 //! would cause.
@@ -16,14 +16,8 @@
 //! node-local (seen `jti`s, passkey ceremonies, rate-limit counters) is explained in
 //! docs/decisions.md, "Identity state".
 
-pub mod keys;
-pub mod limits;
+mod factors;
 pub mod oauth;
-pub mod passkeys;
-pub mod replay;
-pub mod service;
-pub mod tokens;
-pub mod totp;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -34,107 +28,16 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use event_schema::{AccessAction, AccessChange, NewEvent, Payload, Source};
 use projections::access::read::AccessReader;
+use projections::access::Role;
 use tracing::warn;
 
-pub use service::{Claims, Jwt, ServiceAuth, CLOCK_SKEW, MAX_LIFETIME};
-
 use crate::error::ApiError;
+use crate::identity::keys::TokenError;
+use crate::identity::limits::Tier;
+use crate::identity::tokens::{AccessClaims, ACCESS_TYP};
+pub use crate::identity::{Caller, Credential, Resolved};
+use crate::reads::blocking;
 use crate::state::AppState;
-use keys::{KeySet, TokenError};
-use limits::{RateLimits, Tier};
-use tokens::{AccessClaims, ACCESS_TYP};
-
-/// How a caller proved who it is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Credential {
-    /// An AT Protocol service-auth JWT signed by the DID's `#atproto` key.
-    ServiceAuth,
-    /// An access token of svc's session `sid`.
-    Session(String),
-}
-
-/// A verified caller.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Caller {
-    /// The caller's DID: the user, or the calling service.
-    pub did: String,
-    /// The handle, when the credential carries one.
-    pub handle: Option<String>,
-    /// The roles the DID holds (read on every request).
-    pub roles: Vec<String>,
-    /// The credential.
-    pub credential: Credential,
-}
-
-impl Caller {
-    /// Whether the caller holds `role` (`admin` holds every role).
-    pub fn has(&self, role: &str) -> bool {
-        self.roles.iter().any(|r| r == role || r == "admin")
-    }
-
-    /// The caller's most senior role, for a 403's `your_role` (`reader` without a grant).
-    pub fn top_role(&self) -> &str {
-        ["admin", "moderator", "graph-editor", "author", "premium", "alpha-tester", "reader"]
-            .into_iter()
-            .find(|r| self.roles.iter().any(|h| h == r))
-            .unwrap_or("reader")
-    }
-}
-
-/// The caller [`layer`] resolved, in the request's extensions.
-#[derive(Debug, Clone)]
-pub struct Resolved(pub Option<Caller>);
-
-/// The identity layer's settings and state, one field of the shared state.
-pub struct Identity {
-    /// svc's DID: the `aud` of every token it accepts, the `iss` of those it issues.
-    pub service_did: String,
-    /// The service-auth verifier.
-    pub service: Arc<ServiceAuth>,
-    /// The keys of svc's own tokens.
-    pub keys: Arc<KeySet>,
-    /// The rate limiters.
-    pub limits: RateLimits,
-    /// Services whose callers get the service tier (and may refresh or delete any record).
-    pub approved_services: Vec<String>,
-    /// Passkey ceremonies (node-local).
-    pub passkeys: passkeys::Passkeys,
-    /// Resolves the handle a passkey login names.
-    pub handles: Arc<atproto::handle::HandleResolver>,
-    /// Access tokens whose signature verified, with their claims: a token is verified once
-    /// per node, not on every request (its expiry and its session are still checked every
-    /// time).
-    verified: quick_cache::sync::Cache<String, Arc<AccessClaims>>,
-}
-
-/// Verified access tokens remembered per node.
-const VERIFIED_TOKENS: usize = 100_000;
-
-impl Identity {
-    /// The identity layer of `service_did`, reached at `public_url` (the passkeys' relying
-    /// party).
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        service_did: &str,
-        public_url: &str,
-        handles: Arc<atproto::handle::HandleResolver>,
-        service: Arc<ServiceAuth>,
-        keys: Arc<KeySet>,
-        limits: RateLimits,
-        approved_services: Vec<String>,
-    ) -> Identity {
-        Identity {
-            service_did: service_did.to_owned(),
-            service,
-            keys,
-            limits,
-            approved_services,
-            passkeys: passkeys::Passkeys::new(public_url),
-            handles,
-            verified: quick_cache::sync::Cache::new(VERIFIED_TOKENS),
-        }
-    }
-}
 
 /// The bearer token of an `Authorization` header: `Ok(None)` without one.
 fn bearer(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
@@ -178,7 +81,7 @@ async fn session_caller(state: &AppState, token: &str) -> Result<Caller, ApiErro
             claims
         }
     };
-    let (session, roles) = crate::eprints::blocking(state, || {
+    let (session, roles) = blocking(state, || {
         let r = AccessReader::new(state.store.as_ref())?;
         Ok::<_, projections::ProjectionError>((r.session(&claims.sid)?, r.roles(&claims.sub)?))
     })?;
@@ -218,7 +121,7 @@ async fn service_caller(state: &AppState, headers: &HeaderMap, token: &str, lxm:
         audit_refusal(state, &iss, "a service-auth token was presented again (replayed jti)");
         return Err(ApiError::invalid_token("this token was already used (its jti is spent)"));
     }
-    let roles = crate::eprints::blocking(state, || AccessReader::new(state.store.as_ref())?.roles(&iss))?;
+    let roles = blocking(state, || AccessReader::new(state.store.as_ref())?.roles(&iss))?;
     Ok(Caller { did: iss, handle: None, roles: roles.into_iter().map(|g| g.role).collect(), credential: Credential::ServiceAuth })
 }
 
@@ -271,7 +174,7 @@ fn tier_of(state: &AppState, caller: Option<&Caller>, ip: &str) -> (Tier, String
         Some(c) if c.credential == Credential::ServiceAuth && state.auth.approved_services.contains(&c.did) => {
             (Tier::Service, c.did.clone())
         }
-        Some(c) if c.roles.iter().any(|r| r == "premium" || r == "admin") => (Tier::Elevated, c.did.clone()),
+        Some(c) if c.has(Role::Premium) => (Tier::Elevated, c.did.clone()),
         Some(c) => (Tier::Authenticated, c.did.clone()),
     }
 }

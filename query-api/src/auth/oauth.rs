@@ -22,15 +22,17 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use event_schema::{AccessAction, OnceProof};
-use projections::access::read::{AccessReader, Factors, Session};
+use projections::access::read::{AccessReader, Session};
 use serde_json::{json, Map, Value};
 
-use super::tokens::{
+use super::{access_event, audit_refusal, factors};
+use crate::error::{ApiError, ErrorCode};
+use crate::identity::keys::TokenError;
+use crate::identity::tokens::{
     new_id, new_refresh_token, pkce_matches, refresh_session, session_of, sha256_hex, AccessClaims, LoginClaims, ACCESS_LIFETIME,
     ACCESS_TYP, CODE_LIFETIME, CODE_TYP, MFA_LIFETIME, MFA_TYP, REFRESH_LIFETIME, SCOPE,
 };
-use super::{access_event, audit_refusal, keys::TokenError, totp, Caller, Resolved};
-use crate::error::{ApiError, ErrorCode};
+use crate::identity::{Caller, Credential, Resolved};
 use crate::state::AppState;
 
 /// The `lxm` of the service-auth token that asks for an authorization code.
@@ -50,15 +52,15 @@ pub struct OAuthError {
 }
 
 impl OAuthError {
-    fn new(status: StatusCode, error: &'static str, description: impl Into<String>) -> OAuthError {
+    pub(super) fn new(status: StatusCode, error: &'static str, description: impl Into<String>) -> OAuthError {
         OAuthError { status, error, description: description.into(), extra: None }
     }
 
-    fn request(description: impl Into<String>) -> OAuthError {
+    pub(super) fn request(description: impl Into<String>) -> OAuthError {
         OAuthError::new(StatusCode::BAD_REQUEST, "invalid_request", description)
     }
 
-    fn grant(description: impl Into<String>) -> OAuthError {
+    pub(super) fn grant(description: impl Into<String>) -> OAuthError {
         OAuthError::new(StatusCode::BAD_REQUEST, "invalid_grant", description)
     }
 
@@ -68,7 +70,7 @@ impl OAuthError {
             ErrorCode::AuthRequired | ErrorCode::InvalidToken | ErrorCode::ExpiredToken | ErrorCode::RevokedToken => "invalid_token",
             ErrorCode::Forbidden | ErrorCode::AuthorizationError => "access_denied",
             ErrorCode::RateLimitExceeded => "rate_limit_exceeded",
-            ErrorCode::InvalidRequest => "invalid_request",
+            ErrorCode::InvalidRequest | ErrorCode::MethodNotAllowed | ErrorCode::UriTooLong => "invalid_request",
             ErrorCode::ServiceUnavailable => "temporarily_unavailable",
             _ => "server_error",
         };
@@ -97,21 +99,21 @@ impl IntoResponse for OAuthError {
     }
 }
 
-type Answer = Result<Response, OAuthError>;
+pub(super) type Answer = Result<Response, OAuthError>;
 
 /// The routes of the token endpoints.
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/oauth/authorize", post(authorize))
         .route("/oauth/token", post(token))
-        .route("/oauth/mfa/verify", post(mfa_verify))
+        .route("/oauth/mfa/verify", post(factors::mfa_verify))
         .route("/oauth/revoke", post(revoke))
-        .route("/auth/totp/enroll", post(totp_enroll))
-        .route("/auth/totp/confirm", post(totp_confirm))
-        .route("/auth/mfa/disable", post(mfa_disable))
-        .route("/auth/webauthn/register/options", post(passkey_register_options))
-        .route("/auth/webauthn/register/verify", post(passkey_register_verify))
-        .route("/auth/webauthn/authenticate/options", post(passkey_authenticate_options))
+        .route("/auth/totp/enroll", post(factors::totp_enroll))
+        .route("/auth/totp/confirm", post(factors::totp_confirm))
+        .route("/auth/mfa/disable", post(factors::mfa_disable))
+        .route("/auth/webauthn/register/options", post(factors::passkey_register_options))
+        .route("/auth/webauthn/register/verify", post(factors::passkey_register_verify))
+        .route("/auth/webauthn/authenticate/options", post(factors::passkey_authenticate_options))
         .route("/.well-known/jwks.json", axum::routing::get(jwks))
 }
 
@@ -120,7 +122,7 @@ async fn jwks(State(state): State<AppState>) -> Response {
 }
 
 /// The caller the identity layer resolved, required.
-fn caller(request: &Request) -> Result<Caller, OAuthError> {
+pub(super) fn caller(request: &Request) -> Result<Caller, OAuthError> {
     match request.extensions().get::<Resolved>() {
         Some(Resolved(Some(c))) => Ok(c.clone()),
         _ => Err(OAuthError::from_api(ApiError::auth_required("this endpoint needs a bearer token"))),
@@ -129,7 +131,7 @@ fn caller(request: &Request) -> Result<Caller, OAuthError> {
 
 /// A body's fields: from JSON (any values), or a form (`application/x-www-form-urlencoded`,
 /// strings).
-async fn fields(request: Request) -> Result<Fields, OAuthError> {
+pub(super) async fn fields(request: Request) -> Result<Fields, OAuthError> {
     let form = request
         .headers()
         .get(header::CONTENT_TYPE)
@@ -152,7 +154,7 @@ async fn fields(request: Request) -> Result<Fields, OAuthError> {
 type Fields = Map<String, Value>;
 
 /// A required string field.
-fn field<'a>(f: &'a Fields, name: &str) -> Result<&'a str, OAuthError> {
+pub(super) fn field<'a>(f: &'a Fields, name: &str) -> Result<&'a str, OAuthError> {
     f.get(name)
         .and_then(Value::as_str)
         .filter(|v| !v.is_empty())
@@ -160,7 +162,7 @@ fn field<'a>(f: &'a Fields, name: &str) -> Result<&'a str, OAuthError> {
 }
 
 /// A required object field, as `T`.
-fn object<T: serde::de::DeserializeOwned>(f: &Fields, name: &str) -> Result<T, OAuthError> {
+pub(super) fn object<T: serde::de::DeserializeOwned>(f: &Fields, name: &str) -> Result<T, OAuthError> {
     let value = f.get(name).cloned().ok_or_else(|| OAuthError::request(format!("{name} is required")))?;
     let value = match value {
         Value::String(s) => serde_json::from_str(&s).map_err(|e| OAuthError::request(format!("{name}: {e}")))?,
@@ -169,20 +171,20 @@ fn object<T: serde::de::DeserializeOwned>(f: &Fields, name: &str) -> Result<T, O
     serde_json::from_value(value).map_err(|e| OAuthError::request(format!("{name} is not a WebAuthn credential: {e}")))
 }
 
-fn read<T>(state: &AppState, f: impl FnOnce(&AccessReader) -> Result<T, projections::ProjectionError>) -> Result<T, OAuthError> {
-    crate::eprints::blocking(state, || f(&AccessReader::new(state.store.as_ref())?))
+pub(super) fn read<T>(state: &AppState, f: impl FnOnce(&AccessReader) -> Result<T, projections::ProjectionError>) -> Result<T, OAuthError> {
+    crate::reads::blocking(state, || f(&AccessReader::new(state.store.as_ref())?))
         .map_err(|e| OAuthError::from_api(ApiError::from_error(e)))
 }
 
-async fn append(state: &AppState, subject: &str, actor: &str, via: &str, change: AccessAction) -> Result<(), OAuthError> {
+pub(super) async fn append(state: &AppState, subject: &str, actor: &str, via: &str, change: AccessAction) -> Result<(), OAuthError> {
     crate::command::append(state, access_event(state, subject, actor, via, change)).await.map_err(OAuthError::from_api)
 }
 
-fn now() -> i64 {
+pub(super) fn now() -> i64 {
     chrono::Utc::now().timestamp()
 }
 
-fn ok(body: Value) -> Answer {
+pub(super) fn ok(body: Value) -> Answer {
     let mut r = Json(body).into_response();
     r.headers_mut().insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
     Ok(r)
@@ -191,7 +193,7 @@ fn ok(body: Value) -> Answer {
 /// `POST /oauth/authorize`: a code for the DID that signed the service-auth token.
 async fn authorize(State(state): State<AppState>, request: Request) -> Answer {
     let caller = caller(&request)?;
-    if caller.credential != super::Credential::ServiceAuth {
+    if caller.credential != Credential::ServiceAuth {
         return Err(OAuthError::request(format!("prove your DID with a service-auth token from your PDS (lxm {AUTHORIZE_LXM})")));
     }
     let f = fields(request).await?;
@@ -227,7 +229,7 @@ async fn token(State(state): State<AppState>, request: Request) -> Answer {
     }
 }
 
-fn verify_login(state: &AppState, token: &str, typ: &str, what: &str) -> Result<LoginClaims, OAuthError> {
+pub(super) fn verify_login(state: &AppState, token: &str, typ: &str, what: &str) -> Result<LoginClaims, OAuthError> {
     let claims: LoginClaims = state.auth.keys.verify(token, typ, &state.auth.service_did).map_err(|e| match e {
         TokenError::Expired => OAuthError::grant(format!("the {what} expired")),
         TokenError::Invalid(why) => OAuthError::grant(format!("not a valid {what}: {why}")),
@@ -260,7 +262,7 @@ async fn exchange_code(state: &AppState, code: &str, verifier: &str) -> Answer {
 }
 
 /// Starts the session a login becomes, and answers its tokens when the access model let it.
-async fn start_session(state: &AppState, login: &LoginClaims, method: &str, proof: Option<OnceProof>) -> Answer {
+pub(super) async fn start_session(state: &AppState, login: &LoginClaims, method: &str, proof: Option<OnceProof>) -> Answer {
     let session = session_of(&login.jti);
     let refresh_token = new_refresh_token(&session);
     let refresh_hash = sha256_hex(&refresh_token);
@@ -338,57 +340,6 @@ async fn refresh(state: &AppState, presented: &str) -> Answer {
     }
 }
 
-/// `POST /oauth/mfa/verify`: `mfa_token`, `method` (`totp` or `recovery`), `code`.
-async fn mfa_verify(State(state): State<AppState>, request: Request) -> Answer {
-    let f = fields(request).await?;
-    let login = verify_login(&state, field(&f, "mfa_token")?, MFA_TYP, "mfa_token")?;
-    let factors = read(&state, |r| r.factors(&login.sub))?;
-    let method = field(&f, "method")?;
-    let code = if method == "webauthn" { String::new() } else { field(&f, "code")?.trim().to_owned() };
-    let proof = match method {
-        "totp" => {
-            let step = totp_step(&state, &factors, &code).filter(|_| factors.totp_confirmed);
-            match step {
-                Some(step) => OnceProof::Totp { step },
-                None => {
-                    audit_refusal(&state, &login.sub, "a wrong TOTP code at login");
-                    return Err(OAuthError::grant("the TOTP code is not valid now"));
-                }
-            }
-        }
-        "recovery" => OnceProof::Recovery { hash: recovery_hash(&code) },
-        "webauthn" => {
-            let credential = object(&f, "credential")?;
-            match state.auth.passkeys.finish_authentication(&login.sub, field(&f, "ceremony")?, &credential) {
-                Ok(a) => OnceProof::Passkey { credential_id: a.credential_id, counter: a.counter },
-                Err(why) => {
-                    audit_refusal(&state, &login.sub, "a passkey assertion that does not verify");
-                    return Err(OAuthError::grant(why));
-                }
-            }
-        }
-        other => return Err(OAuthError::request(format!("method {other} is not one of totp, webauthn, recovery"))),
-    };
-    let method = match proof {
-        OnceProof::Totp { .. } => "totp",
-        OnceProof::Recovery { .. } => "recovery",
-        OnceProof::Passkey { .. } => "webauthn",
-    };
-    start_session(&state, &login, method, Some(proof)).await
-}
-
-/// The TOTP step `code` matches now, with the account's secret.
-fn totp_step(state: &AppState, factors: &Factors, code: &str) -> Option<i64> {
-    let secret = state.auth.keys.unseal(factors.totp_sealed.as_deref()?)?;
-    totp::matching_step(&secret, code, now().max(0) as u64)
-}
-
-/// The hash a recovery code is kept as (case and dashes do not matter).
-fn recovery_hash(code: &str) -> String {
-    let normalized: String = code.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_lowercase();
-    sha256_hex(&format!("recovery {normalized}"))
-}
-
 /// `POST /oauth/revoke` (RFC 7009; bearer required): `token`, a refresh or access token of
 /// the caller. The answer is 200 whether or not the token was live.
 async fn revoke(State(state): State<AppState>, request: Request) -> Answer {
@@ -408,132 +359,4 @@ async fn revoke(State(state): State<AppState>, request: Request) -> Answer {
         }
     }
     ok(json!({}))
-}
-
-/// `POST /auth/totp/enroll` (bearer): a new secret, unconfirmed until `/auth/totp/confirm`.
-async fn totp_enroll(State(state): State<AppState>, request: Request) -> Answer {
-    let me = caller(&request)?;
-    let factors = read(&state, |r| r.factors(&me.did))?;
-    if factors.totp_confirmed {
-        return Err(OAuthError::new(
-            StatusCode::CONFLICT,
-            "already_enrolled",
-            "TOTP is on; remove it first (/auth/mfa/disable with a code)",
-        ));
-    }
-    let secret = totp::new_secret();
-    let sealed = state.auth.keys.seal(&secret);
-    append(&state, &me.did, &me.did, "/auth/totp/enroll", AccessAction::TotpEnrolled { sealed_secret: sealed }).await?;
-    let account = me.handle.clone().unwrap_or_else(|| me.did.clone());
-    ok(json!({"secret": totp::base32(&secret), "otpauth_uri": totp::otpauth_uri(&secret, &account), "digits": 6, "period": totp::STEP}))
-}
-
-/// `POST /auth/totp/confirm` (bearer): `code` of the enrolled secret turns MFA on; the answer
-/// carries the recovery codes, shown this once.
-async fn totp_confirm(State(state): State<AppState>, request: Request) -> Answer {
-    let me = caller(&request)?;
-    let f = fields(request).await?;
-    let factors = read(&state, |r| r.factors(&me.did))?;
-    if factors.totp_sealed.is_none() {
-        return Err(OAuthError::request("no TOTP secret is enrolled (/auth/totp/enroll first)"));
-    }
-    if factors.totp_confirmed {
-        return Err(OAuthError::new(StatusCode::CONFLICT, "already_enrolled", "TOTP is already on"));
-    }
-    let Some(step) = totp_step(&state, &factors, field(&f, "code")?.trim()) else {
-        return Err(OAuthError::grant("the TOTP code is not valid now"));
-    };
-    let codes: Vec<String> = (0..RECOVERY_CODES).map(|_| recovery_code()).collect();
-    let hashes = codes.iter().map(|c| recovery_hash(c)).collect();
-    append(&state, &me.did, &me.did, "/auth/totp/confirm", AccessAction::TotpConfirmed { step }).await?;
-    append(&state, &me.did, &me.did, "/auth/totp/confirm", AccessAction::RecoveryCodesIssued { hashes }).await?;
-    ok(json!({"enabled": true, "recovery_codes": codes}))
-}
-
-/// A recovery code: 10 base32 characters in two groups (50 bits).
-fn recovery_code() -> String {
-    let raw = data_encoding::BASE32_NOPAD.encode(&super::keys::random::<7>()).to_ascii_lowercase();
-    format!("{}-{}", &raw[..5], &raw[5..10])
-}
-
-/// `POST /auth/mfa/disable` (bearer): `code`, a current TOTP code, removes every second factor.
-async fn mfa_disable(State(state): State<AppState>, request: Request) -> Answer {
-    let me = caller(&request)?;
-    let f = fields(request).await?;
-    let factors = read(&state, |r| r.factors(&me.did))?;
-    if totp_step(&state, &factors, field(&f, "code")?.trim()).is_none() {
-        return Err(OAuthError::grant("the TOTP code is not valid now"));
-    }
-    append(&state, &me.did, &me.did, "/auth/mfa/disable", AccessAction::MfaRemoved).await?;
-    ok(json!({"enabled": false}))
-}
-
-/// The passkeys an account registered.
-fn passkeys(factors: &Factors) -> Vec<webauthn_rs::prelude::Passkey> {
-    factors.passkeys.iter().filter_map(|(_, credential, _)| serde_json::from_value(credential.clone()).ok()).collect()
-}
-
-/// `POST /auth/webauthn/register/options` (bearer): `{ceremony, options}`, the options for
-/// `navigator.credentials.create` (`options.publicKey`).
-async fn passkey_register_options(State(state): State<AppState>, request: Request) -> Answer {
-    let me = caller(&request)?;
-    let factors = read(&state, |r| r.factors(&me.did))?;
-    let name = me.handle.clone().unwrap_or_else(|| me.did.clone());
-    let (ceremony, options) = state.auth.passkeys.start_registration(&me.did, &name, &passkeys(&factors)).map_err(unavailable)?;
-    ok(json!({"ceremony": ceremony, "options": options}))
-}
-
-/// `POST /auth/webauthn/register/verify` (bearer): `{ceremony, credential}` (what
-/// `navigator.credentials.create` returned): the passkey is kept, and MFA is on.
-async fn passkey_register_verify(State(state): State<AppState>, request: Request) -> Answer {
-    let me = caller(&request)?;
-    let f = fields(request).await?;
-    let credential = object(&f, "credential")?;
-    let passkey = state.auth.passkeys.finish_registration(&me.did, field(&f, "ceremony")?, &credential).map_err(OAuthError::grant)?;
-    let credential_id = super::passkeys::credential_id(passkey.cred_id().as_ref());
-    let change = AccessAction::PasskeyRegistered {
-        credential_id: credential_id.clone(),
-        credential: serde_json::to_value(&passkey).map_err(|e| OAuthError::from_api(ApiError::internal(e.to_string())))?,
-    };
-    append(&state, &me.did, &me.did, "/auth/webauthn/register/verify", change).await?;
-    ok(json!({"registered": true, "credential_id": credential_id}))
-}
-
-/// `POST /auth/webauthn/authenticate/options`: `{handle}` (the contract's) or `{mfa_token}`
-/// of a login that answered `mfa_required`: `{ceremony, options}` for
-/// `navigator.credentials.get`. The ceremony belongs to the account: only a login of that
-/// account can complete it at `/oauth/mfa/verify`.
-async fn passkey_authenticate_options(State(state): State<AppState>, request: Request) -> Answer {
-    let f = fields(request).await?;
-    let did = if let Ok(token) = field(&f, "mfa_token") {
-        verify_login(&state, token, MFA_TYP, "mfa_token")?.sub
-    } else if let Ok(handle) = field(&f, "handle") {
-        if !lexicons::formats::is_handle(handle) {
-            return Err(OAuthError::request(format!("{handle:?} is not a handle")));
-        }
-        state.auth.handles.resolve(handle).await.ok_or_else(|| OAuthError::request(format!("the handle {handle} does not resolve")))?
-    } else {
-        return Err(OAuthError::request("handle (or the login's mfa_token) is required"));
-    };
-    let factors = read(&state, |r| r.factors(&did))?;
-    let (ceremony, options) = state.auth.passkeys.start_authentication(&did, &passkeys(&factors)).map_err(OAuthError::request)?;
-    ok(json!({"ceremony": ceremony, "options": options}))
-}
-
-/// Passkeys are not available on this node (no domain name in its public URL).
-fn unavailable(why: String) -> OAuthError {
-    OAuthError::new(StatusCode::SERVICE_UNAVAILABLE, "temporarily_unavailable", why)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn recovery_codes_hash_the_same_however_typed() {
-        let c = recovery_code();
-        assert_eq!(c.len(), 11);
-        assert_eq!(recovery_hash(&c), recovery_hash(&c.to_ascii_uppercase().replace('-', "")));
-        assert_ne!(recovery_hash(&c), recovery_hash(&recovery_code()));
-    }
 }

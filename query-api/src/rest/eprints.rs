@@ -6,9 +6,12 @@ use axum::{Json, Router};
 use projections::search::SortOrder;
 use serde_json::Value;
 
-use crate::eprints::{self, Body, SearchArgs};
+use crate::body::Body;
 use crate::error::{ApiError, RestError};
+use crate::params::{check_did, parse_record_uri};
+use crate::search::{self, SearchArgs};
 use crate::state::AppState;
+use crate::views::eprint;
 
 /// The REST eprint routes.
 pub fn routes() -> Router<AppState> {
@@ -80,23 +83,23 @@ async fn search(State(state): State<AppState>, RawQuery(query): RawQuery) -> Res
         limit: limit(&p)?,
         cursor: one(&p, "cursor")?.map(str::to_owned),
         tags: many(&p, "tag")?,
-        facets: crate::xrpc::facets(&many(&p, "facets")?)?,
+        facets: search::facets(&many(&p, "facets")?)?,
         highlight: one(&p, "highlight")? == Some("true"),
     };
-    Ok(eprints::search(&state, args).await?.into_body("results")?)
+    Ok(search::search(&state, args).await?.into_body("results")?)
 }
 
 async fn detail(State(state): State<AppState>, Path(uri): Path<String>) -> Result<Body, RestError> {
-    Ok(eprints::get(&state, &uri, None)?)
+    Ok(eprint::get(&state, &uri, None)?)
 }
 
 async fn integrations(Path(uri): Path<String>) -> Result<Json<Value>, RestError> {
-    eprints::parse_record_uri("uri", &uri)?;
+    parse_record_uri("uri", &uri)?;
     Err(ApiError::not_implemented("GET /api/v1/eprints/{uri}/integrations").into())
 }
 
 async fn by_author(State(state): State<AppState>, Path(did): Path<String>, RawQuery(query): RawQuery) -> Result<Json<Value>, RestError> {
     let p = pairs(query);
-    eprints::check_did("did", &did)?;
-    Ok(Json(eprints::list_by_author(&state, &did, limit(&p)?, one(&p, "cursor")?)?))
+    check_did("did", &did)?;
+    Ok(Json(eprint::list_by_author(&state, &did, limit(&p)?, one(&p, "cursor")?)?))
 }

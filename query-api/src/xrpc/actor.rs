@@ -1,20 +1,21 @@
 //! `pub.svc.actor.*`: the caller's own roles and profile.
 
 use projections::access::read::AccessReader;
-use projections::attached::collections::{Listing, PROFILE};
+use projections::access::Role;
+use projections::attached::collections::{Kind, Listing, PROFILE};
 use serde_json::json;
 
 use super::method::{Answer, Auth, Call, Routes};
-use crate::attached::read;
 use crate::body::Body;
-use crate::eprints::blocking;
+use crate::reads;
+use crate::reads::blocking;
 
 /// The namespace's methods.
 pub fn routes() -> Routes {
-    Routes::new().query_async("pub.svc.actor.getMyRoles", Auth::Required, |c| async move { get_my_roles(&c) }).query_async(
+    Routes::new().query("pub.svc.actor.getMyRoles", Auth::Required, get_my_roles).query(
         "pub.svc.actor.getMyProfile",
         Auth::Required,
-        |c| async move { get_my_profile(&c) },
+        get_my_profile,
     )
 }
 
@@ -23,13 +24,13 @@ pub fn routes() -> Routes {
 fn get_my_roles(c: &Call) -> Answer {
     let me = c.caller()?;
     let grants = blocking(&c.state, || AccessReader::new(c.state.store.as_ref())?.roles(&me.did))?;
-    let roles: Vec<&str> = grants.iter().map(|g| g.role.as_str()).collect();
-    let is_admin = roles.contains(&"admin");
+    let roles: Vec<Role> = grants.iter().map(|g| g.role).collect();
+    let holds = |role| roles.contains(&role) || roles.contains(&Role::Admin);
     Body::json(&json!({
         "roles": roles,
-        "isAdmin": is_admin,
-        "isAlphaTester": is_admin || roles.contains(&"alpha-tester"),
-        "isPremium": is_admin || roles.contains(&"premium"),
+        "isAdmin": holds(Role::Admin),
+        "isAlphaTester": holds(Role::AlphaTester),
+        "isPremium": holds(Role::Premium),
         "assignments": grants,
     }))
 }
@@ -40,7 +41,7 @@ fn get_my_roles(c: &Call) -> Answer {
 fn get_my_profile(c: &Call) -> Answer {
     let me = c.caller()?;
     let did = me.did.as_str();
-    let profile = read(&c.state, |r| {
+    let profile = reads::attached(&c.state, |r| {
         let account = r.account(did)?;
         let record = r.get(&format!("at://{did}/{PROFILE}/self"))?;
         let eprints = r.eprints().by_author(did, 1, None)?.total;
@@ -59,8 +60,8 @@ fn get_my_profile(c: &Call) -> Answer {
             }
         }
         out["eprintCount"] = json!(eprints);
-        out["endorsementCount"] = json!(r.count(&Listing::by_author("endorsement", did))?);
-        out["reviewCount"] = json!(r.count(&Listing::by_author("review", did))?);
+        out["endorsementCount"] = json!(r.count(&Listing::by_author(Kind::Endorsement, did))?);
+        out["reviewCount"] = json!(r.count(&Listing::by_author(Kind::Review, did))?);
         Ok(out)
     })?;
     Body::json(&profile)

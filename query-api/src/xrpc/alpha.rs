@@ -8,16 +8,12 @@ use serde_json::{json, Value};
 use super::method::{Answer, Auth, Call, Routes};
 use crate::auth::access_event;
 use crate::body::Body;
-use crate::eprints::blocking;
 use crate::error::{ApiError, ErrorCode};
+use crate::reads::blocking;
 
 /// The namespace's methods.
 pub fn routes() -> Routes {
-    Routes::new().procedure("pub.svc.alpha.apply", Auth::Required, apply).query_async(
-        "pub.svc.alpha.checkStatus",
-        Auth::Required,
-        |c| async move { check_status(&c) },
-    )
+    Routes::new().procedure("pub.svc.alpha.apply", Auth::Required, apply).query("pub.svc.alpha.checkStatus", Auth::Required, check_status)
 }
 
 /// Whether `email` has the shape of an address (`local@domain.tld`, no spaces).
@@ -36,11 +32,7 @@ async fn apply(c: Call) -> Answer {
     let me = c.caller()?.did.clone();
     let email = c.input["email"].as_str().unwrap_or_default();
     if !is_email(email) {
-        return Err(ApiError::new(
-            axum::http::StatusCode::BAD_REQUEST,
-            ErrorCode::InvalidEmail,
-            format!("{email:?} is not an e-mail address"),
-        ));
+        return Err(ApiError::new(ErrorCode::InvalidEmail, format!("{email:?} is not an e-mail address")));
     }
     let held = blocking(&c.state, || AccessReader::new(c.state.store.as_ref())?.alpha_application(&me))?;
     if let Some(app) = held.filter(|a| matches!(a["status"].as_str(), Some("pending" | "approved"))) {

@@ -1,26 +1,28 @@
 //! `pub.svc.annotation.*`: inline annotations and entity links on eprints, by eprint, page,
 //! thread and author, from the attached model.
 
-use projections::attached::collections::{Listing, ANNOTATION};
+use projections::attached::collections::{Kind, Listing, ANNOTATION};
 use projections::attached::read::{AttachedReader, Item, Page};
 use projections::ProjectionError;
 use serde_json::{json, Value};
 
-use super::method::{Answer, Call, Routes};
-use crate::attached::{self, cursor, list_answer, read, uri_param, FILTER_MAX};
+use super::method::{Answer, Auth, Call, Routes};
 use crate::body::Body;
-use crate::eprints::check_did;
 use crate::error::ApiError;
+use crate::params::check_did;
+use crate::params::{cursor, uri_param};
+use crate::reads::{self, FILTER_MAX};
+use crate::views::attached::{self, list_answer};
 
 /// The namespace's methods.
 pub fn routes() -> Routes {
     Routes::new()
-        .query("pub.svc.annotation.listForEprint", list_for_eprint)
+        .query("pub.svc.annotation.listForEprint", Auth::Open, list_for_eprint)
         .aliases(&[("uri", "eprintUri")])
-        .query("pub.svc.annotation.listForPage", list_for_page)
+        .query("pub.svc.annotation.listForPage", Auth::Open, list_for_page)
         .aliases(&[("uri", "eprintUri")])
-        .query("pub.svc.annotation.getThread", get_thread)
-        .query("pub.svc.annotation.listByAuthor", list_by_author)
+        .query("pub.svc.annotation.getThread", Auth::Open, get_thread)
+        .query("pub.svc.annotation.listByAuthor", Auth::Open, list_by_author)
         .aliases(&[("did", "annotatorDid")])
 }
 
@@ -30,7 +32,7 @@ pub const MAX_UNPAGED: usize = 500;
 /// An annotation's view: the stored view with `author`, `replyCount` and `deleted`.
 fn annotation_view(r: &AttachedReader, item: &Item) -> Result<Value, ProjectionError> {
     let mut v = attached::view(item, "author");
-    v["replyCount"] = json!(r.count(&Listing::replies("annotation", &item.uri))?);
+    v["replyCount"] = json!(r.count(&Listing::replies(Kind::Annotation, &item.uri))?);
     v["deleted"] = json!(false);
     Ok(v)
 }
@@ -47,15 +49,15 @@ fn position(item: &Item) -> (i64, i64) {
     (start, item.created_at)
 }
 
-fn on_page(eprint: &str, kind: &str, page: i64) -> Listing {
+fn on_page(eprint: &str, kind: Kind, page: i64) -> Listing {
     Listing::filtered(&Listing::on_eprint(kind, eprint), &format!("page:{page}"))
 }
 
 /// The entity links of an eprint (of one page when `page` is given), in text order.
 fn entity_links(r: &AttachedReader, eprint: &str, page: Option<i64>) -> Result<Vec<Value>, ProjectionError> {
     let list = match page {
-        Some(p) => on_page(eprint, "entityLink", p),
-        None => Listing::on_eprint("entityLink", eprint),
+        Some(p) => on_page(eprint, Kind::EntityLink, p),
+        None => Listing::on_eprint(Kind::EntityLink, eprint),
     };
     let mut items = r.all(&list, MAX_UNPAGED)?;
     items.sort_by_key(position);
@@ -64,13 +66,13 @@ fn entity_links(r: &AttachedReader, eprint: &str, page: Option<i64>) -> Result<V
 
 /// `pub.svc.annotation.listForEprint`: `{annotations, entityLinks?, cursor?, hasMore, total}`.
 fn list_for_eprint(c: &Call) -> Answer {
-    let eprint = uri_param(c, "eprintUri")?;
-    let after = cursor(c)?;
+    let eprint = uri_param(&c.params, "eprintUri")?;
+    let after = cursor(&c.params)?;
     let (page_number, motivation) = (c.params.int("pageNumber"), c.params.str("motivation").map(str::to_owned));
-    let answer = read(&c.state, |r| {
+    let answer = reads::attached(&c.state, |r| {
         let base = match page_number {
-            Some(p) => on_page(eprint, "annotation", p),
-            None => Listing::on_eprint("annotation", eprint),
+            Some(p) => on_page(eprint, Kind::Annotation, p),
+            None => Listing::on_eprint(Kind::Annotation, eprint),
         };
         let page: Page = match (&motivation, page_number) {
             (Some(m), None) => r.page(&Listing::filtered(&base, &format!("motivation:{m}")), c.limit(50), after)?,
@@ -90,10 +92,10 @@ fn list_for_eprint(c: &Call) -> Answer {
 /// `pub.svc.annotation.listForPage`: `{annotations, entityLinks, pageNumber}`, in the order
 /// of the text.
 fn list_for_page(c: &Call) -> Answer {
-    let eprint = uri_param(c, "eprintUri")?;
+    let eprint = uri_param(&c.params, "eprintUri")?;
     let page = c.params.int("pageNumber").unwrap_or(1);
-    let answer = read(&c.state, |r| {
-        let mut items = r.all(&on_page(eprint, "annotation", page), MAX_UNPAGED)?;
+    let answer = reads::attached(&c.state, |r| {
+        let mut items = r.all(&on_page(eprint, Kind::Annotation, page), MAX_UNPAGED)?;
         items.sort_by_key(position);
         let annotations = items.iter().map(|i| annotation_view(r, i)).collect::<Result<Vec<_>, _>>()?;
         let links = if c.params.bool("includeEntityLinks") != Some(false) { entity_links(r, eprint, Some(page))? } else { Vec::new() };
@@ -108,7 +110,7 @@ fn depth_first(r: &AttachedReader, uri: &str, depth: i64, max_depth: i64, out: &
     if depth > max_depth {
         return Ok(());
     }
-    let mut items = r.all(&Listing::replies("annotation", uri), FILTER_MAX)?;
+    let mut items = r.all(&Listing::replies(Kind::Annotation, uri), FILTER_MAX)?;
     items.reverse();
     for item in items {
         let mut v = annotation_view(r, &item)?;
@@ -122,9 +124,9 @@ fn depth_first(r: &AttachedReader, uri: &str, depth: i64, max_depth: i64, out: &
 /// `pub.svc.annotation.getThread`: `{thread, totalReplies}`, the root first, then its replies
 /// depth-first; `NotFound` for a URI that is no indexed annotation.
 fn get_thread(c: &Call) -> Answer {
-    let uri = uri_param(c, "uri")?;
+    let uri = uri_param(&c.params, "uri")?;
     let max_depth = c.params.int("maxDepth").unwrap_or(10);
-    let answer = read(&c.state, |r| {
+    let answer = reads::attached(&c.state, |r| {
         let Some(root) = r.get(uri)?.filter(|i| i.collection == ANNOTATION) else { return Ok(None) };
         let mut root_view = annotation_view(r, &root)?;
         root_view["depth"] = json!(0);
@@ -141,9 +143,9 @@ fn get_thread(c: &Call) -> Answer {
 fn list_by_author(c: &Call) -> Answer {
     let did = c.str("annotatorDid");
     check_did("annotatorDid", did)?;
-    let after = cursor(c)?;
-    let answer = read(&c.state, |r| {
-        let base = Listing::by_author("annotation", did);
+    let after = cursor(&c.params)?;
+    let answer = reads::attached(&c.state, |r| {
+        let base = Listing::by_author(Kind::Annotation, did);
         let list = match c.params.str("motivation") {
             Some(m) => Listing::filtered(&base, &format!("motivation:{m}")),
             None => base,

@@ -1,17 +1,17 @@
 //! `pub.svc.author.*`: an author's page: profile record, handle, counts and eprints.
 
-use projections::attached::collections::{Listing, PROFILE};
+use projections::attached::collections::{Kind, Listing, PROFILE};
 use serde_json::{json, Value};
 
-use super::method::{Answer, Call, Routes};
-use crate::attached::read;
+use super::method::{Answer, Auth, Call, Routes};
 use crate::body::Body;
-use crate::eprints::check_did;
 use crate::error::ApiError;
+use crate::params::check_did;
+use crate::reads;
 
 /// The namespace's methods.
 pub fn routes() -> Routes {
-    Routes::new().query("pub.svc.author.getProfile", get_profile)
+    Routes::new().query("pub.svc.author.getProfile", Auth::Open, get_profile)
 }
 
 /// How many of the author's eprints the profile lists (the rest page through
@@ -25,21 +25,21 @@ const RECENT_EPRINTS: usize = 10;
 fn get_profile(c: &Call) -> Answer {
     let did = c.str("did");
     check_did("did", did)?;
-    let answer = read(&c.state, |r| {
+    let answer = reads::attached(&c.state, |r| {
         let account = r.account(did)?;
         if account.hidden {
             return Ok(None);
         }
         let record = r.get(&format!("at://{did}/{PROFILE}/self"))?;
         let eprints = r.eprints().by_author(did, RECENT_EPRINTS, None)?;
-        let count = |kind: &str| r.count(&Listing::by_author(kind, did));
+        let count = |kind: Kind| r.count(&Listing::by_author(kind, did));
         let metrics = json!({
             "eprintCount": eprints.total,
-            "reviewCount": count("review")?,
-            "annotationCount": count("annotation")?,
-            "endorsementCount": count("endorsement")?,
-            "tagCount": count("tag")?,
-            "citationCount": count("citation")?,
+            "reviewCount": count(Kind::Review)?,
+            "annotationCount": count(Kind::Annotation)?,
+            "endorsementCount": count(Kind::Endorsement)?,
+            "tagCount": count(Kind::Tag)?,
+            "citationCount": count(Kind::Citation)?,
         });
         if record.is_none() && account.handle.is_none() && eprints.total == 0 {
             return Ok(None);

@@ -8,16 +8,17 @@ use projections::attached::read::Backlink;
 use serde_json::{json, Value};
 
 use super::method::{Answer, Auth, Call, Routes};
-use crate::attached::{read, uri_param, FILTER_MAX};
 use crate::body::Body;
 use crate::error::ApiError;
+use crate::params::uri_param;
+use crate::reads::{self, FILTER_MAX};
 
 /// The namespace's methods.
 pub fn routes() -> Routes {
     Routes::new()
-        .query("pub.svc.backlink.list", list)
+        .query("pub.svc.backlink.list", Auth::Open, list)
         .aliases(&[("uri", "targetUri"), ("source", "sourceType")])
-        .query("pub.svc.backlink.getCounts", get_counts)
+        .query("pub.svc.backlink.getCounts", Auth::Open, get_counts)
         .aliases(&[("uri", "targetUri")])
         .procedure("pub.svc.backlink.create", Auth::Required, create)
         .procedure("pub.svc.backlink.delete", Auth::Required, delete)
@@ -35,13 +36,13 @@ pub const SOURCE_TYPES: &[(&str, &str)] = &[
 
 /// The backlinks to a target that are not deleted, by source URI.
 fn live(c: &Call, target: &str) -> Result<Vec<Backlink>, ApiError> {
-    Ok(read(&c.state, |r| r.backlinks_to(target, FILTER_MAX))?.into_iter().filter(|b| !b.deleted).collect())
+    Ok(reads::attached(&c.state, |r| r.backlinks_to(target, FILTER_MAX))?.into_iter().filter(|b| !b.deleted).collect())
 }
 
 /// `pub.svc.backlink.list`: `{backlinks, cursor?, hasMore}`, by source URI; `sourceType`
 /// keeps one kind. Withdrawn backlinks are left out.
 fn list(c: &Call) -> Answer {
-    let target = uri_param(c, "targetUri")?;
+    let target = uri_param(&c.params, "targetUri")?;
     let kind = c.params.str("sourceType");
     let after = c.params.str("cursor");
     let mut rest: Vec<Backlink> = live(c, target)?
@@ -60,7 +61,7 @@ fn list(c: &Call) -> Answer {
 
 /// `pub.svc.backlink.getCounts`: the backlinks to a target per source type, and `total`.
 fn get_counts(c: &Call) -> Answer {
-    let target = uri_param(c, "targetUri")?;
+    let target = uri_param(&c.params, "targetUri")?;
     let links = live(c, target)?;
     let mut out = json!({"total": links.len()});
     for (kind, field) in SOURCE_TYPES {
@@ -87,8 +88,8 @@ fn command(c: &Call, nsid: &str, change: BacklinkChange) -> NewEvent {
 async fn create(c: Call) -> Answer {
     let caller = c.caller()?.did.clone();
     let (source, target) = (text(&c.input, "sourceUri").unwrap_or_default(), text(&c.input, "targetUri").unwrap_or_default());
-    crate::eprints::parse_record_uri("sourceUri", &source)?;
-    crate::eprints::parse_record_uri("targetUri", &target)?;
+    crate::params::parse_record_uri("sourceUri", &source)?;
+    crate::params::parse_record_uri("targetUri", &target)?;
     let change = BacklinkChange {
         source_uri: source.clone(),
         source_type: text(&c.input, "sourceType").unwrap_or_default(),
@@ -98,14 +99,9 @@ async fn create(c: Call) -> Answer {
         caller,
     };
     crate::command::append(&c.state, command(&c, "pub.svc.backlink.create", change)).await?;
-    let made = read(&c.state, |r| r.backlinks_from(&source, FILTER_MAX))?.into_iter().find(|b| b.target_uri == target);
-    let made = made.ok_or_else(|| {
-        ApiError::new(
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            crate::error::ErrorCode::ServiceUnavailable,
-            "the backlink is in the log but not applied yet",
-        )
-    })?;
+    let made = reads::attached(&c.state, |r| r.backlinks_from(&source, FILTER_MAX))?.into_iter().find(|b| b.target_uri == target);
+    let made =
+        made.ok_or_else(|| ApiError::new(crate::error::ErrorCode::ServiceUnavailable, "the backlink is in the log but not applied yet"))?;
     Body::json(&made)
 }
 
@@ -114,8 +110,9 @@ async fn create(c: Call) -> Answer {
 async fn delete(c: Call) -> Answer {
     let caller = c.caller()?.did.clone();
     let source = text(&c.input, "sourceUri").unwrap_or_default();
-    crate::eprints::parse_record_uri("sourceUri", &source)?;
-    let links: Vec<Backlink> = read(&c.state, |r| r.backlinks_from(&source, FILTER_MAX))?.into_iter().filter(|b| !b.deleted).collect();
+    crate::params::parse_record_uri("sourceUri", &source)?;
+    let links: Vec<Backlink> =
+        reads::attached(&c.state, |r| r.backlinks_from(&source, FILTER_MAX))?.into_iter().filter(|b| !b.deleted).collect();
     if links.is_empty() {
         return Err(ApiError::not_found(format!("no backlink from {source}")));
     }

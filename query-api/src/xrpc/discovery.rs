@@ -1,18 +1,19 @@
 //! `pub.svc.discovery.*`: the citation graph around an eprint, from the citation records
 //! svc indexes.
 
-use projections::attached::collections::Listing;
+use projections::attached::collections::{Kind, Listing};
 use projections::attached::read::Item;
 use serde_json::{json, Value};
 
-use super::method::{Answer, Call, Routes};
-use crate::attached::{cursor, read, uri_param, FILTER_MAX};
+use super::method::{Answer, Auth, Call, Routes};
 use crate::body::Body;
 use crate::error::ApiError;
+use crate::params::{cursor, uri_param};
+use crate::reads::{self, FILTER_MAX};
 
 /// The namespace's methods.
 pub fn routes() -> Routes {
-    Routes::new().query("pub.svc.discovery.getCitations", get_citations)
+    Routes::new().query("pub.svc.discovery.getCitations", Auth::Open, get_citations)
 }
 
 /// One edge of the citation graph.
@@ -38,8 +39,8 @@ fn edge(item: &Item, direction: &str) -> Value {
 /// reference's `cited-by`), or both, newest first; `NotFound` for an eprint svc does not
 /// index.
 fn get_citations(c: &Call) -> Answer {
-    let uri = uri_param(c, "uri")?;
-    let after = cursor(c)?;
+    let uri = uri_param(&c.params, "uri")?;
+    let after = cursor(&c.params)?;
     let direction = c.params.str("direction").unwrap_or("both");
     let (citing_wanted, cited_wanted) = match direction {
         "citing" => (true, false),
@@ -47,10 +48,10 @@ fn get_citations(c: &Call) -> Answer {
         _ => (true, true),
     };
     let limit = c.limit(20);
-    let answer = read(&c.state, |r| {
+    let answer = reads::attached(&c.state, |r| {
         let Some(title) = r.eprint_title(uri)? else { return Ok(None) };
-        let citing = r.all(&Listing::on_eprint("citation", uri), FILTER_MAX)?;
-        let cited = r.all(&Listing::pointing_at("citation", uri), FILTER_MAX)?;
+        let citing = r.all(&Listing::on_eprint(Kind::Citation, uri), FILTER_MAX)?;
+        let cited = r.all(&Listing::pointing_at(Kind::Citation, uri), FILTER_MAX)?;
         let mut edges: Vec<(Vec<u8>, Value)> = Vec::new();
         if citing_wanted {
             edges.extend(citing.iter().map(|i| (i.listing_key(), edge(i, "citing"))));

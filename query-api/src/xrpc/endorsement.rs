@@ -3,25 +3,27 @@
 
 use std::collections::BTreeMap;
 
-use projections::attached::collections::Listing;
+use projections::attached::collections::{Kind, Listing};
 use projections::attached::read::{AttachedReader, Item};
 use projections::ProjectionError;
 use serde_json::{json, Value};
 
 use super::method::{Answer, Auth, Call, Routes};
-use crate::attached::{self, cursor, list_answer, read, uri_param, FILTER_MAX};
 use crate::body::Body;
-use crate::eprints::check_did;
 use crate::error::ApiError;
+use crate::params::check_did;
+use crate::params::{cursor, uri_param};
+use crate::reads::{self, FILTER_MAX};
+use crate::views::attached::{self, list_answer};
 
 /// The namespace's methods.
 pub fn routes() -> Routes {
     Routes::new()
-        .query("pub.svc.endorsement.getSummary", get_summary)
+        .query("pub.svc.endorsement.getSummary", Auth::Open, get_summary)
         .aliases(&[("eprintUri", "uri")])
-        .query("pub.svc.endorsement.listForEprint", list_for_eprint)
+        .query("pub.svc.endorsement.listForEprint", Auth::Open, list_for_eprint)
         .aliases(&[("eprintUri", "uri")])
-        .query_async("pub.svc.endorsement.getUserEndorsement", Auth::Required, |c: Call| async move { get_user_endorsement(&c) })
+        .query("pub.svc.endorsement.getUserEndorsement", Auth::Required, get_user_endorsement)
         .aliases(&[("eprintUri", "uri"), ("userDid", "did")])
 }
 
@@ -37,7 +39,7 @@ fn contributions(item: &Item) -> Vec<String> {
 /// The summary of an eprint's endorsements: `{uri, totalEndorsements, endorserCount,
 /// byContribution, endorsers}` (and the reference's names `total` and `byType` beside them).
 fn summary(r: &AttachedReader, eprint: &str) -> Result<Value, ProjectionError> {
-    let items = r.all(&Listing::on_eprint("endorsement", eprint), FILTER_MAX)?;
+    let items = r.all(&Listing::on_eprint(Kind::Endorsement, eprint), FILTER_MAX)?;
     let mut by_contribution: BTreeMap<String, u64> = BTreeMap::new();
     let mut endorsers: BTreeMap<&str, Value> = BTreeMap::new();
     for item in &items {
@@ -71,17 +73,17 @@ fn summary(r: &AttachedReader, eprint: &str) -> Result<Value, ProjectionError> {
 
 /// `pub.svc.endorsement.getSummary`.
 fn get_summary(c: &Call) -> Answer {
-    let eprint = uri_param(c, "uri")?;
-    Body::json(&read(&c.state, |r| summary(r, eprint))?)
+    let eprint = uri_param(&c.params, "uri")?;
+    Body::json(&reads::attached(&c.state, |r| summary(r, eprint))?)
 }
 
 /// `pub.svc.endorsement.listForEprint`: `{endorsements, summary, cursor?, hasMore, total}`,
 /// newest first; `contributionType` keeps those that endorse it.
 fn list_for_eprint(c: &Call) -> Answer {
-    let eprint = uri_param(c, "uri")?;
-    let after = cursor(c)?;
-    let answer = read(&c.state, |r| {
-        let list = Listing::on_eprint("endorsement", eprint);
+    let eprint = uri_param(&c.params, "uri")?;
+    let after = cursor(&c.params)?;
+    let answer = reads::attached(&c.state, |r| {
+        let list = Listing::on_eprint(Kind::Endorsement, eprint);
         let page = match c.params.str("contributionType") {
             Some(kind) => r.filtered_page(&list, c.limit(50), after, FILTER_MAX, |i| contributions(i).iter().any(|k| k == kind))?,
             None => r.page(&list, c.limit(50), after)?,
@@ -96,14 +98,14 @@ fn list_for_eprint(c: &Call) -> Answer {
 /// `pub.svc.endorsement.getUserEndorsement` (auth required): one account's endorsement of an
 /// eprint, the caller's unless `did` names another; `NotFound` when there is none.
 fn get_user_endorsement(c: &Call) -> Answer {
-    let eprint = uri_param(c, "uri")?;
+    let eprint = uri_param(&c.params, "uri")?;
     let did = match c.params.str("did") {
         Some(did) => did.to_owned(),
         None => c.caller()?.did.clone(),
     };
     check_did("did", &did)?;
-    let list = Listing::filtered(&Listing::on_eprint("endorsement", eprint), &format!("by:{did}"));
-    let found = read(&c.state, |r| Ok(r.page(&list, 1, None)?.items.into_iter().next()))?;
+    let list = Listing::filtered(&Listing::on_eprint(Kind::Endorsement, eprint), &format!("by:{did}"));
+    let found = reads::attached(&c.state, |r| Ok(r.page(&list, 1, None)?.items.into_iter().next()))?;
     let item = found.ok_or_else(|| ApiError::not_found(format!("{did} has not endorsed {eprint}")))?;
     Body::json(&endorsement_view(&item))
 }

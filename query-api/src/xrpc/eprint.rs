@@ -1,28 +1,30 @@
 //! `pub.svc.eprint.*`.
 
-use projections::attached::collections::Listing;
+use projections::attached::collections::{Kind, Listing};
 use projections::attached::read::{AttachedReader, Item};
-use projections::search::{Facet, SortOrder};
+use projections::search::SortOrder;
 use projections::ProjectionError;
 use serde_json::{json, Value};
 
 use super::method::{Answer, Auth, Call, Routes};
-use crate::attached::{self, cursor, list_answer, read, uri_param};
 use crate::body::Body;
-use crate::eprints::{self, SearchArgs};
-use crate::error::ApiError;
+use crate::params::{cursor, uri_param};
+use crate::reads;
+use crate::search::{self, SearchArgs};
+use crate::views::attached::{self, list_answer};
+use crate::views::eprint;
 
 /// The namespace's methods.
 pub fn routes() -> Routes {
     Routes::new()
-        .query("pub.svc.eprint.getSubmission", get_submission)
-        .query("pub.svc.eprint.listByAuthor", list_by_author)
+        .query("pub.svc.eprint.getSubmission", Auth::Open, get_submission)
+        .query("pub.svc.eprint.listByAuthor", Auth::Open, list_by_author)
         .aliases(&[("did", "author")])
         .query_async("pub.svc.eprint.searchSubmissions", Auth::Open, search_submissions)
         .aliases(&[("q", "query"), ("author", "authors"), ("tag", "tags")])
-        .query("pub.svc.eprint.listCitations", list_citations)
+        .query("pub.svc.eprint.listCitations", Auth::Open, list_citations)
         .aliases(&[("eprintUri", "uri")])
-        .query("pub.svc.eprint.listRelatedWorks", list_related_works)
+        .query("pub.svc.eprint.listRelatedWorks", Auth::Open, list_related_works)
         .aliases(&[("eprintUri", "uri")])
 }
 
@@ -50,10 +52,10 @@ pub fn related_work_view(r: &AttachedReader, item: &Item) -> Result<Value, Proje
 
 /// `pub.svc.eprint.listCitations`: `{citations, cursor?, total}`, newest first.
 fn list_citations(c: &Call) -> Answer {
-    let eprint = uri_param(c, "uri")?;
-    let after = cursor(c)?;
-    let answer = read(&c.state, |r| {
-        let page = r.page(&Listing::on_eprint("citation", eprint), c.limit(50), after)?;
+    let eprint = uri_param(&c.params, "uri")?;
+    let after = cursor(&c.params)?;
+    let answer = reads::attached(&c.state, |r| {
+        let page = r.page(&Listing::on_eprint(Kind::Citation, eprint), c.limit(50), after)?;
         let mut out = list_answer("citations", page.items.iter().map(citation_view).collect(), &page);
         out.as_object_mut().map(|o| o.remove("hasMore"));
         Ok(out)
@@ -63,10 +65,10 @@ fn list_citations(c: &Call) -> Answer {
 
 /// `pub.svc.eprint.listRelatedWorks`: `{relatedWorks, cursor?, total}`, newest first.
 fn list_related_works(c: &Call) -> Answer {
-    let eprint = uri_param(c, "uri")?;
-    let after = cursor(c)?;
-    let answer = read(&c.state, |r| {
-        let page = r.page(&Listing::on_eprint("relatedWork", eprint), c.limit(50), after)?;
+    let eprint = uri_param(&c.params, "uri")?;
+    let after = cursor(&c.params)?;
+    let answer = reads::attached(&c.state, |r| {
+        let page = r.page(&Listing::on_eprint(Kind::RelatedWork, eprint), c.limit(50), after)?;
         let works = page.items.iter().map(|i| related_work_view(r, i)).collect::<Result<Vec<_>, _>>()?;
         let mut out = list_answer("relatedWorks", works, &page);
         out.as_object_mut().map(|o| o.remove("hasMore"));
@@ -77,25 +79,12 @@ fn list_related_works(c: &Call) -> Answer {
 
 /// `pub.svc.eprint.getSubmission`: params `uri`, `cid?`.
 fn get_submission(c: &Call) -> Answer {
-    eprints::get(&c.state, c.str("uri"), c.params.str("cid"))
+    eprint::get(&c.state, c.str("uri"), c.params.str("cid"))
 }
 
 /// `pub.svc.eprint.listByAuthor`: params `author` (alias `did`), `limit`, `cursor`.
 fn list_by_author(c: &Call) -> Answer {
-    Body::json(&eprints::list_by_author(&c.state, c.str("author"), c.limit(25), c.params.str("cursor"))?)
-}
-
-/// The `facets` parameter: names, repeated or comma-separated.
-pub fn facets(names: &[String]) -> Result<Vec<Facet>, ApiError> {
-    let mut out = Vec::new();
-    for name in names.iter().flat_map(|n| n.split(',')).map(str::trim).filter(|n| !n.is_empty()) {
-        let facet = Facet::parse(name)
-            .ok_or_else(|| ApiError::invalid_param("facets", format!("{name} is not a facet (fields, year, author, tags)")))?;
-        if !out.contains(&facet) {
-            out.push(facet);
-        }
-    }
-    Ok(out)
+    Body::json(&eprint::list_by_author(&c.state, c.str("author"), c.limit(25), c.params.str("cursor"))?)
 }
 
 /// `pub.svc.eprint.searchSubmissions`: `sortBy` wins over `sort` when both are sent.
@@ -116,8 +105,8 @@ async fn search_submissions(c: Call) -> Answer {
         limit: c.limit(25),
         cursor: p.str("cursor").map(str::to_owned),
         tags: p.strs("tags"),
-        facets: facets(&p.strs("facets"))?,
+        facets: search::facets(&p.strs("facets"))?,
         highlight: p.bool("highlight") == Some(true),
     };
-    eprints::search(&c.state, args).await?.into_body("submissions")
+    search::search(&c.state, args).await?.into_body("submissions")
 }

@@ -14,11 +14,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
 use lexicons::{LexiconError, Params};
+use projections::access::Role;
 use serde_json::Value;
 
-use crate::auth::{Caller, Resolved};
 use crate::body::Body;
 use crate::error::ApiError;
+use crate::identity::{Caller, Resolved};
 use crate::state::AppState;
 
 /// The largest procedure body accepted.
@@ -46,7 +47,7 @@ pub enum Auth {
     Required,
     /// A verified caller holding the role (`admin` holds every role): 401 without a caller,
     /// 403 without the role.
-    Role(&'static str),
+    Role(Role),
 }
 
 /// One call, once [`Method::prepare`] has checked it.
@@ -212,12 +213,12 @@ impl Routes {
         self
     }
 
-    /// An open query answered from the read models at once.
-    pub fn query(self, nsid: &'static str, handler: fn(&Call) -> Answer) -> Routes {
-        self.push(nsid, Kind::Query, Auth::Open, Handler::Read(handler))
+    /// A query answered from the read models at once, on the request's task.
+    pub fn query(self, nsid: &'static str, auth: Auth, handler: fn(&Call) -> Answer) -> Routes {
+        self.push(nsid, Kind::Query, auth, Handler::Read(handler))
     }
 
-    /// A query that awaits (a search slot, a repository host) or needs a caller.
+    /// A query that awaits (a search slot, a repository host, another task).
     pub fn query_async<F, Fut>(self, nsid: &'static str, auth: Auth, handler: F) -> Routes
     where
         F: Fn(Call) -> Fut + Send + Sync + 'static,

@@ -30,7 +30,6 @@ use axum::Router;
 
 use crate::error::ApiError;
 use crate::state::AppState;
-pub use eprint::facets;
 pub use method::{parse_params, Auth, Call, Kind, Routes};
 
 /// Every method this build serves, by namespace.

@@ -2,20 +2,34 @@
 //! the caller's eprints. svc keeps no read position yet: every notification is unread, and
 //! `unreadCount` is the total (docs/decisions.md, "Notifications").
 
-use projections::attached::collections::Listing;
+use projections::attached::collections::{Kind, Listing};
 use projections::attached::read::{AttachedReader, Item};
 use projections::ProjectionError;
 use serde_json::{json, Value};
 
 use super::method::{Answer, Auth, Call, Routes};
-use crate::attached::{self, cursor, read, FILTER_MAX};
 use crate::body::Body;
+use crate::params::cursor;
+use crate::reads::{self, FILTER_MAX};
+use crate::views::attached;
 
 /// The namespace's methods.
 pub fn routes() -> Routes {
-    Routes::new()
-        .query_async("pub.svc.notification.listReviewsOnMyPapers", Auth::Required, |c: Call| async move { list(&c, "review") })
-        .query_async("pub.svc.notification.listEndorsementsOnMyPapers", Auth::Required, |c: Call| async move { list(&c, "endorsement") })
+    Routes::new().query("pub.svc.notification.listReviewsOnMyPapers", Auth::Required, list_reviews).query(
+        "pub.svc.notification.listEndorsementsOnMyPapers",
+        Auth::Required,
+        list_endorsements,
+    )
+}
+
+/// `listReviewsOnMyPapers`.
+fn list_reviews(c: &Call) -> Answer {
+    list(c, Kind::Review)
+}
+
+/// `listEndorsementsOnMyPapers`.
+fn list_endorsements(c: &Call) -> Answer {
+    list(c, Kind::Endorsement)
 }
 
 /// The most of the caller's eprints read.
@@ -23,7 +37,7 @@ const MAX_PAPERS: usize = 1000;
 
 /// The records of `kind` by others on the eprints `did` is listed on, newest first, with
 /// each eprint's title.
-fn on_my_papers(r: &AttachedReader, did: &str, kind: &str) -> Result<Vec<(Item, Option<String>)>, ProjectionError> {
+fn on_my_papers(r: &AttachedReader, did: &str, kind: Kind) -> Result<Vec<(Item, Option<String>)>, ProjectionError> {
     let mut out = Vec::new();
     let mut after = None;
     let mut read_papers = 0;
@@ -48,13 +62,13 @@ fn on_my_papers(r: &AttachedReader, did: &str, kind: &str) -> Result<Vec<(Item, 
     Ok(out)
 }
 
-fn notification(kind: &str, item: &Item, title: Option<String>) -> Value {
+fn notification(kind: Kind, item: &Item, title: Option<String>) -> Value {
     let who = attached::author(&item.did, &item.account);
     let mut v = json!({"uri": item.uri, "eprintUri": item.view["eprintUri"], "createdAt": item.view["createdAt"], "isRead": false});
     if let Some(t) = title {
         v["eprintTitle"] = json!(t);
     }
-    if kind == "review" {
+    if kind == Kind::Review {
         v["reviewer"] = who;
         let content: String = item.view["content"].as_str().unwrap_or_default().chars().take(200).collect();
         v["preview"] = json!(content);
@@ -69,11 +83,11 @@ fn notification(kind: &str, item: &Item, title: Option<String>) -> Value {
 }
 
 /// `{notifications, cursor?, unreadCount}`, newest first.
-fn list(c: &Call, kind: &str) -> Answer {
+fn list(c: &Call, kind: Kind) -> Answer {
     let did = c.caller()?.did.clone();
-    let after = cursor(c)?;
+    let after = cursor(&c.params)?;
     let limit = c.limit(25);
-    let answer = read(&c.state, |r| {
+    let answer = reads::attached(&c.state, |r| {
         let all = on_my_papers(r, &did, kind)?;
         let total = all.len();
         let mut rest: Vec<(Item, Option<String>)> =

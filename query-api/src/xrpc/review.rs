@@ -1,24 +1,26 @@
 //! `pub.svc.review.*`: reviews of eprints and their threads, from the attached model.
 
-use projections::attached::collections::{Listing, REVIEW};
+use projections::attached::collections::{Kind, Listing, REVIEW};
 use projections::attached::read::{AttachedReader, Item, Page};
 use projections::ProjectionError;
 use serde_json::{json, Value};
 
-use super::method::{Answer, Call, Routes};
-use crate::attached::{self, cursor, list_answer, read, uri_param, FILTER_MAX};
+use super::method::{Answer, Auth, Call, Routes};
 use crate::body::Body;
-use crate::eprints::check_did;
 use crate::error::ApiError;
+use crate::params::check_did;
+use crate::params::{cursor, uri_param};
+use crate::reads::{self, FILTER_MAX};
+use crate::views::attached::{self, list_answer};
 
 /// The namespace's methods.
 pub fn routes() -> Routes {
     Routes::new()
-        .query("pub.svc.review.listForEprint", list_for_eprint)
+        .query("pub.svc.review.listForEprint", Auth::Open, list_for_eprint)
         .aliases(&[("uri", "eprintUri")])
-        .query("pub.svc.review.listForAuthor", list_for_author)
+        .query("pub.svc.review.listForAuthor", Auth::Open, list_for_author)
         .aliases(&[("did", "reviewerDid")])
-        .query("pub.svc.review.getThread", get_thread)
+        .query("pub.svc.review.getThread", Auth::Open, get_thread)
 }
 
 /// The deepest a thread is followed (replies of replies…), against cycles and abuse.
@@ -27,7 +29,7 @@ pub const MAX_THREAD_DEPTH: usize = 50;
 /// A review's view: the stored view with `author`, `replyCount` and `deleted`.
 pub fn review_view(r: &AttachedReader, item: &Item) -> Result<Value, ProjectionError> {
     let mut v = attached::view(item, "author");
-    v["replyCount"] = json!(r.count(&Listing::replies("review", &item.uri))?);
+    v["replyCount"] = json!(r.count(&Listing::replies(Kind::Review, &item.uri))?);
     v["deleted"] = json!(false);
     Ok(v)
 }
@@ -47,8 +49,8 @@ fn filtered(r: &AttachedReader, c: &Call, base: Listing, after: Option<Vec<u8>>)
 }
 
 fn list(c: &Call, base: Listing) -> Answer {
-    let after = cursor(c)?;
-    let answer = read(&c.state, |r| {
+    let after = cursor(&c.params)?;
+    let answer = reads::attached(&c.state, |r| {
         let page = filtered(r, c, base, after)?;
         let reviews = page.items.iter().map(|i| review_view(r, i)).collect::<Result<Vec<_>, _>>()?;
         Ok(list_answer("reviews", reviews, &page))
@@ -58,15 +60,15 @@ fn list(c: &Call, base: Listing) -> Answer {
 
 /// `pub.svc.review.listForEprint`: `{reviews, cursor?, hasMore, total}`, newest first.
 fn list_for_eprint(c: &Call) -> Answer {
-    let eprint = uri_param(c, "eprintUri")?;
-    list(c, Listing::on_eprint("review", eprint))
+    let eprint = uri_param(&c.params, "eprintUri")?;
+    list(c, Listing::on_eprint(Kind::Review, eprint))
 }
 
 /// `pub.svc.review.listForAuthor`: the reviews one account wrote.
 fn list_for_author(c: &Call) -> Answer {
     let did = c.str("reviewerDid");
     check_did("reviewerDid", did)?;
-    list(c, Listing::by_author("review", did))
+    list(c, Listing::by_author(Kind::Review, did))
 }
 
 /// The replies to `uri`, oldest first (a thread reads in the order it was written), each
@@ -75,7 +77,7 @@ fn replies(r: &AttachedReader, uri: &str, depth: usize, total: &mut u64) -> Resu
     if depth >= MAX_THREAD_DEPTH {
         return Ok(Vec::new());
     }
-    let mut items = r.all(&Listing::replies("review", uri), FILTER_MAX)?;
+    let mut items = r.all(&Listing::replies(Kind::Review, uri), FILTER_MAX)?;
     items.reverse();
     let mut out = Vec::with_capacity(items.len());
     for item in items {
@@ -90,8 +92,8 @@ fn replies(r: &AttachedReader, uri: &str, depth: usize, total: &mut u64) -> Resu
 /// `pub.svc.review.getThread`: `{parent, replies, totalReplies}`; `NotFound` for a URI that
 /// is no indexed review.
 fn get_thread(c: &Call) -> Answer {
-    let uri = uri_param(c, "uri")?;
-    let answer = read(&c.state, |r| {
+    let uri = uri_param(&c.params, "uri")?;
+    let answer = reads::attached(&c.state, |r| {
         let Some(root) = r.get(uri)?.filter(|i| i.collection == REVIEW) else { return Ok(None) };
         let mut total = 0;
         let replies = replies(r, &root.uri, 0, &mut total)?;

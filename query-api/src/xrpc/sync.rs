@@ -16,9 +16,9 @@ use serde_json::{json, Value};
 use tracing::info;
 
 use super::method::{Answer, Auth, Call, Routes};
-use crate::auth::Caller;
 use crate::body::Body;
 use crate::error::ApiError;
+use crate::identity::Caller;
 use crate::state::AppState;
 
 /// The namespace's methods.
@@ -32,19 +32,6 @@ pub fn routes() -> Routes {
 
 pub use crate::command::APPLY_WAIT;
 
-/// The collections `deleteRecord` accepts: the contract's list, and eprint submissions (the
-/// reference's `deleteRecord` takes any record of the caller's repository).
-pub const DELETABLE: &[&str] = &[
-    "pub.svc.review.comment",
-    "pub.svc.review.endorsement",
-    "pub.svc.annotation.comment",
-    "pub.svc.annotation.entityLink",
-    "pub.svc.eprint.userTag",
-    "pub.svc.eprint.citation",
-    "pub.svc.eprint.relatedWork",
-    lexicons::SUBMISSION,
-];
-
 /// A record's address, from its AT URI.
 struct Target {
     uri: String,
@@ -55,7 +42,7 @@ struct Target {
 
 impl Target {
     fn parse(uri: &str) -> Result<Target, ApiError> {
-        crate::eprints::parse_record_uri("uri", uri)?;
+        crate::params::parse_record_uri("uri", uri)?;
         let parsed = lexicons::formats::parse_at_uri(uri).expect("checked above");
         Ok(Target {
             uri: uri.to_owned(),
@@ -196,7 +183,7 @@ async fn delete_record(c: Call) -> Answer {
             return Err(ApiError::invalid_param("collection", format!("the URI names the collection {}, not {named}", t.collection)));
         }
     }
-    if !DELETABLE.contains(&t.collection.as_str()) {
+    if !projections::catalog::deletable(&t.collection) {
         return Err(ApiError::invalid_param("uri", format!("deleteRecord does not accept records of {}", t.collection)));
     }
     authorize(state, caller, &t)?;

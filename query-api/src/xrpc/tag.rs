@@ -5,27 +5,29 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, Duration, Utc};
-use projections::attached::collections::{normalize_tag, Listing};
+use projections::attached::collections::{normalize_tag, Kind, Listing};
 use projections::attached::read::{AttachedReader, Item};
 use projections::ProjectionError;
 use serde_json::{json, Value};
 
-use super::method::{Answer, Call, Routes};
-use crate::attached::{self, read, uri_param, FILTER_MAX};
+use super::method::{Answer, Auth, Call, Routes};
 use crate::body::Body;
 use crate::error::{ApiError, ErrorCode};
+use crate::params::uri_param;
+use crate::reads::{self, FILTER_MAX};
+use crate::views::attached;
 
 /// The namespace's methods.
 pub fn routes() -> Routes {
     Routes::new()
-        .query("pub.svc.tag.listForEprint", list_for_eprint)
+        .query("pub.svc.tag.listForEprint", Auth::Open, list_for_eprint)
         .aliases(&[("eprintUri", "uri")])
-        .query("pub.svc.tag.getDetail", get_detail)
-        .query("pub.svc.tag.search", search)
+        .query("pub.svc.tag.getDetail", Auth::Open, get_detail)
+        .query("pub.svc.tag.search", Auth::Open, search)
         .aliases(&[("q", "query")])
-        .query("pub.svc.tag.getSuggestions", get_suggestions)
+        .query("pub.svc.tag.getSuggestions", Auth::Open, get_suggestions)
         .aliases(&[("text", "q")])
-        .query("pub.svc.tag.getTrending", get_trending)
+        .query("pub.svc.tag.getTrending", Auth::Open, get_trending)
 }
 
 /// The most tags one eprint's answer lists.
@@ -130,7 +132,7 @@ fn cooccurring(r: &AttachedReader, tags: &BTreeSet<String>, limit: usize) -> Res
         let eprints: BTreeSet<String> =
             r.all(&Listing::tagged(tag), per_tag)?.iter().filter_map(|i| i.view["eprintUri"].as_str().map(str::to_owned)).collect();
         for eprint in eprints {
-            for other in r.all(&Listing::on_eprint("tag", &eprint), MAX_ON_EPRINT)? {
+            for other in r.all(&Listing::on_eprint(Kind::Tag, &eprint), MAX_ON_EPRINT)? {
                 let n = normalized(&other);
                 if !tags.contains(n) {
                     let e = counts.entry(n.to_owned()).or_insert_with(|| (0, display(&other).to_owned(), tag.clone()));
@@ -153,9 +155,9 @@ fn cooccurring(r: &AttachedReader, tags: &BTreeSet<String>, limit: usize) -> Res
 
 /// `pub.svc.tag.listForEprint`: `{tags, suggestions}`.
 fn list_for_eprint(c: &Call) -> Answer {
-    let eprint = uri_param(c, "uri")?;
-    let answer = read(&c.state, |r| {
-        let items = r.all(&Listing::on_eprint("tag", eprint), MAX_ON_EPRINT)?;
+    let eprint = uri_param(&c.params, "uri")?;
+    let answer = reads::attached(&c.state, |r| {
+        let items = r.all(&Listing::on_eprint(Kind::Tag, eprint), MAX_ON_EPRINT)?;
         let held: BTreeSet<String> = items.iter().map(|i| normalized(i).to_owned()).collect();
         let suggestions = cooccurring(r, &held, 5)?;
         Ok(json!({"tags": items.iter().map(tag_view).collect::<Vec<_>>(), "suggestions": suggestions}))
@@ -167,7 +169,7 @@ fn list_for_eprint(c: &Call) -> Answer {
 /// `TagNotFound` for a tag nobody uses.
 fn get_detail(c: &Call) -> Answer {
     let tag = normalize_tag(c.str("tag"));
-    let stats = read(&c.state, |r| {
+    let stats = reads::attached(&c.state, |r| {
         let mut stats = TagStats::default();
         for item in r.all(&Listing::tagged(&tag), FILTER_MAX)? {
             stats.add(&item);
@@ -175,7 +177,7 @@ fn get_detail(c: &Call) -> Answer {
         Ok(stats)
     })?;
     if stats.uses == 0 {
-        return Err(ApiError::new(axum::http::StatusCode::NOT_FOUND, ErrorCode::TagNotFound, format!("no eprint is tagged {tag:?}")));
+        return Err(ApiError::new(ErrorCode::TagNotFound, format!("no eprint is tagged {tag:?}")));
     }
     Body::json(&stats.summary(&tag))
 }
@@ -190,7 +192,7 @@ fn search(c: &Call) -> Answer {
         Some(raw) => raw.parse::<usize>().map_err(|_| ApiError::invalid_param("cursor", "not a cursor of this listing"))?,
         None => 0,
     };
-    let tags = read(&c.state, all_tags)?;
+    let tags = reads::attached(&c.state, all_tags)?;
     let mut hits: Vec<(bool, u64, &String, &TagStats)> = tags
         .iter()
         .filter(|(tag, stats)| tag.contains(q.as_str()) && (include_spam || !stats.is_spam(tag)) && stats.quality(tag) >= min_quality)
@@ -213,12 +215,12 @@ fn search(c: &Call) -> Answer {
 fn get_suggestions(c: &Call) -> Answer {
     let q = normalize_tag(c.params.str("q").unwrap_or_default());
     let limit = c.limit(10);
-    let eprint = c.params.str("uri").map(|_| uri_param(c, "uri")).transpose()?;
-    let suggestions = read(&c.state, |r| {
+    let eprint = c.params.str("uri").map(|_| uri_param(&c.params, "uri")).transpose()?;
+    let suggestions = reads::attached(&c.state, |r| {
         let mut out = Vec::new();
         if let Some(eprint) = eprint {
             let held: BTreeSet<String> =
-                r.all(&Listing::on_eprint("tag", eprint), MAX_ON_EPRINT)?.iter().map(|i| normalized(i).to_owned()).collect();
+                r.all(&Listing::on_eprint(Kind::Tag, eprint), MAX_ON_EPRINT)?.iter().map(|i| normalized(i).to_owned()).collect();
             out = cooccurring(r, &held, limit)?;
         }
         if !q.is_empty() {
@@ -262,7 +264,7 @@ fn get_trending(c: &Call) -> Answer {
         _ => Duration::days(7),
     };
     let now = Utc::now();
-    let items = read(&c.state, |r| r.all(&Listing::all_tags(), FILTER_MAX))?;
+    let items = reads::attached(&c.state, |r| r.all(&Listing::all_tags(), FILTER_MAX))?;
     let mut current: BTreeMap<String, TagStats> = BTreeMap::new();
     let mut previous: HashMap<String, u64> = HashMap::new();
     for item in &items {

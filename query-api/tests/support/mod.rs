@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod sessions;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -47,27 +49,27 @@ impl Drop for Fixture {
 impl Fixture {
     /// An empty service, without rate limits.
     pub fn new() -> Fixture {
-        Fixture::with_limits(query_api::auth::limits::LimitSettings { tiers: None, ..Default::default() })
+        Fixture::with_limits(query_api::identity::limits::LimitSettings { tiers: None, ..Default::default() })
     }
 
     /// An empty service with these rate limits.
-    pub fn with_limits(limits: query_api::auth::limits::LimitSettings) -> Fixture {
+    pub fn with_limits(limits: query_api::identity::limits::LimitSettings) -> Fixture {
         Fixture::with_peers(limits, "http://127.0.0.1:9")
     }
 
     /// An empty service with these rate limits, resolving did:plc at `plc_url`.
-    pub fn with_peers(limits: query_api::auth::limits::LimitSettings, plc_url: &str) -> Fixture {
+    pub fn with_peers(limits: query_api::identity::limits::LimitSettings, plc_url: &str) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let log: Arc<dyn EventLog> = Arc::new(EmbeddedLog::open(&dir.path().join("log"), 4).unwrap());
         let store: Arc<dyn store::Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
         let ctx = Context::single(store.clone(), &dir.path().join("search"));
         let projections = catalog::MODELS.iter().map(|m| FollowActive::open(&ctx, m).unwrap()).collect();
         let resolver = Arc::new(atproto::identity::Resolver::new(plc_url, Duration::from_secs(60)));
-        let ledger = query_api::auth::replay::ReplayLedger::new(store.clone());
-        let service = Arc::new(query_api::auth::ServiceAuth::new(SERVICE_DID, resolver.clone(), ledger));
-        let limits = query_api::auth::limits::RateLimits::new(&limits);
-        let keys = Arc::new(query_api::auth::keys::KeySet::ephemeral());
-        let auth = Arc::new(query_api::auth::Identity::new(
+        let ledger = query_api::identity::replay::ReplayLedger::new(store.clone());
+        let service = Arc::new(query_api::identity::ServiceAuth::new(SERVICE_DID, resolver.clone(), ledger));
+        let limits = query_api::identity::limits::RateLimits::new(&limits);
+        let keys = Arc::new(query_api::identity::keys::KeySet::ephemeral());
+        let auth = Arc::new(query_api::identity::Identity::new(
             SERVICE_DID,
             PUBLIC_URL,
             Arc::new(atproto::handle::HandleResolver::new(Some(plc_url), Duration::from_secs(60))),

@@ -4,54 +4,40 @@
 use event_schema::{AdminAction, AdminCommand, NewEvent, Payload, Source};
 use lexicons::SUBMISSION;
 use projections::access::read::AccessReader;
-use projections::attached::collections::Listing;
+use projections::access::Role;
+use projections::attached::collections::{Kind, Listing, ENDORSEMENT, REVIEW, USER_TAG};
 use projections::attached::read::AttachedReader;
 use projections::eprints::read::EprintsReader;
 use projections::search::SortOrder;
 use serde_json::{json, Value};
 
-use super::{not_found_error, offset};
+use super::not_found_error;
 use crate::body::Body;
-use crate::eprints::{blocking, check_did, SearchArgs};
 use crate::error::ApiError;
+use crate::params::check_did;
+use crate::params::offset;
+use crate::reads::blocking;
+use crate::search::SearchArgs;
 use crate::xrpc::method::{Answer, Auth, Call, Routes};
-
-const REVIEW: &str = "pub.svc.review.comment";
-const ENDORSEMENT: &str = "pub.svc.review.endorsement";
-const USER_TAG: &str = "pub.svc.eprint.userTag";
-
-/// The collections `deleteContent` takes down: the contract's four, and the other
-/// collections people attach to eprints.
-pub const DELETABLE: &[&str] = &[
-    SUBMISSION,
-    REVIEW,
-    ENDORSEMENT,
-    USER_TAG,
-    "pub.svc.annotation.comment",
-    "pub.svc.annotation.entityLink",
-    "pub.svc.review.entityLink",
-    "pub.svc.eprint.citation",
-    "pub.svc.eprint.relatedWork",
-];
 
 /// The deepest offset the offset-paged listings reach (they read up to it and skip).
 const MAX_OFFSET: usize = 10_000;
 
 pub(super) fn routes() -> Routes {
     Routes::new()
-        .query_async("pub.svc.admin.getOverview", Auth::Role("admin"), |c| async move { overview(&c).await })
-        .query_async("pub.svc.admin.searchUsers", Auth::Role("admin"), |c| async move { search_users(&c) })
-        .query_async("pub.svc.admin.getUserDetail", Auth::Role("admin"), |c| async move { user_detail(&c) })
-        .query_async("pub.svc.admin.listEprints", Auth::Role("admin"), |c| async move { list_eprints(&c).await })
-        .query_async("pub.svc.admin.listReviews", Auth::Role("admin"), |c| async move { list_attached(&c, REVIEW) })
-        .query_async("pub.svc.admin.listEndorsements", Auth::Role("admin"), |c| async move { list_attached(&c, ENDORSEMENT) })
-        .procedure("pub.svc.admin.deleteContent", Auth::Role("admin"), delete_content)
+        .query_async("pub.svc.admin.getOverview", Auth::Role(Role::Admin), overview)
+        .query("pub.svc.admin.searchUsers", Auth::Role(Role::Admin), search_users)
+        .query("pub.svc.admin.getUserDetail", Auth::Role(Role::Admin), user_detail)
+        .query_async("pub.svc.admin.listEprints", Auth::Role(Role::Admin), list_eprints)
+        .query("pub.svc.admin.listReviews", Auth::Role(Role::Admin), list_reviews)
+        .query("pub.svc.admin.listEndorsements", Auth::Role(Role::Admin), list_endorsements)
+        .procedure("pub.svc.admin.deleteContent", Auth::Role(Role::Admin), delete_content)
 }
 
 /// `getOverview`: `{eprints, authors, reviews, endorsements, collections, tags}`. `authors`
 /// counts the users the index knows (every DID that wrote a record); `collections` the
 /// collection records, which svc does not index yet (the knowledge-graph issue), so 0.
-async fn overview(c: &Call) -> Answer {
+async fn overview(c: Call) -> Answer {
     let eprints = match c.state.search_index().map_err(ApiError::from_error)? {
         Some(index) => index.num_docs(),
         None => 0,
@@ -74,14 +60,14 @@ fn user(c: &Call, did: &str, detail: bool) -> Result<Option<Value>, ApiError> {
         let Some(first_seen) = eprints.user_first_seen(did)? else { return Ok(None) };
         let account = eprints.account(did)?;
         let attached = AttachedReader::new(c.state.store.as_ref())?;
-        let count = |kind: &str| attached.count(&Listing::by_author(kind, did));
+        let count = |kind: Kind| attached.count(&Listing::by_author(kind, did));
         let grants = AccessReader::new(c.state.store.as_ref())?.roles(did)?;
         let mut out = json!({
             "did": did,
             "eprintCount": eprints.author_eprint_count(did)?,
-            "reviewCount": count("review")?,
-            "endorsementCount": count("endorsement")?,
-            "roles": grants.iter().map(|g| g.role.clone()).collect::<Vec<_>>(),
+            "reviewCount": count(Kind::Review)?,
+            "endorsementCount": count(Kind::Endorsement)?,
+            "roles": grants.iter().map(|g| g.role).collect::<Vec<_>>(),
             "createdAt": first_seen,
         });
         if let Some(h) = account.handle {
@@ -91,8 +77,8 @@ fn user(c: &Call, did: &str, detail: bool) -> Result<Option<Value>, ApiError> {
             out["displayName"] = json!(n);
         }
         if detail {
-            out["annotationCount"] = json!(count("annotation")?);
-            out["tagCount"] = json!(count("tag")?);
+            out["annotationCount"] = json!(count(Kind::Annotation)?);
+            out["tagCount"] = json!(count(Kind::Tag)?);
             out["roleAssignments"] = json!(grants);
             out["hidden"] = json!(account.hidden);
         }
@@ -124,7 +110,7 @@ fn user_detail(c: &Call) -> Answer {
 
 /// `listEprints`: `{items: [{uri, title, authorDid, createdAt}], total}`, newest first,
 /// matching `q` when given (the search index's query syntax).
-async fn list_eprints(c: &Call) -> Answer {
+async fn list_eprints(c: Call) -> Answer {
     let skip = c.params.int("offset").unwrap_or(0).max(0) as usize;
     if skip > MAX_OFFSET {
         return Err(ApiError::invalid_param("offset", format!("at most {MAX_OFFSET}")));
@@ -136,7 +122,7 @@ async fn list_eprints(c: &Call) -> Answer {
         limit: skip + limit,
         ..SearchArgs::default()
     };
-    let page = crate::eprints::search(&c.state, args).await?;
+    let page = crate::search::search(&c.state, args).await?;
     let items: Vec<Value> = page
         .hits
         .iter()
@@ -151,15 +137,25 @@ async fn list_eprints(c: &Call) -> Answer {
     Body::json(&json!({"items": items, "total": page.total}))
 }
 
+/// `listReviews`.
+fn list_reviews(c: &Call) -> Answer {
+    list_attached(c, REVIEW)
+}
+
+/// `listEndorsements`.
+fn list_endorsements(c: &Call) -> Answer {
+    list_attached(c, ENDORSEMENT)
+}
+
 /// `listReviews` and `listEndorsements`: every record of `collection`, newest first, in
 /// pages addressed by a numeric offset (`cursor`).
 fn list_attached(c: &Call, collection: &str) -> Answer {
-    let skip = offset(c)?;
+    let skip = offset(&c.params)?;
     if skip > MAX_OFFSET {
         return Err(ApiError::invalid_param("cursor", format!("at most {MAX_OFFSET}")));
     }
     let limit = c.limit(50);
-    let page = crate::attached::read(&c.state, |r| r.page(&Listing::collection(collection), skip + limit, None))?;
+    let page = crate::reads::attached(&c.state, |r| r.page(&Listing::collection(collection), skip + limit, None))?;
     let items: Vec<Value> = page
         .items
         .iter()
@@ -189,7 +185,7 @@ async fn delete_content(c: Call) -> Answer {
     let uri = c.input["uri"].as_str().unwrap_or_default().to_owned();
     let collection = c.input["collection"].as_str().unwrap_or_default().to_owned();
     let reason = c.input["reason"].as_str().map(str::to_owned);
-    crate::eprints::parse_record_uri("uri", &uri)?;
+    crate::params::parse_record_uri("uri", &uri)?;
     let parsed = lexicons::formats::parse_at_uri(&uri).expect("checked above");
     if parsed.collection != Some(collection.as_str()) {
         return Err(ApiError::invalid_param(
@@ -197,8 +193,8 @@ async fn delete_content(c: Call) -> Answer {
             format!("the URI names the collection {:?}, not {collection}", parsed.collection),
         ));
     }
-    if !DELETABLE.contains(&collection.as_str()) {
-        return Err(ApiError::invalid_param("collection", format!("one of {}", DELETABLE.join(", "))));
+    if !projections::catalog::deletable(&collection) {
+        return Err(ApiError::invalid_param("collection", format!("records of {collection} cannot be taken down")));
     }
     let repo = parsed.authority.to_owned();
     let indexed = blocking(&c.state, || -> Result<bool, ApiError> {

@@ -11,6 +11,7 @@
 
 use chrono::Utc;
 use event_schema::{AdminAction, AdminCommand, Envelope, NewEvent, Payload, Source};
+use projections::access::Role;
 use projections::deadletter::DeadLetter;
 use serde_json::json;
 
@@ -24,11 +25,11 @@ const DLQ_READ: usize = 10_000;
 
 pub(super) fn routes() -> Routes {
     Routes::new()
-        .query_async("pub.svc.admin.listDLQEntries", Auth::Role("admin"), list)
-        .procedure("pub.svc.admin.retryDLQEntry", Auth::Role("admin"), |c| async move { one(c, true).await })
-        .procedure("pub.svc.admin.dismissDLQEntry", Auth::Role("admin"), |c| async move { one(c, false).await })
-        .procedure("pub.svc.admin.retryAllDLQ", Auth::Role("admin"), retry_all)
-        .procedure("pub.svc.admin.purgeOldDLQ", Auth::Role("admin"), purge_old)
+        .query_async("pub.svc.admin.listDLQEntries", Auth::Role(Role::Admin), list)
+        .procedure("pub.svc.admin.retryDLQEntry", Auth::Role(Role::Admin), retry)
+        .procedure("pub.svc.admin.dismissDLQEntry", Auth::Role(Role::Admin), dismiss)
+        .procedure("pub.svc.admin.retryAllDLQ", Auth::Role(Role::Admin), retry_all)
+        .procedure("pub.svc.admin.purgeOldDLQ", Auth::Role(Role::Admin), purge_old)
 }
 
 /// A dead letter with the model that parked it.
@@ -185,6 +186,16 @@ async fn act(c: &Call, nsid: &str, all: &[Entry], chosen: &[&Entry], retry: bool
     let action = if retry { "dlq_retry" } else { "dlq_dismiss" };
     metrics::counter!("svc_admin_actions_total", "action" => action, "target" => "dlq").increment(plan.len() as u64);
     Ok((plan.len() - again.len(), again.len()))
+}
+
+/// `retryDLQEntry`.
+async fn retry(c: Call) -> Answer {
+    one(c, true).await
+}
+
+/// `dismissDLQEntry`.
+async fn dismiss(c: Call) -> Answer {
+    one(c, false).await
 }
 
 /// `retryDLQEntry` and `dismissDLQEntry`: `{success, message}`; `success = false` for an

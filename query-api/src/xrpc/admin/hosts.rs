@@ -4,12 +4,13 @@
 
 use chrono::{DateTime, Utc};
 use event_schema::{AdminAction, AdminCommand, NewEvent, Payload, Source, OPERATIONS_KEY};
+use projections::access::Role;
 use projections::admin::read::AdminReader;
 use serde_json::{json, Value};
 
 use crate::body::Body;
-use crate::eprints::blocking;
 use crate::error::ApiError;
+use crate::reads::blocking;
 use crate::xrpc::method::{Answer, Auth, Call, Routes};
 
 /// A host seen within this long is `active` (and counts as healthy).
@@ -17,9 +18,9 @@ const ACTIVE_WITHIN: chrono::Duration = chrono::Duration::hours(24);
 
 pub(super) fn routes() -> Routes {
     Routes::new()
-        .query_async("pub.svc.admin.getFirehoseStatus", Auth::Role("admin"), firehose_status)
-        .query_async("pub.svc.admin.listPDSes", Auth::Role("admin"), |c| async move { list_hosts(&c) })
-        .procedure("pub.svc.admin.rescanPDS", Auth::Role("admin"), rescan)
+        .query_async("pub.svc.admin.getFirehoseStatus", Auth::Role(Role::Admin), firehose_status)
+        .query("pub.svc.admin.listPDSes", Auth::Role(Role::Admin), list_hosts)
+        .procedure("pub.svc.admin.rescanPDS", Auth::Role(Role::Admin), rescan)
 }
 
 /// `rescanPDS`: `{success, pdsUrl}`: registers the host again (a command event the admin

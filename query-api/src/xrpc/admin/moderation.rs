@@ -6,16 +6,18 @@
 //!   that name a record, with the reason.
 
 use projections::access::read::AccessReader;
+use projections::access::Role;
 use serde_json::{json, Value};
 
 use crate::body::Body;
-use crate::eprints::{blocking, check_did};
+use crate::params::check_did;
+use crate::reads::blocking;
 use crate::xrpc::method::{Answer, Auth, Call, Routes};
 
 pub(super) fn routes() -> Routes {
-    Routes::new().query_async("pub.svc.admin.listViolations", Auth::Role("admin"), |c| async move { violations(&c) }).query_async(
+    Routes::new().query("pub.svc.admin.listViolations", Auth::Role(Role::Admin), violations).query_async(
         "pub.svc.admin.listWarnings",
-        Auth::Role("admin"),
+        Auth::Role(Role::Admin),
         warnings,
     )
 }

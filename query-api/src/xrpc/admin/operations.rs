@@ -16,6 +16,7 @@
 //! `--operation-stale-seconds` (60) it is reported failed, and the next status read ends it in
 //! the log.
 
+use projections::access::Role;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -27,8 +28,9 @@ use serde_json::{json, Value};
 use tracing::{info, warn};
 
 use crate::body::Body;
-use crate::eprints::{blocking, check_did};
 use crate::error::ApiError;
+use crate::params::check_did;
+use crate::reads::blocking;
 use crate::state::AppState;
 use crate::xrpc::method::{Answer, Auth, Call, Routes};
 
@@ -47,22 +49,36 @@ const TYPES: &[&str] = &["pdsScan", "freshnessScan", "citationExtraction", "full
 
 pub(super) fn routes() -> Routes {
     Routes::new()
-        .procedure("pub.svc.admin.triggerFullReindex", Auth::Role("admin"), |c| async move { trigger(c, "fullReindex", json!({})).await })
-        .procedure("pub.svc.admin.triggerPDSScan", Auth::Role("admin"), |c| async move { trigger(c, "pdsScan", json!({})).await })
-        .procedure(
-            "pub.svc.admin.triggerFreshnessScan",
-            Auth::Role("admin"),
-            |c| async move { trigger(c, "freshnessScan", json!({})).await },
-        )
-        .procedure("pub.svc.admin.triggerDIDSync", Auth::Role("admin"), |c| async move {
-            let did = c.input["did"].as_str().unwrap_or_default().to_owned();
-            check_did("did", &did)?;
-            trigger(c, "didSync", json!({"did": did})).await
-        })
-        .procedure("pub.svc.admin.triggerBackfill", Auth::Role("admin"), trigger_backfill)
-        .query_async("pub.svc.admin.getBackfillStatus", Auth::Role("admin"), status)
-        .query_async("pub.svc.admin.getBackfillHistory", Auth::Role("admin"), history)
-        .procedure("pub.svc.admin.cancelBackfill", Auth::Role("admin"), cancel)
+        .procedure("pub.svc.admin.triggerFullReindex", Auth::Role(Role::Admin), trigger_full_reindex)
+        .procedure("pub.svc.admin.triggerPDSScan", Auth::Role(Role::Admin), trigger_pds_scan)
+        .procedure("pub.svc.admin.triggerFreshnessScan", Auth::Role(Role::Admin), trigger_freshness_scan)
+        .procedure("pub.svc.admin.triggerDIDSync", Auth::Role(Role::Admin), trigger_did_sync)
+        .procedure("pub.svc.admin.triggerBackfill", Auth::Role(Role::Admin), trigger_backfill)
+        .query_async("pub.svc.admin.getBackfillStatus", Auth::Role(Role::Admin), status)
+        .query_async("pub.svc.admin.getBackfillHistory", Auth::Role(Role::Admin), history)
+        .procedure("pub.svc.admin.cancelBackfill", Auth::Role(Role::Admin), cancel)
+}
+
+/// `triggerFullReindex`: every read model rebuilt from the log.
+async fn trigger_full_reindex(c: Call) -> Answer {
+    trigger(c, "fullReindex", json!({})).await
+}
+
+/// `triggerPDSScan`: every account of the hosts svc knows.
+async fn trigger_pds_scan(c: Call) -> Answer {
+    trigger(c, "pdsScan", json!({})).await
+}
+
+/// `triggerFreshnessScan`: every indexed record compared with its repository.
+async fn trigger_freshness_scan(c: Call) -> Answer {
+    trigger(c, "freshnessScan", json!({})).await
+}
+
+/// `triggerDIDSync`: one account's records indexed from its repository.
+async fn trigger_did_sync(c: Call) -> Answer {
+    let did = c.input["did"].as_str().unwrap_or_default().to_owned();
+    check_did("did", &did)?;
+    trigger(c, "didSync", json!({"did": did})).await
 }
 
 fn event(state: &AppState, actor: &str, nsid: &str, action: AdminAction) -> NewEvent {
@@ -379,7 +395,7 @@ impl Runner {
         }
         let reader = projections::attached::read::AttachedReader::new(s.store.as_ref()).map_err(|e| e.to_string())?;
         for collection in projections::attached::collections::COLLECTIONS {
-            let listing = projections::attached::collections::Listing::collection(collection);
+            let listing = projections::attached::collections::Listing::collection(collection.nsid);
             for item in reader.all(&listing, usize::MAX).map_err(|e| e.to_string())? {
                 out.push((item.uri, item.cid));
             }

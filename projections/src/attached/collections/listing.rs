@@ -1,0 +1,95 @@
+//! Listings: the partitions of the `listing` table, and the kinds of records they list.
+
+/// What a listing lists: the kind of record, shared by the collections of one family (both
+/// entity-link collections are `entityLink`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Reviews.
+    Review,
+    /// Annotations.
+    Annotation,
+    /// Entity links.
+    EntityLink,
+    /// Endorsements.
+    Endorsement,
+    /// User tags.
+    Tag,
+    /// Citations.
+    Citation,
+    /// Related works.
+    RelatedWork,
+    /// Versions.
+    Version,
+    /// Changelogs.
+    Changelog,
+    /// Author profiles.
+    Profile,
+}
+
+impl Kind {
+    /// The name in listing partitions, e.g. `relatedWork`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Review => "review",
+            Kind::Annotation => "annotation",
+            Kind::EntityLink => "entityLink",
+            Kind::Endorsement => "endorsement",
+            Kind::Tag => "tag",
+            Kind::Citation => "citation",
+            Kind::RelatedWork => "relatedWork",
+            Kind::Version => "version",
+            Kind::Changelog => "changelog",
+            Kind::Profile => "profile",
+        }
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A listing: the partition of the `listing` table that lists some records, newest first.
+/// Written `kind@what:key`, e.g. `review@eprint:at://…`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing(pub String);
+
+impl Listing {
+    /// Records of `kind` about an eprint.
+    pub fn on_eprint(kind: Kind, eprint: &str) -> Listing {
+        Listing(format!("{kind}@eprint:{eprint}"))
+    }
+    /// Records of `kind` written by an account.
+    pub fn by_author(kind: Kind, did: &str) -> Listing {
+        Listing(format!("{kind}@author:{did}"))
+    }
+    /// Replies to a record of `kind`.
+    pub fn replies(kind: Kind, parent: &str) -> Listing {
+        Listing(format!("{kind}@parent:{parent}"))
+    }
+    /// A sub-listing of `base` (a filter such as a motivation or a page).
+    pub fn filtered(base: &Listing, filter: &str) -> Listing {
+        Listing(format!("{}@{filter}", base.0))
+    }
+    /// Records of `kind` that point at `target` (a cited eprint, a related work).
+    pub fn pointing_at(kind: Kind, target: &str) -> Listing {
+        Listing(format!("{kind}@target:{target}"))
+    }
+    /// Every tag record with a normalized tag.
+    pub fn tagged(tag: &str) -> Listing {
+        Listing(format!("tag@name:{tag}"))
+    }
+    /// Every tag record.
+    pub fn all_tags() -> Listing {
+        Listing("tag@all".into())
+    }
+    /// Every record of one collection (the admin listings and counts).
+    pub fn collection(collection: &str) -> Listing {
+        Listing(format!("all:{collection}"))
+    }
+    /// Every record of one repository (for deleting an account's records).
+    pub fn repo(did: &str) -> Listing {
+        Listing(format!("repo:{did}"))
+    }
+}

@@ -1,0 +1,20 @@
+//! Author profiles: one per account, record key `self`.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::{Normalized, Record};
+
+pub(super) fn profile(rec: &Record) -> Result<Normalized, String> {
+    let (rkey, r) = (rec.rkey, rec.value);
+    if rkey != "self" {
+        return Err(format!("a profile's record key must be self, not {rkey}"));
+    }
+    let mut view = r.clone();
+    if let Value::Object(m) = &mut view {
+        m.remove("$type");
+        m.remove("schemaRevision");
+    }
+    // A profile has no createdAt of its own: it lists nowhere but its repository.
+    Ok(Normalized { view, created_at: DateTime::<Utc>::UNIX_EPOCH, lists: Vec::new() })
+}

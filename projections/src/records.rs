@@ -1,0 +1,96 @@
+//! The lifecycle every record table shares: a write replaces the record as held, a delete
+//! leaves a tombstone at its revision, a take-down a tombstone above every revision, and an
+//! account deletion a tombstone for each of its records. In each case the record as held
+//! first leaves the listings it appears in; only how a model lists its records differs
+//! ([`Listings`]). The eprints and attached models use it, and so will the models to come.
+
+use store::{Columns, Store, TableRef, Value};
+
+use crate::rows::{is_deleted, is_stale, taken_down, tombstone};
+use crate::staged::Staged;
+use crate::ProjectionError;
+
+/// How a model lists its records.
+pub(crate) trait Listings {
+    /// Removes the listing rows of `existing`, a live record as the model holds it.
+    fn unlist(&self, st: &mut Staged, existing: &Columns, position: u64) -> Result<(), ProjectionError>;
+}
+
+/// A model's table of records (partition: the record URI), with its listings.
+pub(crate) struct RecordTable<'a, L: ?Sized> {
+    store: &'a dyn Store,
+    table: TableRef,
+    listings: &'a L,
+}
+
+impl<'a, L: Listings + ?Sized> RecordTable<'a, L> {
+    /// The record table `table` of a model whose records are listed by `listings`.
+    pub(crate) fn new(store: &'a dyn Store, table: TableRef, listings: &'a L) -> RecordTable<'a, L> {
+        RecordTable { store, table, listings }
+    }
+
+    /// The record at `uri` as held (a tombstone included).
+    pub(crate) fn get(&self, st: &mut Staged, uri: &str) -> Result<Option<Columns>, ProjectionError> {
+        Ok(st.get(self.store, &self.table, uri, &[])?)
+    }
+
+    /// Makes way for a write of `uri` at `rev`: `false` when the model holds that revision
+    /// or a later one (a tombstone included), so the write is skipped; otherwise the record
+    /// as held leaves its listings and the caller writes the new one ([`Self::put`]).
+    pub(crate) fn replace(&self, st: &mut Staged, uri: &str, rev: &str, position: u64) -> Result<bool, ProjectionError> {
+        let existing = self.get(st, uri)?;
+        if is_stale(existing.as_ref(), rev) {
+            return Ok(false);
+        }
+        if let Some(existing) = &existing {
+            self.unlist(st, existing, position)?;
+        }
+        Ok(true)
+    }
+
+    /// Writes the record row of `uri`.
+    pub(crate) fn put(&self, st: &mut Staged, uri: &str, row: Columns, position: u64) {
+        st.put(&self.table, uri, Vec::new(), row, position);
+    }
+
+    /// Deletes `uri` as of `rev`: a tombstone, unless the model holds a later revision.
+    pub(crate) fn delete(&self, st: &mut Staged, uri: &str, rev: &str, position: u64) -> Result<(), ProjectionError> {
+        if self.replace(st, uri, rev, position)? {
+            self.put(st, uri, tombstone(uri, Value::Text(rev.to_owned()), position), position);
+        }
+        Ok(())
+    }
+
+    /// Takes down `uri` (`pub.svc.admin.deleteContent`): it leaves every listing, and its
+    /// tombstone keeps every later write out.
+    pub(crate) fn take_down(&self, st: &mut Staged, uri: &str, position: u64) -> Result<(), ProjectionError> {
+        if let Some(existing) = self.get(st, uri)? {
+            self.unlist(st, &existing, position)?;
+        }
+        self.put(st, uri, taken_down(uri, position), position);
+        Ok(())
+    }
+
+    /// Removes each of `uris` (the records of a deleted account): each live one leaves its
+    /// listings and becomes a tombstone at the revision held.
+    pub(crate) fn remove_all(&self, st: &mut Staged, uris: impl IntoIterator<Item = String>, position: u64) -> Result<(), ProjectionError> {
+        for uri in uris {
+            let Some(existing) = self.get(st, &uri)? else { continue };
+            if is_deleted(&existing) {
+                continue;
+            }
+            self.unlist(st, &existing, position)?;
+            let rev = existing.get("rev").cloned().unwrap_or(Value::Null);
+            self.put(st, &uri, tombstone(&uri, rev, position), position);
+        }
+        Ok(())
+    }
+
+    /// Removes a held record from its listings (a tombstone is in none).
+    fn unlist(&self, st: &mut Staged, existing: &Columns, position: u64) -> Result<(), ProjectionError> {
+        if is_deleted(existing) {
+            return Ok(());
+        }
+        self.listings.unlist(st, existing, position)
+    }
+}

@@ -1,0 +1,127 @@
+//! The eprint's views: its detail (`getSubmission`, the REST detail) and an author's page
+//! of eprints, shared by XRPC and REST.
+
+use data_encoding::BASE64URL_NOPAD;
+use projections::attached::collections::{Kind, Listing};
+use projections::attached::read::AttachedReader;
+use projections::eprints::read::{Detail, EprintsReader};
+use projections::ProjectionError;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::body::{Body, JsonWriter};
+use crate::error::ApiError;
+use crate::params::{check_did, parse_record_uri};
+use crate::reads::blocking;
+use crate::state::AppState;
+
+/// The eprint detail's author.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DetailAuthor<'a> {
+    did: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    display_name: Option<&'a str>,
+    handle: &'a str,
+}
+
+/// Writes the eprint detail around the stored record text, which goes out as the
+/// projection wrote it (valid JSON by construction), neither parsed nor copied twice:
+/// `{uri, cid, author, record, indexedAt, metrics}`.
+fn detail_body(uri: &str, detail: &Detail, attached: &Attached) -> Result<Body, ApiError> {
+    let author =
+        DetailAuthor { did: detail.did(), display_name: detail.display_name(), handle: detail.handle().unwrap_or("handle.invalid") };
+    let mut w = JsonWriter::object(detail.record().len() + 512);
+    w.field("uri", uri)?.field("cid", detail.cid())?.field("author", &author)?;
+    w.stored("record", detail.record()).field("indexedAt", detail.indexed_at())?;
+    w.field("metrics", &json!({"citations": attached.counts.cited_by, "downloads": 0, "views": 0}))?;
+    w.field("counts", &attached.counts)?.field("versions", &attached.versions)?.field("changelogs", &attached.changelogs)?;
+    Ok(w.finish())
+}
+
+/// How many records of each kind are attached to an eprint.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AttachedCounts {
+    reviews: u64,
+    annotations: u64,
+    endorsements: u64,
+    tags: u64,
+    /// The user-curated citations the eprint makes (`listCitations`).
+    citations: u64,
+    related_works: u64,
+    /// The citation records that cite the eprint (`metrics.citations`).
+    cited_by: u64,
+}
+
+/// What the eprint detail carries about the records attached to the eprint: counts, and
+/// its version history and changelogs, oldest first.
+struct Attached {
+    counts: AttachedCounts,
+    versions: Vec<Value>,
+    changelogs: Vec<Value>,
+}
+
+/// The most versions and changelogs the detail lists.
+const MAX_HISTORY: usize = 50;
+
+fn attached_of(reader: &AttachedReader, uri: &str) -> Result<Attached, ProjectionError> {
+    let count = |kind: Kind| reader.count(&Listing::on_eprint(kind, uri));
+    let counts = AttachedCounts {
+        reviews: count(Kind::Review)?,
+        annotations: count(Kind::Annotation)?,
+        endorsements: count(Kind::Endorsement)?,
+        tags: count(Kind::Tag)?,
+        citations: count(Kind::Citation)?,
+        related_works: count(Kind::RelatedWork)?,
+        cited_by: reader.count(&Listing::pointing_at(Kind::Citation, uri))?,
+    };
+    // Most eprints have no versions or changelogs: their size row says so without a scan.
+    let history = |kind: Kind| -> Result<Vec<Value>, ProjectionError> {
+        let list = Listing::on_eprint(kind, uri);
+        if reader.count(&list)? == 0 {
+            return Ok(Vec::new());
+        }
+        let mut items = reader.all(&list, MAX_HISTORY)?;
+        items.reverse();
+        Ok(items.iter().map(|i| super::attached::view(i, "author")).collect())
+    };
+    Ok(Attached { counts, versions: history(Kind::Version)?, changelogs: history(Kind::Changelog)? })
+}
+
+/// The eprint detail of `uri` (the `getSubmission` answer).
+pub fn get(state: &AppState, uri: &str, cid: Option<&str>) -> Result<Body, ApiError> {
+    parse_record_uri("uri", uri)?;
+    let (detail, attached) = blocking(state, || -> Result<_, ProjectionError> {
+        // One reader of both models (the attached reader reads the eprints model too).
+        let reader = AttachedReader::new(state.store.as_ref())?;
+        let Some(detail) = reader.eprints().detail(uri)?.filter(|d| !d.hidden()) else { return Ok(None) };
+        let attached = attached_of(&reader, uri)?;
+        Ok(Some((detail, attached)))
+    })?
+    .ok_or_else(|| ApiError::record_not_found(format!("no eprint at {uri}")))?;
+    if let Some(cid) = cid {
+        if cid != detail.cid() {
+            return Err(ApiError::record_not_found(format!("the indexed record at {uri} has CID {}, not {cid}", detail.cid())));
+        }
+    }
+    detail_body(uri, &detail, &attached)
+}
+
+/// A page of an author's eprints: `{eprints, cursor?, total}`.
+pub fn list_by_author(state: &AppState, did: &str, limit: usize, cursor: Option<&str>) -> Result<Value, ApiError> {
+    check_did("author", did)?;
+    let after = cursor
+        .map(|c| BASE64URL_NOPAD.decode(c.as_bytes()).map_err(|_| ApiError::invalid_param("cursor", "not a cursor of this listing")))
+        .transpose()?;
+    // A listing key: 8 bytes of createdAt, then the record's AT URI.
+    if after.as_ref().is_some_and(|a| a.len() <= 8 || !a[8..].starts_with(b"at://") || std::str::from_utf8(&a[8..]).is_err()) {
+        return Err(ApiError::invalid_param("cursor", "not a cursor of this listing"));
+    }
+    let page = blocking(state, || EprintsReader::new(state.store.as_ref())?.by_author(did, limit, after))?;
+    let mut out = json!({"eprints": page.eprints, "total": page.total});
+    if let Some(next) = page.next {
+        out["cursor"] = json!(BASE64URL_NOPAD.encode(&next));
+    }
+    Ok(out)
+}

@@ -1,0 +1,5 @@
+//! What handlers answer with: the views of the read models, shared by XRPC and REST. Only
+//! handlers (`xrpc/`, `rest/`) import them.
+
+pub mod attached;
+pub mod eprint;

@@ -1,0 +1,174 @@
+//! The one typed configuration of `svc`, from flags and `SVC_*` environment variables: the
+//! command line and its rules here, what the long-running roles take in [`service`], what
+//! the one-shot tools take in [`tools`].
+
+mod service;
+mod tools;
+
+pub use service::{DataArgs, SourceArgs, UpArgs};
+pub use tools::{
+    AdminArgs, AdminCommand, AuthCommand, BackfillCommand, DeadLetterArgs, IngestArgs, LogCommand, ProjectArgs, ReplayArgs, SeedArgs,
+};
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// svc: an AppView for scholarly eprints on the AT Protocol.
+#[derive(Debug, Parser)]
+#[command(name = "svc", version, about)]
+pub struct Cli {
+    /// Log line format.
+    #[arg(long, env = "SVC_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    pub log_format: LogFormat,
+
+    /// Seconds between progress log lines of long work (seeding, catching up, replaying)
+    /// when stderr is not a terminal (on a terminal a progress bar shows it).
+    #[arg(long, env = "SVC_PROGRESS_INTERVAL", default_value_t = 5.0, global = true)]
+    pub progress_interval: f64,
+
+    /// What to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Log line formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The subcommands, one per role or tool.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run every role in one process (on the embedded log and store by default).
+    Up(UpArgs),
+    /// The ingest role: append what the sources give to the log (for now a seed file).
+    Ingest(IngestArgs),
+    /// The projector role: build the shared read models, sharing the log's partitions with
+    /// every other projector of the same group.
+    Project(ProjectArgs),
+    /// The query role: serve the API from the shared read models and this node's own search
+    /// index, which it builds from its own reading of the log.
+    Serve(UpArgs),
+    /// Turn a file of papers (arXiv JSON lines, plain or gzip) into events in the log.
+    Seed(SeedArgs),
+    /// Rebuild read models from position 0 into new versions, then swap them in.
+    Replay(ReplayArgs),
+    /// Bring the read models to repositories' current state, fetched whole and verified.
+    Backfill {
+        /// Which repositories.
+        #[command(subcommand)]
+        command: BackfillCommand,
+    },
+    /// List the events a read model could not apply (its dead letters), as JSON lines.
+    DeadLetters(DeadLetterArgs),
+    /// Read the event log.
+    Log {
+        /// What to do with the log.
+        #[command(subcommand)]
+        command: LogCommand,
+    },
+    /// Operate a running node through its admin API over HTTP: `svc admin login …`, then
+    /// `svc admin <operation> [name=value …]` (e.g. `svc admin getOverview`,
+    /// `svc admin deleteContent uri=at://… collection=pub.svc.review.comment`); triggers
+    /// follow their operation with a progress bar until it ends.
+    Admin(AdminArgs),
+    /// Manage svc's token keys.
+    Auth {
+        /// What to do.
+        #[command(subcommand)]
+        command: AuthCommand,
+    },
+}
+
+/// Invalid combinations of settings.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The service DID is not a DID.
+    #[error("--service-did {0:?} is not a valid DID")]
+    ServiceDid(String),
+    /// A DID argument is not a DID.
+    #[error("{0:?} is not a valid DID")]
+    Did(String),
+    /// A size must be positive.
+    #[error("{0} must be at least 1")]
+    Zero(&'static str),
+    /// A duration in seconds out of range.
+    #[error("{0} must be a number of seconds above 0 and at most 86400")]
+    Seconds(&'static str),
+    /// A source URL is not one.
+    #[error("{flag} {url:?} must be a {schemes} URL")]
+    SourceUrl {
+        /// The flag.
+        flag: &'static str,
+        /// The value given.
+        url: String,
+        /// What it must start with.
+        schemes: &'static str,
+    },
+    /// `--model` names no read model.
+    #[error("--model {0:?} is not a read model (known: {known})", known = projections::catalog::MODELS.join(", "))]
+    UnknownModel(String),
+    /// `--model` names a read model without dead letters.
+    #[error("--model {0:?} keeps no dead letters (models that do: {known})", known = projections::catalog::DEAD_LETTER_MODELS.join(", "))]
+    NoDeadLetters(String),
+}
+
+impl Cli {
+    /// Cross-field checks that clap cannot express.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !(self.progress_interval.is_finite() && self.progress_interval > 0.0 && self.progress_interval <= 86_400.0) {
+            return Err(ConfigError::Seconds("--progress-interval"));
+        }
+        match &self.command {
+            Command::Up(up) | Command::Serve(up) => {
+                up.source.validate()?;
+                if !lexicons::formats::is_did(&up.service_did) {
+                    return Err(ConfigError::ServiceDid(up.service_did.clone()));
+                }
+                if let Some(bad) = up.approved_services.iter().chain(&up.auth.admins()).find(|d| !lexicons::formats::is_did(d)) {
+                    return Err(ConfigError::Did(bad.clone()));
+                }
+                if up.batch_size == 0 {
+                    return Err(ConfigError::Zero("--batch-size"));
+                }
+                up.http.validate()?;
+            }
+            Command::Seed(seed) if seed.batch == 0 => return Err(ConfigError::Zero("--batch")),
+            Command::Ingest(ingest) => {
+                ingest.source.validate()?;
+                if ingest.batch == 0 {
+                    return Err(ConfigError::Zero("--batch"));
+                }
+            }
+            Command::Project(project) if project.batch_size == 0 => return Err(ConfigError::Zero("--batch-size")),
+            Command::Backfill { command: BackfillCommand::Did { args, did } } => {
+                args.network.validate()?;
+                if !lexicons::formats::is_did(did) {
+                    return Err(ConfigError::Did(did.clone()));
+                }
+            }
+            Command::Backfill { command: BackfillCommand::Pds { args, url } } => {
+                args.network.validate()?;
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(ConfigError::SourceUrl { flag: "svc backfill pds", url: url.clone(), schemes: "http:// or https://" });
+                }
+            }
+            Command::DeadLetters(d) if !projections::catalog::MODELS.contains(&d.model.as_str()) => {
+                return Err(ConfigError::UnknownModel(d.model.clone()));
+            }
+            Command::DeadLetters(d) if !projections::catalog::DEAD_LETTER_MODELS.contains(&d.model.as_str()) => {
+                return Err(ConfigError::NoDeadLetters(d.model.clone()));
+            }
+            Command::Replay(replay) => {
+                if let Some(unknown) = replay.models.iter().find(|m| !projections::catalog::MODELS.contains(&m.as_str())) {
+                    return Err(ConfigError::UnknownModel(unknown.clone()));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,242 @@
+//! What the long-running roles take: the data directory, the network they follow, the
+//! HTTP server and the identity layer.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::ConfigError;
+
+/// Where the embedded log, store and search indexes live.
+#[derive(Debug, Clone, Args)]
+pub struct DataArgs {
+    /// The data directory.
+    #[arg(long, env = "SVC_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+
+    /// Partitions of a new log (an existing log keeps its own count).
+    #[arg(long, env = "SVC_PARTITIONS", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub partitions: u32,
+
+    /// The event log: `kafka://HOST:PORT[,HOST:PORT][?topic=NAME&replication=N&rdkafka.KEY=VALUE]`
+    /// for Kafka; unset, the embedded log in the data directory.
+    #[arg(long = "log", env = "SVC_LOG")]
+    pub log_url: Option<String>,
+
+    /// The read-model store: `scylla://HOST:PORT[,HOST:PORT][/KEYSPACE][?replication_factor=N]`
+    /// for ScyllaDB; unset, the embedded store in the data directory. Search indexes stay in
+    /// the data directory either way (each query node keeps its own).
+    #[arg(long = "store", env = "SVC_STORE")]
+    pub store_url: Option<String>,
+}
+
+/// Where ingest follows the network.
+#[derive(Debug, Clone, Args)]
+pub struct SourceArgs {
+    /// A relay's or PDS's `ws://` or `wss://` base URL: follow its
+    /// `com.atproto.sync.subscribeRepos` stream.
+    #[arg(long, env = "SVC_FIREHOSE", conflicts_with = "jetstream")]
+    pub firehose: Option<String>,
+    /// A Jetstream instance's `ws://` or `wss://` base URL: follow its JSON stream instead
+    /// (not signed, so not verified: the instance is trusted).
+    #[arg(long, env = "SVC_JETSTREAM")]
+    pub jetstream: Option<String>,
+
+    #[command(flatten)]
+    pub network: NetworkArgs,
+}
+
+/// How ingest reads repositories: where DIDs resolve, and which collections it indexes.
+#[derive(Debug, Clone, Args)]
+pub struct NetworkArgs {
+    /// The did:plc directory.
+    #[arg(long, env = "SVC_PLC_URL", default_value = atproto::identity::DEFAULT_PLC_URL)]
+    pub plc_url: String,
+
+    /// The collections to index, comma-separated: NSIDs, or prefixes ending in `.`.
+    #[arg(long, env = "SVC_COLLECTIONS", default_value = "pub.svc.", value_delimiter = ',')]
+    pub collections: Vec<String>,
+    /// Resolve handles through this service's `com.atproto.identity.resolveHandle` (an
+    /// `http(s)://` XRPC base) instead of DNS and HTTPS.
+    #[arg(long, env = "SVC_HANDLE_RESOLVER")]
+    pub handle_resolver: Option<String>,
+}
+
+/// `svc up` and `svc serve`.
+#[derive(Debug, Clone, Args)]
+pub struct UpArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+
+    #[command(flatten)]
+    pub source: SourceArgs,
+
+    /// The address the API listens on.
+    #[arg(long, env = "SVC_LISTEN", default_value = "127.0.0.1:3000")]
+    pub listen: SocketAddr,
+
+    /// The service's DID, served in `/.well-known/did.json` (the `aud` of service auth).
+    #[arg(long, env = "SVC_SERVICE_DID", default_value = "did:web:localhost")]
+    pub service_did: String,
+
+    /// The public base URL clients reach the API at; defaults to `http://<listen>`.
+    #[arg(long, env = "SVC_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// DIDs of the services approved to call `pub.svc.sync.refreshRecord` and `deleteRecord`
+    /// on any repository's records, comma-separated (a repository may always act on its own).
+    #[arg(long, env = "SVC_APPROVED_SERVICES", value_delimiter = ',')]
+    pub approved_services: Vec<String>,
+
+    /// Events per projection batch.
+    #[arg(long, env = "SVC_BATCH_SIZE", default_value_t = 2000)]
+    pub batch_size: usize,
+
+    /// Seconds without a report after which a running backfill operation is taken for
+    /// interrupted (its node stopped) and reported failed; a running one reports at least
+    /// 12 times in this span.
+    #[arg(long, env = "SVC_OPERATION_STALE_SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub operation_stale_seconds: u64,
+
+    #[command(flatten)]
+    pub http: HttpArgs,
+
+    #[command(flatten)]
+    pub auth: AuthArgs,
+}
+
+/// The identity layer: keys, the first admins, rate limits.
+#[derive(Debug, Clone, Args)]
+pub struct AuthArgs {
+    /// The file of svc's token-signing and sealing keys, shared by every query node; created
+    /// on first start. Default: `auth-keys.json` in the data directory.
+    #[arg(long, env = "SVC_AUTH_KEYS")]
+    pub auth_keys: Option<PathBuf>,
+
+    /// DIDs granted the admin role at start (idempotent), comma-separated; `ADMIN_DIDS` is
+    /// read too when this is unset.
+    #[arg(long, env = "SVC_ADMIN_DIDS", value_delimiter = ',')]
+    pub admin_dids: Vec<String>,
+
+    /// Requests per minute of the four rate-limit tiers (anonymous, authenticated, elevated,
+    /// service), comma-separated, or `off`.
+    #[arg(long, env = "SVC_RATE_LIMITS", default_value = "60,300,1000,5000", value_parser = parse_rate_limits)]
+    pub rate_limits: RateTiers,
+
+    /// The number of query nodes sharing each limit: each enforces `ceil(limit / nodes)`.
+    #[arg(long, env = "SVC_RATE_LIMIT_NODES", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub rate_limit_nodes: u32,
+
+    /// Proxies whose `X-Forwarded-For` names the client, comma-separated IP addresses.
+    #[arg(long, env = "SVC_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<std::net::IpAddr>,
+}
+
+/// The value of `--rate-limits`: four tiers, or none (`off`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateTiers(pub Option<[u32; 4]>);
+
+fn parse_rate_limits(s: &str) -> Result<RateTiers, String> {
+    query_api::identity::limits::parse_tiers(s).map(RateTiers)
+}
+
+impl AuthArgs {
+    /// The admins to bootstrap: `--admin-dids`, else `ADMIN_DIDS`.
+    pub fn admins(&self) -> Vec<String> {
+        if !self.admin_dids.is_empty() {
+            return self.admin_dids.clone();
+        }
+        std::env::var("ADMIN_DIDS")
+            .map(|v| v.split(',').map(|d| d.trim().to_owned()).filter(|d| !d.is_empty()).collect())
+            .unwrap_or_default()
+    }
+
+    /// The key file.
+    pub fn key_file(&self, data: &DataArgs) -> PathBuf {
+        self.auth_keys.clone().unwrap_or_else(|| data.data_dir.join("auth-keys.json"))
+    }
+
+    /// The rate-limit settings.
+    pub fn limits(&self) -> query_api::identity::limits::LimitSettings {
+        query_api::identity::limits::LimitSettings {
+            tiers: self.rate_limits.0,
+            nodes: self.rate_limit_nodes,
+            trusted_proxies: self.trusted_proxies.clone(),
+        }
+    }
+}
+
+/// The bounds of the HTTP server.
+#[derive(Debug, Clone, Args)]
+pub struct HttpArgs {
+    /// Seconds a client may take to send a request's head (request line and headers) before
+    /// its connection is closed.
+    #[arg(long, env = "SVC_HEADER_READ_TIMEOUT", default_value_t = 10.0)]
+    pub header_read_timeout: f64,
+    /// Seconds a request may take in all (reading its body included) before it is answered
+    /// 503.
+    #[arg(long, env = "SVC_REQUEST_TIMEOUT", default_value_t = 30.0)]
+    pub request_timeout: f64,
+    /// Connections served at once; more wait in the listen backlog.
+    #[arg(long, env = "SVC_MAX_CONNECTIONS", default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: u64,
+    /// The longest request URI accepted, in bytes (longer: 414).
+    #[arg(long, env = "SVC_MAX_URI_BYTES", default_value_t = 8192, value_parser = clap::value_parser!(u64).range(256..))]
+    pub max_uri_bytes: u64,
+}
+
+impl HttpArgs {
+    /// The server limits these flags set.
+    pub fn limits(&self) -> query_api::server::ServerLimits {
+        query_api::server::ServerLimits {
+            header_read_timeout: std::time::Duration::from_secs_f64(self.header_read_timeout),
+            request_timeout: std::time::Duration::from_secs_f64(self.request_timeout),
+            max_connections: self.max_connections as usize,
+            max_uri_bytes: self.max_uri_bytes as usize,
+        }
+    }
+
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        for (flag, secs) in [("--header-read-timeout", self.header_read_timeout), ("--request-timeout", self.request_timeout)] {
+            if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
+                return Err(ConfigError::Seconds(flag));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl SourceArgs {
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        for (flag, url) in [("--firehose", &self.firehose), ("--jetstream", &self.jetstream)] {
+            if let Some(url) = url {
+                if !(url.starts_with("ws://") || url.starts_with("wss://")) {
+                    return Err(ConfigError::SourceUrl { flag, url: url.clone(), schemes: "ws:// or wss://" });
+                }
+            }
+        }
+        self.network.validate()
+    }
+}
+
+impl NetworkArgs {
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        if !(self.plc_url.starts_with("http://") || self.plc_url.starts_with("https://")) {
+            return Err(ConfigError::SourceUrl { flag: "--plc-url", url: self.plc_url.clone(), schemes: "http:// or https://" });
+        }
+        if let Some(url) = self.handle_resolver.as_ref().filter(|u| !(u.starts_with("http://") || u.starts_with("https://"))) {
+            return Err(ConfigError::SourceUrl { flag: "--handle-resolver", url: url.clone(), schemes: "http:// or https://" });
+        }
+        Ok(())
+    }
+
+    /// A handle resolver: `--handle-resolver`, or DNS and HTTPS; answers kept for an hour.
+    pub fn handles(&self) -> atproto::handle::HandleResolver {
+        atproto::handle::HandleResolver::new(self.handle_resolver.as_deref(), std::time::Duration::from_secs(3600))
+    }
+
+    /// A DID resolver on `--plc-url`, caching documents for an hour.
+    pub fn resolver(&self) -> atproto::identity::Resolver {
+        atproto::identity::Resolver::new(&self.plc_url, std::time::Duration::from_secs(3600))
+    }
+}

@@ -1,0 +1,220 @@
+//! What the one-shot tools take: `svc admin`, `auth`, `seed`, `ingest`, `project`,
+//! `replay`, `backfill`, `dead-letters` and `log`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use super::service::{DataArgs, NetworkArgs, SourceArgs};
+
+/// `svc admin …`.
+#[derive(Debug, Args)]
+pub struct AdminArgs {
+    /// The node's base URL.
+    #[arg(long, env = "SVC_URL", default_value = "http://127.0.0.1:3000")]
+    pub url: String,
+
+    /// An admin's credential: the access token `svc admin login` prints, or a service-auth
+    /// token of an admin's PDS for the operation.
+    #[arg(long, env = "SVC_ADMIN_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: AdminCommand,
+}
+
+/// What `svc admin` does.
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// Log in the AT Protocol way: a session on the admin's PDS, a service-auth token from
+    /// it for svc, the PKCE code exchange; prints svc's tokens as JSON (export the
+    /// `access_token` as SVC_ADMIN_TOKEN).
+    Login {
+        /// The PDS holding the admin's account.
+        #[arg(long)]
+        pds: String,
+        /// The admin's handle or DID.
+        #[arg(long)]
+        identifier: String,
+        /// The account's (app) password.
+        #[arg(long, env = "SVC_ADMIN_PASSWORD", hide_env_values = true)]
+        password: String,
+    },
+    /// One admin operation by name (`getOverview`) or NSID, then its parameters or input
+    /// fields as `name=value`; `--no-wait` returns at once from a trigger.
+    #[command(external_subcommand)]
+    Call(Vec<String>),
+}
+
+/// `svc auth …`.
+#[derive(Debug, Subcommand)]
+pub enum AuthCommand {
+    /// Add a token-signing key to the key file: it signs from the next start of each query
+    /// node on; the older keys (the newest three are kept) still verify what they signed, so
+    /// nobody is logged out.
+    RotateKey {
+        #[command(flatten)]
+        data: DataArgs,
+
+        /// The key file (default: `auth-keys.json` in the data directory).
+        #[arg(long, env = "SVC_AUTH_KEYS")]
+        auth_keys: Option<PathBuf>,
+    },
+}
+
+/// `svc seed`.
+#[derive(Debug, Clone, Args)]
+pub struct SeedArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+
+    /// The file of papers.
+    pub file: PathBuf,
+
+    /// Stop after this many papers.
+    #[arg(long)]
+    pub limit: Option<usize>,
+
+    /// Papers per append (one durable write each).
+    #[arg(long, default_value_t = 1000)]
+    pub batch: usize,
+
+    /// Stop at the first line that cannot become a valid record (appending nothing of its
+    /// batch) instead of skipping it.
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Also write a scholarly layer for the papers: reviews with replies, annotations,
+    /// endorsements, tags, citations, related works, versions and profiles by made-up
+    /// accounts, deterministically (docs/seeding.md).
+    #[arg(long)]
+    pub social: bool,
+}
+
+/// `svc ingest`.
+#[derive(Debug, Clone, Args)]
+pub struct IngestArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+
+    #[command(flatten)]
+    pub source: SourceArgs,
+
+    /// A file of papers to append first (arXiv JSON lines, plain or gzip).
+    #[arg(long, env = "SVC_SEED")]
+    pub seed: Option<PathBuf>,
+
+    /// Stop after this many papers of the seed file.
+    #[arg(long)]
+    pub limit: Option<usize>,
+
+    /// Papers per append (one durable write each).
+    #[arg(long, default_value_t = 1000)]
+    pub batch: usize,
+
+    /// With the seed, the scholarly layer about its papers, as `svc seed --social` writes it.
+    #[arg(long, requires = "seed")]
+    pub social: bool,
+}
+
+/// `svc project`.
+#[derive(Debug, Clone, Args)]
+pub struct ProjectArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+
+    /// The work group: projectors of one group split the log's partitions between them.
+    #[arg(long, env = "SVC_GROUP", default_value = "svc.project")]
+    pub group: String,
+
+    /// Events per projection batch.
+    #[arg(long, env = "SVC_BATCH_SIZE", default_value_t = 2000)]
+    pub batch_size: usize,
+
+    /// Seconds without a report after which a running backfill operation is taken for
+    /// interrupted (its node stopped) and reported failed; a running one reports at least
+    /// 12 times in this span.
+    #[arg(long, env = "SVC_OPERATION_STALE_SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub operation_stale_seconds: u64,
+}
+
+/// `svc replay`.
+#[derive(Debug, Clone, Args)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+
+    /// A read model to rebuild (repeatable). Default: every model on the embedded store;
+    /// with `--store`, the shared models (each query node rebuilds its own search index).
+    #[arg(long = "model", value_name = "MODEL")]
+    pub models: Vec<String>,
+
+    /// Seconds to keep an old version after the swap before dropping it, so that live
+    /// workers in other processes move to the new one first. Default: 0 on the embedded store
+    /// (nothing else can have it open), 10 with `--store`.
+    #[arg(long)]
+    pub grace_seconds: Option<u64>,
+}
+
+/// `svc backfill …`.
+#[derive(Debug, Subcommand)]
+pub enum BackfillCommand {
+    /// One repository (`com.atproto.sync.getRepo` from its PDS).
+    Did {
+        #[command(flatten)]
+        args: BackfillArgs,
+        /// The repository's DID.
+        did: String,
+    },
+    /// Every repository a PDS hosts (`com.atproto.sync.listRepos`; 10 per page, 2 at a time).
+    Pds {
+        #[command(flatten)]
+        args: BackfillArgs,
+        /// The PDS's `http://` or `https://` base URL.
+        url: String,
+    },
+}
+
+/// What every backfill needs.
+#[derive(Debug, Clone, Args)]
+pub struct BackfillArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+
+    #[command(flatten)]
+    pub network: NetworkArgs,
+}
+
+/// `svc dead-letters`.
+#[derive(Debug, Clone, Args)]
+pub struct DeadLetterArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+
+    /// The read model whose dead letters to list (of its active version).
+    #[arg(long, default_value = "eprints")]
+    pub model: String,
+
+    /// List at most this many, oldest first.
+    #[arg(long, default_value_t = 100)]
+    pub limit: usize,
+}
+
+/// `svc log …`.
+#[derive(Debug, Subcommand)]
+pub enum LogCommand {
+    /// Print events as JSON lines, in append order.
+    Tail {
+        #[command(flatten)]
+        data: DataArgs,
+
+        /// The first position (offset) to print.
+        #[arg(long, default_value_t = 0)]
+        from: u64,
+
+        /// Print at most this many events.
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+}
