@@ -178,6 +178,15 @@ pub fn write_papers(dest: &Path, n: usize) -> Result<()> {
     Ok(())
 }
 
+/// Runs the tests of one process that take it one at a time: each real-PDS scenario starts
+/// a PDS, svc and, on Kafka + CQL, a broker and a CQL server, more than two cores serve at
+/// once within the scenarios' deadlines. A test that failed while holding it does not stop
+/// the next one (the lock is taken back from a poisoned state).
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// A free port on the loopback interface.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port")

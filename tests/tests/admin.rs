@@ -283,25 +283,38 @@ async fn scenario(pds: &Pds, alice: &Account, bob: &Account, carl: &Account, adm
     svc.stop().unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn an_operator_runs_svc_through_the_admin_api_on_both_backends() {
+/// The PDS with Alice, Bob, Carl and the admin Adam, and a backend following it.
+async fn peers(backend: Backend) -> (Pds, [Account; 4], Backend) {
     let pds = Pds::start().unwrap();
-    let alice = pds.create_account("alice").await.unwrap();
-    let bob = pds.create_account("bob").await.unwrap();
-    let admin = pds.create_account("adam").await.unwrap();
-    let with_peers = |b: Backend| {
-        b.with_env("SVC_FIREHOSE", &pds.ws_url())
-            .with_env("SVC_PLC_URL", &pds.plc_url)
-            .with_env("SVC_HANDLE_RESOLVER", &pds.url)
-            .with_env("SVC_SERVICE_DID", SERVICE_DID)
-            .with_env("SVC_ADMIN_DIDS", &admin.did)
-    };
-    let (carl1, carl2) = (pds.create_account("carl").await.unwrap(), pds.create_account("carla").await.unwrap());
-    scenario(&pds, &alice, &bob, &carl1, &admin, &with_peers(Backend::embedded())).await;
-    // Then on Kafka and the ScyllaDB store (the CQL test server).
-    let kafka = with_peers(Backend::kafka_scylla());
-    scenario(&pds, &alice, &bob, &carl2, &admin, &kafka).await;
+    let names = ["alice", "bob", "carl", "adam"];
+    let mut accounts = Vec::new();
+    for name in names {
+        accounts.push(pds.create_account(name).await.unwrap());
+    }
+    let accounts: [Account; 4] = accounts.try_into().unwrap();
+    let backend = backend
+        .with_env("SVC_FIREHOSE", &pds.ws_url())
+        .with_env("SVC_PLC_URL", &pds.plc_url)
+        .with_env("SVC_HANDLE_RESOLVER", &pds.url)
+        .with_env("SVC_SERVICE_DID", SERVICE_DID)
+        .with_env("SVC_ADMIN_DIDS", &accounts[3].did);
+    (pds, accounts, backend)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_operator_runs_svc_through_the_admin_api_on_the_embedded_backend() {
+    let _serial = tests::serial();
+    let (pds, [alice, bob, carl, admin], backend) = peers(Backend::embedded()).await;
+    scenario(&pds, &alice, &bob, &carl, &admin, &backend).await;
     repositories(&pds, &alice, &bob, &admin).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_operator_runs_svc_through_the_admin_api_on_kafka_and_cql() {
+    let _serial = tests::serial();
+    // (The backend owns the broker and the CQL server: they live as long as the scenario.)
+    let (pds, [alice, bob, carl, admin], backend) = peers(Backend::kafka_scylla()).await;
+    scenario(&pds, &alice, &bob, &carl, &admin, &backend).await;
 }
 
 /// The repository operations: a freshness scan brings back a record changed while svc did

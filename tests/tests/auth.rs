@@ -245,8 +245,12 @@ async fn scenario(pds: &Pds, user: &Account, admin: &Account, backend: &Backend,
     // calls (token endpoints, refusals) count too, so count down to the refusal.
     let mut remaining = i64::MAX;
     let mut refused = None;
+    let mut previous = std::time::Instant::now();
     for i in 0..61 {
         let (status, h, body) = call(&svc, reqwest::Method::GET, "/xrpc/pub.svc.tag.getTrending", None, None).await;
+        // The quota gives back one request a second: a slow round trip may find it as full.
+        let replenished = previous.elapsed() >= std::time::Duration::from_secs(1);
+        previous = std::time::Instant::now();
         let left: i64 = h["x-ratelimit-remaining"].to_str().unwrap().parse().unwrap();
         if status == 429 {
             assert_eq!(body["error"], "RateLimitExceeded");
@@ -255,28 +259,35 @@ async fn scenario(pds: &Pds, user: &Account, admin: &Account, backend: &Backend,
             break;
         }
         assert_eq!(status, 200);
-        assert!(left < remaining, "the headers count down");
+        assert!(left < remaining || replenished, "the headers count down");
         remaining = left;
     }
     assert!(refused.is_some(), "61 anonymous requests in a minute were all served");
     svc.stop().unwrap();
 }
 
+/// A backend with the PDS's PLC directory and handles, and `admin` an admin of svc.
+fn with_peers(pds: &Pds, admin: &Account, backend: Backend) -> Backend {
+    backend
+        .with_env("SVC_PLC_URL", &pds.plc_url)
+        .with_env("SVC_SERVICE_DID", SERVICE_DID)
+        .with_env("SVC_ADMIN_DIDS", &admin.did)
+        .with_env("SVC_HANDLE_RESOLVER", &pds.url)
+}
+
 #[tokio::test(flavor = "multi_thread")]
-async fn identity_against_a_real_pds_on_both_backends() {
+async fn identity_against_a_real_pds_on_the_embedded_backend() {
+    let _serial = tests::serial();
     let pds = Pds::start().unwrap();
-    let user = pds.create_account("ursula").await.unwrap();
-    let admin = pds.create_account("adam").await.unwrap();
-    let with_peers = |b: Backend| {
-        b.with_env("SVC_PLC_URL", &pds.plc_url)
-            .with_env("SVC_SERVICE_DID", SERVICE_DID)
-            .with_env("SVC_ADMIN_DIDS", &admin.did)
-            .with_env("SVC_HANDLE_RESOLVER", &pds.url)
-    };
-    scenario(&pds, &user, &admin, &with_peers(Backend::embedded()), true).await;
-    // The same on the Kafka log and the ScyllaDB store on the CQL test server (a fresh svc:
-    // the user's TOTP enrolment lives in the first one's log). (The backend owns the broker
-    // and the CQL server: they live as long as the scenario.)
-    let kafka = with_peers(Backend::kafka_scylla());
-    scenario(&pds, &user, &admin, &kafka, false).await;
+    let (user, admin) = (pds.create_account("ursula").await.unwrap(), pds.create_account("adam").await.unwrap());
+    scenario(&pds, &user, &admin, &with_peers(&pds, &admin, Backend::embedded()), true).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn identity_against_a_real_pds_on_kafka_and_cql() {
+    let _serial = tests::serial();
+    let pds = Pds::start().unwrap();
+    let (user, admin) = (pds.create_account("ursula").await.unwrap(), pds.create_account("adam").await.unwrap());
+    // (The backend owns the broker and the CQL server: they live as long as the scenario.)
+    scenario(&pds, &user, &admin, &with_peers(&pds, &admin, Backend::kafka_scylla()), false).await;
 }

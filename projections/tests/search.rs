@@ -1,0 +1,201 @@
+//! The search projection against the embedded log and store: pasted titles, ranking by
+//! title words, cursor paging past 10,000 results in every order, and the tags facet.
+
+mod support;
+
+use event_schema::{AccountChange, AccountStatus, NewEvent, Payload, RecordDelete, RecordWrite};
+use eventlog::EventLog;
+use projections::catalog::{self, Mode};
+use projections::catch_up;
+use projections::search::{SearchRequest, SortOrder};
+use serde_json::json;
+use support::*;
+
+#[test]
+fn a_pasted_title_with_a_colon_finds_its_paper() {
+    let env = env();
+    let did = "did:plc:cccccccccccccccccccccccc";
+    let titles = ["SADL: What to Ignore? A Benchmark", "What to read next", "Reading what matters to people", "Colons: title:less"];
+    let events: Vec<NewEvent> =
+        titles.iter().enumerate().map(|(i, t)| write(did, &format!("3c{i}"), "3r000", submission(t, &[("C", did)], 1), false)).collect();
+    env.log.append(&events).unwrap();
+    project_all(&env);
+    for (query, expected) in [("SADL: What to", vec![titles[0]]), ("title:next", vec![titles[1]]), ("Colons: title:less", vec![titles[3]])]
+    {
+        let (hits, total) = search_all(&env, query, SortOrder::Relevance, 10);
+        let found: Vec<&str> = hits.iter().map(|h| h["title"].as_str().unwrap()).collect();
+        assert_eq!((found, total), (expected.clone(), expected.len()), "{query}");
+    }
+}
+
+#[test]
+fn words_in_the_title_rank_first() {
+    let env = env();
+    let did = "did:plc:eeeeeeeeeeeeeeeeeeeeeeee";
+    let paper = |title: &str, abstract_text: &str| {
+        let mut r = submission(title, &[("E", did)], 1);
+        r["abstract"] = json!(abstract_text);
+        r
+    };
+    let in_abstract = paper("Protein folding at scale", "We study self-supervised graph learning for molecules.");
+    // The longer document: without the title boost, the other one would rank first.
+    let in_title = paper(
+        "Self-supervised graph learning",
+        "We study protein folding at scale for molecules, with many more words around it than the other abstract has.",
+    );
+    env.log.append(&[write(did, "3t1", "3r000", in_abstract, false), write(did, "3t2", "3r000", in_title, false)]).unwrap();
+    project_all(&env);
+    for query in ["self-supervised graph", "graph learning", "Graph  LEARNING graph"] {
+        let (hits, total) = search_all(&env, query, SortOrder::Relevance, 10);
+        let found: Vec<&str> = hits.iter().map(|h| h["title"].as_str().unwrap()).collect();
+        assert_eq!((found, total), (vec!["Self-supervised graph learning", "Protein folding at scale"], 2), "{query}");
+    }
+}
+
+#[test]
+fn cursor_paging_goes_past_ten_thousand_results_in_every_order() {
+    let env = env();
+    let did = "did:plc:dddddddddddddddddddddddd";
+    let n = 10_500;
+    let events: Vec<NewEvent> = (0..n)
+        .map(|i| {
+            let mut r = submission(&format!("Deep paging study number {i}"), &[("D", did)], 1 + (i % 28) as u32);
+            if i % 3 == 0 {
+                r["title"] = json!(format!("Deep paging deep paging study {i}"));
+            }
+            write(did, &format!("3p{i:05}"), "3r000", r, false)
+        })
+        .collect();
+    for chunk in events.chunks(2000) {
+        env.log.append(chunk).unwrap();
+    }
+    let v = catalog::ensure_active(&env.ctx, "search").unwrap();
+    let mut p = catalog::open(&env.ctx, "search", v, Mode::Rebuild).unwrap();
+    catch_up(env.log.as_ref(), p.as_mut(), 5000).unwrap();
+    for sort in [SortOrder::Relevance, SortOrder::Date, SortOrder::Citations] {
+        let (hits, total) = search_all(&env, "deep paging", sort, 100);
+        assert_eq!(total, n);
+        let uris: std::collections::HashSet<_> = hits.iter().map(|h| h["uri"].as_str().unwrap().to_owned()).collect();
+        assert_eq!(uris.len(), n, "{sort:?}: every hit exactly once");
+        if sort == SortOrder::Date {
+            assert!(hits.windows(2).all(|w| w[0]["createdAt"].as_str() >= w[1]["createdAt"].as_str()));
+        }
+    }
+    // A query matching some of them (every abstract repeats the first title) counts those,
+    // on every page and in every order.
+    let numbered = (0..n).filter(|i| i % 3 != 0).count();
+    for sort in [SortOrder::Relevance, SortOrder::Date, SortOrder::Citations] {
+        let (hits, total) = search_all(&env, "study title:number", sort, 1000);
+        assert_eq!((hits.len(), total), (numbered, numbered), "{sort:?}");
+    }
+    // Relevance ranks the documents that say it twice first.
+    let (hits, _) = search_all(&env, "deep paging", SortOrder::Relevance, 100);
+    assert!(hits[..n / 3].iter().all(|h| h["title"].as_str().unwrap().starts_with("Deep paging deep paging")));
+}
+
+/// A `pub.svc.eprint.userTag` record on `eprint`.
+fn tag(did: &str, rkey: &str, rev: &str, eprint: &str, tag: &str) -> NewEvent {
+    NewEvent::repo(
+        src(),
+        Payload::RecordCreate(RecordWrite {
+            did: did.into(),
+            collection: "pub.svc.eprint.userTag".into(),
+            rkey: rkey.into(),
+            cid: format!("bafyrei{rkey}{rev}"),
+            rev: rev.into(),
+            record: json!({"eprintUri": eprint, "tag": tag, "createdAt": "2025-02-01T00:00:00Z"}),
+        }),
+    )
+}
+
+/// The tags facet of every eprint: `[(tag, count)]`, most frequent first, then by tag.
+fn tag_facet(env: &Env) -> Vec<(String, u64)> {
+    let v = env.ctx.store.active_version("search").unwrap().unwrap();
+    let index = env.ctx.search.open(v).unwrap();
+    let facets = index.facets(&SearchRequest::new("*", SortOrder::Relevance), &[projections::search::Facet::Tags]).unwrap();
+    let mut counts: Vec<(String, u64)> = facets["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b["value"].as_str().unwrap().to_owned(), b["count"].as_u64().unwrap()))
+        .collect();
+    counts.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
+    counts
+}
+
+#[test]
+fn the_tags_facet_counts_the_tags_on_the_matching_eprints() {
+    let env = env();
+    let (a, b, c) = ("did:plc:aaaaaaaaaaaaaaaaaaaaaaaa", "did:plc:bbbbbbbbbbbbbbbbbbbbbbbb", "did:plc:cccccccccccccccccccccccc");
+    let p1 = format!("at://{a}/pub.svc.eprint.submission/3p1");
+    let p2 = format!("at://{a}/pub.svc.eprint.submission/3p2");
+    env.log
+        .append(&[
+            // A tag before its eprint is indexed, tags after it, in two forms of one tag.
+            tag(b, "t1", "3r01", &p1, "Graph Theory"),
+            write(a, "3p1", "3r01", submission("First Paper", &[("A", a)], 1), false),
+            write(a, "3p2", "3r02", submission("Second Paper", &[("A", a)], 2), false),
+            tag(c, "t2", "3r01", &p1, "graph-theory"),
+            tag(c, "t3", "3r02", &p2, "graph theory"),
+            tag(b, "t4", "3r02", &p2, "Spectra"),
+            // Refused by its lexicon: left out.
+            tag(b, "t5", "3r03", &p2, ""),
+        ])
+        .unwrap();
+    project_all(&env);
+    assert_eq!(tag_facet(&env), [("graph-theory".to_owned(), 2), ("spectra".to_owned(), 1)]);
+
+    // An update moves a tag, a delete removes one, a newer version of the eprint keeps its
+    // tags, and a deleted account's tags go.
+    env.log
+        .append(&[
+            NewEvent::repo(
+                src(),
+                Payload::RecordUpdate(RecordWrite {
+                    did: b.into(),
+                    collection: "pub.svc.eprint.userTag".into(),
+                    rkey: "t4".into(),
+                    cid: "bafyreit4".into(),
+                    rev: "3r05".into(),
+                    record: json!({"eprintUri": p1, "tag": "Spectra", "createdAt": "2025-02-01T00:00:00Z"}),
+                }),
+            ),
+            write(a, "3p2", "3r06", submission("Second Paper Revised", &[("A", a)], 2), true),
+            delete_tag(c, "t3", "3r07"),
+        ])
+        .unwrap();
+    project_all(&env);
+    assert_eq!(tag_facet(&env), [("graph-theory".to_owned(), 1), ("spectra".to_owned(), 1)]);
+    let req = SearchRequest::new("first", SortOrder::Relevance);
+    let v = env.ctx.store.active_version("search").unwrap().unwrap();
+    let first = env.ctx.search.open(v).unwrap().facets(&req, &[projections::search::Facet::Tags]).unwrap();
+    assert_eq!(first["tags"].as_array().unwrap().len(), 2, "both on the first paper: {first}");
+    env.log
+        .append(&[NewEvent::repo(
+            src(),
+            Payload::Account(AccountChange { did: b.into(), active: false, status: Some(AccountStatus::Deleted) }),
+        )])
+        .unwrap();
+    project_all(&env);
+    assert_eq!(tag_facet(&env), [("graph-theory".to_owned(), 1)], "b's tags went with its account");
+
+    // A rebuild gives the same counts.
+    let live = tag_facet(&env);
+    let v2 = env.ctx.store.create_version("search").unwrap();
+    let mut rebuilt = catalog::open(&env.ctx, "search", v2, Mode::Rebuild).unwrap();
+    catch_up(env.log.as_ref(), rebuilt.as_mut(), 2).unwrap();
+    env.ctx.store.set_active_version("search", v2).unwrap();
+    assert_eq!(tag_facet(&env), live);
+}
+
+fn delete_tag(did: &str, rkey: &str, rev: &str) -> NewEvent {
+    NewEvent::repo(
+        src(),
+        Payload::RecordDelete(RecordDelete {
+            did: did.into(),
+            collection: "pub.svc.eprint.userTag".into(),
+            rkey: rkey.into(),
+            rev: rev.into(),
+        }),
+    )
+}
