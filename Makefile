@@ -1,6 +1,6 @@
 # The single entry point for local work and CI. `make` lists the targets.
 .DEFAULT_GOAL := help
-.PHONY: help run seed fmt lint peers test test-nextest bench loadtest loadtest-backends
+.PHONY: help run seed fmt lint peers test test-local test-nextest bench loadtest loadtest-backends
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -23,6 +23,13 @@ peers: ## install the real servers the tests use into .peers/ (tansu)
 
 test: ## the README's test command (what .ci/run runs): peers, then every test
 	scripts/test.sh
+
+test-local: ## the tests that need no server: unit, conformance (embedded, CQL test server), router, embedded end-to-end
+	cargo test --workspace --exclude tests --exclude eventlog
+	cargo test -p eventlog --lib
+	cargo test -p eventlog --doc
+	cargo test -p tests --test first_hour --test bad_input --test crash
+	cargo test -p tests --test e2e embedded
 
 test-nextest: ## the same tests under nextest, plus the doc tests nextest skips
 	scripts/peers.sh
