@@ -180,11 +180,11 @@ pub fn write_papers(dest: &Path, n: usize) -> Result<()> {
 
 /// Runs the tests of one process that take it one at a time: each real-PDS scenario starts
 /// a PDS, svc and, on Kafka + CQL, a broker and a CQL server, more than two cores serve at
-/// once within the scenarios' deadlines. A test that failed while holding it does not stop
-/// the next one (the lock is taken back from a poisoned state).
-pub fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+/// once within the scenarios' deadlines. (An async lock: it is held across the scenario's
+/// awaits, and a test that panics releases it as it unwinds.)
+pub async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
+    static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    LOCK.lock().await
 }
 
 /// A free port on the loopback interface.

@@ -303,7 +303,7 @@ async fn peers(backend: Backend) -> (Pds, [Account; 4], Backend) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_operator_runs_svc_through_the_admin_api_on_the_embedded_backend() {
-    let _serial = tests::serial();
+    let _serial = tests::serial().await;
     let (pds, [alice, bob, carl, admin], backend) = peers(Backend::embedded()).await;
     scenario(&pds, &alice, &bob, &carl, &admin, &backend).await;
     repositories(&pds, &alice, &bob, &admin).await;
@@ -311,7 +311,7 @@ async fn an_operator_runs_svc_through_the_admin_api_on_the_embedded_backend() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_operator_runs_svc_through_the_admin_api_on_kafka_and_cql() {
-    let _serial = tests::serial();
+    let _serial = tests::serial().await;
     // (The backend owns the broker and the CQL server: they live as long as the scenario.)
     let (pds, [alice, bob, carl, admin], backend) = peers(Backend::kafka_scylla()).await;
     scenario(&pds, &alice, &bob, &carl, &admin, &backend).await;

@@ -277,7 +277,7 @@ fn with_peers(pds: &Pds, admin: &Account, backend: Backend) -> Backend {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn identity_against_a_real_pds_on_the_embedded_backend() {
-    let _serial = tests::serial();
+    let _serial = tests::serial().await;
     let pds = Pds::start().unwrap();
     let (user, admin) = (pds.create_account("ursula").await.unwrap(), pds.create_account("adam").await.unwrap());
     scenario(&pds, &user, &admin, &with_peers(&pds, &admin, Backend::embedded()), true).await;
@@ -285,7 +285,7 @@ async fn identity_against_a_real_pds_on_the_embedded_backend() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn identity_against_a_real_pds_on_kafka_and_cql() {
-    let _serial = tests::serial();
+    let _serial = tests::serial().await;
     let pds = Pds::start().unwrap();
     let (user, admin) = (pds.create_account("ursula").await.unwrap(), pds.create_account("adam").await.unwrap());
     // (The backend owns the broker and the CQL server: they live as long as the scenario.)

@@ -314,7 +314,7 @@ async fn scenario(pds: &Pds, backend: &Backend) -> Ran {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_scholarly_layer_from_a_real_pds_on_the_embedded_backend() {
-    let _serial = tests::serial();
+    let _serial = tests::serial().await;
     let pds = Pds::start().unwrap();
     let embedded = following(&pds, Backend::embedded());
     let Ran { svc, data, _dir, queries, answers: before } = scenario(&pds, &embedded).await;
@@ -333,7 +333,7 @@ async fn the_scholarly_layer_from_a_real_pds_on_the_embedded_backend() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_scholarly_layer_from_a_real_pds_on_kafka_and_cql() {
-    let _serial = tests::serial();
+    let _serial = tests::serial().await;
     let pds = Pds::start().unwrap();
     // (The backend owns the broker and the CQL server: they live as long as the service.)
     let kafka = following(&pds, Backend::kafka_scylla());
