@@ -8,8 +8,8 @@ help: ## list the targets
 run: ## run svc on the embedded defaults (./data, 127.0.0.1:3000)
 	cargo run --release -- up
 
-seed: ## seed ./data with the committed 2,990-paper sample
-	cargo run --release -- seed fixtures/arxiv-sample-3k.jsonl.gz
+seed: ## seed ./data with the committed 2,990-paper sample and its made-up scholarly layer (--social)
+	cargo run --release -- seed --social fixtures/arxiv-sample-3k.jsonl.gz
 
 fmt: ## format the code
 	cargo fmt --all

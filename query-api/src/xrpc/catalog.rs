@@ -1,7 +1,7 @@
 //! Every XRPC operation the API contract names (`public-api.md`, `admin-api.md`), plus the
 //! operations whose identifiers the contract leaves to the references (related-works
 //! listing, tag search, the alpha and notification namespaces). Those not served yet answer
-//! 501 `NotImplemented`; the README's coverage table lists the same set.
+//! 501 `NotImplemented`; docs/coverage.md lists the same set.
 
 /// The operations of the contract, sorted.
 pub const OPERATIONS: &[&str] = &[
@@ -157,16 +157,16 @@ mod tests {
 }
 
 #[cfg(test)]
-mod readme {
-    /// The README's coverage table lists every operation with its real status.
+mod coverage {
+    /// docs/coverage.md lists every operation with its real status.
     #[test]
-    fn readme_coverage_table_matches_the_router() {
-        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    fn the_coverage_table_matches_the_router() {
+        let table = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/coverage.md")).unwrap();
         let served_set = crate::xrpc::served();
         for nsid in super::OPERATIONS {
             let served = served_set.contains(nsid);
             let row = format!("| `{nsid}` | {} |", if served { "served" } else { "not yet (501 `NotImplemented`)" });
-            assert!(readme.contains(&row), "README coverage table lacks: {row}");
+            assert!(table.contains(&row), "docs/coverage.md lacks: {row}");
         }
         for nsid in &served_set {
             assert!(super::is_named(nsid), "{nsid} is served but not in the catalog");
