@@ -44,13 +44,22 @@ fn row(arg: &Arg) -> String {
         (Some(long), _) if matches!(arg.get_action(), ArgAction::SetTrue | ArgAction::SetFalse | ArgAction::Count) => format!("`--{long}`"),
         (Some(long), Some(names)) => format!("`--{long} {}`", names.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" ")),
         (Some(long), None) => format!("`--{long} {}`", arg.get_id().as_str().to_uppercase()),
-        (None, _) => format!("`{}`", arg.get_value_names().map_or_else(|| arg.get_id().as_str().to_uppercase(), |n| n.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" "))),
+        (None, _) => format!(
+            "`{}`",
+            arg.get_value_names()
+                .map_or_else(|| arg.get_id().as_str().to_uppercase(), |n| n.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" "))
+        ),
     };
     let env = arg.get_env().map_or_else(|| "".to_owned(), |e| format!("`{}`", e.to_string_lossy()));
     let default: Vec<String> = arg.get_default_values().iter().map(|v| v.to_string_lossy().into_owned()).collect();
-    let default = if default.is_empty() || matches!(arg.get_action(), ArgAction::SetTrue) { String::new() } else { format!("`{}`", default.join(",")) };
+    let default = if default.is_empty() || matches!(arg.get_action(), ArgAction::SetTrue) {
+        String::new()
+    } else {
+        format!("`{}`", default.join(","))
+    };
     let mut help = arg.get_long_help().or_else(|| arg.get_help()).map(|h| one_line(&h.to_string())).unwrap_or_default();
-    let values: Vec<String> = arg.get_possible_values().iter().filter(|v| !v.is_hide_set()).map(|v| format!("`{}`", v.get_name())).collect();
+    let values: Vec<String> =
+        arg.get_possible_values().iter().filter(|v| !v.is_hide_set()).map(|v| format!("`{}`", v.get_name())).collect();
     if !values.is_empty() && !matches!(arg.get_action(), ArgAction::SetTrue | ArgAction::SetFalse) {
         if !help.is_empty() && !help.ends_with('.') {
             help.push('.');
@@ -112,10 +121,48 @@ mod tests {
         let mut known = std::collections::BTreeSet::new();
         long_flags(&Cli::command(), &mut known);
         let others = [
-            "release", "workspace", "exclude", "test", "lib", "doc", "example", "bin", "tests", "all-targets", "check", "no-run", "package",
-            "build", "detach", "data", "header", "request", "silent", "fail", "show-error", "output", "location", "checks", "strict-transport",
-            "allow-dirty", "no-fail-fast", "nocapture", "features", "path", "locked", "verbose", "version", "help", "profile", "quiet",
-            "ignored", "include-ignored", "skip", "exact", "list", "format",
+            "release",
+            "workspace",
+            "exclude",
+            "test",
+            "lib",
+            "doc",
+            "example",
+            "bin",
+            "tests",
+            "all-targets",
+            "check",
+            "no-run",
+            "package",
+            "build",
+            "detach",
+            "data",
+            "header",
+            "request",
+            "silent",
+            "fail",
+            "show-error",
+            "output",
+            "location",
+            "checks",
+            "strict-transport",
+            "allow-dirty",
+            "no-fail-fast",
+            "nocapture",
+            "features",
+            "path",
+            "locked",
+            "verbose",
+            "version",
+            "help",
+            "profile",
+            "quiet",
+            "ignored",
+            "include-ignored",
+            "skip",
+            "exact",
+            "list",
+            "format",
         ];
         let mut unknown = Vec::new();
         let mut docs: Vec<std::path::PathBuf> = vec![root().join("README.md")];
