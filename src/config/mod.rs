@@ -2,7 +2,8 @@
 //! command line and its rules here, what the long-running roles take in [`service`], what
 //! the one-shot tools take in [`tools`].
 
-pub mod reference;
+#[cfg(test)]
+mod reference;
 mod service;
 mod tools;
 

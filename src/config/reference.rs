@@ -1,5 +1,5 @@
 //! The configuration reference (`docs/configuration.md`), generated from the clap
-//! definitions: every subcommand's flags with their `SVC_*` variable, default and meaning.
+//! definitions by the tests of this module: every subcommand's flags with their `SVC_*` variable, default and meaning.
 //! A test keeps the file equal to what this renders (`SVC_UPDATE_DOCS=1 cargo test -p svc`
 //! writes it), and another that every `--flag` the README and docs name exists.
 
@@ -75,7 +75,6 @@ fn one_line(text: &str) -> String {
 }
 
 /// Every long flag of `cli` and its subcommands.
-#[cfg(test)]
 fn long_flags(cmd: &Command, into: &mut std::collections::BTreeSet<String>) {
     for arg in cmd.get_arguments() {
         if let Some(long) = arg.get_long() {
