@@ -7,6 +7,7 @@
 //! - [`backfill`]: a repository fetched whole and verified brings the read models to its state.
 #![warn(missing_docs)]
 
+pub mod arxiv;
 pub mod backfill;
 pub mod commit;
 mod cursor;

@@ -1,5 +1,5 @@
-//! `svc seed`: papers in the arXiv JSON-lines format (plain or gzip) become repository
-//! events, deterministically.
+//! `svc seed`: papers in either arXiv JSON-lines form (plain or gzip; [`crate::arxiv`])
+//! become repository events, deterministically.
 //!
 //! - Every distinct author name gets an account: a `did:plc` made from a hash of the name
 //!   and a handle made from the name (`jane-doe-ab12.arxiv.test`). Its first appearance
@@ -30,39 +30,18 @@ use data_encoding::BASE32_NOPAD;
 use event_schema::{IdentityChange, NewEvent, Payload, RecordWrite, Source};
 use eventlog::EventLog;
 use lexicons::{LexiconError, Lexicons};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use tracing::warn;
 
+pub use crate::arxiv::Paper;
 use crate::repo::{record_cid, tid};
 use crate::social::{SeededPaper, SocialGenerator};
 use crate::IngestError;
 
 /// The most authors a submission record may list.
 const MAX_AUTHORS: usize = 100;
-
-/// One paper of the arXiv data set (the fields seeding uses).
-#[derive(Debug, Clone, Deserialize)]
-pub struct Paper {
-    /// The arXiv id, e.g. `2507.10072`.
-    pub id: String,
-    /// The title.
-    pub title: String,
-    /// The abstract.
-    #[serde(rename = "abstract", default)]
-    pub abstract_text: String,
-    /// Author names in order.
-    pub authors: Vec<String>,
-    /// arXiv categories, primary first.
-    #[serde(default)]
-    pub categories: Vec<String>,
-    /// The announcement day, `YYYY-MM-DD`.
-    pub date: String,
-    /// The DOI.
-    #[serde(default)]
-    pub doi: Option<String>,
-}
 
 /// A made-up account for an author name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -339,7 +318,7 @@ pub fn seed_file(
         if line.trim().is_empty() {
             continue;
         }
-        let events = serde_json::from_str::<Paper>(&line).map_err(|e| SkipReason::not_a_paper(&e)).and_then(|paper| {
+        let events = Paper::from_line(&line).map_err(|e| SkipReason::not_a_paper(&e)).and_then(|paper| {
             let mut events = paper_events(&paper, &source, &lexicons, &mut seen)?;
             if let Some(generator) = social.as_mut() {
                 if let Some(seeded) = seeded_paper(&paper, &events) {
@@ -432,6 +411,33 @@ mod tests {
 
     fn line(id: &str, title: &str, authors: &[&str], date: &str) -> String {
         json!({"id": id, "title": title, "abstract": "A.", "authors": authors, "categories": ["cs.CL"], "date": date}).to_string()
+    }
+
+    #[test]
+    fn a_file_may_mix_the_data_sets_lines_and_the_snapshots() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mixed.jsonl");
+        let lines = [line("2507.10072", "Data set form", &["Ada Lovelace"], "2025-07-15"), crate::arxiv::SNAPSHOT_LINE.to_owned()];
+        std::fs::write(&path, lines.join("\n")).unwrap();
+        let log = eventlog::EmbeddedLog::open(&dir.path().join("data"), 1).unwrap();
+        let report = seed_file(&path, &log, &SeedOptions::default(), &mut |_| {}).unwrap();
+        assert_eq!((report.papers, report.skipped_lines()), (2, 0), "{:?}", report.skipped);
+        let records: Vec<serde_json::Value> = log
+            .read_merged(0, 100)
+            .unwrap()
+            .into_iter()
+            .filter_map(|e| match e.payload {
+                Payload::RecordCreate(w) => Some(w.record),
+                _ => None,
+            })
+            .collect();
+        let snapshot = records.iter().find(|r| r["externalIds"]["arxivId"] == "0704.0001").unwrap();
+        assert_eq!(snapshot["title"], "Calculation of prompt diphoton production cross sections at Tevatron and LHC energies");
+        assert_eq!(snapshot["authors"][0]["name"], "C. Balázs");
+        assert_eq!(snapshot["authors"].as_array().unwrap().len(), 4);
+        assert_eq!(snapshot["fields"], json!(["hep-ph"]));
+        assert_eq!(snapshot["createdAt"], "2007-04-02T00:00:00.000Z");
+        assert_eq!(snapshot["doi"], "10.1103/PhysRevD.76.013009");
     }
 
     #[test]
