@@ -14,7 +14,7 @@ use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use lexicons::Lexicons;
-use store::Store;
+use store::{Store, TableRef};
 use tracing::info;
 
 use crate::access::{self, AccessProjection};
@@ -46,15 +46,19 @@ pub struct ModelSpec {
     pub tables: &'static [&'static str],
     /// Opens the projection that builds a version.
     pub open: OpenFn,
+    /// The layout of the model's rows. A release that changes what the model writes, or how,
+    /// raises it; a version built with an older format is reported as needing a replay
+    /// ([`needs_replay`]). The search index has its own schema check and rebuilds itself.
+    pub format: u32,
 }
 
 /// Every read model, in the order they are built: one line each.
 pub const CATALOG: &[ModelSpec] = &[
-    ModelSpec { name: eprints::MODEL, place: Place::Shared, tables: eprints::TABLES, open: open_eprints },
-    ModelSpec { name: attached::MODEL, place: Place::Shared, tables: attached::TABLES, open: open_attached },
-    ModelSpec { name: access::MODEL, place: Place::Shared, tables: access::TABLES, open: open_access },
-    ModelSpec { name: admin::MODEL, place: Place::Shared, tables: admin::TABLES, open: open_admin },
-    ModelSpec { name: search::MODEL, place: Place::Node, tables: search::TABLES, open: open_search },
+    ModelSpec { name: eprints::MODEL, place: Place::Shared, tables: eprints::TABLES, open: open_eprints, format: 1 },
+    ModelSpec { name: attached::MODEL, place: Place::Shared, tables: attached::TABLES, open: open_attached, format: 1 },
+    ModelSpec { name: access::MODEL, place: Place::Shared, tables: access::TABLES, open: open_access, format: 1 },
+    ModelSpec { name: admin::MODEL, place: Place::Shared, tables: admin::TABLES, open: open_admin, format: 1 },
+    ModelSpec { name: search::MODEL, place: Place::Node, tables: search::TABLES, open: open_search, format: 1 },
 ];
 
 fn open_eprints(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
@@ -172,12 +176,15 @@ pub fn open(ctx: &Context, model: &str, version: u32, mode: Mode) -> Result<Box<
 pub fn ensure_active(ctx: &Context, model: &str) -> Result<u32, ProjectionError> {
     let registry = ctx.registry(model);
     if let Some(v) = registry.active_version(model)? {
+        if let Some((built, current)) = needs_replay(ctx, model)? {
+            tracing::warn!(model, built, current, "this read model was built by an older svc with another row format: run `svc replay --model {model}` (readiness answers 503 until then)");
+        }
         if model != search::MODEL || ctx.search.is_current(v)? {
             return Ok(v);
         }
         // An index of an older schema (this node's own): a new version replaces it, built
         // from the log; readiness holds traffic off the node until it is complete.
-        let new = registry.create_version(model)?;
+        let new = create_version(ctx, model)?;
         registry.set_active_version(model, new)?;
         tracing::warn!(model, old = v, new, "the search index was built by an older svc with another schema; rebuilding it from the log");
         if let Err(e) = drop_version(ctx, model, v) {
@@ -185,7 +192,7 @@ pub fn ensure_active(ctx: &Context, model: &str) -> Result<u32, ProjectionError>
         }
         return Ok(new);
     }
-    let mine = registry.create_version(model)?;
+    let mine = create_version(ctx, model)?;
     let versions = registry.versions(model)?;
     if let Some((&active, _)) = versions.iter().find(|(_, s)| **s == store::VersionState::Active) {
         if let Err(e) = drop_version(ctx, model, mine) {
@@ -204,8 +211,59 @@ pub fn drop_version(ctx: &Context, model: &str, version: u32) -> Result<(), Proj
     if model == search::MODEL {
         ctx.search.remove(version)?;
     }
-    ctx.registry(model).drop_version(model, version, spec.tables)?;
+    let tables: Vec<&str> = spec.tables.iter().copied().chain([META_TABLE]).collect();
+    ctx.registry(model).drop_version(model, version, &tables)?;
     Ok(())
+}
+
+/// The table of a version's own facts (its format), beside the model's tables.
+const META_TABLE: &str = "meta";
+
+fn meta(model: &str, version: u32) -> TableRef {
+    TableRef::new(model, version, META_TABLE)
+}
+
+/// Registers the next version of `model` (state building) with the format this build
+/// writes.
+///
+/// # Errors
+/// When the registry cannot be written.
+pub fn create_version(ctx: &Context, model: &str) -> Result<u32, ProjectionError> {
+    let spec = spec(model)?;
+    let registry = ctx.registry(model);
+    let version = registry.create_version(model)?;
+    let mut columns = store::Columns::new();
+    columns.insert("format".into(), store::Value::Int(i64::from(spec.format)));
+    let mut batch = store::Batch::default();
+    batch.put(&meta(model, version), "format", Vec::new(), columns, 0);
+    registry.apply(batch)?;
+    Ok(version)
+}
+
+/// The format `version` of `model` was built with: 1 for a version made before formats
+/// were recorded (the layout every model had then).
+///
+/// # Errors
+/// When the registry cannot be read.
+pub fn format_of(ctx: &Context, model: &str, version: u32) -> Result<u32, ProjectionError> {
+    let row = ctx.registry(model).get(&meta(model, version), "format", &[])?;
+    Ok(row.and_then(|c| c.get("format").and_then(store::Value::as_int)).map_or(1, |f| f as u32))
+}
+
+/// Whether the active version of `model` was built with an older format than this build
+/// writes: `Some((built, current))` when `svc replay --model <model>` is needed. Only the
+/// shared models are checked (the search index rebuilds itself).
+///
+/// # Errors
+/// When the registry cannot be read.
+pub fn needs_replay(ctx: &Context, model: &str) -> Result<Option<(u32, u32)>, ProjectionError> {
+    let spec = spec(model)?;
+    if spec.place != Place::Shared {
+        return Ok(None);
+    }
+    let Some(active) = ctx.registry(model).active_version(model)? else { return Ok(None) };
+    let built = format_of(ctx, model, active)?;
+    Ok((built < spec.format).then_some((built, spec.format)))
 }
 
 /// How often a live projection looks for a new active version.

@@ -456,3 +456,41 @@ fn an_invalid_submission_holds_back_its_repository_in_the_model_and_the_index_al
     assert_eq!(search_all(&env, "held", SortOrder::Relevance, 10).1, 1);
     assert!(projections::deadletter::list(env.ctx.store.as_ref(), "eprints", version, 10).unwrap().is_empty());
 }
+
+/// A version built with an older row format (here, one marked format 0) is reported as
+/// needing a replay; a version built by this svc, or before formats were recorded (no
+/// mark: format 1), is not.
+#[test]
+fn a_version_of_an_older_format_needs_a_replay() {
+    let env = env();
+    env.log
+        .append(&[write(
+            "did:plc:aaaaaaaaaaaaaaaaaaaaaaaa",
+            "3k001",
+            "3r001",
+            submission("Formats", &[("A", "did:plc:aaaaaaaaaaaaaaaaaaaaaaaa")], 1),
+            false,
+        )])
+        .unwrap();
+    project_all(&env);
+    let v = env.ctx.store.active_version("eprints").unwrap().unwrap();
+    assert_eq!(catalog::format_of(&env.ctx, "eprints", v).unwrap(), 1);
+    assert_eq!(catalog::needs_replay(&env.ctx, "eprints").unwrap(), None);
+
+    let meta = store::TableRef::new("eprints", v, "meta");
+    let mut batch = store::Batch::default();
+    batch.put(&meta, "format", Vec::new(), [("format".to_owned(), store::Value::Int(0))].into_iter().collect(), 1);
+    env.ctx.store.apply(batch).unwrap();
+    assert_eq!(catalog::needs_replay(&env.ctx, "eprints").unwrap(), Some((0, 1)));
+    assert_eq!(catalog::needs_replay(&env.ctx, "attached").unwrap(), None, "one model at a time");
+
+    // A version without the mark was built before formats were recorded: format 1.
+    let mut batch = store::Batch::default();
+    batch.delete(&meta, "format", Vec::new(), 2);
+    env.ctx.store.apply(batch).unwrap();
+    assert_eq!(catalog::format_of(&env.ctx, "eprints", v).unwrap(), 1);
+
+    // A rebuild writes this svc's format.
+    let new = catalog::create_version(&env.ctx, "eprints").unwrap();
+    assert_eq!(catalog::format_of(&env.ctx, "eprints", new).unwrap(), 1);
+}

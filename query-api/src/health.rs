@@ -33,7 +33,9 @@ async fn liveness() -> Json<Value> {
 ///
 /// The body tells, per read model: `ready` (complete once), `caughtUp` (at the end of the
 /// log right now), `lag` (events not yet applied), `applied` (since start) and
-/// `deadLetters` (events it could not apply, for models that keep them).
+/// `deadLetters` (events it could not apply, for models that keep them). A shared model
+/// built by an older svc with another row format keeps the node unready (`needsReplay`,
+/// status `needsReplay`) until `svc replay` rebuilds it.
 async fn readiness(State(state): State<AppState>) -> Response {
     let s = state.clone();
     let checked = tokio::task::spawn_blocking(move || {
@@ -87,10 +89,19 @@ async fn readiness(State(state): State<AppState>) -> Response {
                 }
             });
         }
-        (log, store, search, projections, all_ready)
+        // Shared models built by an older svc with another row format: a replay is needed.
+        let ctx = s.context();
+        let stale: Vec<Value> = projections::catalog::SHARED_MODELS
+            .iter()
+            .filter_map(|model| match projections::catalog::needs_replay(&ctx, model) {
+                Ok(Some((built, current))) => Some(json!({"model": model, "builtFormat": built, "currentFormat": current})),
+                _ => None,
+            })
+            .collect();
+        (log, store, search, projections, all_ready, stale)
     })
     .await;
-    let Ok((log, store, search, projections, complete)) = checked else {
+    let Ok((log, store, search, projections, complete, stale)) = checked else {
         return (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "unavailable"}))).into_response();
     };
     let status = |r: &Result<(), String>| match r {
@@ -98,12 +109,20 @@ async fn readiness(State(state): State<AppState>) -> Response {
         Err(e) => json!({"error": e}),
     };
     let healthy = log.is_ok() && store.is_ok() && search.is_ok();
-    let ready = healthy && complete;
-    let body = json!({
-        "status": if ready { "ok" } else if healthy { "catchingUp" } else { "unavailable" },
+    let ready = healthy && complete && stale.is_empty();
+    let mut body = json!({
+        "status": match () {
+            _ if ready => "ok",
+            _ if !healthy => "unavailable",
+            _ if !stale.is_empty() => "needsReplay",
+            _ => "catchingUp",
+        },
         "checks": {"log": status(&log), "store": status(&store), "search": status(&search)},
         "projections": projections,
     });
+    if !stale.is_empty() {
+        body["needsReplay"] = json!(stale);
+    }
     let code = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     (code, Json(body)).into_response()
 }

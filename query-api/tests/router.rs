@@ -86,3 +86,20 @@ async fn an_unknown_record_is_not_found_in_the_envelope() {
     assert_eq!((status, body["error"].as_str()), (StatusCode::NOT_FOUND, Some("RecordNotFound")));
     assert!(body["message"].as_str().is_some_and(|m| m.contains("missing")));
 }
+
+/// A shared model built by an older svc with another row format keeps the node unready and
+/// says which model needs a replay.
+#[tokio::test]
+async fn readiness_names_a_model_that_needs_a_replay() {
+    let f = seeded();
+    let (_, before) = f.get("/health/readiness").await;
+    assert!(before.get("needsReplay").is_none(), "{before}");
+    let v = f.state.store.active_version("attached").unwrap().unwrap();
+    let mut batch = store::Batch::default();
+    let format = [("format".to_owned(), store::Value::Int(0))].into_iter().collect();
+    batch.put(&store::TableRef::new("attached", v, "meta"), "format", Vec::new(), format, 1);
+    f.state.store.apply(batch).unwrap();
+    let (status, body) = f.get("/health/readiness").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["needsReplay"], json!([{"model": "attached", "builtFormat": 0, "currentFormat": 1}]), "{body}");
+}

@@ -86,7 +86,7 @@ fn begin(ctx: &Context, model: &'static str) -> Result<Build, ReplayError> {
     let registry = ctx.registry(model);
     drop_retired(ctx, model);
     let old_version = registry.active_version(model).map_err(|e| wrap(e.into()))?;
-    let new_version = registry.create_version(model).map_err(|e| wrap(e.into()))?;
+    let new_version = catalog::create_version(ctx, model).map_err(wrap)?;
     info!(model, new_version, "rebuilding read model from position 0");
     match catalog::open(ctx, model, new_version, catalog::Mode::Rebuild) {
         Ok(projection) => Ok(Build { model, old_version, new_version, projection }),

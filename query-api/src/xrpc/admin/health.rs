@@ -48,9 +48,17 @@ pub(super) async fn system_health(c: Call) -> Answer {
                 let registry = ctx.registry(model);
                 let versions: Vec<Value> = registry
                     .versions(model)
-                    .map(|v| v.into_iter().map(|(n, state)| json!({"version": n, "state": format!("{state:?}").to_lowercase()})).collect())
+                    .map(|v| {
+                        v.into_iter()
+                            .map(|(n, state)| {
+                                let format = projections::catalog::format_of(&ctx, model, n).ok();
+                                json!({"version": n, "state": format!("{state:?}").to_lowercase(), "format": format})
+                            })
+                            .collect()
+                    })
                     .unwrap_or_default();
-                json!({"name": model, "activeVersion": registry.active_version(model).ok().flatten(), "versions": versions})
+                let needs_replay = projections::catalog::needs_replay(&ctx, model).ok().flatten().is_some();
+                json!({"name": model, "activeVersion": registry.active_version(model).ok().flatten(), "versions": versions, "needsReplay": needs_replay})
             })
             .collect::<Vec<Value>>()
     })
