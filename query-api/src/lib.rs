@@ -5,6 +5,11 @@
 //! security headers of the spec on every response. Errors become HTTP in one place
 //! ([`error`]). Handlers only read read models; they never write them: a procedure appends
 //! a command event to the log and the projections apply it ([`xrpc::sync`]).
+//!
+//! Modules import only downward: the ground floor ([`error`], [`body`], [`identity`],
+//! [`state`], [`params`], [`reads`], [`command`], [`metrics`]), then what handlers share
+//! ([`views`], [`search`], [`auth`]), then the handlers ([`xrpc`], [`rest`]); [`app`] wires
+//! them together.
 #![warn(missing_docs)]
 
 mod applied;
