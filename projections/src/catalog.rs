@@ -193,8 +193,22 @@ pub fn ensure_active(ctx: &Context, model: &str) -> Result<u32, ProjectionError>
         return Ok(new);
     }
     let mine = create_version(ctx, model)?;
+    settle(ctx, model, mine)
+}
+
+/// After this process created version `mine` of a model that had no active version: the
+/// version to use. Another process may have raced it: when one is active now, `mine` is
+/// dropped unless it is that one; otherwise the oldest version being built is activated.
+fn settle(ctx: &Context, model: &str, mine: u32) -> Result<u32, ProjectionError> {
+    let registry = ctx.registry(model);
     let versions = registry.versions(model)?;
     if let Some((&active, _)) = versions.iter().find(|(_, s)| **s == store::VersionState::Active) {
+        // Two processes starting at once may both have been handed the same number (a store
+        // without transactions numbers versions by reading the highest): then the active
+        // version is this one too, and it must not be dropped.
+        if active == mine {
+            return Ok(active);
+        }
         if let Err(e) = drop_version(ctx, model, mine) {
             tracing::warn!(model, version = mine, error = %e, "could not drop a version created in a race; it stays building");
         }
@@ -330,5 +344,42 @@ impl Projection for FollowActive {
 
     fn flush(&mut self) -> Result<(), ProjectionError> {
         self.inner.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn ctx(dir: &std::path::Path) -> Context {
+        Context::single(Arc::new(store::EmbeddedStore::open(dir).unwrap()), &dir.join("search"))
+    }
+
+    /// Two processes starting at once on a store that numbers versions by reading the
+    /// highest may both be handed the same number; the one that finds it already active must
+    /// keep it, not drop it as a version of its own created in a race.
+    #[test]
+    fn a_race_handed_the_active_version_keeps_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ctx(dir.path());
+        let v = ensure_active(&ctx, eprints::MODEL).unwrap();
+        assert_eq!(settle(&ctx, eprints::MODEL, v).unwrap(), v);
+        let versions = ctx.store.versions(eprints::MODEL).unwrap();
+        assert_eq!(versions.get(&v), Some(&store::VersionState::Active), "{versions:?}");
+    }
+
+    /// A version another process created in the race is dropped, the active one kept.
+    #[test]
+    fn a_version_created_in_a_race_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ctx(dir.path());
+        let active = ensure_active(&ctx, eprints::MODEL).unwrap();
+        let mine = create_version(&ctx, eprints::MODEL).unwrap();
+        assert_eq!(settle(&ctx, eprints::MODEL, mine).unwrap(), active);
+        let versions = ctx.store.versions(eprints::MODEL).unwrap();
+        assert_eq!(versions.get(&active), Some(&store::VersionState::Active));
+        assert_ne!(versions.get(&mine), Some(&store::VersionState::Building), "{versions:?}");
     }
 }

@@ -132,7 +132,17 @@ impl Db {
         if !self.exists(name).await? {
             return Ok(());
         }
-        let all = self.session.query_unpaged(format!("SELECT p, c FROM {}.{name}", self.keyspace), ()).await.map_err(unavailable)?;
+        let all = match self.session.query_unpaged(format!("SELECT p, c FROM {}.{name}", self.keyspace), ()).await {
+            Ok(all) => all,
+            // The CQL test server answers so for a table another of its sessions created and
+            // it holds no row of (seen emptying a version created in a race): nothing to empty.
+            Err(ExecutionError::LastAttemptError(RequestAttemptError::DbError(DbError::Invalid, message)))
+                if self.limited && message.contains("Table does not exist") =>
+            {
+                return Ok(());
+            }
+            Err(e) => return Err(unavailable(e)),
+        };
         let rows = all.into_rows_result().map_err(unavailable)?;
         let keys: Vec<(String, Vec<u8>)> =
             rows.rows::<(String, Vec<u8>)>().map_err(unavailable)?.collect::<Result<_, _>>().map_err(unavailable)?;
