@@ -72,7 +72,9 @@ pub type App = MapResponse<Cors<Router>, fn(Response) -> Response>;
 /// per-route layer boxes a copy of the route's whole stack.
 pub fn app(state: AppState) -> App {
     metrics::handle();
-    let operations = Arc::new(metrics::Operations::new(xrpc::served().into_iter().chain(xrpc::catalog::OPERATIONS.iter().copied())));
+    let methods = xrpc::methods();
+    let served = methods.methods().iter().map(|m| m.nsid);
+    let operations = Arc::new(metrics::Operations::new(served.chain(xrpc::catalog::OPERATIONS.iter().copied())));
     // The policy is the same for every origin and request, so no answer varies with the
     // request's CORS headers: no `Vary` (which the layer would otherwise build per request).
     let cors = CorsLayer::new()
@@ -81,7 +83,7 @@ pub fn app(state: AppState) -> App {
         .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE])
         .vary(Vec::<HeaderName>::new());
     let router = Router::new()
-        .merge(xrpc::routes())
+        .merge(xrpc::routes(methods))
         .merge(rest::routes())
         .merge(health::routes())
         .merge(auth::oauth::routes())

@@ -53,7 +53,7 @@ impl fmt::Display for Role {
 
 /// A name that is no role.
 #[derive(Debug, thiserror::Error)]
-#[error("{0:?} is not one of admin, moderator, graph-editor, author, reader, alpha-tester, premium")]
+#[error("{0:?} is not one of {roles}", roles = Role::ALL.map(Role::as_str).join(", "))]
 pub struct UnknownRole(pub String);
 
 impl FromStr for Role {

@@ -9,8 +9,7 @@ use serde_json::{json, Value};
 use super::method::{Answer, Auth, Call, Routes};
 use crate::body::Body;
 use crate::error::ApiError;
-use crate::params::check_did;
-use crate::params::{cursor, uri_param};
+use crate::params::{cursor, did_param, uri_param};
 use crate::reads::{self, FILTER_MAX};
 use crate::views::attached::{self, list_answer};
 
@@ -141,8 +140,7 @@ fn get_thread(c: &Call) -> Answer {
 
 /// `pub.svc.annotation.listByAuthor`: the annotations one account wrote.
 fn list_by_author(c: &Call) -> Answer {
-    let did = c.str("annotatorDid");
-    check_did("annotatorDid", did)?;
+    let did = did_param(&c.params, "annotatorDid")?;
     let after = cursor(&c.params)?;
     let answer = reads::attached(&c.state, |r| {
         let base = Listing::by_author(Kind::Annotation, did);

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use super::method::{Answer, Auth, Call, Routes};
 use crate::body::Body;
 use crate::error::ApiError;
-use crate::params::check_did;
+use crate::params::did_param;
 use crate::reads;
 
 /// The namespace's methods.
@@ -23,8 +23,7 @@ const RECENT_EPRINTS: usize = 10;
 /// the counts of what they wrote, and their newest eprints; `NotFound` for a DID svc knows
 /// nothing of, and for a hidden account.
 fn get_profile(c: &Call) -> Answer {
-    let did = c.str("did");
-    check_did("did", did)?;
+    let did = did_param(&c.params, "did")?;
     let answer = reads::attached(&c.state, |r| {
         let account = r.account(did)?;
         if account.hidden {

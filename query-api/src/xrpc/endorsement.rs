@@ -11,8 +11,7 @@ use serde_json::{json, Value};
 use super::method::{Answer, Auth, Call, Routes};
 use crate::body::Body;
 use crate::error::ApiError;
-use crate::params::check_did;
-use crate::params::{cursor, uri_param};
+use crate::params::{check_did, cursor, uri_param};
 use crate::reads::{self, FILTER_MAX};
 use crate::views::attached::{self, list_answer};
 

@@ -57,10 +57,10 @@ pub fn served() -> Vec<&'static str> {
     nsids
 }
 
-/// The XRPC routes: one static route per served method (matched without capturing the
-/// NSID), and `/xrpc/{nsid}` for the rest.
-pub fn routes() -> Router<AppState> {
-    methods().into_router().route("/xrpc/{nsid}", any(unserved))
+/// The XRPC routes of `methods`: one static route per method (matched without capturing
+/// the NSID), and `/xrpc/{nsid}` for the rest.
+pub fn routes(methods: Routes) -> Router<AppState> {
+    methods.into_router().route("/xrpc/{nsid}", any(unserved))
 }
 
 /// Answers an NSID this build does not serve: 501 for the contract's other operations,

@@ -8,8 +8,7 @@ use serde_json::{json, Value};
 use super::method::{Answer, Auth, Call, Routes};
 use crate::body::Body;
 use crate::error::ApiError;
-use crate::params::check_did;
-use crate::params::{cursor, uri_param};
+use crate::params::{cursor, did_param, uri_param};
 use crate::reads::{self, FILTER_MAX};
 use crate::views::attached::{self, list_answer};
 
@@ -66,8 +65,7 @@ fn list_for_eprint(c: &Call) -> Answer {
 
 /// `pub.svc.review.listForAuthor`: the reviews one account wrote.
 fn list_for_author(c: &Call) -> Answer {
-    let did = c.str("reviewerDid");
-    check_did("reviewerDid", did)?;
+    let did = did_param(&c.params, "reviewerDid")?;
     list(c, Listing::by_author(Kind::Review, did))
 }
 

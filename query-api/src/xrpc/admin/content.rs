@@ -14,8 +14,7 @@ use serde_json::{json, Value};
 use super::not_found_error;
 use crate::body::Body;
 use crate::error::ApiError;
-use crate::params::check_did;
-use crate::params::offset;
+use crate::params::{did_param, offset};
 use crate::reads::blocking;
 use crate::search::SearchArgs;
 use crate::xrpc::method::{Answer, Auth, Call, Routes};
@@ -24,14 +23,15 @@ use crate::xrpc::method::{Answer, Auth, Call, Routes};
 const MAX_OFFSET: usize = 10_000;
 
 pub(super) fn routes() -> Routes {
+    let admin = Auth::Role(Role::Admin);
     Routes::new()
-        .query_async("pub.svc.admin.getOverview", Auth::Role(Role::Admin), overview)
-        .query("pub.svc.admin.searchUsers", Auth::Role(Role::Admin), search_users)
-        .query("pub.svc.admin.getUserDetail", Auth::Role(Role::Admin), user_detail)
-        .query_async("pub.svc.admin.listEprints", Auth::Role(Role::Admin), list_eprints)
-        .query("pub.svc.admin.listReviews", Auth::Role(Role::Admin), list_reviews)
-        .query("pub.svc.admin.listEndorsements", Auth::Role(Role::Admin), list_endorsements)
-        .procedure("pub.svc.admin.deleteContent", Auth::Role(Role::Admin), delete_content)
+        .query_async("pub.svc.admin.getOverview", admin, overview)
+        .query("pub.svc.admin.searchUsers", admin, search_users)
+        .query("pub.svc.admin.getUserDetail", admin, user_detail)
+        .query_async("pub.svc.admin.listEprints", admin, list_eprints)
+        .query("pub.svc.admin.listReviews", admin, list_reviews)
+        .query("pub.svc.admin.listEndorsements", admin, list_endorsements)
+        .procedure("pub.svc.admin.deleteContent", admin, delete_content)
 }
 
 /// `getOverview`: `{eprints, authors, reviews, endorsements, collections, tags}`. `authors`
@@ -102,8 +102,7 @@ fn search_users(c: &Call) -> Answer {
 
 /// `getUserDetail`: one user; `NotFoundError` for a DID the index does not know.
 fn user_detail(c: &Call) -> Answer {
-    let did = c.str("did");
-    check_did("did", did)?;
+    let did = did_param(&c.params, "did")?;
     let found = user(c, did, true)?.ok_or_else(|| not_found_error(format!("{did} is not in the index")))?;
     Body::json(&found)
 }

@@ -24,12 +24,13 @@ use crate::xrpc::method::{Answer, Auth, Call, Routes};
 const DLQ_READ: usize = 10_000;
 
 pub(super) fn routes() -> Routes {
+    let admin = Auth::Role(Role::Admin);
     Routes::new()
-        .query_async("pub.svc.admin.listDLQEntries", Auth::Role(Role::Admin), list)
-        .procedure("pub.svc.admin.retryDLQEntry", Auth::Role(Role::Admin), retry)
-        .procedure("pub.svc.admin.dismissDLQEntry", Auth::Role(Role::Admin), dismiss)
-        .procedure("pub.svc.admin.retryAllDLQ", Auth::Role(Role::Admin), retry_all)
-        .procedure("pub.svc.admin.purgeOldDLQ", Auth::Role(Role::Admin), purge_old)
+        .query_async("pub.svc.admin.listDLQEntries", admin, list)
+        .procedure("pub.svc.admin.retryDLQEntry", admin, retry)
+        .procedure("pub.svc.admin.dismissDLQEntry", admin, dismiss)
+        .procedure("pub.svc.admin.retryAllDLQ", admin, retry_all)
+        .procedure("pub.svc.admin.purgeOldDLQ", admin, purge_old)
 }
 
 /// A dead letter with the model that parked it.

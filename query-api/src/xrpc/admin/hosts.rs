@@ -17,10 +17,11 @@ use crate::xrpc::method::{Answer, Auth, Call, Routes};
 const ACTIVE_WITHIN: chrono::Duration = chrono::Duration::hours(24);
 
 pub(super) fn routes() -> Routes {
+    let admin = Auth::Role(Role::Admin);
     Routes::new()
-        .query_async("pub.svc.admin.getFirehoseStatus", Auth::Role(Role::Admin), firehose_status)
-        .query("pub.svc.admin.listPDSes", Auth::Role(Role::Admin), list_hosts)
-        .procedure("pub.svc.admin.rescanPDS", Auth::Role(Role::Admin), rescan)
+        .query_async("pub.svc.admin.getFirehoseStatus", admin, firehose_status)
+        .query("pub.svc.admin.listPDSes", admin, list_hosts)
+        .procedure("pub.svc.admin.rescanPDS", admin, rescan)
 }
 
 /// `rescanPDS`: `{success, pdsUrl}`: registers the host again (a command event the admin

@@ -15,11 +15,8 @@ use crate::reads::blocking;
 use crate::xrpc::method::{Answer, Auth, Call, Routes};
 
 pub(super) fn routes() -> Routes {
-    Routes::new().query("pub.svc.admin.listViolations", Auth::Role(Role::Admin), violations).query_async(
-        "pub.svc.admin.listWarnings",
-        Auth::Role(Role::Admin),
-        warnings,
-    )
+    let admin = Auth::Role(Role::Admin);
+    Routes::new().query("pub.svc.admin.listViolations", admin, violations).query_async("pub.svc.admin.listWarnings", admin, warnings)
 }
 
 /// The `did` filter, checked.

@@ -48,15 +48,16 @@ const REINDEX_BATCH: usize = 2048;
 const TYPES: &[&str] = &["pdsScan", "freshnessScan", "citationExtraction", "fullReindex", "governanceSync", "didSync"];
 
 pub(super) fn routes() -> Routes {
+    let admin = Auth::Role(Role::Admin);
     Routes::new()
-        .procedure("pub.svc.admin.triggerFullReindex", Auth::Role(Role::Admin), trigger_full_reindex)
-        .procedure("pub.svc.admin.triggerPDSScan", Auth::Role(Role::Admin), trigger_pds_scan)
-        .procedure("pub.svc.admin.triggerFreshnessScan", Auth::Role(Role::Admin), trigger_freshness_scan)
-        .procedure("pub.svc.admin.triggerDIDSync", Auth::Role(Role::Admin), trigger_did_sync)
-        .procedure("pub.svc.admin.triggerBackfill", Auth::Role(Role::Admin), trigger_backfill)
-        .query_async("pub.svc.admin.getBackfillStatus", Auth::Role(Role::Admin), status)
-        .query_async("pub.svc.admin.getBackfillHistory", Auth::Role(Role::Admin), history)
-        .procedure("pub.svc.admin.cancelBackfill", Auth::Role(Role::Admin), cancel)
+        .procedure("pub.svc.admin.triggerFullReindex", admin, trigger_full_reindex)
+        .procedure("pub.svc.admin.triggerPDSScan", admin, trigger_pds_scan)
+        .procedure("pub.svc.admin.triggerFreshnessScan", admin, trigger_freshness_scan)
+        .procedure("pub.svc.admin.triggerDIDSync", admin, trigger_did_sync)
+        .procedure("pub.svc.admin.triggerBackfill", admin, trigger_backfill)
+        .query_async("pub.svc.admin.getBackfillStatus", admin, status)
+        .query_async("pub.svc.admin.getBackfillHistory", admin, history)
+        .procedure("pub.svc.admin.cancelBackfill", admin, cancel)
 }
 
 /// `triggerFullReindex`: every read model rebuilt from the log.
