@@ -1,31 +1,42 @@
 //! Dead letters: events a projection could not apply, with the reason, kept per read-model
 //! version in the store so that admins can list them and a rebuild reproduces them.
 //!
-//! A parked event holds back the later events of its key (ARCHITECTURE.md, principle 4):
-//! while a key has a dead letter of its own (its *head*, in `dead_letter_heads`), every
-//! later event of that key the model would apply is parked too, *held* behind the head, and
-//! other keys go on. Releasing the head lets the key's next events through; the API's retry
-//! and dismissal append the held events again after it, so they are applied in their order.
-//! Changes ingest refused (bad signatures) are dead letters that hold nothing back
-//! ([`Parking::refused`]).
+//! Nothing waits behind a dead letter (ARCHITECTURE.md, principle 4): every record event
+//! carries the whole record at a revision, so the later events of the same repository are
+//! applied as they come. A later revision of the parked record that is applied, its delete,
+//! its take-down or its account's deletion *supersedes* the letter: it moves to a table of
+//! its own ([`superseded_table`]), marked with the position of the event that superseded
+//! it. Retrying or dismissing a letter releases it (an admin command, [`released`]).
+//!
+//! An earlier svc held the later events of a parked event's key back behind it; such held
+//! letters ([`DeadLetter::held_behind`]) are released on upgrade ([`held_releases`]).
 
-use event_schema::Envelope;
+use event_schema::{AdminAction, AdminCommand, Envelope, NewEvent, Payload, Source};
+use eventlog::EventLog;
 use serde::Serialize;
 use store::{Columns, Scan, Store, StoreError, TableRef, Value};
 use tracing::{debug, warn};
 
+use crate::rows::text;
 use crate::staged::Staged;
-use crate::EventBatch;
+use crate::ProjectionError;
 
 /// The table of a model version's dead letters.
 pub fn table(model: &str, version: u32) -> TableRef {
     TableRef::new(model, version, "dead_letters")
 }
 
-/// The table of a model version's heads: per key with a dead letter of its own, the
-/// position of that letter (columns `partition`, `offset`).
-pub fn heads_table(model: &str, version: u32) -> TableRef {
-    TableRef::new(model, version, "dead_letter_heads")
+/// The table of a model version's superseded dead letters (the same rows, with
+/// `supersededAt`).
+pub fn superseded_table(model: &str, version: u32) -> TableRef {
+    TableRef::new(model, version, "superseded_letters")
+}
+
+/// The table of a model version's parked records: per record URI with a dead letter that
+/// nothing has superseded yet, the letter's position and the parked revision (columns
+/// `partition`, `offset`, `rev`).
+fn parked_table(model: &str, version: u32) -> TableRef {
+    TableRef::new(model, version, "dead_letter_records")
 }
 
 const PARTITION: &str = "all";
@@ -46,8 +57,12 @@ pub struct DeadLetter {
     pub uri: Option<String>,
     /// Why the event was not applied.
     pub reason: String,
-    /// For an event held back behind an earlier dead letter of its key: that letter's
-    /// `(partition, offset)`.
+    /// The event that superseded the parked one, `(partition, offset)`: a later revision of
+    /// the record, its delete or take-down, or its account's deletion. (Kept as the event's
+    /// ordinal, which holds the low 8 bits of its partition.)
+    pub superseded_by: Option<(u32, u64)>,
+    /// For an event an earlier svc held back behind an earlier dead letter of its key: that
+    /// letter's `(partition, offset)`. Such letters are released on upgrade ([`held_releases`]).
     pub held_behind: Option<(u32, u64)>,
 }
 
@@ -58,7 +73,7 @@ impl DeadLetter {
     }
 }
 
-/// How many dead letters a model version holds.
+/// How many dead letters a model version holds (superseded ones aside).
 pub fn count(store: &dyn Store, model: &str, version: u32) -> Result<u64, StoreError> {
     store.count(&table(model, version), PARTITION)
 }
@@ -68,6 +83,12 @@ fn clustering(partition: u32, offset: u64) -> Vec<u8> {
     let mut k = offset.to_be_bytes().to_vec();
     k.extend_from_slice(&partition.to_be_bytes());
     k
+}
+
+/// A position read from the integer columns `partition` and `offset`.
+fn position_of(c: &Columns, partition: &str, offset: &str) -> Option<(u32, u64)> {
+    let int = |k: &str| c.get(k).and_then(Value::as_int);
+    Some((int(partition)? as u32, int(offset)? as u64))
 }
 
 /// The dead letter a [`AdminAction::DeadLetterReleased`] of `model` releases, if the
@@ -84,8 +105,9 @@ pub fn released(model: &str, event: &Envelope) -> Option<(u32, u64)> {
     }
 }
 
-/// The dead letters of one model version as its projection stages them in a batch: parking,
-/// holding back and releasing.
+/// The dead letters of one model version as its projection stages them in a batch:
+/// parking, superseding and releasing.
+#[derive(Clone, Copy)]
 pub(crate) struct Parking<'a> {
     store: &'a dyn Store,
     model: &'static str,
@@ -97,54 +119,51 @@ impl<'a> Parking<'a> {
         Parking { store, model, version }
     }
 
-    /// Reads the heads of the keys of `batch`'s events in one store read.
-    pub fn prefetch(&self, st: &mut Staged, batch: &EventBatch) -> Result<(), StoreError> {
-        let keys = batch.events().iter().map(|e| e.key.clone()).collect();
-        st.prefetch(self.store, &heads_table(self.model, self.version), keys)
+    /// Reads the parked records among `uris` (those a batch writes or deletes) in one
+    /// store read.
+    pub fn prefetch(&self, st: &mut Staged, uris: Vec<String>) -> Result<(), StoreError> {
+        st.prefetch(self.store, &parked_table(self.model, self.version), uris)
     }
 
-    /// The dead letter the events of `key` wait behind, if any.
-    pub fn head(&self, st: &mut Staged, key: &str) -> Result<Option<(u32, u64)>, StoreError> {
-        let row = st.get(self.store, &heads_table(self.model, self.version), key, &[])?;
-        Ok(row.map(|c| {
-            let int = |k: &str| c.get(k).and_then(Value::as_int).unwrap_or_default();
-            (int("partition") as u32, int("offset") as u64)
-        }))
-    }
-
-    /// Holds `event` back when its key waits behind a dead letter: stages it as a dead letter
-    /// held behind that one and returns `true`.
-    pub fn hold(&self, st: &mut Staged, event: &Envelope, uri: Option<String>) -> Result<bool, StoreError> {
-        let Some((partition, offset)) = self.head(st, &event.key)? else { return Ok(false) };
-        debug!(model = self.model, key = event.key, offset = event.position.offset, "event held back behind a dead letter of its key");
-        let reason = format!("held back: waits behind the dead letter of its key at partition {partition}, offset {offset}");
-        let (clustering, mut c) = row(event, uri, &reason);
-        c.insert("heldPartition".into(), Value::Int(i64::from(partition)));
-        c.insert("heldOffset".into(), Value::Int(offset as i64));
-        st.put(&table(self.model, self.version), PARTITION, clustering, c, event.position.ordinal());
-        Ok(true)
-    }
-
-    /// Parks `event`, which could not be applied because of `reason`: the later events of
-    /// its key wait behind it (or, if its key already waits, it is held back too).
-    pub fn park(&self, st: &mut Staged, event: &Envelope, uri: Option<String>, reason: &str) -> Result<(), StoreError> {
-        if self.hold(st, event, uri.clone())? {
-            return Ok(());
+    /// Parks `event`, which could not be applied because of `reason`. Nothing waits behind
+    /// it; a record event's letter is superseded by the next change of its record.
+    pub fn park(&self, st: &mut Staged, event: &Envelope, uri: Option<String>, rev: Option<&str>, reason: &str) {
+        if let Some(uri) = &uri {
+            let mut c = Columns::new();
+            c.insert("partition".into(), Value::Int(i64::from(event.position.partition)));
+            c.insert("offset".into(), Value::Int(event.position.offset as i64));
+            c.insert("rev".into(), rev.map_or(Value::Null, |r| Value::Text(r.to_owned())));
+            st.put(&parked_table(self.model, self.version), uri, Vec::new(), c, event.position.ordinal());
         }
-        let position = event.position.ordinal();
         self.put_letter(st, event, uri, reason);
-        let mut head = Columns::new();
-        head.insert("partition".into(), Value::Int(i64::from(event.position.partition)));
-        head.insert("offset".into(), Value::Int(event.position.offset as i64));
-        st.put(&heads_table(self.model, self.version), &event.key, Vec::new(), head, position);
-        Ok(())
     }
 
-    /// Records `event`, a change ingest refused, as a dead letter that holds nothing back: it
-    /// is not proven to come from its repository (a bad signature, say), and holding the
-    /// repository's later, verified events behind it would let whoever forged it stall them.
+    /// Records `event`, a change ingest refused, as a dead letter: it is not proven to come
+    /// from its repository (a bad signature, say), so it stands for no record.
     pub fn refused(&self, st: &mut Staged, event: &Envelope, reason: &str) {
         self.put_letter(st, event, None, reason);
+    }
+
+    /// Marks the letter parked for `uri`, if any, superseded by the event at `position`
+    /// (an ordinal), which changed the record: a write or delete at `rev` (when the parked
+    /// revision is older), or a take-down or an account's deletion (`rev` is `None`).
+    pub fn supersede(&self, st: &mut Staged, uri: &str, rev: Option<&str>, position: u64) -> Result<(), StoreError> {
+        let parked_table = parked_table(self.model, self.version);
+        let Some(parked) = st.get(self.store, &parked_table, uri, &[])? else { return Ok(()) };
+        if let (Some(rev), Some(parked_rev)) = (rev, text(&parked, "rev")) {
+            if parked_rev.as_str() >= rev {
+                return Ok(());
+            }
+        }
+        st.delete(&parked_table, uri, Vec::new(), position);
+        let Some((partition, offset)) = position_of(&parked, "partition", "offset") else { return Ok(()) };
+        let letters = table(self.model, self.version);
+        let Some(mut letter) = st.get(self.store, &letters, PARTITION, &clustering(partition, offset))? else { return Ok(()) };
+        debug!(model = self.model, uri, offset, "a dead letter superseded by a later change of its record");
+        letter.insert("supersededAt".into(), Value::Int(position as i64));
+        st.delete(&letters, PARTITION, clustering(partition, offset), position);
+        st.put(&superseded_table(self.model, self.version), PARTITION, clustering(partition, offset), letter, position);
+        Ok(())
     }
 
     /// Stages the dead letter of `event`, logged at WARN.
@@ -164,13 +183,20 @@ impl<'a> Parking<'a> {
     }
 
     /// When `event` releases a dead letter of this model (a dismissal or a retry): removes
-    /// it, and when it is the one its key waits behind, lets the key's later events through.
+    /// it (superseded or not), and its record's parked entry when it is the letter's.
     pub fn release(&self, st: &mut Staged, event: &Envelope) -> Result<(), StoreError> {
         let Some((partition, offset)) = released(self.model, event) else { return Ok(()) };
         let position = event.position.ordinal();
-        st.delete(&table(self.model, self.version), PARTITION, clustering(partition, offset), position);
-        if self.head(st, &event.key)? == Some((partition, offset)) {
-            st.delete(&heads_table(self.model, self.version), &event.key, Vec::new(), position);
+        let letters = table(self.model, self.version);
+        let letter = st.get(self.store, &letters, PARTITION, &clustering(partition, offset))?;
+        st.delete(&letters, PARTITION, clustering(partition, offset), position);
+        st.delete(&superseded_table(self.model, self.version), PARTITION, clustering(partition, offset), position);
+        if let Some(uri) = letter.as_ref().and_then(|l| text(l, "uri")) {
+            let parked_table = parked_table(self.model, self.version);
+            let parked = st.get(self.store, &parked_table, &uri, &[])?;
+            if parked.as_ref().and_then(|p| position_of(p, "partition", "offset")) == Some((partition, offset)) {
+                st.delete(&parked_table, &uri, Vec::new(), position);
+            }
         }
         Ok(())
     }
@@ -189,24 +215,67 @@ fn row(event: &Envelope, uri: Option<String>, reason: &str) -> (Vec<u8>, Columns
     (clustering, c)
 }
 
-/// Lists dead letters in log order.
+/// Lists dead letters in log order, up to `limit`.
 pub fn list(store: &dyn Store, model: &str, version: u32, limit: usize) -> Result<Vec<DeadLetter>, StoreError> {
     let page = store.scan(&table(model, version), PARTITION, &Scan::first(limit))?;
-    Ok(page
-        .rows
-        .into_iter()
-        .map(|r| {
-            let text = |k: &str| r.columns.get(k).and_then(Value::as_text).unwrap_or_default().to_owned();
-            let int = |k: &str| r.columns.get(k).and_then(Value::as_int).unwrap_or_default();
-            DeadLetter {
-                partition: int("partition") as u32,
-                offset: int("offset") as u64,
-                key: text("key"),
-                kind: text("kind"),
-                uri: r.columns.get("uri").and_then(Value::as_text).map(str::to_owned),
-                reason: text("reason"),
-                held_behind: r.columns.get("heldOffset").and_then(Value::as_int).map(|offset| (int("heldPartition") as u32, offset as u64)),
-            }
-        })
-        .collect())
+    Ok(page.rows.iter().map(|r| letter(&r.columns)).collect())
+}
+
+/// Lists superseded dead letters in log order, up to `limit`.
+pub fn list_superseded(store: &dyn Store, model: &str, version: u32, limit: usize) -> Result<Vec<DeadLetter>, StoreError> {
+    let page = store.scan(&superseded_table(model, version), PARTITION, &Scan::first(limit))?;
+    Ok(page.rows.iter().map(|r| letter(&r.columns)).collect())
+}
+
+/// The letters an earlier svc held back behind another of their key, in log order: on
+/// upgrade their events are appended again after their release, so that they apply.
+pub fn held(store: &dyn Store, model: &str, version: u32) -> Result<Vec<DeadLetter>, StoreError> {
+    let rows = crate::rows::scan_partition(store, &table(model, version), PARTITION, usize::MAX)?;
+    Ok(rows.iter().map(|r| letter(&r.columns)).filter(|l| l.held_behind.is_some()).collect())
+}
+
+/// A dead letter as its row holds it.
+fn letter(c: &Columns) -> DeadLetter {
+    let text = |k: &str| text(c, k).unwrap_or_default();
+    let (partition, offset) = position_of(c, "partition", "offset").unwrap_or_default();
+    let superseded_by = c.get("supersededAt").and_then(Value::as_int).map(|o| ((o & 0xff) as u32, (o as u64) >> 8));
+    DeadLetter {
+        partition,
+        offset,
+        key: text("key"),
+        kind: text("kind"),
+        uri: crate::rows::text(c, "uri"),
+        reason: text("reason"),
+        superseded_by,
+        held_behind: position_of(c, "heldPartition", "heldOffset"),
+    }
+}
+
+/// The events that release the letters an earlier svc held back, in the active versions of
+/// those of `models` that park events: for each held event, in log order, the release of
+/// each of its letters, then the event again, so that the projections apply it (it was
+/// valid: it only waited). Returns how many events were held, and the events to append.
+/// Appended twice (before the projections applied the first), the second copies are stale.
+pub fn held_releases(store: &dyn Store, log: &dyn EventLog, models: &[&str]) -> Result<(usize, Vec<NewEvent>), ProjectionError> {
+    let mut held = std::collections::BTreeMap::<(u64, u32), Vec<(&str, DeadLetter)>>::new();
+    for model in models.iter().filter(|m| crate::catalog::DEAD_LETTER_MODELS.contains(m)) {
+        let Some(version) = store.active_version(model)? else { continue };
+        for letter in self::held(store, model, version)? {
+            held.entry((letter.offset, letter.partition)).or_default().push((model, letter));
+        }
+    }
+    let source = || Source::Manual { note: "svc upgrade: an event held back behind a dead letter, released".into() };
+    let mut events = Vec::new();
+    for ((offset, partition), letters) in &held {
+        for (model, letter) in letters {
+            let action =
+                AdminAction::DeadLetterReleased { model: model.to_string(), partition: *partition, offset: *offset, retried: true };
+            let payload = Payload::Admin(AdminCommand { actor: "svc".into(), action });
+            events.push(NewEvent { key: letter.key.clone(), source: source(), payload });
+        }
+        if let Some(event) = log.read(*partition, *offset, 1)?.into_iter().next().filter(|e| e.position.offset == *offset) {
+            events.push(NewEvent { key: event.key, source: source(), payload: event.payload });
+        }
+    }
+    Ok((held.len(), events))
 }

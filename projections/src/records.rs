@@ -2,10 +2,13 @@
 //! leaves a tombstone at its revision, a take-down a tombstone above every revision, and an
 //! account deletion a tombstone for each of its records. In each case the record as held
 //! first leaves the listings it appears in; only how a model lists its records differs
-//! ([`Listings`]). The eprints and attached models use it, and so will the models to come.
+//! ([`Listings`]). Each change also supersedes the record's dead letter, if one is parked
+//! ([`Parking::supersede`]). The eprints and attached models use it, and so will the models
+//! to come.
 
 use store::{Columns, Store, TableRef, Value};
 
+use crate::deadletter::Parking;
 use crate::rows::{is_deleted, is_stale, taken_down, tombstone};
 use crate::staged::Staged;
 use crate::ProjectionError;
@@ -21,12 +24,14 @@ pub(crate) struct RecordTable<'a, L: ?Sized> {
     store: &'a dyn Store,
     table: TableRef,
     listings: &'a L,
+    letters: Parking<'a>,
 }
 
 impl<'a, L: Listings + ?Sized> RecordTable<'a, L> {
-    /// The record table `table` of a model whose records are listed by `listings`.
-    pub(crate) fn new(store: &'a dyn Store, table: TableRef, listings: &'a L) -> RecordTable<'a, L> {
-        RecordTable { store, table, listings }
+    /// The record table `table` of a model whose records are listed by `listings` and
+    /// whose dead letters are `letters`.
+    pub(crate) fn new(store: &'a dyn Store, table: TableRef, listings: &'a L, letters: Parking<'a>) -> RecordTable<'a, L> {
+        RecordTable { store, table, listings, letters }
     }
 
     /// The record at `uri` as held (a tombstone included).
@@ -36,7 +41,8 @@ impl<'a, L: Listings + ?Sized> RecordTable<'a, L> {
 
     /// Makes way for a write of `uri` at `rev`: `false` when the model holds that revision
     /// or a later one (a tombstone included), so the write is skipped; otherwise the record
-    /// as held leaves its listings and the caller writes the new one ([`Self::put`]).
+    /// as held leaves its listings, an older parked revision is superseded, and the caller
+    /// writes the new one ([`Self::put`]).
     pub(crate) fn replace(&self, st: &mut Staged, uri: &str, rev: &str, position: u64) -> Result<bool, ProjectionError> {
         let existing = self.get(st, uri)?;
         if is_stale(existing.as_ref(), rev) {
@@ -45,6 +51,7 @@ impl<'a, L: Listings + ?Sized> RecordTable<'a, L> {
         if let Some(existing) = &existing {
             self.unlist(st, existing, position)?;
         }
+        self.letters.supersede(st, uri, Some(rev), position)?;
         Ok(true)
     }
 
@@ -67,6 +74,7 @@ impl<'a, L: Listings + ?Sized> RecordTable<'a, L> {
         if let Some(existing) = self.get(st, uri)? {
             self.unlist(st, &existing, position)?;
         }
+        self.letters.supersede(st, uri, None, position)?;
         self.put(st, uri, taken_down(uri, position), position);
         Ok(())
     }
@@ -75,6 +83,7 @@ impl<'a, L: Listings + ?Sized> RecordTable<'a, L> {
     /// listings and becomes a tombstone at the revision held.
     pub(crate) fn remove_all(&self, st: &mut Staged, uris: impl IntoIterator<Item = String>, position: u64) -> Result<(), ProjectionError> {
         for uri in uris {
+            self.letters.supersede(st, &uri, None, position)?;
             let Some(existing) = self.get(st, &uri)? else { continue };
             if is_deleted(&existing) {
                 continue;

@@ -2,7 +2,7 @@
 //! create is listed where its collection lists it, an update replaces it, an older revision
 //! is skipped, a delete unlists it, and a record its lexicon refuses is a dead letter while
 //! the next one of another repository is applied. Then a replay into a new version gives the
-//! same rows. A dead letter holds back the later events of its repository until released.
+//! same rows. Nothing waits behind a dead letter; the next change of its record supersedes it.
 
 use std::sync::Arc;
 
@@ -239,49 +239,67 @@ fn release(did: &str, (partition, offset): (u32, u64), retried: bool) -> NewEven
 }
 
 #[test]
-fn a_dead_letter_holds_back_the_later_events_of_its_repository_until_released() {
+fn nothing_waits_behind_a_dead_letter_and_a_later_change_of_its_record_supersedes_it() {
     let mut m = Model::open();
     let (store, version) = (m.store.clone(), m.version);
     let mut step = |events: Vec<NewEvent>| m.step(events);
     let tags = Listing::on_eprint(Kind::Tag, EPRINT);
     let listed = || AttachedReader::new(store.as_ref()).unwrap().page(&tags, 10, None).unwrap().total;
-    let letters = || deadletter::list(store.as_ref(), "attached", version, 100).unwrap();
+    let letters = || {
+        let mut all = deadletter::list(store.as_ref(), "attached", version, 100).unwrap();
+        all.extend(deadletter::list_superseded(store.as_ref(), "attached", version, 100).unwrap());
+        all.sort_by_key(|l| l.offset);
+        all
+    };
     let (tag, other) = ("pub.svc.eprint.userTag", "did:plc:other0000000000000000000");
     let good = |t: &str| json!({"eprintUri": EPRINT, "tag": t, "createdAt": at("1")});
+    let bad = || Some(json!({"eprintUri": EPRINT, "tag": "", "createdAt": at("1")}));
 
-    // An invalid tag parks; the writer's next tag waits behind it, another writer's does not.
+    // An invalid tag parks; the writer's next tag and its deletion of another apply at once.
     step(vec![
-        event(tag, "bad", "3l0000000000a", Some(json!({"eprintUri": EPRINT, "tag": "", "createdAt": at("1")}))),
-        event(tag, "t1", "3l0000000000b", Some(good("graphs"))),
+        event(tag, "t0", "3l0000000000a", Some(good("old"))),
+        event(tag, "bad", "3l0000000000b", bad()),
+        event(tag, "t1", "3l0000000000c", Some(good("graphs"))),
+        event(tag, "t0", "3l0000000000d", None),
         event_by(other, tag, "t2", "3l0000000000b", Some(good("trees"))),
     ]);
-    assert_eq!(listed(), 1, "only the other writer's tag is applied");
-    let held = letters();
-    assert_eq!(held.len(), 2);
-    let head = held[0].position();
-    assert_eq!(held[0].held_behind, None);
-    assert_eq!(held[1].held_behind, Some(head), "the valid tag is held behind the invalid one");
-    assert!(held[1].reason.starts_with("held back"), "{}", held[1].reason);
+    assert_eq!(listed(), 2, "the writer's later tag shows and her deleted one is gone");
+    let parked = letters();
+    assert_eq!(parked.len(), 1, "{parked:?}");
+    assert_eq!((parked[0].superseded_by, parked[0].held_behind), (None, None));
 
-    // A later event of the writer waits too, even a delete.
-    step(vec![event(tag, "t1", "3l0000000000c", None)]);
-    assert_eq!(letters().len(), 3);
+    // An older revision of the parked record does not supersede it; a later valid one does.
+    step(vec![event(tag, "bad", "3l0000000000a", Some(good("older")))]);
+    assert_eq!(letters()[0].superseded_by, None);
+    step(vec![event(tag, "bad", "3l0000000000e", Some(good("fixed")))]);
+    let superseded = letters();
+    assert_eq!(superseded.len(), 1, "kept, marked");
+    assert!(superseded[0].superseded_by.is_some_and(|(_, o)| o > superseded[0].offset), "{superseded:?}");
+    assert_eq!(deadletter::count(store.as_ref(), "attached", version).unwrap(), 0, "no longer counted");
+    assert_eq!(listed(), 3, "the fixed tag shows");
 
-    // Dismissing the head releases the key: the API appends the held events again after the
-    // releases, and they are applied in their order (the tag, then its deletion).
-    let again: Vec<NewEvent> = vec![event(tag, "t1", "3l0000000000b", Some(good("graphs"))), event(tag, "t1", "3l0000000000c", None)];
-    let mut appended = vec![release(DID, head, false)];
-    appended.extend(letters()[1..].iter().map(|l| release(DID, l.position(), true)));
-    appended.push(again[0].clone());
-    step(appended);
-    assert_eq!(listed(), 2, "the held tag is applied once its key is released");
-    assert!(letters().is_empty());
-    step(vec![again[1].clone()]);
-    assert_eq!(listed(), 1, "and its deletion after it");
-    step(vec![event(tag, "t3", "3l0000000000d", Some(good("sets")))]);
-    assert_eq!(listed(), 2, "the writer's new events go straight through");
+    // A delete supersedes a parked letter too.
+    step(vec![event(tag, "bad2", "3l0000000000f", bad()), event(tag, "bad2", "3l0000000000g", None)]);
+    assert!(letters().iter().all(|l| l.superseded_by.is_some()), "{:?}", letters());
 
-    // A replay gives the same: no dead letter left, the same listing.
+    // Retried, a letter that parks again is a new letter; dismissed, it is gone.
+    step(vec![event(tag, "bad3", "3l0000000000h", bad())]);
+    let open = letters().into_iter().find(|l| l.superseded_by.is_none()).unwrap();
+    step(vec![release(DID, open.position(), true), event(tag, "bad3", "3l0000000000h", bad())]);
+    let again = letters().into_iter().find(|l| l.superseded_by.is_none()).unwrap();
+    assert!(again.offset > open.offset && letters().len() == 3, "{:?}", letters());
+    step(vec![release(DID, again.position(), false)]);
+    assert_eq!(letters().len(), 2);
+    step(vec![event(tag, "bad3", "3l0000000000i", Some(good("late")))]);
+    assert_eq!(listed(), 4, "a released record's next revision applies");
+
+    // A replay gives the same letters and the same listing.
     let v2 = m.rebuild(3);
-    assert_eq!(deadletter::count(store.as_ref(), "attached", v2).unwrap(), 0);
+    let mut replayed = deadletter::list(store.as_ref(), "attached", v2, 100).unwrap();
+    replayed.extend(deadletter::list_superseded(store.as_ref(), "attached", v2, 100).unwrap());
+    replayed.sort_by_key(|l| l.offset);
+    assert_eq!(
+        replayed.iter().map(|l| (l.position(), l.superseded_by)).collect::<Vec<_>>(),
+        letters().iter().map(|l| (l.position(), l.superseded_by)).collect::<Vec<_>>()
+    );
 }

@@ -419,42 +419,81 @@ fn a_deletion_keeps_an_older_write_out_in_a_later_batch() {
 }
 
 #[test]
-fn an_invalid_submission_holds_back_its_repository_in_the_model_and_the_index_alike() {
-    use event_schema::{AdminAction, AdminCommand};
+fn an_invalid_submission_holds_nothing_back_in_the_model_or_the_index() {
     let env = env();
-    let (a, b) = ("did:plc:aaaaaaaaaaaaaaaaaaaaaaaa", "did:plc:bbbbbbbbbbbbbbbbbbbbbbbb");
-    let held = write(a, "3ccc", "3r02", submission("Held Paper", &[("A", a)], 2), false);
+    let a = "did:plc:aaaaaaaaaaaaaaaaaaaaaaaa";
     env.log
         .append(&[
             write(a, "3bad", "3r01", json!({"title": "No authors"}), false),
-            held.clone(),
-            write(b, "3ddd", "3r01", submission("Free Paper", &[("B", b)], 3), false),
+            write(a, "3ccc", "3r02", submission("Later Paper", &[("A", a)], 2), false),
+            delete(a, "3old", "3r03"),
         ])
         .unwrap();
     project_all(&env);
     let reader = EprintsReader::new(env.ctx.store.as_ref()).unwrap();
-    let uri = format!("at://{a}/pub.svc.eprint.submission/3ccc");
-    assert!(reader.get(&uri).unwrap().is_none(), "held behind the invalid record");
-    assert_eq!(search_all(&env, "held", SortOrder::Relevance, 10).1, 0, "the index holds it back too");
-    assert_eq!(search_all(&env, "free", SortOrder::Relevance, 10).1, 1, "another repository goes on");
+    assert!(reader.get(&format!("at://{a}/pub.svc.eprint.submission/3ccc")).unwrap().is_some(), "not held behind the invalid record");
+    assert_eq!(search_all(&env, "later", SortOrder::Relevance, 10).1, 1, "in the index too");
     let version = env.ctx.store.active_version("eprints").unwrap().unwrap();
-    let letters = projections::deadletter::list(env.ctx.store.as_ref(), "eprints", version, 10).unwrap();
-    assert_eq!(letters.iter().map(|l| l.held_behind.is_some()).collect::<Vec<_>>(), [false, true]);
+    let letters = || projections::deadletter::list(env.ctx.store.as_ref(), "eprints", version, 10).unwrap();
+    assert_eq!(letters().len(), 1);
+    assert_eq!(letters()[0].superseded_by, None);
 
-    // Dismissed, as the admin API does it: both released, the held event appended again.
-    let release = |at: (u32, u64), retried| NewEvent {
-        key: a.into(),
-        source: src(),
-        payload: Payload::Admin(AdminCommand {
-            actor: "did:plc:admin".into(),
-            action: AdminAction::DeadLetterReleased { model: "eprints".into(), partition: at.0, offset: at.1, retried },
-        }),
-    };
-    env.log.append(&[release(letters[0].position(), false), release(letters[1].position(), true), held]).unwrap();
+    // A valid revision of the parked record supersedes its letter, in the model and the index.
+    env.log.append(&[write(a, "3bad", "3r04", submission("Mended Paper", &[("A", a)], 2), false)]).unwrap();
     project_all(&env);
-    assert!(reader.get(&uri).unwrap().is_some(), "applied once released");
-    assert_eq!(search_all(&env, "held", SortOrder::Relevance, 10).1, 1);
-    assert!(projections::deadletter::list(env.ctx.store.as_ref(), "eprints", version, 10).unwrap().is_empty());
+    assert!(letters().is_empty());
+    let superseded = projections::deadletter::list_superseded(env.ctx.store.as_ref(), "eprints", version, 10).unwrap();
+    assert!(superseded[0].superseded_by.is_some(), "{superseded:?}");
+    assert_eq!(search_all(&env, "mended", SortOrder::Relevance, 10).1, 1);
+}
+
+/// A data directory an earlier svc left with an event held back behind a dead letter of
+/// its key (a letter with `heldOffset`, the event not applied, the checkpoint past it): the
+/// upgrade's releases apply it, in log order, and leave the real dead letter alone.
+#[test]
+fn events_an_earlier_svc_held_back_are_released_on_upgrade() {
+    use store::{Batch, Columns, Value};
+    let env = env();
+    project_all(&env);
+    let a = "did:plc:aaaaaaaaaaaaaaaaaaaaaaaa";
+    let bad = env.log.append(&[write(a, "3bad", "3r01", json!({"title": "No authors"}), false)]).unwrap()[0];
+    let good = env.log.append(&[write(a, "3ccc", "3r02", submission("Waited Paper", &[("A", a)], 2), false)]).unwrap()[0];
+    let version = env.ctx.store.active_version("eprints").unwrap().unwrap();
+    // The rows the earlier svc wrote: the head's letter, the held one, the checkpoint past both.
+    let letter = |p: event_schema::Position, held: Option<event_schema::Position>| {
+        let mut c = Columns::new();
+        c.insert("partition".into(), Value::Int(i64::from(p.partition)));
+        c.insert("offset".into(), Value::Int(p.offset as i64));
+        c.insert("key".into(), Value::Text(a.into()));
+        c.insert("kind".into(), Value::Text("record.create".into()));
+        c.insert("reason".into(), Value::Text("held back".into()));
+        if let Some(h) = held {
+            c.insert("heldPartition".into(), Value::Int(i64::from(h.partition)));
+            c.insert("heldOffset".into(), Value::Int(h.offset as i64));
+        }
+        let mut k = p.offset.to_be_bytes().to_vec();
+        k.extend_from_slice(&p.partition.to_be_bytes());
+        (k, c)
+    };
+    let mut batch = Batch::default();
+    let table = projections::deadletter::table("eprints", version);
+    for (k, c) in [letter(bad, None), letter(good, Some(bad))] {
+        batch.put(&table, "all", k, c, 1);
+    }
+    batch.checkpoint(&store::consumer_name("eprints", version), good.partition, good.offset + 1);
+    env.ctx.store.apply(batch).unwrap();
+    let reader = EprintsReader::new(env.ctx.store.as_ref()).unwrap();
+    let uri = format!("at://{a}/pub.svc.eprint.submission/3ccc");
+    assert!(reader.get(&uri).unwrap().is_none(), "held");
+
+    let (held, events) = projections::deadletter::held_releases(env.ctx.store.as_ref(), env.log.as_ref(), &catalog::MODELS).unwrap();
+    assert_eq!((held, events.len()), (1, 2), "the release, then the event again");
+    env.log.append(&events).unwrap();
+    project_all(&env);
+    assert!(reader.get(&uri).unwrap().is_some(), "applied on upgrade");
+    let letters = projections::deadletter::list(env.ctx.store.as_ref(), "eprints", version, 10).unwrap();
+    assert_eq!(letters.iter().map(|l| (l.position(), l.held_behind)).collect::<Vec<_>>(), [((bad.partition, bad.offset), None)]);
+    assert_eq!(projections::deadletter::held_releases(env.ctx.store.as_ref(), env.log.as_ref(), &catalog::MODELS).unwrap().0, 0);
 }
 
 /// A version built with an older row format (here, one marked format 0) is reported as

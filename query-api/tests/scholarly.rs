@@ -254,8 +254,7 @@ async fn updates_deletes_stale_revisions_invalid_records_and_deleted_accounts() 
     let (_, tags) = f.get(&format!("/xrpc/pub.svc.tag.listForEprint?uri={p1}")).await;
     assert_eq!(tags["tags"].as_array().unwrap().len(), 1, "{tags}");
 
-    // An invalid record is a dead letter (each of these from its own repository: a dead
-    // letter holds back the later events of its repository).
+    // An invalid record is a dead letter.
     f.apply(vec![
         create(
             BOB,

@@ -25,11 +25,23 @@ pub type ProgressFeeds = Vec<(&'static str, watch::Receiver<Progress>)>;
 
 /// A worker for the live projections of `models`, each following its active version.
 pub fn worker(log: Arc<dyn EventLog>, ctx: &Context, models: &[&str], batch_size: usize) -> anyhow::Result<Worker> {
+    release_held_letters(log.as_ref(), ctx.store.as_ref(), models).context("failed to release the events held back behind dead letters")?;
     let mut projections: Vec<Box<dyn Projection>> = Vec::new();
     for model in models {
         projections.push(Box::new(FollowActive::open(ctx, model).with_context(|| format!("failed to open projection {model}"))?));
     }
     Ok(Worker::new(log, projections, WorkerConfig { batch_size, ..WorkerConfig::default() }))
+}
+
+/// Appends the releases of the letters an earlier svc held back behind a dead letter of
+/// their key ([`projections::deadletter::held_releases`]), once per start of the projections.
+fn release_held_letters(log: &dyn EventLog, store: &dyn store::Store, models: &[&str]) -> anyhow::Result<()> {
+    let (held, events) = projections::deadletter::held_releases(store, log, models)?;
+    if held > 0 {
+        info!(held, "releasing the events an earlier svc held back behind dead letters (nothing waits behind one now)");
+        log.append(&events)?;
+    }
+    Ok(())
 }
 
 /// Long-running tasks under one cancellation token.

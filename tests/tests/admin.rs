@@ -114,9 +114,7 @@ async fn versions(svc: &Service, token: &str) -> Value {
     get_as(svc, token, "/xrpc/pub.svc.admin.getSystemHealth").await.1["readModels"].clone()
 }
 
-/// `carl` writes the invalid record: a user of their own in each run, since the second svc
-/// reads the PDS's history from its start, and the first run's dead letter would hold back
-/// the second run's events of the same user.
+/// `carl` writes the invalid record.
 async fn scenario(pds: &Pds, alice: &Account, bob: &Account, carl: &Account, admin: &Account, backend: &Backend) {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
@@ -129,8 +127,21 @@ async fn scenario(pds: &Pds, alice: &Account, bob: &Account, carl: &Account, adm
     let user = login(&svc, pds, bob).await;
     assert_eq!(get_as(&svc, &user, "/xrpc/pub.svc.admin.listDLQEntries").await.0, 403, "a non-admin");
 
-    // An invalid record: listed, retried (fails again with the same reason), dismissed.
-    let (bad, _) = pds.create_record(carl, "pub.svc.review.comment", &json!({"body": rich("no paper"), "createdAt": now()})).await.unwrap();
+    // Carl replies to a paper, then writes an endorsement his lexicon refuses (no
+    // contributions): a dead letter, listed.
+    let (early, _) = pds.create_record(alice, "pub.svc.eprint.submission", &submission("Held Reviews", alice, None)).await.unwrap();
+    let early_reviews = format!("/xrpc/pub.svc.review.listForEprint?eprintUri={}", enc(&early));
+    let (reply, _) = pds
+        .create_record(
+            carl,
+            "pub.svc.review.comment",
+            &json!({"eprintUri": early, "body": rich("A reply to retract."), "createdAt": now()}),
+        )
+        .await
+        .unwrap();
+    until(&svc, &token, &early_reviews, "carl's reply", |b| b["total"] == 1).await;
+    let endorsement = |contributions: Value| json!({"eprintUri": early, "contributions": contributions, "createdAt": now()});
+    let (bad, _) = pds.create_record(carl, "pub.svc.review.endorsement", &endorsement(json!([]))).await.unwrap();
     let list = "/xrpc/pub.svc.admin.listDLQEntries?limit=100";
     // The firehose svc follows, with the cursor ingest stored.
     let status = until(&svc, &token, "/xrpc/pub.svc.admin.getFirehoseStatus", "a source", |s| s["cursor"].is_string()).await;
@@ -142,32 +153,45 @@ async fn scenario(pds: &Pds, alice: &Account, bob: &Account, carl: &Account, adm
     let listed = until(&svc, &token, list, "the invalid record's dead letter", |l| letter_of(l, &bad).is_some()).await;
     let (index, first) = letter_of(&listed, &bad).unwrap();
     assert_eq!(first["errorType"], "VALIDATION_ERROR", "{first}");
-    // Carl's next review, valid, waits behind his dead letter (principle 4).
-    let (early, _) = pds.create_record(alice, "pub.svc.eprint.submission", &submission("Held Reviews", alice, None)).await.unwrap();
-    let (waiting, _) = pds
-        .create_record(carl, "pub.svc.review.comment", &json!({"eprintUri": early, "body": rich("Worth the wait."), "createdAt": now()}))
-        .await
-        .unwrap();
-    let listed = until(&svc, &token, list, "the valid review held back", |l| letter_of(l, &waiting).is_some()).await;
-    let (_, held) = letter_of(&listed, &waiting).unwrap();
-    assert_eq!((&held["errorType"], &held["heldBehind"]["offset"]), (&json!("HELD_BACK"), &first["offset"]), "{held}");
-    let early_reviews = format!("/xrpc/pub.svc.review.listForEprint?eprintUri={}", enc(&early));
-    assert_eq!(svc.get(&early_reviews).await.unwrap().2["total"], 0, "held back, not shown");
+
+    // Nothing of his waits behind it (principle 4): his tag and the deletion of his reply
+    // apply as they come.
+    let started = Instant::now();
+    pds.create_record(carl, "pub.svc.eprint.userTag", &json!({"eprintUri": early, "tag": "wavelets", "createdAt": now()})).await.unwrap();
+    pds.delete_record(carl, "pub.svc.review.comment", reply.rsplit('/').next().unwrap()).await.unwrap();
+    let tags = format!("/xrpc/pub.svc.tag.listForEprint?eprintUri={}", enc(&early));
+    until(&svc, &token, &tags, "carl's tag", |b| b.to_string().contains("wavelets")).await;
+    until(&svc, &token, &early_reviews, "the reply's deletion", |b| !b.to_string().contains("A reply to retract")).await;
+    let lag = started.elapsed();
+    assert!(lag < Duration::from_secs(5), "the tag and the deletion took {lag:?}");
+    assert!(letter_of(&get_as(&svc, &token, list).await.1, &bad).is_some(), "the letter stays until an admin acts");
+
+    // Retried, it fails again with the same reason.
     let (status, out) = svc.post("/xrpc/pub.svc.admin.retryDLQEntry", Some(&token), &json!({"index": index})).await.unwrap();
     assert_eq!((status, &out["success"]), (200, &json!(true)), "{out}");
-    let listed = until(&svc, &token, list, "the retried record parked again, the review behind it", |l| {
+    let listed = until(&svc, &token, list, "the retried record parked again", |l| {
         letter_of(l, &bad).is_some_and(|(_, e)| e["offset"] != first["offset"])
-            && letter_of(l, &waiting).is_some_and(|(_, w)| w["heldBehind"]["offset"] != first["offset"])
     })
     .await;
-    let (index, again) = letter_of(&listed, &bad).unwrap();
+    let (_, again) = letter_of(&listed, &bad).unwrap();
     assert_eq!(again["error"], first["error"], "the same reason");
-    assert_eq!(letter_of(&listed, &waiting).unwrap().1["heldBehind"]["offset"], again["offset"], "{listed}");
+
+    // Dismissed, it is gone.
+    let (index, _) = letter_of(&listed, &bad).unwrap();
     let (_, out) = svc.post("/xrpc/pub.svc.admin.dismissDLQEntry", Some(&token), &json!({"index": index})).await.unwrap();
     assert_eq!(out["success"], true, "{out}");
-    let listed = get_as(&svc, &token, list).await.1;
-    assert!(letter_of(&listed, &bad).is_none() && letter_of(&listed, &waiting).is_none(), "dismissed: released, with the review");
-    until(&svc, &token, &early_reviews, "the held review, applied once released", |b| b["total"] == 1).await;
+    until(&svc, &token, &format!("{list}&includeSuperseded=true"), "the letter dismissed", |l| letter_of(l, &bad).is_none()).await;
+
+    // Another refused endorsement, which Carl mends: the valid revision supersedes its
+    // letter, which leaves the listing.
+    let (bad, _) = pds.create_record(carl, "pub.svc.review.endorsement", &endorsement(json!([]))).await.unwrap();
+    let parked = until(&svc, &token, list, "the second letter", |l| letter_of(l, &bad).is_some()).await;
+    let (_, parked) = letter_of(&parked, &bad).unwrap();
+    pds.put_record(carl, "pub.svc.review.endorsement", bad.rsplit('/').next().unwrap(), &endorsement(json!(["analytical"]))).await.unwrap();
+    until(&svc, &token, list, "the letter superseded", |l| letter_of(l, &bad).is_none()).await;
+    let all = get_as(&svc, &token, &format!("{list}&includeSuperseded=true")).await.1;
+    let (_, superseded) = letter_of(&all, &bad).unwrap();
+    assert!(superseded["supersededBy"]["offset"].as_u64() > parked["offset"].as_u64(), "{superseded}");
 
     // A review taken down.
     let (paper, _) =
@@ -231,9 +255,31 @@ async fn scenario(pds: &Pds, alice: &Account, bob: &Account, carl: &Account, adm
     );
     let new = versions(&svc, &token).await;
     assert_ne!(old, new, "new versions were swapped in");
+    let mut rebuilt = Vec::new();
     for (q, (status, bytes)) in queries.iter().zip(&before) {
         let (status2, bytes2) = svc.get_bytes(q).await.unwrap();
-        assert_eq!((status2, &bytes2), (*status, bytes), "{q}: not byte-identical after the reindex");
+        rebuilt.push((status2, bytes2.clone()));
+        if q.contains("query=graph") {
+            // Relevance scores (and so the cursor) weigh the index's statistics, which count
+            // a rewritten document's old copy until its segment is merged (Carl's tag rewrote
+            // one): the same papers in the same order, not the same bytes.
+            let uris = |b: &[u8]| -> Vec<Value> {
+                let v: Value = serde_json::from_slice(b).unwrap();
+                v["submissions"].as_array().unwrap().iter().map(|s| s["uri"].clone()).collect()
+            };
+            assert_eq!((status2, uris(&bytes2)), (*status, uris(bytes)), "{q}: other papers after the reindex");
+            continue;
+        }
+        if (status2, &bytes2) != (*status, bytes) {
+            let (a, b) = (String::from_utf8_lossy(bytes), String::from_utf8_lossy(&bytes2));
+            let at = a.bytes().zip(b.bytes()).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+            let around = |s: &str| s.get(at.saturating_sub(200)..(at + 200).min(s.len())).unwrap_or_default().to_owned();
+            panic!(
+                "{q}: not byte-identical after the reindex ({status} then {status2}), from byte {at}:\n{}\nthen\n{}",
+                around(&a),
+                around(&b)
+            );
+        }
     }
     assert_eq!(svc.get(&reviews).await.unwrap().2["reviews"], json!([]), "still gone after the reindex (a replay)");
 
@@ -253,8 +299,8 @@ async fn scenario(pds: &Pds, alice: &Account, bob: &Account, carl: &Account, adm
     let after: Vec<_> = settled["readModels"].as_array().unwrap().iter().map(|m| m["activeVersion"].clone()).collect();
     let expected: Vec<_> = new.as_array().unwrap().iter().map(|m| m["activeVersion"].clone()).collect();
     assert_eq!(after, expected, "the cancelled reindex swapped nothing in");
-    for (q, (status, bytes)) in queries.iter().zip(&before) {
-        assert_eq!(svc.get_bytes(q).await.unwrap(), (*status, bytes.clone()), "{q}: changed by a cancelled reindex");
+    for (q, answer) in queries.iter().zip(&rebuilt) {
+        assert!(svc.get_bytes(q).await.unwrap() == *answer, "{q}: changed by a cancelled reindex");
     }
     let history = get_as(&svc, &token, "/xrpc/pub.svc.admin.getBackfillHistory").await.1;
     let statuses: Vec<&str> = history["operations"].as_array().unwrap().iter().filter_map(|o| o["status"].as_str()).collect();

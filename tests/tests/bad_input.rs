@@ -45,8 +45,6 @@ async fn invalid_records_are_dead_lettered_and_bad_requests_get_clear_errors() {
         if let Payload::RecordCreate(w) = &mut other.payload {
             w.collection = "pub.svc.review.comment".into();
         }
-        // Each from its own repository: a dead letter holds back the later events of its
-        // repository (the admin tests cover that).
         log.append(&[
             record(&careless(1), "3lbxqprzvpc21", no_title),
             record(&careless(2), "3lbxqprzvpc22", numeric_abstract),

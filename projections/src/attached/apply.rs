@@ -45,7 +45,7 @@ impl AttachedProjection {
 
     /// This version's record table.
     fn records(&self) -> RecordTable<'_, Self> {
-        RecordTable::new(self.store.as_ref(), records(self.version), self)
+        RecordTable::new(self.store.as_ref(), records(self.version), self, self.parking())
     }
 
     /// This version's dead letters.
@@ -65,7 +65,7 @@ impl AttachedProjection {
         let n = match normalized {
             Ok(n) => n,
             Err(reason) => {
-                self.parking().park(st, event, Some(uri), &reason)?;
+                self.parking().park(st, event, Some(uri), Some(&w.rev), &reason);
                 return Ok(());
             }
         };
@@ -146,17 +146,6 @@ pub fn keeps(collection: &str) -> bool {
     collections::find(collection).is_some()
 }
 
-/// Whether the model holds `event` back while its key waits behind a dead letter (the
-/// repository events it applies; commands never wait), and the record it is about.
-fn held(event: &Envelope) -> Option<Option<String>> {
-    match &event.payload {
-        Payload::RecordCreate(w) | Payload::RecordUpdate(w) if keeps(&w.collection) => Some(Some(w.uri())),
-        Payload::RecordDelete(d) if keeps(&d.collection) => Some(Some(d.uri())),
-        Payload::Account(a) if a.status == Some(AccountStatus::Deleted) => Some(None),
-        _ => None,
-    }
-}
-
 impl Projection for AttachedProjection {
     fn model(&self) -> &'static str {
         MODEL
@@ -173,14 +162,9 @@ impl Projection for AttachedProjection {
     fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError> {
         let mut st = Staged::default();
         let uris = batch.record_uris_where(keeps);
-        st.prefetch(self.store.as_ref(), &records(self.version), uris)?;
-        self.parking().prefetch(&mut st, batch)?;
+        st.prefetch(self.store.as_ref(), &records(self.version), uris.clone())?;
+        self.parking().prefetch(&mut st, uris)?;
         for event in batch.events() {
-            if let Some(uri) = held(event) {
-                if self.parking().hold(&mut st, event, uri)? {
-                    continue;
-                }
-            }
             let position = event.position.ordinal();
             match &event.payload {
                 Payload::RecordCreate(w) | Payload::RecordUpdate(w) if keeps(&w.collection) => self.write(&mut st, event, w)?,

@@ -22,7 +22,8 @@
 //!   a replay gives the same ids. A delete marks the row deleted (soft).
 //! - `backlink_sources`: source URI → target URI: the same row, to find what one source
 //!   links to.
-//! - `dead_letters`, `dead_letter_heads`: see [`crate::deadletter`].
+//! - `dead_letters`, `superseded_letters`, `dead_letter_records`: see [`crate::deadletter`]
+//!   (`dead_letter_heads`, of an earlier svc, is dropped with a version).
 
 mod apply;
 pub mod collections;
@@ -36,7 +37,17 @@ use store::TableRef;
 pub const MODEL: &str = "attached";
 
 /// The tables of the model, for dropping a version.
-pub const TABLES: &[&str] = &["records", "listing", "sizes", "backlinks", "backlink_sources", "dead_letters", "dead_letter_heads"];
+pub const TABLES: &[&str] = &[
+    "records",
+    "listing",
+    "sizes",
+    "backlinks",
+    "backlink_sources",
+    "dead_letters",
+    "superseded_letters",
+    "dead_letter_records",
+    "dead_letter_heads",
+];
 
 pub(crate) fn records(version: u32) -> TableRef {
     TableRef::new(MODEL, version, "records")

@@ -17,18 +17,6 @@ use crate::staged::Staged;
 use crate::submission::Submission;
 use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
 
-/// Whether the model holds `payload` back while its key waits behind a dead letter (the
-/// repository events it applies: submission records, identity, account; commands and the
-/// changes ingest refused are never held), and the record it is about.
-pub(crate) fn held(payload: &Payload) -> Option<Option<String>> {
-    match payload {
-        Payload::RecordCreate(w) | Payload::RecordUpdate(w) if w.collection == SUBMISSION => Some(Some(w.uri())),
-        Payload::RecordDelete(d) if d.collection == SUBMISSION => Some(Some(d.uri())),
-        Payload::Identity(_) | Payload::Account(_) => Some(None),
-        _ => None,
-    }
-}
-
 /// Builds the eprints read model (see the [module docs](super)).
 pub struct EprintsProjection {
     store: Arc<dyn Store>,
@@ -58,7 +46,7 @@ fn legacy_listing_key(appended_at_micros: i64, ordinal: u64) -> Vec<u8> {
 impl EprintsProjection {
     /// This version's record table.
     fn records(&self) -> RecordTable<'_, Self> {
-        RecordTable::new(self.store.as_ref(), records(self.version), self)
+        RecordTable::new(self.store.as_ref(), records(self.version), self, self.parking())
     }
 
     /// This version's dead letters.
@@ -78,7 +66,7 @@ impl EprintsProjection {
         let submission = match submission {
             Ok(s) => s,
             Err(reason) => {
-                self.parking().park(st, event, Some(uri), reason)?;
+                self.parking().park(st, event, Some(uri), Some(&w.rev), reason);
                 return Ok(());
             }
         };
@@ -158,9 +146,10 @@ impl EprintsProjection {
                 _ => None,
             })
             .collect();
-        st.prefetch(self.store.as_ref(), &records(self.version), batch.record_uris(SUBMISSION))?;
+        let uris = batch.record_uris(SUBMISSION);
+        st.prefetch(self.store.as_ref(), &records(self.version), uris.clone())?;
         st.prefetch(self.store.as_ref(), &accounts(self.version), dids)?;
-        self.parking().prefetch(st, batch)?;
+        self.parking().prefetch(st, uris)?;
         Ok(())
     }
 
@@ -212,11 +201,6 @@ impl Projection for EprintsProjection {
                 if seen.insert(w.did.clone()) {
                     let at = event.envelope.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true);
                     self.user(&mut st, &w.did, None, &at, event.envelope.position.ordinal())?;
-                }
-            }
-            if let Some(uri) = held(&event.envelope.payload) {
-                if self.parking().hold(&mut st, event.envelope, uri)? {
-                    continue;
                 }
             }
             if let Some((w, submission)) = event.submission(&self.lexicons) {

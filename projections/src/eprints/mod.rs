@@ -16,12 +16,12 @@
 //!   → lowercased handle ‖ 0 ‖ DID: the same, for `pub.svc.admin.searchUsers` by DID or
 //!   handle prefix. Every DID that created a record or whose handle an identity event
 //!   named; its account row keeps `firstSeen` too, so a user is registered once.
-//! - `dead_letters`, `dead_letter_heads`: see [`crate::deadletter`].
+//! - `dead_letters`, `superseded_letters`, `dead_letter_records`: see [`crate::deadletter`]
+//!   (`dead_letter_heads`, of an earlier svc, is dropped with a version).
 
 mod apply;
 pub mod read;
 
-pub(crate) use apply::held;
 pub use apply::EprintsProjection;
 
 use store::TableRef;
@@ -30,7 +30,8 @@ use store::TableRef;
 pub const MODEL: &str = "eprints";
 
 /// The tables of the model, for dropping a version.
-pub const TABLES: &[&str] = &["records", "by_author", "accounts", "users", "dead_letters", "dead_letter_heads"];
+pub const TABLES: &[&str] =
+    &["records", "by_author", "accounts", "users", "dead_letters", "superseded_letters", "dead_letter_records", "dead_letter_heads"];
 
 /// The partition of `users` keyed by DID.
 pub(crate) const USERS_BY_DID: &str = "by_did";

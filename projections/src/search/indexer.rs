@@ -1,6 +1,6 @@
 //! Applying events to the search index.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -67,8 +67,6 @@ pub struct SearchProjection {
     committed: Checkpoints,
     /// Repositories whose account is not active (saved with each commit).
     hidden: BTreeSet<String>,
-    /// Keys the eprints model holds back behind a dead letter (saved with each commit).
-    held: BTreeMap<String, (u32, u64)>,
     /// Revisions written since the last commit, which searches cannot see yet.
     pending_revs: HashMap<String, Option<String>>,
     /// The sources of the documents written since the last commit (`source` field), which
@@ -117,7 +115,6 @@ impl SearchProjection {
             version,
             applied: committed.checkpoints.clone(),
             hidden: committed.hidden,
-            held: committed.held,
             committed: committed.checkpoints,
             pending_revs: HashMap::new(),
             pending_sources: HashMap::new(),
@@ -178,30 +175,6 @@ impl SearchProjection {
             .filter_map(|((uri, _), row)| Some((uri, row?.get("rev").and_then(Value::as_text)?.to_owned())))
             .collect();
         Ok(())
-    }
-
-    /// Keeps the index in step with the eprints model's dead letters, which hold back the
-    /// later events of a parked event's key ([`crate::deadletter`]): whether `event` is
-    /// held back (or parked: an invalid submission), or releases one.
-    fn held_back(&mut self, event: &crate::batch::BatchEvent<'_>) -> Result<bool, ProjectionError> {
-        let e = event.envelope;
-        if let Some(released) = crate::deadletter::released(crate::eprints::MODEL, e) {
-            if self.held.get(&e.key) == Some(&released) {
-                self.held.remove(&e.key);
-            }
-            return Ok(true);
-        }
-        if crate::eprints::held(&e.payload).is_none() {
-            return Ok(false);
-        }
-        if self.held.contains_key(&e.key) {
-            return Ok(true);
-        }
-        let parked = matches!(event.submission(&self.lexicons), Some((_, Err(_))));
-        if parked {
-            self.held.insert(e.key.clone(), (e.position.partition, e.position.offset));
-        }
-        Ok(parked)
     }
 
     fn write(&mut self, event: &Envelope, w: &RecordWrite, s: &Submission) -> Result<(), ProjectionError> {
@@ -379,7 +352,7 @@ impl SearchProjection {
     }
 
     fn commit(&mut self) -> Result<(), ProjectionError> {
-        let payload = CommitPayload { checkpoints: self.applied.clone(), hidden: self.hidden.clone(), held: self.held.clone() };
+        let payload = CommitPayload { checkpoints: self.applied.clone(), hidden: self.hidden.clone() };
         let payload = serde_json::to_string(&payload).map_err(|e| ProjectionError::Search(e.to_string()))?;
         let mut prepared = self.writer()?.prepare_commit()?;
         prepared.set_payload(&payload);
@@ -417,12 +390,14 @@ impl Projection for SearchProjection {
         self.tags.prefetch(batch.record_uris(USER_TAG))?;
         for event in batch.iter() {
             self.tag_event(event.envelope)?;
-            if self.held_back(&event)? {
-                continue;
-            }
-            if let Some((w, Ok(s))) = event.submission(&self.lexicons) {
-                self.write(event.envelope, w, s)?;
-                continue;
+            match event.submission(&self.lexicons) {
+                Some((w, Ok(s))) => {
+                    self.write(event.envelope, w, s)?;
+                    continue;
+                }
+                // Parked by the eprints model: nothing of it is indexed.
+                Some((_, Err(_))) => continue,
+                None => {}
             }
             if let Payload::Account(a) = &event.envelope.payload {
                 if a.status == Some(AccountStatus::Deleted) {

@@ -12,7 +12,7 @@ mod schema;
 mod stem;
 mod tags;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -56,10 +56,6 @@ pub(crate) struct CommitPayload {
     /// Repositories whose account is not active: their documents stay indexed but hidden.
     #[serde(default)]
     pub hidden: BTreeSet<String>,
-    /// Keys whose events the eprints model holds back, with the position of the dead letter
-    /// they wait behind (the index keeps the same events out until it is released).
-    #[serde(default)]
-    pub held: BTreeMap<String, (u32, u64)>,
 }
 
 impl CommitPayload {

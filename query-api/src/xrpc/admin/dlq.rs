@@ -3,11 +3,9 @@
 //! if it still fails) or dismissed (released), each as a `command.admin` event that the
 //! model which parked it applies.
 //!
-//! A dead letter holds back the later events of its key ([`projections::deadletter`]): they
-//! are listed too, `HELD_BACK`, with the position they wait behind. Retrying or dismissing
-//! the letter they wait behind releases them with it and appends their events again after
-//! it, in their order, so that they are applied (or held behind it anew, if the retried
-//! event fails again).
+//! Nothing waits behind a dead letter ([`projections::deadletter`]). A letter a later change
+//! of its record superseded leaves the default listing; `includeSuperseded` shows it, with
+//! `supersededBy`. Indexes address the letters of the default listing.
 
 use chrono::Utc;
 use event_schema::{AdminAction, AdminCommand, Envelope, NewEvent, Payload, Source};
@@ -44,9 +42,7 @@ impl Entry {
     /// `PROCESSING_ERROR` otherwise.
     pub(super) fn error_type(&self) -> &'static str {
         let reason = &self.letter.reason;
-        if self.letter.held_behind.is_some() {
-            "HELD_BACK"
-        } else if reason.starts_with("invalid") || reason.contains("lexicon") {
+        if reason.starts_with("invalid") || reason.contains("lexicon") {
             "VALIDATION_ERROR"
         } else {
             "PROCESSING_ERROR"
@@ -70,16 +66,20 @@ pub(super) fn time(event: &Option<Envelope>) -> Option<String> {
     event.as_ref().map(|e| e.appended_at.to_rfc3339())
 }
 
-/// Every dead letter of every model that parks events, in log order.
-pub(super) async fn entries(state: &AppState) -> Result<Vec<Entry>, ApiError> {
+/// The dead letters of every model that parks events, in log order: those nothing
+/// superseded, or every one.
+pub(super) async fn entries(state: &AppState, superseded: bool) -> Result<Vec<Entry>, ApiError> {
     let s = state.clone();
     tokio::task::spawn_blocking(move || -> Result<Vec<Entry>, ApiError> {
         let mut all = Vec::new();
         for model in projections::catalog::DEAD_LETTER_MODELS.iter() {
             let Some(version) = s.store.active_version(model).map_err(ApiError::from_error)? else { continue };
-            for letter in projections::deadletter::list(s.store.as_ref(), model, version, DLQ_READ).map_err(ApiError::from_error)? {
-                all.push(Entry { model, letter });
+            let store = s.store.as_ref();
+            let mut letters = projections::deadletter::list(store, model, version, DLQ_READ).map_err(ApiError::from_error)?;
+            if superseded {
+                letters.extend(projections::deadletter::list_superseded(store, model, version, DLQ_READ).map_err(ApiError::from_error)?);
             }
+            all.extend(letters.into_iter().map(|letter| Entry { model, letter }));
         }
         all.sort_by_key(|e| (e.letter.offset, e.letter.partition, e.model));
         Ok(all)
@@ -89,12 +89,15 @@ pub(super) async fn entries(state: &AppState) -> Result<Vec<Entry>, ApiError> {
 }
 
 /// `listDLQEntries`: `{entries, total}`, each with `uri`, `error` (the reason), `errorType`,
-/// `timestamp` (when the event entered the log), and svc's `model`, `kind`, `key` and log
-/// position; sets `svc_dlq_entries_total`.
+/// `timestamp` (when the event entered the log), and svc's `model`, `kind`, `key`, log
+/// position and, for a superseded letter (`includeSuperseded`), `supersededBy`; sets
+/// `svc_dlq_entries_total` (the letters nothing superseded).
 async fn list(c: Call) -> Answer {
     let (limit, skip) = (c.limit(50), c.params.int("offset").unwrap_or(0).max(0) as usize);
-    let all = entries(&c.state).await?;
-    metrics::gauge!("svc_dlq_entries_total").set(all.len() as f64);
+    let superseded = c.params.bool("includeSuperseded").unwrap_or(false);
+    let all = entries(&c.state, superseded).await?;
+    let open = all.iter().filter(|e| e.letter.superseded_by.is_none()).count();
+    metrics::gauge!("svc_dlq_entries_total").set(open as f64);
     let page: Vec<&Entry> = all.iter().skip(skip).take(limit).collect();
     let times = events(&c.state, &page).await?;
     let shown: Vec<_> = page
@@ -103,10 +106,10 @@ async fn list(c: Call) -> Answer {
         .map(|(e, event)| {
             let at = time(event);
             let d = &e.letter;
-            let held_behind = d.held_behind.map(|(partition, offset)| json!({"partition": partition, "offset": offset}));
+            let superseded_by = d.superseded_by.map(|(partition, offset)| json!({"partition": partition, "offset": offset}));
             json!({"uri": d.uri, "error": d.reason, "errorType": e.error_type(), "timestamp": at, "createdAt": at,
                    "model": e.model, "kind": d.kind, "key": d.key, "partition": d.partition, "offset": d.offset,
-                   "heldBehind": held_behind})
+                   "supersededBy": superseded_by})
         })
         .collect();
     Body::json(&json!({"entries": shown, "total": all.len()}))
@@ -138,55 +141,22 @@ fn release(state: &AppState, admin: &str, nsid: &str, entry: &Entry, parked: Opt
     out
 }
 
-/// What becomes of one dead letter.
-struct Release<'a> {
-    entry: &'a Entry,
-    /// Its event is appended again (a retry, or an event held behind a released letter).
-    again: bool,
-}
-
-/// The releases that `chosen` (in log order) makes: each chosen letter, and after a letter
-/// that others of its key wait behind, those others, appended again unless they are chosen
-/// for dismissal too. Each letter once.
-fn releases<'a>(all: &'a [Entry], chosen: &[&'a Entry], retry: bool) -> Vec<Release<'a>> {
-    let key = |e: &Entry| (e.model, e.letter.position());
-    let picked: std::collections::HashSet<_> = chosen.iter().map(|e| key(e)).collect();
-    let mut done = std::collections::HashSet::new();
-    let mut out = Vec::new();
-    for entry in chosen {
-        if !done.insert(key(entry)) {
-            continue;
-        }
-        out.push(Release { entry, again: retry });
-        let behind = |e: &&Entry| e.model == entry.model && e.letter.held_behind == Some(entry.letter.position());
-        for held in all.iter().filter(behind) {
-            if done.insert(key(held)) {
-                out.push(Release { entry: held, again: retry || !picked.contains(&key(held)) });
-            }
-        }
-    }
-    out
-}
-
-/// Appends the release events of `chosen` (and of the letters held behind them) and counts
-/// the action: how many letters were released without and with their event appended again.
-async fn act(c: &Call, nsid: &str, all: &[Entry], chosen: &[&Entry], retry: bool) -> Result<(usize, usize), ApiError> {
+/// Appends the release events of `chosen` (with their events again, to retry them) and
+/// counts the action: how many letters were released.
+async fn act(c: &Call, nsid: &str, chosen: &[&Entry], retry: bool) -> Result<usize, ApiError> {
     let admin = c.caller()?.did.clone();
-    let plan = releases(all, chosen, retry);
-    let again: Vec<&Entry> = plan.iter().filter(|r| r.again).map(|r| r.entry).collect();
-    let mut parked = events(&c.state, &again).await?.into_iter();
+    let parked = if retry { events(&c.state, chosen).await? } else { vec![None; chosen.len()] };
     let mut out = Vec::new();
-    for r in &plan {
+    for (entry, event) in chosen.iter().zip(&parked) {
         // An event the log no longer holds is released without being appended again.
-        let event = if r.again { parked.next().flatten() } else { None };
-        out.extend(release(&c.state, &admin, nsid, r.entry, event.as_ref()));
+        out.extend(release(&c.state, &admin, nsid, entry, event.as_ref()));
     }
     if !out.is_empty() {
         crate::command::append_all(&c.state, out).await?;
     }
     let action = if retry { "dlq_retry" } else { "dlq_dismiss" };
-    metrics::counter!("svc_admin_actions_total", "action" => action, "target" => "dlq").increment(plan.len() as u64);
-    Ok((plan.len() - again.len(), again.len()))
+    metrics::counter!("svc_admin_actions_total", "action" => action, "target" => "dlq").increment(chosen.len() as u64);
+    Ok(chosen.len())
 }
 
 /// `retryDLQEntry`.
@@ -203,45 +173,42 @@ async fn dismiss(c: Call) -> Answer {
 /// index out of range.
 async fn one(c: Call, retry: bool) -> Answer {
     let index = c.input["index"].as_u64().unwrap_or(0) as usize;
-    let all = entries(&c.state).await?;
+    let all = entries(&c.state, false).await?;
     let Some(entry) = all.get(index) else {
         return Body::json(&json!({"success": false, "message": format!("no dead letter at index {index} (there are {})", all.len())}));
     };
     let nsid = if retry { "pub.svc.admin.retryDLQEntry" } else { "pub.svc.admin.dismissDLQEntry" };
-    let (dismissed, appended) = act(&c, nsid, &all, &[entry], retry).await?;
-    let released = dismissed + appended;
+    act(&c, nsid, &[entry], retry).await?;
     let what = format!("{} at {}:{} ({})", entry.letter.kind, entry.letter.partition, entry.letter.offset, entry.model);
-    let mut message = if retry {
+    let message = if retry {
         format!("retried {what}: its event is in the log again, and parks again if it still fails")
     } else {
         format!("dismissed {what}: released without retry")
     };
-    if released > 1 {
-        message.push_str(&format!("; the {} later events of its key held behind it are in the log again", released - 1));
-    }
     Body::json(&json!({"success": true, "message": message}))
 }
 
 /// `retryAllDLQ`: `{success, retriedCount}`: every dead letter, or those of `errorType`.
 async fn retry_all(c: Call) -> Answer {
     let only = c.input["errorType"].as_str().map(str::to_owned);
-    let all = entries(&c.state).await?;
+    let all = entries(&c.state, false).await?;
     let chosen: Vec<&Entry> = all.iter().filter(|e| only.as_deref().is_none_or(|t| t == e.error_type())).collect();
-    let (_, n) = act(&c, "pub.svc.admin.retryAllDLQ", &all, &chosen, true).await?;
+    let n = act(&c, "pub.svc.admin.retryAllDLQ", &chosen, true).await?;
     Body::json(&json!({"success": true, "retriedCount": n}))
 }
 
 /// `purgeOldDLQ`: `{success, purgedCount}`: dismisses the dead letters whose event entered
-/// the log more than `olderThanDays` ago (those whose time cannot be read are skipped).
+/// the log more than `olderThanDays` ago, superseded ones included (those whose time cannot
+/// be read are skipped).
 async fn purge_old(c: Call) -> Answer {
     let days = c.input["olderThanDays"].as_i64().unwrap_or(7);
     let cutoff = Utc::now() - chrono::Duration::days(days);
-    let all = entries(&c.state).await?;
+    let all = entries(&c.state, true).await?;
     let every: Vec<&Entry> = all.iter().collect();
     let times = events(&c.state, &every).await?;
     let chosen: Vec<&Entry> =
         every.into_iter().zip(&times).filter(|(_, e)| e.as_ref().is_some_and(|e| e.appended_at < cutoff)).map(|(entry, _)| entry).collect();
-    let (n, _) = act(&c, "pub.svc.admin.purgeOldDLQ", &all, &chosen, false).await?;
+    let n = act(&c, "pub.svc.admin.purgeOldDLQ", &chosen, false).await?;
     Body::json(&json!({"success": true, "purgedCount": n}))
 }
 

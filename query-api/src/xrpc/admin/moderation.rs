@@ -50,10 +50,10 @@ fn violations(c: &Call) -> Answer {
 /// newest first.
 async fn warnings(c: Call) -> Answer {
     let did = did_filter(&c)?;
-    let all = super::dlq::entries(&c.state).await?;
+    // A refused record is a warning even once a later revision superseded it.
+    let all = super::dlq::entries(&c.state, true).await?;
     let mut chosen = Vec::new();
-    // Events held back behind another are not refused: they wait.
-    for e in all.iter().rev().filter(|e| e.letter.held_behind.is_none()) {
+    for e in all.iter().rev() {
         let Some(uri) = e.letter.uri.as_deref().and_then(lexicons::formats::parse_at_uri) else { continue };
         if did.as_deref().is_none_or(|d| d == uri.authority) {
             chosen.push((e, uri));
