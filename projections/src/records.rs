@@ -2,21 +2,38 @@
 //! leaves a tombstone at its revision, a take-down a tombstone above every revision, and an
 //! account deletion a tombstone for each of its records. In each case the record as held
 //! first leaves the listings it appears in; only how a model lists its records differs
-//! ([`Listings`]). Each change also supersedes the record's dead letter, if one is parked
+//! ([`Listings`]). Where a model keeps a deleted record's place ([`Listings::placeholder`]:
+//! reviews and annotations keep a thread's shape), a delete or take-down leaves a
+//! placeholder instead, in the same listings. Each change also supersedes the record's dead letter, if one is parked
 //! ([`Parking::supersede`]). The eprints and attached models use it, and so will the models
 //! to come.
 
 use store::{Columns, Store, TableRef, Value};
 
 use crate::deadletter::Parking;
-use crate::rows::{is_deleted, is_stale, taken_down, tombstone};
+use crate::rows::{is_deleted, is_placeholder, is_stale, taken_down, tombstone};
 use crate::staged::Staged;
 use crate::ProjectionError;
 
 /// How a model lists its records.
 pub(crate) trait Listings {
-    /// Removes the listing rows of `existing`, a live record as the model holds it.
+    /// Removes the listing rows of `existing`, the record as the model holds it (a
+    /// tombstone is in no listing; a placeholder is in those of the record it stands for).
     fn unlist(&self, st: &mut Staged, existing: &Columns, position: u64) -> Result<(), ProjectionError>;
+
+    /// The placeholder that replaces `existing`, a live record or a placeholder, when it is
+    /// deleted (as `tombstone` says): a row that stays in the record's listings (those that
+    /// give a thread its shape; it may leave others) without its content. `None` (the
+    /// default) for a record that leaves its listings.
+    fn placeholder(
+        &self,
+        _st: &mut Staged,
+        _existing: &Columns,
+        _tombstone: &Columns,
+        _position: u64,
+    ) -> Result<Option<Columns>, ProjectionError> {
+        Ok(None)
+    }
 }
 
 /// A model's table of records (partition: the record URI), with its listings.
@@ -60,32 +77,55 @@ impl<'a, L: Listings + ?Sized> RecordTable<'a, L> {
         st.put(&self.table, uri, Vec::new(), row, position);
     }
 
-    /// Deletes `uri` as of `rev`: a tombstone, unless the model holds a later revision.
+    /// Deletes `uri` as of `rev`: a tombstone (or a placeholder), unless the model holds a
+    /// later revision.
     pub(crate) fn delete(&self, st: &mut Staged, uri: &str, rev: &str, position: u64) -> Result<(), ProjectionError> {
-        if self.replace(st, uri, rev, position)? {
-            self.put(st, uri, tombstone(uri, Value::Text(rev.to_owned()), position), position);
+        let existing = self.get(st, uri)?;
+        if is_stale(existing.as_ref(), rev) {
+            return Ok(());
         }
-        Ok(())
+        self.letters.supersede(st, uri, Some(rev), position)?;
+        self.leave(st, uri, existing, tombstone(uri, Value::Text(rev.to_owned()), position), position)
     }
 
-    /// Takes down `uri` (`pub.svc.admin.deleteContent`): it leaves every listing, and its
-    /// tombstone keeps every later write out.
+    /// Takes down `uri` (`pub.svc.admin.deleteContent`): its tombstone (or placeholder)
+    /// keeps every later write out.
     pub(crate) fn take_down(&self, st: &mut Staged, uri: &str, position: u64) -> Result<(), ProjectionError> {
-        if let Some(existing) = self.get(st, uri)? {
-            self.unlist(st, &existing, position)?;
-        }
+        let existing = self.get(st, uri)?;
         self.letters.supersede(st, uri, None, position)?;
-        self.put(st, uri, taken_down(uri, position), position);
+        self.leave(st, uri, existing, taken_down(uri, position), position)
+    }
+
+    /// Writes `tombstone` in place of `existing`: its placeholder, which keeps its
+    /// listings, when the model keeps one; otherwise it leaves its listings.
+    fn leave(
+        &self,
+        st: &mut Staged,
+        uri: &str,
+        existing: Option<Columns>,
+        tombstone: Columns,
+        position: u64,
+    ) -> Result<(), ProjectionError> {
+        if let Some(existing) = &existing {
+            if !is_deleted(existing) || is_placeholder(existing) {
+                if let Some(placeholder) = self.listings.placeholder(st, existing, &tombstone, position)? {
+                    self.put(st, uri, placeholder, position);
+                    return Ok(());
+                }
+            }
+            self.unlist(st, existing, position)?;
+        }
+        self.put(st, uri, tombstone, position);
         Ok(())
     }
 
-    /// Removes each of `uris` (the records of a deleted account): each live one leaves its
-    /// listings and becomes a tombstone at the revision held.
+    /// Removes each of `uris` (the records of a deleted account): each leaves its listings
+    /// (a placeholder too) and becomes a tombstone at the revision held.
     pub(crate) fn remove_all(&self, st: &mut Staged, uris: impl IntoIterator<Item = String>, position: u64) -> Result<(), ProjectionError> {
         for uri in uris {
             self.letters.supersede(st, &uri, None, position)?;
             let Some(existing) = self.get(st, &uri)? else { continue };
-            if is_deleted(&existing) {
+            if is_deleted(&existing) && !is_placeholder(&existing) {
                 continue;
             }
             self.unlist(st, &existing, position)?;
@@ -95,9 +135,9 @@ impl<'a, L: Listings + ?Sized> RecordTable<'a, L> {
         Ok(())
     }
 
-    /// Removes a held record from its listings (a tombstone is in none).
+    /// Removes a held record from its listings (a tombstone is in none; a placeholder is).
     fn unlist(&self, st: &mut Staged, existing: &Columns, position: u64) -> Result<(), ProjectionError> {
-        if is_deleted(existing) {
+        if is_deleted(existing) && !is_placeholder(existing) {
             return Ok(());
         }
         self.listings.unlist(st, existing, position)

@@ -15,9 +15,15 @@ pub(crate) fn is_stale(existing: Option<&Columns>, rev: &str) -> bool {
     existing.and_then(|c| text(c, "rev")).is_some_and(|held| held.as_str() >= rev)
 }
 
-/// Whether a record row is a tombstone.
+/// Whether a record row is a tombstone (a placeholder included).
 pub(crate) fn is_deleted(row: &Columns) -> bool {
     row.get("deleted").and_then(Value::as_bool) == Some(true)
+}
+
+/// Whether a record row is the placeholder of a deleted record, which keeps its place in
+/// its listings ([`crate::records::Listings::placeholder`]).
+pub(crate) fn is_placeholder(row: &Columns) -> bool {
+    row.get("placeholder").and_then(Value::as_bool) == Some(true)
 }
 
 /// The clustering key of a record in a listing: its `createdAt` (order-preserving

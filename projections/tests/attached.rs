@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use event_schema::{AdminAction, AdminCommand, NewEvent, Payload, RecordDelete, RecordWrite, Source};
 use eventlog::{EmbeddedLog, EventLog};
-use projections::attached::collections::{Kind, Listing};
+use projections::attached::collections::{self, Kind, Listing};
 use projections::attached::read::AttachedReader;
 use projections::catalog::{self, Context, Mode};
 use projections::{catch_up, deadletter};
@@ -220,7 +220,12 @@ fn every_collection_creates_updates_skips_stale_revisions_deletes_and_parks_inva
         step(vec![event(c, &rkey, "3l0000000000a", None)]);
         assert_eq!(view(&case.listing).0, before + 2, "{c}: a stale delete is skipped");
         step(vec![event(c, &rkey, "3l0000000000z", None), event(c, &format!("{rkey}x"), "3l0000000000z", None)]);
-        assert_eq!(view(&case.listing).0, before, "{c}: deleted");
+        if collections::find(c).unwrap().keeps_place() {
+            let (total, first) = view(&case.listing);
+            assert_eq!((total, first.unwrap()["content"].clone()), (before + 2, json!("")), "{c}: deleted, its place kept");
+        } else {
+            assert_eq!(view(&case.listing).0, before, "{c}: deleted");
+        }
     }
 
     // A replay into a new version holds the same listing sizes and dead letters.
@@ -302,4 +307,60 @@ fn nothing_waits_behind_a_dead_letter_and_a_later_change_of_its_record_supersede
         replayed.iter().map(|l| (l.position(), l.superseded_by)).collect::<Vec<_>>(),
         letters().iter().map(|l| (l.position(), l.superseded_by)).collect::<Vec<_>>()
     );
+}
+
+#[test]
+fn a_deleted_or_taken_down_reply_keeps_its_place_in_the_thread_without_its_text() {
+    let mut m = Model::open();
+    let store = m.store.clone();
+    let review = "pub.svc.review.comment";
+    let uri = |rkey: &str| format!("at://{DID}/{review}/{rkey}");
+    let body = |text: &str, parent: Option<String>| {
+        let mut r = json!({"eprintUri": EPRINT, "body": [{"type": "text", "content": text}], "createdAt": at("1")});
+        if let Some(p) = parent {
+            r["parentComment"] = json!(p);
+        }
+        Some(r)
+    };
+    m.step(vec![
+        event(review, "root", "3l0000000000a", body("The root.", None)),
+        event(review, "mid", "3l0000000000b", body("Secret middle words.", Some(uri("root")))),
+        event(review, "leaf", "3l0000000000c", body("The leaf.", Some(uri("mid")))),
+    ]);
+    // The author deletes the middle reply; an admin takes the root down.
+    m.step(vec![event(review, "mid", "3l0000000000d", None)]);
+    let take_down = AdminAction::ContentDeleted { uri: uri("root"), collection: review.into(), reason: Some("abuse".into()) };
+    m.step(vec![NewEvent {
+        key: DID.into(),
+        source: Source::Manual { note: "attached test".into() },
+        payload: Payload::Admin(AdminCommand { actor: "did:plc:admin".into(), action: take_down }),
+    }]);
+    let check = |version: u32| {
+        let reader = AttachedReader::new(store.as_ref()).unwrap();
+        let on_eprint = reader.page(&Listing::on_eprint(Kind::Review, EPRINT), 10, None).unwrap();
+        assert_eq!(on_eprint.total, 3, "every place kept");
+        let placeholders: Vec<&str> = on_eprint.items.iter().filter(|i| i.deleted).map(|i| i.uri.rsplit('/').next().unwrap()).collect();
+        assert_eq!(placeholders.len(), 2, "{placeholders:?}");
+        let mid = reader.all(&Listing::replies(Kind::Review, &uri("root")), 10).unwrap();
+        assert_eq!((mid.len(), mid[0].deleted), (1, true), "the deleted reply under its parent");
+        assert_eq!(mid[0].view["parentReviewUri"], json!(uri("root")));
+        assert_eq!((mid[0].view["content"].clone(), mid[0].did.as_str()), (json!(""), DID));
+        let leaf = reader.all(&Listing::replies(Kind::Review, &uri("mid")), 10).unwrap();
+        assert_eq!((leaf.len(), leaf[0].deleted), (1, false), "and the reply under it");
+        assert!(reader.get(&uri("root")).unwrap().unwrap().deleted);
+        // The text is gone from every row of the version.
+        let table = store::TableRef::new("attached", version, "records");
+        for rkey in ["root", "mid"] {
+            let row = store.get(&table, &uri(rkey), &[]).unwrap().unwrap();
+            let text = format!("{row:?}");
+            assert!(!text.contains("Secret") && !text.contains("The root"), "{rkey}: {text}");
+        }
+    };
+    check(m.version);
+    // A later write of a taken-down record stays out; the replay gives the same placeholders.
+    m.step(vec![event(review, "root", "3l0000000000z", body("Back again.", None))]);
+    assert!(AttachedReader::new(store.as_ref()).unwrap().get(&uri("root")).unwrap().unwrap().deleted);
+    let v2 = m.rebuild(2);
+    store.set_active_version("attached", v2).unwrap();
+    check(v2);
 }

@@ -154,6 +154,44 @@ async fn scenario(pds: &Pds, backend: &Backend) -> Ran {
     lags.push(("reply", lag));
     assert_eq!(thread["replies"][0]["uri"], reply.as_str());
 
+    // A reply its author deletes keeps its place in the thread, without its text. (On a
+    // thread of its own, left out of the answers compared with a svc that follows the PDS
+    // from cursor 0 later: the PDS's history no longer holds a deleted record's blocks, so
+    // that svc never sees the reply and has no placeholder for it.)
+    let (note, _) = pds
+        .create_record(&alice, "pub.svc.review.comment", &json!({"eprintUri": other, "body": rich("A note."), "createdAt": now()}))
+        .await
+        .unwrap();
+    let note_thread = format!("/xrpc/pub.svc.review.getThread?uri={}", enc(&note));
+    until(&svc, &note_thread, "the note", |s, _| s == 200).await;
+    let (first, _) = pds
+        .create_record(
+            &alice,
+            "pub.svc.review.comment",
+            &json!({"eprintUri": other, "body": rich("Agreed."), "parentComment": note, "createdAt": now()}),
+        )
+        .await
+        .unwrap();
+    let (regret, _) = pds
+        .create_record(
+            &alice,
+            "pub.svc.review.comment",
+            &json!({"eprintUri": other, "body": rich("Regrettable words."), "parentComment": first, "createdAt": now()}),
+        )
+        .await
+        .unwrap();
+    until(&svc, &note_thread, "the replies", |s, b| s == 200 && b["totalReplies"] == 2).await;
+    pds.delete_record(&alice, "pub.svc.review.comment", rkey(&regret)).await.unwrap();
+    let (thread, _) =
+        until(&svc, &note_thread, "the placeholder", |s, b| s == 200 && b["replies"][0]["replies"][0]["deleted"] == true).await;
+    let placeholder = &thread["replies"][0]["replies"][0];
+    assert_eq!(
+        (&thread["totalReplies"], &placeholder["uri"], &placeholder["content"]),
+        (&json!(2), &json!(regret), &json!("")),
+        "{thread}"
+    );
+    assert!(!thread.to_string().contains("Regrettable"), "{thread}");
+
     // An annotation on page 3 (0-indexed 2 in the record) with a text selector.
     let selector = json!({"$type": "pub.svc.annotation.comment#textQuoteSelector", "type": "TextQuoteSelector", "exact": "over-smoothing", "prefix": "avoids "});
     let (annotation, _) = pds

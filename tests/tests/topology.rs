@@ -259,14 +259,16 @@ async fn ingest_two_projectors_two_query_nodes_takeover_and_online_replay() {
     let kept = assert_complete_and_equal(&q1, &q2, SEEDS[2].1 - 1).await;
     assert!(!kept.contains(down), "gone from both nodes' search");
 
-    // A review taken down through q2 is gone from both nodes.
+    // A review taken down through q2 is a placeholder on both nodes: listed and in its
+    // thread with `deleted`, without its text; gone from the admins' listing.
     let (_, listed) = get_as(&q1, &token, "/xrpc/pub.svc.admin.listReviews?limit=100").await;
     let items = listed["items"].as_array().unwrap_or_else(|| panic!("{listed}")).clone();
     assert!(!items.is_empty(), "the scholarly layer has reviews: {listed}");
     let (review, eprint) = (items[0]["uri"].as_str().unwrap().to_owned(), items[0]["eprintUri"].as_str().unwrap().to_owned());
     let on_paper = format!("/xrpc/pub.svc.review.listForEprint?eprintUri={}&limit=100", enc(&eprint));
     let thread = format!("/xrpc/pub.svc.review.getThread?uri={}", enc(&review));
-    let lists = |body: &Value| body["reviews"].as_array().is_some_and(|r| r.iter().any(|r| r["uri"] == review.as_str()));
+    let listed = |body: &Value| body["reviews"].as_array().and_then(|r| r.iter().find(|r| r["uri"] == review.as_str()).cloned());
+    let lists = |body: &Value| listed(body).is_some();
     for q in [&q1, &q2] {
         let (status, _, body) = q.get(&on_paper).await.unwrap();
         assert!(status == 200 && lists(&body), "{status} {body}");
@@ -275,11 +277,15 @@ async fn ingest_two_projectors_two_query_nodes_takeover_and_online_replay() {
     let body = serde_json::json!({"uri": review, "collection": "pub.svc.review.comment", "reason": "abuse"});
     let (status, out) = q2.post("/xrpc/pub.svc.admin.deleteContent", Some(&token), &body).await.unwrap();
     assert_eq!((status, &out["success"]), (200, &Value::Bool(true)), "{out}");
-    until_status(&q1, &thread, 404).await;
-    until_status(&q2, &thread, 404).await;
     for q in [&q1, &q2] {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while q.get(&thread).await.unwrap().2["parent"]["deleted"] != true {
+            assert!(Instant::now() < deadline, "{thread} never became a placeholder on {}", q.base);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         let (status, _, body) = q.get(&on_paper).await.unwrap();
-        assert!(status == 200 && !lists(&body), "still listed after the take-down: {body}");
+        let placeholder = listed(&body).unwrap_or_else(|| panic!("no longer listed after the take-down: {body}"));
+        assert_eq!((status, &placeholder["deleted"], &placeholder["content"]), (200, &Value::Bool(true), &Value::from("")), "{body}");
         let (_, all) = get_as(q, &token, "/xrpc/pub.svc.admin.listReviews?limit=100").await;
         assert!(!all["items"].as_array().unwrap().iter().any(|i| i["uri"] == review.as_str()), "{all}");
     }
@@ -303,8 +309,9 @@ async fn ingest_two_projectors_two_query_nodes_takeover_and_online_replay() {
     until_status(&q2, &detail, 404).await;
     assert_eq!(q1.get(&detail).await.unwrap().0, 404, "still gone after the reindex");
     for q in [&q1, &q2] {
-        assert_eq!(q.get(&thread).await.unwrap().0, 404, "the review is still gone after the reindex");
-        assert!(!lists(&q.get(&on_paper).await.unwrap().2));
+        let (status, _, body) = q.get(&thread).await.unwrap();
+        assert!(status == 200 && body["parent"]["deleted"] == true, "still a placeholder after the reindex: {body}");
+        assert_eq!(listed(&q.get(&on_paper).await.unwrap().2).map(|r| r["deleted"].clone()), Some(Value::Bool(true)));
     }
     assert_eq!(assert_complete_and_equal(&q1, &q2, SEEDS[2].1 - 1).await, kept);
 }

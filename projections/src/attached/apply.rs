@@ -128,6 +128,40 @@ impl AttachedProjection {
 }
 
 impl Listings for AttachedProjection {
+    /// A review or annotation keeps its place as a placeholder: the tombstone, with the
+    /// record's author, collection, CID, dates and its view without content, in the
+    /// listings of its eprint, author, parent and repository; it leaves its collection's
+    /// (what admins list and count).
+    fn placeholder(
+        &self,
+        st: &mut Staged,
+        existing: &Columns,
+        tombstone: &Columns,
+        position: u64,
+    ) -> Result<Option<Columns>, ProjectionError> {
+        let Some(collection) = text(existing, "collection").and_then(|c| collections::find(&c)) else { return Ok(None) };
+        let Some(view) = text(existing, "view").and_then(|v| serde_json::from_str::<serde_json::Value>(&v).ok()) else { return Ok(None) };
+        let Some(placeholder) = collection.placeholder(&view) else { return Ok(None) };
+        let (Some(uri), Some(at)) = (text(existing, "uri"), existing.get("createdAt").and_then(Value::as_int)) else { return Ok(None) };
+        let all = Listing::collection(collection.nsid).0;
+        let mut lists: Vec<String> = text(existing, "lists").and_then(|l| serde_json::from_str(&l).ok()).unwrap_or_default();
+        if lists.contains(&all) {
+            lists.retain(|l| *l != all);
+            st.delete(&listing(self.version), &all, listing_key(at, &uri), position);
+            self.bump(st, &all, -1, position)?;
+        }
+        let mut row = tombstone.clone();
+        for key in ["did", "collection", "cid", "createdAt", "indexedAt"] {
+            if let Some(v) = existing.get(key) {
+                row.insert(key.into(), v.clone());
+            }
+        }
+        row.insert("lists".into(), Value::Text(serde_json::to_string(&lists).unwrap_or_default()));
+        row.insert("view".into(), Value::Text(placeholder.to_string()));
+        row.insert("placeholder".into(), Value::Bool(true));
+        Ok(Some(row))
+    }
+
     /// Removes a live record from the listings it appears in (its `lists`), each listing's
     /// size following.
     fn unlist(&self, st: &mut Staged, existing: &Columns, position: u64) -> Result<(), ProjectionError> {

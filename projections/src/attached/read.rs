@@ -9,7 +9,7 @@ use store::{Columns, Scan, Store, Value};
 use super::collections::Listing;
 use super::{backlink_sources, backlinks, listing, records, sizes, MODEL};
 use crate::eprints::read::{Account, EprintsReader};
-use crate::rows::is_deleted;
+use crate::rows::{is_deleted, is_placeholder};
 use crate::ProjectionError;
 
 /// An indexed record of an attached collection.
@@ -31,6 +31,9 @@ pub struct Item {
     pub account: Account,
     /// Its `createdAt` in µs: with the URI, its key in every listing.
     pub created_at: i64,
+    /// A placeholder: the record was deleted or taken down, and keeps its place (a review
+    /// or annotation in a thread); `view` holds no content.
+    pub deleted: bool,
 }
 
 impl Item {
@@ -119,9 +122,11 @@ impl<'a> AttachedReader<'a> {
         Ok(a)
     }
 
-    /// The item of a record row, unless deleted or its account is hidden.
+    /// The item of a record row (a placeholder included), unless deleted without one or
+    /// its account is hidden.
     fn item(&self, uri: &str, row: &Columns) -> Result<Option<Item>, ProjectionError> {
-        if is_deleted(row) {
+        let deleted = is_deleted(row);
+        if deleted && !is_placeholder(row) {
             return Ok(None);
         }
         let did = text(row, "did");
@@ -139,6 +144,7 @@ impl<'a> AttachedReader<'a> {
             indexed_at: text(row, "indexedAt").to_owned(),
             account,
             created_at: row.get("createdAt").and_then(Value::as_int).unwrap_or_default(),
+            deleted,
         }))
     }
 
@@ -157,7 +163,7 @@ impl<'a> AttachedReader<'a> {
         &self.eprints
     }
 
-    /// The record at `uri`, unless absent, deleted or hidden.
+    /// The record at `uri` (or its placeholder), unless absent, deleted or hidden.
     pub fn get(&self, uri: &str) -> Result<Option<Item>, ProjectionError> {
         let Some(v) = self.version else { return Ok(None) };
         match self.store.get(&records(v), uri, &[])? {

@@ -28,11 +28,12 @@ pub fn routes() -> Routes {
 /// The most entity links or annotations one answer carries when it has no paging.
 pub const MAX_UNPAGED: usize = 500;
 
-/// An annotation's view: the stored view with `author`, `replyCount` and `deleted`.
+/// An annotation's view: the stored view with `author`, `replyCount` and `deleted` (a
+/// placeholder's view has no content).
 fn annotation_view(r: &AttachedReader, item: &Item) -> Result<Value, ProjectionError> {
     let mut v = attached::view(item, "author");
     v["replyCount"] = json!(r.count(&Listing::replies(Kind::Annotation, &item.uri))?);
-    v["deleted"] = json!(false);
+    v["deleted"] = json!(item.deleted);
     Ok(v)
 }
 

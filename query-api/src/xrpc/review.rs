@@ -25,11 +25,12 @@ pub fn routes() -> Routes {
 /// The deepest a thread is followed (replies of replies…), against cycles and abuse.
 pub const MAX_THREAD_DEPTH: usize = 50;
 
-/// A review's view: the stored view with `author`, `replyCount` and `deleted`.
+/// A review's view: the stored view with `author`, `replyCount` and `deleted` (a
+/// placeholder's view has no content).
 pub fn review_view(r: &AttachedReader, item: &Item) -> Result<Value, ProjectionError> {
     let mut v = attached::view(item, "author");
     v["replyCount"] = json!(r.count(&Listing::replies(Kind::Review, &item.uri))?);
-    v["deleted"] = json!(false);
+    v["deleted"] = json!(item.deleted);
     Ok(v)
 }
 

@@ -69,7 +69,7 @@ async fn indexed(state: &AppState, uri: &str) -> Result<Option<Indexed>, ApiErro
             return Ok(reader.get(&uri)?.map(|e| Indexed { cid: e.cid, indexed_at: e.indexed_at }));
         }
         let reader = AttachedReader::new(store.as_ref())?;
-        Ok(reader.get(&uri)?.map(|i| Indexed { cid: i.cid, indexed_at: i.indexed_at }))
+        Ok(reader.get(&uri)?.filter(|i| !i.deleted).map(|i| Indexed { cid: i.cid, indexed_at: i.indexed_at }))
     })
     .await
     .map_err(|e| ApiError::internal(e.to_string()))?

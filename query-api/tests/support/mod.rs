@@ -188,6 +188,33 @@ fn write(did: &str, collection: &str, rkey: &str, rev: &str, record: Value) -> R
     RecordWrite { did: did.into(), collection: collection.into(), rkey: rkey.into(), cid: CID.into(), rev: rev.into(), record }
 }
 
+/// The PKCE verifier of [`login`].
+const VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+
+/// Signs `did` in through the token endpoint (an authorization code this fixture's keys
+/// sign, redeemed once: `jti` must be new): its access token.
+pub async fn login(f: &Fixture, did: &str, jti: &str) -> String {
+    use data_encoding::BASE64URL_NOPAD;
+    use query_api::identity::tokens::{LoginClaims, CODE_TYP};
+    use sha2::{Digest, Sha256};
+    let now = chrono::Utc::now().timestamp();
+    let claims = LoginClaims {
+        iss: SERVICE_DID.into(),
+        sub: did.into(),
+        aud: SERVICE_DID.into(),
+        exp: now + 60,
+        iat: now,
+        jti: jti.into(),
+        challenge: Some(BASE64URL_NOPAD.encode(&Sha256::digest(VERIFIER.as_bytes()))),
+        handle: None,
+    };
+    let code = f.state.auth.keys.sign(CODE_TYP, &claims);
+    let body = serde_json::json!({"grant_type": "authorization_code", "code": code, "code_verifier": VERIFIER});
+    let (status, tokens) = f.post_as("/oauth/token", None, body).await;
+    assert_eq!(status, StatusCode::OK, "{tokens}");
+    tokens["access_token"].as_str().unwrap().to_owned()
+}
+
 /// A record create event from the repository `did`.
 pub fn create(did: &str, collection: &str, rkey: &str, rev: &str, record: Value) -> NewEvent {
     NewEvent::repo(Source::Manual { note: "router test".into() }, Payload::RecordCreate(write(did, collection, rkey, rev, record)))

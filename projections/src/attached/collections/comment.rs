@@ -83,3 +83,23 @@ pub(super) fn comment(rec: &Record) -> Result<Normalized, String> {
     lists.push(by_author);
     Ok(Normalized { view, created_at: created_at(r)?, lists })
 }
+
+/// The placeholder of a deleted review or annotation: what keeps its place in a thread and
+/// its listings (its eprint, parent, motivation, date, and the page its target is on),
+/// with an empty text and body and no quoted selection.
+pub(super) fn placeholder(view: &Value) -> Value {
+    let mut out = serde_json::Map::new();
+    out.insert("content".into(), json!(""));
+    out.insert("body".into(), json!({"text": "", "facets": []}));
+    for key in ["eprintUri", "parentReviewUri", "parentAnnotationUri", "motivation", "motivationUri", "createdAt"] {
+        if let Some(v) = view.get(key).filter(|v| !v.is_null()) {
+            out.insert(key.to_owned(), v.clone());
+        }
+    }
+    if let Some(target) = view.get("target") {
+        let kept: serde_json::Map<String, Value> =
+            ["source", "page"].iter().filter_map(|k| target.get(*k).map(|v| ((*k).to_owned(), v.clone()))).collect();
+        out.insert("target".into(), Value::Object(kept));
+    }
+    Value::Object(out)
+}

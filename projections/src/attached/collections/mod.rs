@@ -52,22 +52,57 @@ pub struct Collection {
     /// records down.
     pub deletable: bool,
     normalize: fn(&Record) -> Result<Normalized, String>,
+    /// For a collection whose deleted records keep their place (reviews and annotations,
+    /// which keep a thread's shape): the placeholder view of a record's view, without its
+    /// content.
+    placeholder: Option<fn(&Value) -> Value>,
 }
 
 /// Every collection of the model.
 pub static COLLECTIONS: &[Collection] = &[
-    Collection { nsid: REVIEW, kind: Kind::Review, deletable: true, normalize: comment::comment },
-    Collection { nsid: ANNOTATION, kind: Kind::Annotation, deletable: true, normalize: comment::comment },
-    Collection { nsid: ANNOTATION_ENTITY_LINK, kind: Kind::EntityLink, deletable: true, normalize: entity_link::entity_link },
-    Collection { nsid: REVIEW_ENTITY_LINK, kind: Kind::EntityLink, deletable: true, normalize: entity_link::entity_link },
-    Collection { nsid: ENDORSEMENT, kind: Kind::Endorsement, deletable: true, normalize: endorsement::endorsement },
-    Collection { nsid: USER_TAG, kind: Kind::Tag, deletable: true, normalize: tag::user_tag },
-    Collection { nsid: CITATION, kind: Kind::Citation, deletable: true, normalize: citation::citation },
-    Collection { nsid: RELATED_WORK, kind: Kind::RelatedWork, deletable: true, normalize: related_work::related_work },
-    Collection { nsid: VERSION, kind: Kind::Version, deletable: false, normalize: history::history },
-    Collection { nsid: CHANGELOG, kind: Kind::Changelog, deletable: false, normalize: history::history },
-    Collection { nsid: PROFILE, kind: Kind::Profile, deletable: false, normalize: profile::profile },
+    Collection { nsid: REVIEW, kind: Kind::Review, deletable: true, normalize: comment::comment, placeholder: Some(comment::placeholder) },
+    Collection {
+        nsid: ANNOTATION,
+        kind: Kind::Annotation,
+        deletable: true,
+        normalize: comment::comment,
+        placeholder: Some(comment::placeholder),
+    },
+    Collection {
+        nsid: ANNOTATION_ENTITY_LINK,
+        kind: Kind::EntityLink,
+        deletable: true,
+        normalize: entity_link::entity_link,
+        placeholder: None,
+    },
+    Collection {
+        nsid: REVIEW_ENTITY_LINK,
+        kind: Kind::EntityLink,
+        deletable: true,
+        normalize: entity_link::entity_link,
+        placeholder: None,
+    },
+    Collection { nsid: ENDORSEMENT, kind: Kind::Endorsement, deletable: true, normalize: endorsement::endorsement, placeholder: None },
+    Collection { nsid: USER_TAG, kind: Kind::Tag, deletable: true, normalize: tag::user_tag, placeholder: None },
+    Collection { nsid: CITATION, kind: Kind::Citation, deletable: true, normalize: citation::citation, placeholder: None },
+    Collection { nsid: RELATED_WORK, kind: Kind::RelatedWork, deletable: true, normalize: related_work::related_work, placeholder: None },
+    Collection { nsid: VERSION, kind: Kind::Version, deletable: false, normalize: history::history, placeholder: None },
+    Collection { nsid: CHANGELOG, kind: Kind::Changelog, deletable: false, normalize: history::history, placeholder: None },
+    Collection { nsid: PROFILE, kind: Kind::Profile, deletable: false, normalize: profile::profile, placeholder: None },
 ];
+
+impl Collection {
+    /// Whether its deleted records keep their place as placeholders.
+    pub fn keeps_place(&self) -> bool {
+        self.placeholder.is_some()
+    }
+
+    /// The placeholder view of `view`, a record of this collection, when its deleted
+    /// records keep their place; `None` when they leave their listings.
+    pub fn placeholder(&self, view: &Value) -> Option<Value> {
+        self.placeholder.map(|p| p(view))
+    }
+}
 
 /// The collection of the model named `nsid`.
 pub fn find(nsid: &str) -> Option<&'static Collection> {

@@ -397,7 +397,7 @@ impl Runner {
         let reader = projections::attached::read::AttachedReader::new(s.store.as_ref()).map_err(|e| e.to_string())?;
         for collection in projections::attached::collections::COLLECTIONS {
             let listing = projections::attached::collections::Listing::collection(collection.nsid);
-            for item in reader.all(&listing, usize::MAX).map_err(|e| e.to_string())? {
+            for item in reader.all(&listing, usize::MAX).map_err(|e| e.to_string())?.into_iter().filter(|i| !i.deleted) {
                 out.push((item.uri, item.cid));
             }
         }
