@@ -24,7 +24,9 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::events::{AccessChange, AccountChange, AdminCommand, BacklinkChange, IdentityChange, RecordDelete, RecordWrite, Rejected};
+use crate::events::{
+    AccessChange, AccountChange, AdminCommand, BacklinkChange, IdentityChange, RecordDelete, RecordWrite, Rejected, UserCommand,
+};
 use crate::{CodecError, Envelope, EventKind, NewEvent, Payload, Position, Source, CURRENT_SCHEMA_VERSION};
 
 #[derive(Serialize)]
@@ -100,6 +102,7 @@ impl<'de> Deserialize<'de> for StoredRead {
                                 Some(EventKind::Backlink) => PayloadRead::Current(Payload::Backlink(map.next_value()?)),
                                 Some(EventKind::Access) => PayloadRead::Current(Payload::Access(map.next_value()?)),
                                 Some(EventKind::Admin) => PayloadRead::Current(Payload::Admin(map.next_value()?)),
+                                Some(EventKind::User) => PayloadRead::Current(Payload::User(map.next_value()?)),
                                 None => PayloadRead::Raw(map.next_value()?),
                             });
                         }
@@ -196,6 +199,7 @@ fn decode_v1(kind: &str, payload: ciborium::Value) -> Result<Payload, CodecError
         EventKind::Backlink => Payload::Backlink(de::<BacklinkChange>(payload)?),
         EventKind::Access => Payload::Access(de::<AccessChange>(payload)?),
         EventKind::Admin => Payload::Admin(de::<AdminCommand>(payload)?),
+        EventKind::User => Payload::User(de::<UserCommand>(payload)?),
     })
 }
 

@@ -92,11 +92,13 @@ pub enum EventKind {
     Access,
     /// An operator's action through the admin API.
     Admin,
+    /// A signed-in user's own action through the API.
+    User,
 }
 
 impl EventKind {
     /// Every kind, in a stable order.
-    pub const ALL: [EventKind; 9] = [
+    pub const ALL: [EventKind; 10] = [
         EventKind::RecordCreate,
         EventKind::RecordUpdate,
         EventKind::RecordDelete,
@@ -106,6 +108,7 @@ impl EventKind {
         EventKind::Backlink,
         EventKind::Access,
         EventKind::Admin,
+        EventKind::User,
     ];
 
     /// The kind's name on the wire and in the JSON view.
@@ -120,6 +123,7 @@ impl EventKind {
             EventKind::Backlink => "command.backlink",
             EventKind::Access => "command.access",
             EventKind::Admin => "command.admin",
+            EventKind::User => "command.user",
         }
     }
 

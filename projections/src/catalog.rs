@@ -21,6 +21,7 @@ use crate::access::{self, AccessProjection};
 use crate::admin::{self, AdminProjection};
 use crate::attached::{self, AttachedProjection};
 use crate::eprints::{self, EprintsProjection};
+use crate::inbox::{self, InboxProjection};
 use crate::search::{self, SearchIndexes, SearchProjection};
 use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
 
@@ -58,6 +59,7 @@ pub const CATALOG: &[ModelSpec] = &[
     ModelSpec { name: attached::MODEL, place: Place::Shared, tables: attached::TABLES, open: open_attached, format: 1 },
     ModelSpec { name: access::MODEL, place: Place::Shared, tables: access::TABLES, open: open_access, format: 1 },
     ModelSpec { name: admin::MODEL, place: Place::Shared, tables: admin::TABLES, open: open_admin, format: 1 },
+    ModelSpec { name: inbox::MODEL, place: Place::Shared, tables: inbox::TABLES, open: open_inbox, format: 1 },
     ModelSpec { name: search::MODEL, place: Place::Node, tables: search::TABLES, open: open_search, format: 1 },
 ];
 
@@ -75,6 +77,10 @@ fn open_access(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projec
 
 fn open_admin(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
     Ok(Box::new(AdminProjection::new(ctx.store.clone(), version, mode)))
+}
+
+fn open_inbox(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
+    Ok(Box::new(InboxProjection::new(ctx.store.clone(), ctx.lexicons.clone(), version, mode)))
 }
 
 fn open_search(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {

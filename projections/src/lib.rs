@@ -27,6 +27,7 @@ pub mod deadletter;
 pub mod eprints;
 mod error;
 mod fanout;
+pub mod inbox;
 mod projection;
 mod records;
 pub mod rows;

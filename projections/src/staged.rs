@@ -1,9 +1,9 @@
 //! Writes staged for one batch, readable before they are applied.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use rustc_hash::FxBuildHasher;
-use store::{Batch, Columns, Op, Store, StoreError, TableRef};
+use store::{Batch, Columns, Op, Scan, Store, StoreError, TableRef};
 
 use crate::Checkpoints;
 
@@ -107,6 +107,40 @@ impl Staged {
             }
         }
         rows.into_values().flatten().cloned().collect()
+    }
+
+    /// The rows of one partition whose clustering key follows `after` (all of them for
+    /// `None`), in clustering order: the store's, with this batch's writes over them.
+    pub fn rows_in(
+        &self,
+        store: &dyn Store,
+        table: &TableRef,
+        partition: &str,
+        after: Option<&[u8]>,
+    ) -> Result<BTreeMap<Vec<u8>, Columns>, StoreError> {
+        let mut rows = BTreeMap::new();
+        let mut scan = Scan { after: after.map(<[u8]>::to_vec), limit: 1000, reverse: false };
+        loop {
+            let page = store.scan(table, partition, &scan)?;
+            rows.extend(page.rows.into_iter().map(|r| (r.clustering, r.columns)));
+            match page.next {
+                Some(next) => scan.after = Some(next),
+                None => break,
+            }
+        }
+        let follows = |c: &[u8]| after.is_none_or(|a| c > a);
+        for op in self.derived.ops.iter().chain(&self.decisions.ops) {
+            match op {
+                Op::Put { table: t, partition: p, clustering, columns, .. } if t == table && p == partition && follows(clustering) => {
+                    rows.insert(clustering.clone(), columns.clone());
+                }
+                Op::Delete { table: t, partition: p, clustering, .. } if t == table && p == partition => {
+                    rows.remove(clustering);
+                }
+                _ => {}
+            }
+        }
+        Ok(rows)
     }
 
     /// The `uri` column of every row of one partition of a listing table: in the store and

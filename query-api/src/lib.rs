@@ -74,7 +74,8 @@ pub fn app(state: AppState) -> App {
     metrics::handle();
     let methods = xrpc::methods();
     let served = methods.methods().iter().map(|m| m.nsid);
-    let operations = Arc::new(metrics::Operations::new(served.chain(xrpc::catalog::OPERATIONS.iter().copied())));
+    let known = xrpc::catalog::OPERATIONS.iter().chain(xrpc::catalog::BEYOND).copied();
+    let operations = Arc::new(metrics::Operations::new(served.chain(known)));
     // The policy is the same for every origin and request, so no answer varies with the
     // request's CORS headers: no `Vary` (which the layer would otherwise build per request).
     let cors = CorsLayer::new()

@@ -291,7 +291,18 @@ async fn scenario(pds: &Pds, backend: &Backend) -> Ran {
     assert_eq!(notes["notifications"].as_array().map(Vec::len), Some(1), "{notes}");
     assert_eq!(notes["notifications"][0]["endorser"]["did"], bob.did.as_str());
     assert_eq!(notes["notifications"][0]["contributions"], json!(["methodological", "empirical"]));
-    assert_eq!(notes["unreadCount"], 1);
+    assert_eq!((&notes["notifications"][0]["isRead"], &notes["unreadCount"]), (&json!(false), &json!(1)), "{notes}");
+
+    // Alice marks them seen, with a token her PDS signed for updateSeen.
+    let token = pds.service_auth(&alice, SERVICE_DID, "pub.svc.notification.getUnreadCount", None).await.unwrap();
+    let unread = get_as(&svc, &token, "/xrpc/pub.svc.notification.getUnreadCount").await;
+    assert_eq!(unread, json!({"count": 2, "reviews": 1, "endorsements": 1}), "{unread}");
+    let token = pds.service_auth(&alice, SERVICE_DID, "pub.svc.notification.updateSeen", None).await.unwrap();
+    let (status, seen) = svc.post("/xrpc/pub.svc.notification.updateSeen", Some(&token), &json!({"seenAt": now()})).await.unwrap();
+    assert_eq!((status, &seen["count"]), (200, &json!(0)), "{seen}");
+    let token = pds.service_auth(&alice, SERVICE_DID, "pub.svc.notification.listReviewsOnMyPapers", None).await.unwrap();
+    let notes: Value = get_as(&svc, &token, "/xrpc/pub.svc.notification.listReviewsOnMyPapers").await;
+    assert_eq!((&notes["notifications"][0]["isRead"], &notes["unreadCount"]), (&json!(true), &json!(0)), "{notes}");
 
     // A backlink reported by a verified caller (a command event), then withdrawn.
     let post = format!("at://{}/app.bsky.feed.post/3lbacklink2aa", bob.did);

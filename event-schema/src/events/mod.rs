@@ -7,6 +7,7 @@ mod backlink;
 mod identity;
 mod record;
 mod rejected;
+mod user;
 
 pub use access::{AccessAction, AccessChange, OnceProof};
 pub use account::{AccountChange, AccountStatus};
@@ -15,6 +16,7 @@ pub use backlink::BacklinkChange;
 pub use identity::IdentityChange;
 pub use record::{RecordDelete, RecordWrite};
 pub use rejected::Rejected;
+pub use user::{UserAction, UserCommand};
 
 use serde::Serialize;
 
@@ -42,6 +44,8 @@ pub enum Payload {
     Access(AccessChange),
     /// An operator's action through the admin API (a command).
     Admin(AdminCommand),
+    /// A signed-in user's own action through the API (a command).
+    User(UserCommand),
 }
 
 impl Payload {
@@ -57,6 +61,7 @@ impl Payload {
             Payload::Backlink(_) => EventKind::Backlink,
             Payload::Access(_) => EventKind::Access,
             Payload::Admin(_) => EventKind::Admin,
+            Payload::User(_) => EventKind::User,
         }
     }
 
@@ -71,6 +76,7 @@ impl Payload {
             Payload::Backlink(b) => &b.caller,
             Payload::Access(a) => &a.subject,
             Payload::Admin(a) => &a.actor,
+            Payload::User(u) => &u.caller,
         }
     }
 }

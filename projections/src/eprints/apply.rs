@@ -209,7 +209,7 @@ impl Projection for EprintsProjection {
             }
             let position = event.envelope.position.ordinal();
             match &event.envelope.payload {
-                Payload::RecordCreate(_) | Payload::RecordUpdate(_) | Payload::Backlink(_) | Payload::Access(_) => {}
+                Payload::RecordCreate(_) | Payload::RecordUpdate(_) | Payload::Backlink(_) | Payload::Access(_) | Payload::User(_) => {}
                 Payload::Admin(AdminCommand { action, .. }) => {
                     self.parking().release(&mut st, event.envelope)?;
                     if let AdminAction::ContentDeleted { uri, collection, .. } = action {

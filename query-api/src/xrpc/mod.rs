@@ -63,10 +63,10 @@ pub fn routes(methods: Routes) -> Router<AppState> {
     methods.into_router().route("/xrpc/{nsid}", any(unserved))
 }
 
-/// Answers an NSID this build does not serve: 501 for the contract's other operations,
-/// 404 for anything else.
+/// Answers an NSID this build does not serve: 501 for the contract's other operations and
+/// those svc knows beyond it, 404 for anything else.
 async fn unserved(Path(nsid): Path<String>) -> Response {
-    if catalog::is_named(&nsid) {
+    if catalog::is_named(&nsid) || catalog::is_beyond(&nsid) {
         ApiError::not_implemented(&nsid).into_response()
     } else {
         ApiError::not_found(format!("no XRPC method {nsid}")).into_response()
