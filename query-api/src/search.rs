@@ -3,7 +3,7 @@
 //! page it answers ([`SearchPage`]).
 
 use chrono::{DateTime, NaiveDate, Utc};
-use projections::attached::collections::{normalize_tag, Listing};
+use projections::attached::collections::normalize_tag;
 use projections::eprints::read::EprintsReader;
 use projections::search::{Facet, Highlight, SearchCursor, SearchRequest, SortOrder};
 use projections::ProjectionError;
@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use crate::body::{Body, JsonWriter};
 use crate::error::ApiError;
 use crate::params::check_did;
-use crate::reads::{self, blocking, FILTER_MAX};
+use crate::reads::blocking;
 use crate::state::AppState;
 
 /// A search as the API receives it, before validation of dates and cursor.
@@ -137,25 +137,9 @@ pub async fn search(state: &AppState, args: SearchArgs) -> Result<SearchPage, Ap
         limit: args.limit,
         cursor: None,
         tags: Vec::new(),
-        within: None,
     };
-    if !args.tags.is_empty() {
-        // The eprints carrying any of the tags (in any of their forms), from the attached model.
-        let tags: Vec<String> = args.tags.iter().map(|t| normalize_tag(t)).filter(|t| !t.is_empty()).collect();
-        let uris = reads::attached(state, |r| {
-            let mut uris = std::collections::BTreeSet::new();
-            for tag in &tags {
-                for item in r.all(&Listing::tagged(tag), FILTER_MAX)? {
-                    if let Some(uri) = item.view["eprintUri"].as_str() {
-                        uris.insert(uri.to_owned());
-                    }
-                }
-            }
-            Ok(uris)
-        })?;
-        request.tags = tags;
-        request.within = Some(uris.into_iter().collect());
-    }
+    // The tags in any of their forms (`Machine Learning` = `#machine_learning`).
+    request.tags = args.tags.iter().map(|t| normalize_tag(t)).filter(|t| !t.is_empty()).collect();
     request.cursor = args
         .cursor
         .as_deref()

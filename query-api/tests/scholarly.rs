@@ -194,6 +194,16 @@ async fn tags_in_every_form_are_one_tag() {
     assert_eq!(retrieval["submissions"][0]["uri"], paper("p2"));
     let (_, none) = f.get("/xrpc/pub.svc.eprint.searchSubmissions?query=*&tags=nobody-uses-this").await;
     assert_eq!(none["total"], 0);
+    // The eprints of a tag (beyond the contract), newest first, in pages.
+    let (status, listed) = f.get("/xrpc/pub.svc.tag.listEprints?tag=%23machine_learning&limit=1").await;
+    assert_eq!((status, &listed["total"], &listed["eprints"][0]["uri"]), (StatusCode::OK, &json!(2), &json!(paper("p2"))), "{listed}");
+    let cursor = listed["cursor"].as_str().unwrap();
+    let (_, rest) = f.get(&format!("/xrpc/pub.svc.tag.listEprints?tag=machine-learning&limit=1&cursor={}", enc(cursor))).await;
+    assert_eq!((&rest["eprints"][0]["uri"], rest.get("cursor")), (&json!(paper("p1")), None), "{rest}");
+    let (status, e) = f.get("/xrpc/pub.svc.tag.listEprints?tag=nobody-uses-this").await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::NOT_FOUND, Some("TagNotFound")));
+    assert_eq!(f.get("/xrpc/pub.svc.tag.listEprints?tag=%23%23").await.0, StatusCode::BAD_REQUEST);
+    assert_eq!(f.get("/xrpc/pub.svc.tag.listEprints").await.0, StatusCode::BAD_REQUEST);
     let (status, trending) = f.get("/xrpc/pub.svc.tag.getTrending?timeWindow=month").await;
     assert_eq!(status, StatusCode::OK, "{trending}");
     assert_eq!(trending["timeWindow"], "month");
@@ -313,6 +323,15 @@ async fn the_eprint_detail_counts_what_is_attached_and_lists_its_history() {
     assert_eq!(body["metrics"]["citations"], 1);
     assert_eq!(body["versions"][0]["versionNumber"], 2);
     assert_eq!(body["changelogs"][0]["sections"][0]["category"], "corrections");
+    // The changelogs on their own (beyond the contract).
+    let changelog = format!("at://{ALICE}/pub.svc.eprint.changelog/l1");
+    let (status, one) = f.get(&format!("/xrpc/pub.svc.eprint.getChangelog?uri={}", enc(&changelog))).await;
+    assert_eq!((status, &one["version"]["minor"], &one["author"]["did"]), (StatusCode::OK, &json!(1), &json!(ALICE)), "{one}");
+    let (_, listed) = f.get(&format!("/xrpc/pub.svc.eprint.listChangelogs?eprintUri={}", enc(&paper("p1")))).await;
+    assert_eq!((&listed["total"], &listed["changelogs"][0]["uri"]), (&json!(1), &json!(changelog)), "{listed}");
+    let review = format!("at://{BOB}/pub.svc.review.comment/r1");
+    assert_eq!(f.get(&format!("/xrpc/pub.svc.eprint.getChangelog?uri={}", enc(&review))).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(f.get("/xrpc/pub.svc.eprint.getChangelog?uri=nope").await.0, StatusCode::BAD_REQUEST);
     f.apply(vec![delete(BOB, "pub.svc.eprint.userTag", "t1", "3l0000000000x")]);
     let (_, body) = f.get(&path).await;
     assert_eq!(body["counts"]["tags"], 1);

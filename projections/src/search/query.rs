@@ -13,7 +13,7 @@ use std::ops::Bound;
 use data_encoding::BASE64URL_NOPAD;
 use tantivy::collector::{Count, TopDocs};
 use tantivy::columnar::Column;
-use tantivy::query::{AllQuery, BooleanQuery, BoostQuery, Occur, Query, QueryParser, RangeQuery, RegexQuery, TermQuery, TermSetQuery};
+use tantivy::query::{AllQuery, BooleanQuery, BoostQuery, Occur, Query, QueryParser, RangeQuery, RegexQuery, TermQuery};
 use tantivy::schema::{IndexRecordOption, Value as _};
 use tantivy::{DocAddress, DocId, Score, Searcher, SegmentReader, TantivyDocument, Term};
 
@@ -102,11 +102,9 @@ pub struct SearchRequest {
     pub limit: usize,
     /// Continue after this cursor.
     pub cursor: Option<SearchCursor>,
-    /// Tags (normalized) the search was narrowed to: part of what the search is (its
-    /// cursors), resolved by the caller into [`SearchRequest::within`].
+    /// Tags (normalized); a hit carries at least one of them (when any are given): an
+    /// exact match on the documents' `tag` field, which the index keeps with each eprint.
     pub tags: Vec<String>,
-    /// When set, only these record URIs may match (for example the eprints carrying a tag).
-    pub within: Option<Vec<String>>,
 }
 
 impl SearchRequest {
@@ -149,7 +147,6 @@ impl SearchRequest {
             limit: 25,
             cursor: None,
             tags: Vec::new(),
-            within: None,
         }
     }
 }
@@ -237,9 +234,8 @@ impl SearchIndex {
         if !req.authors.is_empty() {
             clauses.push((Occur::Must, any_of(f.author_did, &req.authors)));
         }
-        if let Some(uris) = &req.within {
-            let terms = uris.iter().map(|u| Term::from_field_text(f.uri, u));
-            clauses.push((Occur::Must, Box::new(TermSetQuery::new(terms))));
+        if !req.tags.is_empty() {
+            clauses.push((Occur::Must, any_of(f.tag, &req.tags)));
         }
         if req.created_from.is_some() || req.created_to.is_some() {
             let bound = |v: Option<i64>| v.map_or(Bound::Unbounded, |v| Bound::Included(Term::from_field_i64(f.created, v)));

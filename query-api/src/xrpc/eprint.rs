@@ -1,6 +1,6 @@
 //! `pub.svc.eprint.*`.
 
-use projections::attached::collections::{Kind, Listing};
+use projections::attached::collections::{Kind, Listing, CHANGELOG};
 use projections::attached::read::{AttachedReader, Item};
 use projections::search::SortOrder;
 use projections::ProjectionError;
@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use super::method::{Answer, Auth, Call, Routes};
 use crate::body::Body;
+use crate::error::ApiError;
 use crate::params::{cursor, uri_param};
 use crate::reads;
 use crate::search::{self, SearchArgs};
@@ -26,6 +27,30 @@ pub fn routes() -> Routes {
         .aliases(&[("eprintUri", "uri")])
         .query("pub.svc.eprint.listRelatedWorks", Auth::Open, list_related_works)
         .aliases(&[("eprintUri", "uri")])
+        .query("pub.svc.eprint.getChangelog", Auth::Open, get_changelog)
+        .query("pub.svc.eprint.listChangelogs", Auth::Open, list_changelogs)
+        .aliases(&[("uri", "eprintUri")])
+}
+
+/// `pub.svc.eprint.getChangelog` (beyond the contract): one changelog record, as its
+/// author wrote it, with `uri`, `cid`, `author` and `indexedAt`; `NotFound` otherwise.
+fn get_changelog(c: &Call) -> Answer {
+    let uri = uri_param(&c.params, "uri")?;
+    let found = reads::attached(&c.state, |r| Ok(r.get(uri)?.filter(|i| i.collection == CHANGELOG)))?;
+    let item = found.ok_or_else(|| ApiError::not_found(format!("no changelog at {uri}")))?;
+    Body::json(&attached::view(&item, "author"))
+}
+
+/// `pub.svc.eprint.listChangelogs` (beyond the contract): `{changelogs, cursor?, hasMore,
+/// total}`, newest first.
+fn list_changelogs(c: &Call) -> Answer {
+    let eprint = uri_param(&c.params, "eprintUri")?;
+    let after = cursor(&c.params)?;
+    let answer = reads::attached(&c.state, |r| {
+        let page = r.page(&Listing::on_eprint(Kind::Changelog, eprint), c.limit(50), after)?;
+        Ok(list_answer("changelogs", page.items.iter().map(|i| attached::view(i, "author")).collect(), &page))
+    })?;
+    Body::json(&answer)
 }
 
 /// A citation's view: the stored view with its `curator`.

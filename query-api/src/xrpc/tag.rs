@@ -28,6 +28,30 @@ pub fn routes() -> Routes {
         .query("pub.svc.tag.getSuggestions", Auth::Open, get_suggestions)
         .aliases(&[("text", "q")])
         .query("pub.svc.tag.getTrending", Auth::Open, get_trending)
+        .query_async("pub.svc.tag.listEprints", Auth::Open, list_eprints)
+}
+
+/// `pub.svc.tag.listEprints` (beyond the contract): `{eprints, total, cursor?}`, the
+/// eprints carrying the tag (in any of its forms), newest first, from the search index
+/// (each document carries its tags: an exact match, no cap); `TagNotFound` when none does.
+async fn list_eprints(c: Call) -> Answer {
+    let tag = c.params.str("tag").unwrap_or_default().to_owned();
+    if normalize_tag(&tag).is_empty() {
+        return Err(ApiError::invalid_param("tag", "must hold a letter or a digit"));
+    }
+    let args = crate::search::SearchArgs {
+        query: "*".into(),
+        sort: Some(projections::search::SortOrder::Date),
+        limit: c.limit(25),
+        cursor: c.params.str("cursor").map(str::to_owned),
+        tags: vec![tag.clone()],
+        ..Default::default()
+    };
+    let page = crate::search::search(&c.state, args).await?;
+    if page.total == 0 {
+        return Err(ApiError::new(ErrorCode::TagNotFound, format!("no eprint is tagged {tag:?}")));
+    }
+    page.into_body("eprints")
 }
 
 /// The most tags one eprint's answer lists.
