@@ -56,7 +56,9 @@ pub struct ModelSpec {
 /// Every read model, in the order they are built: one line each.
 pub const CATALOG: &[ModelSpec] = &[
     ModelSpec { name: eprints::MODEL, place: Place::Shared, tables: eprints::TABLES, open: open_eprints, format: 1 },
-    ModelSpec { name: attached::MODEL, place: Place::Shared, tables: attached::TABLES, open: open_attached, format: 1 },
+    // 2: endorsements listed per contribution type; deleted reviews and annotations kept as
+    // placeholders.
+    ModelSpec { name: attached::MODEL, place: Place::Shared, tables: attached::TABLES, open: open_attached, format: 2 },
     ModelSpec { name: access::MODEL, place: Place::Shared, tables: access::TABLES, open: open_access, format: 1 },
     ModelSpec { name: admin::MODEL, place: Place::Shared, tables: admin::TABLES, open: open_admin, format: 1 },
     ModelSpec { name: inbox::MODEL, place: Place::Shared, tables: inbox::TABLES, open: open_inbox, format: 1 },

@@ -161,6 +161,23 @@ async fn endorsements_summary_and_list() {
     assert_eq!(list["total"], 1);
     assert_eq!(list["endorsements"][0]["endorser"]["did"], BOB);
     assert_eq!(list["summary"]["totalEndorsements"], 2);
+    // Per endorser, and on an author's papers (beyond the contract).
+    let (_, mine) = f.get(&format!("/xrpc/pub.svc.endorsement.listForUser?endorserDid={BOB}")).await;
+    assert_eq!((&mine["total"], &mine["endorsements"][0]["eprintUri"]), (&json!(1), &json!(paper("p1"))), "{mine}");
+    let (_, typed) = f.get(&format!("/xrpc/pub.svc.endorsement.listForUser?endorserDid={CAROL}&contributionType=methodological")).await;
+    assert_eq!(typed["total"], 0, "{typed}");
+    let (_, typed) = f.get(&format!("/xrpc/pub.svc.endorsement.listForUser?endorserDid={CAROL}&contributionType=empirical")).await;
+    assert_eq!(typed["total"], 1, "{typed}");
+    let (_, on_papers) = f.get(&format!("/xrpc/pub.svc.endorsement.listForAuthorPapers?authorDid={ALICE}&limit=1")).await;
+    assert_eq!(
+        (&on_papers["total"], &on_papers["hasMore"], on_papers["endorsements"].as_array().map(Vec::len)),
+        (&json!(2), &json!(true), Some(1)),
+        "{on_papers}"
+    );
+    let (_, none) = f.get(&format!("/xrpc/pub.svc.endorsement.listForAuthorPapers?authorDid={BOB}")).await;
+    assert_eq!(none["total"], 0);
+    assert_eq!(f.get("/xrpc/pub.svc.endorsement.listForUser?endorserDid=bob").await.0, StatusCode::BAD_REQUEST);
+    assert_eq!(f.get("/xrpc/pub.svc.endorsement.listForAuthorPapers").await.0, StatusCode::BAD_REQUEST);
 }
 
 #[tokio::test]

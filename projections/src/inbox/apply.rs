@@ -84,12 +84,26 @@ impl InboxProjection {
     }
 
     /// Puts `item` in the inbox of `recipient` (`by` = 1) or takes it out (`by` = -1),
-    /// counting it unread when svc indexed it after the recipient's `seenAt`.
+    /// counting it unread when svc indexed it after the recipient's `seenAt`; and in (or out
+    /// of) the listing of what was written on the recipient's papers, theirs included.
     fn deliver(&self, st: &mut Staged, recipient: &str, item: &Item, by: i64, position: u64) -> Result<(), ProjectionError> {
+        let key = inbox_key(recipient, item.kind);
+        let papers = table(self.version, "papers");
+        let mut state = self.state(st, recipient)?;
+        let size = format!("papers:{}", item.kind);
+        if by > 0 {
+            let mut c = Columns::new();
+            c.insert("uri".into(), Value::Text(item.uri.clone()));
+            st.put(&papers, &key, listing_key(item.created_at, &item.uri), c, position);
+        } else {
+            st.delete(&papers, &key, listing_key(item.created_at, &item.uri), position);
+        }
+        let n = state.get(&size).and_then(Value::as_int).unwrap_or(0);
+        state.insert(size, Value::Int((n + by).max(0)));
+        st.put(&table(self.version, "state"), recipient, Vec::new(), state, position);
         if recipient == item.did {
             return Ok(());
         }
-        let key = inbox_key(recipient, item.kind);
         let (inbox, unread) = (table(self.version, "inbox"), table(self.version, "unread"));
         if by > 0 {
             let mut c = Columns::new();

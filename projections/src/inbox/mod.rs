@@ -16,10 +16,12 @@
 //! - `on_eprint`: eprint URI → record URI: ∅ (for a change of the eprint's recipients).
 //! - `by_writer`: DID → record URI: ∅ (for the deletion of the writer's account).
 //! - `inbox`: `{recipient} {kind}` → createdAt ‖ record URI: uri, newest last.
+//! - `papers`: the same, with the recipient's own records: everything written on the
+//!   eprints an account is listed on (`endorsement.listForAuthorPapers`).
 //! - `unread`: `{recipient} {kind}` → indexedAt (µs, big-endian) ‖ record URI: uri; the
 //!   rows after the recipient's `seenAt` are the unread ones.
-//! - `state`: recipient → ∅: seenAt (µs), and the unread count of each kind (`review`,
-//!   `endorsement`).
+//! - `state`: recipient → ∅: seenAt (µs), the unread count of each kind (`review`,
+//!   `endorsement`), and the size of each `papers` listing (`papers:{kind}`).
 
 mod apply;
 pub mod read;
@@ -34,7 +36,7 @@ use crate::attached::collections::{Kind, ENDORSEMENT, REVIEW};
 pub const MODEL: &str = "inbox";
 
 /// The tables of the model, for dropping a version.
-pub const TABLES: &[&str] = &["eprints", "items", "on_eprint", "by_writer", "inbox", "unread", "state"];
+pub const TABLES: &[&str] = &["eprints", "items", "on_eprint", "by_writer", "inbox", "papers", "unread", "state"];
 
 pub(crate) fn table(version: u32, name: &'static str) -> TableRef {
     TableRef::new(MODEL, version, name)

@@ -31,6 +31,17 @@ pub struct Page {
     pub next: Option<Vec<u8>>,
 }
 
+/// A page of what was written on an account's papers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PapersPage {
+    /// The record URIs, newest first.
+    pub uris: Vec<String>,
+    /// Where the next page starts, if there may be one.
+    pub next: Option<Vec<u8>>,
+    /// How many there are in all.
+    pub total: u64,
+}
+
 /// What a recipient has seen.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Seen {
@@ -116,5 +127,22 @@ impl<'a> InboxReader<'a> {
             });
         }
         Ok(Page { notifications, next })
+    }
+
+    /// A page of what was written of `kind` on the eprints `did` is listed on (their own
+    /// records included), newest first, after `after`.
+    pub fn on_papers(&self, did: &str, kind: Kind, limit: usize, after: Option<Vec<u8>>) -> Result<PapersPage, ProjectionError> {
+        let Some(v) = self.version else { return Ok(PapersPage { uris: Vec::new(), next: None, total: 0 }) };
+        let mut rows = self.store.scan(&table(v, "papers"), &inbox_key(did, kind), &Scan { after, limit: limit + 1, reverse: true })?.rows;
+        let next = if rows.len() > limit {
+            rows.truncate(limit);
+            rows.last().map(|r| r.clustering.clone())
+        } else {
+            None
+        };
+        let uris = rows.iter().filter_map(|r| r.columns.get("uri").and_then(Value::as_text)).map(str::to_owned).collect();
+        let total = self.store.get(&table(v, "state"), did, &[])?;
+        let total = total.and_then(|c| c.get(&format!("papers:{kind}")).and_then(Value::as_int)).unwrap_or(0).max(0) as u64;
+        Ok(PapersPage { uris, next, total })
     }
 }

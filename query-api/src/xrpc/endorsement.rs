@@ -3,15 +3,16 @@
 
 use std::collections::BTreeMap;
 
-use projections::attached::collections::{Kind, Listing};
-use projections::attached::read::{AttachedReader, Item};
+use projections::attached::collections::{endorsement, Kind, Listing};
+use projections::attached::read::{AttachedReader, Item, Page};
+use projections::inbox::read::InboxReader;
 use projections::ProjectionError;
 use serde_json::{json, Value};
 
 use super::method::{Answer, Auth, Call, Routes};
 use crate::body::Body;
 use crate::error::ApiError;
-use crate::params::{check_did, cursor, uri_param};
+use crate::params::{check_did, cursor, did_param, uri_param};
 use crate::reads::{self, FILTER_MAX};
 use crate::views::attached::{self, list_answer};
 
@@ -24,6 +25,8 @@ pub fn routes() -> Routes {
         .aliases(&[("eprintUri", "uri")])
         .query("pub.svc.endorsement.getUserEndorsement", Auth::Required, get_user_endorsement)
         .aliases(&[("eprintUri", "uri"), ("userDid", "did")])
+        .query("pub.svc.endorsement.listForUser", Auth::Open, list_for_user)
+        .query("pub.svc.endorsement.listForAuthorPapers", Auth::Open, list_for_author_papers)
 }
 
 /// An endorsement's view: the stored view with its `endorser`.
@@ -82,14 +85,52 @@ fn list_for_eprint(c: &Call) -> Answer {
     let eprint = uri_param(&c.params, "uri")?;
     let after = cursor(&c.params)?;
     let answer = reads::attached(&c.state, |r| {
-        let list = Listing::on_eprint(Kind::Endorsement, eprint);
-        let page = match c.params.str("contributionType") {
-            Some(kind) => r.filtered_page(&list, c.limit(50), after, FILTER_MAX, |i| contributions(i).iter().any(|k| k == kind))?,
-            None => r.page(&list, c.limit(50), after)?,
-        };
+        let list = of_type(c, Listing::on_eprint(Kind::Endorsement, eprint));
+        let page = r.page(&list, c.limit(50), after)?;
         let mut out = list_answer("endorsements", page.items.iter().map(endorsement_view).collect(), &page);
         out["summary"] = summary(r, eprint)?;
         Ok(out)
+    })?;
+    Body::json(&answer)
+}
+
+/// `list`, or its sub-listing of the `contributionType` the call names.
+fn of_type(c: &Call, list: Listing) -> Listing {
+    match c.params.str("contributionType") {
+        Some(kind) => Listing::filtered(&list, &endorsement::contribution(kind)),
+        None => list,
+    }
+}
+
+/// `pub.svc.endorsement.listForUser` (beyond the contract): `{endorsements, cursor?,
+/// hasMore, total}`, the endorsements one account wrote, newest first; `contributionType`
+/// keeps those that endorse it.
+fn list_for_user(c: &Call) -> Answer {
+    let did = did_param(&c.params, "endorserDid")?;
+    let after = cursor(&c.params)?;
+    let answer = reads::attached(&c.state, |r| {
+        let page = r.page(&of_type(c, Listing::by_author(Kind::Endorsement, did)), c.limit(50), after)?;
+        Ok(list_answer("endorsements", page.items.iter().map(endorsement_view).collect(), &page))
+    })?;
+    Body::json(&answer)
+}
+
+/// `pub.svc.endorsement.listForAuthorPapers` (beyond the contract): `{endorsements,
+/// cursor?, hasMore, total}`, the endorsements of the eprints an account is listed on
+/// (theirs included), newest first, from the inbox model.
+fn list_for_author_papers(c: &Call) -> Answer {
+    let did = did_param(&c.params, "authorDid")?;
+    let after = cursor(&c.params)?;
+    let store = c.state.store.clone();
+    let answer = reads::attached(&c.state, |r| {
+        let inbox = InboxReader::new(store.as_ref())?;
+        let papers = inbox.on_papers(did, Kind::Endorsement, c.limit(50), after)?;
+        let mut items = Vec::with_capacity(papers.uris.len());
+        for uri in &papers.uris {
+            items.extend(r.get(uri)?);
+        }
+        let page = Page { items, next: papers.next, total: papers.total };
+        Ok(list_answer("endorsements", page.items.iter().map(endorsement_view).collect(), &page))
     })?;
     Body::json(&answer)
 }

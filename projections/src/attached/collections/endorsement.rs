@@ -1,4 +1,5 @@
-//! Endorsements: the contributions endorsed, each named once.
+//! Endorsements: the contributions endorsed, each named once, listed on their eprint and
+//! by their endorser, and per contribution on both (`…@contribution:{type}`).
 
 use serde_json::{json, Value};
 
@@ -21,6 +22,17 @@ pub(super) fn endorsement(rec: &Record) -> Result<Normalized, String> {
         ("createdAt", get(r, "createdAt")),
     ]);
     let on_eprint = Listing::on_eprint(Kind::Endorsement, eprint);
-    let lists = vec![Listing::filtered(&on_eprint, &format!("by:{did}")), Listing::by_author(Kind::Endorsement, did), on_eprint];
+    let by_author = Listing::by_author(Kind::Endorsement, did);
+    let mut lists = vec![Listing::filtered(&on_eprint, &format!("by:{did}"))];
+    for c in &contributions {
+        lists.push(Listing::filtered(&on_eprint, &contribution(c)));
+        lists.push(Listing::filtered(&by_author, &contribution(c)));
+    }
+    lists.extend([by_author, on_eprint]);
     Ok(Normalized { view, created_at: created_at(r)?, lists })
+}
+
+/// The filter of the sub-listings of one contribution type.
+pub fn contribution(kind: &str) -> String {
+    format!("contribution:{kind}")
 }

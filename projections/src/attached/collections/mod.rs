@@ -5,7 +5,7 @@
 
 mod citation;
 mod comment;
-mod endorsement;
+pub mod endorsement;
 mod entity_link;
 mod history;
 mod listing;
