@@ -15,6 +15,7 @@ mod error;
 pub mod fetch;
 pub mod firehose;
 pub mod frame;
+pub mod host;
 pub mod jetstream;
 pub mod repo;
 mod revs;

@@ -221,6 +221,13 @@ pub fn list(store: &dyn Store, model: &str, version: u32, limit: usize) -> Resul
     Ok(page.rows.iter().map(|r| letter(&r.columns)).collect())
 }
 
+/// The dead letter parked for the record at `uri` that nothing superseded, if any.
+pub fn parked(store: &dyn Store, model: &str, version: u32, uri: &str) -> Result<Option<DeadLetter>, StoreError> {
+    let Some(row) = store.get(&parked_table(model, version), uri, &[])? else { return Ok(None) };
+    let Some((partition, offset)) = position_of(&row, "partition", "offset") else { return Ok(None) };
+    Ok(store.get(&table(model, version), PARTITION, &clustering(partition, offset))?.map(|c| letter(&c)))
+}
+
 /// Lists superseded dead letters in log order, up to `limit`.
 pub fn list_superseded(store: &dyn Store, model: &str, version: u32, limit: usize) -> Result<Vec<DeadLetter>, StoreError> {
     let page = store.scan(&superseded_table(model, version), PARTITION, &Scan::first(limit))?;

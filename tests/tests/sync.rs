@@ -17,6 +17,7 @@ use tests::{enc, Backend, Service};
 const SUBMISSION: &str = "pub.svc.eprint.submission";
 const REFRESH: &str = "/xrpc/pub.svc.sync.refreshRecord";
 const DELETE: &str = "/xrpc/pub.svc.sync.deleteRecord";
+const INDEX: &str = "/xrpc/pub.svc.sync.indexRecord";
 const SERVICE_DID: &str = "did:web:svc.test";
 
 fn now() -> i64 {
@@ -138,6 +139,41 @@ async fn sync_operations_prove_records_and_check_service_auth() {
     assert_eq!((status, body["success"].clone(), body["uri"].clone()), (200, json!(true), json!(paper)), "{body}");
     assert!(body["deletedAt"].is_string());
     assert_eq!(svc.get(&detail(&paper)).await.unwrap().0, 404);
+
+    // indexRecord (beyond the contract): a record written now is visible on return; one
+    // its collection's rules refuse answers why; another repository's is refused.
+    let (fresh, fresh_cid) = pds.create_record(&bob, SUBMISSION, &submission("Indexed on request", &bob, None)).await.unwrap();
+    let (status, body) =
+        svc.post(INDEX, Some(&token(&bob, "pub.svc.sync.indexRecord").await.unwrap()), &json!({"uri": fresh})).await.unwrap();
+    assert_eq!((status, &body["indexed"], &body["cid"]), (200, &json!(true), &json!(fresh_cid)), "{body}");
+    assert_eq!(svc.get(&detail(&fresh)).await.unwrap().2["record"]["title"], "Indexed on request");
+    let (bad, _) = pds.create_record(&bob, SUBMISSION, &json!({"title": "No authors", "createdAt": "2025-01-01T00:00:00Z"})).await.unwrap();
+    let (status, body) =
+        svc.post(INDEX, Some(&token(&bob, "pub.svc.sync.indexRecord").await.unwrap()), &json!({"uri": bad})).await.unwrap();
+    assert_eq!((status, &body["indexed"]), (200, &json!(false)), "{body}");
+    assert!(body["error"].as_str().is_some_and(|e| !e.is_empty()), "{body}");
+    let (status, body) =
+        svc.post(INDEX, Some(&token(&alice, "pub.svc.sync.indexRecord").await.unwrap()), &json!({"uri": fresh})).await.unwrap();
+    assert_eq!(refusal(status, &body), (403, "Forbidden".into()), "{body}");
+    let gone = format!("at://{}/{SUBMISSION}/3kaaaaaaaaaaa", bob.did);
+    let (status, body) =
+        svc.post(INDEX, Some(&token(&bob, "pub.svc.sync.indexRecord").await.unwrap()), &json!({"uri": gone})).await.unwrap();
+    assert_eq!(refusal(status, &body), (404, "NotFound".into()), "{body}");
+    let (status, body) = svc.post(INDEX, None, &json!({"uri": fresh})).await.unwrap();
+    assert_eq!(refusal(status, &body), (401, "AuthRequired".into()), "{body}");
+
+    // registerPDS (beyond the contract): a host that describes itself is registered; one
+    // that does not answer is unavailable; a URL that is no host's origin is refused.
+    let register = "/xrpc/pub.svc.sync.registerPDS";
+    let (status, body) = svc.post(register, None, &json!({"pdsUrl": format!("{}/", pds.url)})).await.unwrap();
+    assert_eq!((status, &body["registered"], &body["pdsUrl"]), (200, &json!(true), &json!(pds.url)), "{body}");
+    let silent = format!("http://127.0.0.1:{}", tests::free_port());
+    let (status, body) = svc.post(register, None, &json!({"pdsUrl": silent})).await.unwrap();
+    assert_eq!(refusal(status, &body), (503, "ServiceUnavailable".into()), "{body}");
+    for bad in [json!({"pdsUrl": "ftp://x"}), json!({"pdsUrl": format!("{}/xrpc", pds.url)}), json!({})] {
+        let (status, body) = svc.post(register, None, &bad).await.unwrap();
+        assert_eq!(refusal(status, &body), (400, "InvalidRequest".into()), "{bad}: {body}");
+    }
 
     // Spent tokens stay spent across a crash.
     svc.kill9();

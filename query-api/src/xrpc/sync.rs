@@ -8,7 +8,7 @@
 //! have applied it (or after [`APPLY_WAIT`], the event being in the log either way).
 
 use chrono::{SecondsFormat, Utc};
-use event_schema::Source;
+use event_schema::{AdminAction, AdminCommand, NewEvent, Payload, Source, OPERATIONS_KEY};
 use ingest::fetch::{FetchError, ProvenRecord};
 use projections::attached::read::AttachedReader;
 use projections::eprints::read::EprintsReader;
@@ -17,9 +17,10 @@ use tracing::info;
 
 use super::method::{Answer, Auth, Call, Routes};
 use crate::body::Body;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::identity::Caller;
 use crate::state::AppState;
+use projections::access::Role;
 
 /// The namespace's methods.
 pub fn routes() -> Routes {
@@ -28,6 +29,8 @@ pub fn routes() -> Routes {
         .query_async("pub.svc.sync.verify", Auth::Open, verify)
         .procedure("pub.svc.sync.refreshRecord", Auth::Required, refresh_record)
         .procedure("pub.svc.sync.deleteRecord", Auth::Required, delete_record)
+        .procedure("pub.svc.sync.indexRecord", Auth::Required, index_record)
+        .procedure("pub.svc.sync.registerPDS", Auth::Open, register_pds)
 }
 
 pub use crate::command::APPLY_WAIT;
@@ -201,6 +204,82 @@ async fn delete_record(c: Call) -> Answer {
     info!(uri = t.uri, caller = caller.did, "deleted a record's indexed copy");
     let deleted_at = Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true);
     Body::json(&json!({"success": true, "deleted": true, "uri": t.uri, "deletedAt": deleted_at}))
+}
+
+/// `pub.svc.sync.indexRecord` (beyond the contract): `{uri}` → `{uri, indexed, cid?,
+/// error?}`. Fetches the record from its repository, proves it by the signed commit,
+/// appends it, and answers once this node's read models applied it: `indexed` says whether
+/// the record is visible now; `error` why not (the read model refused it: a dead letter).
+/// For the record's repository, an approved service, or an admin.
+async fn index_record(c: Call) -> Answer {
+    let (state, caller) = (&c.state, c.caller()?);
+    let t = Target::parse(input_uri(&c.input))?;
+    if !caller.has(Role::Admin) {
+        authorize(state, caller, &t)?;
+    }
+    if !ingest::commit::follows(&state.sync.collections, &t.collection) {
+        return Err(ApiError::invalid_param("uri", format!("svc does not index the collection {}", t.collection)));
+    }
+    let proven = fetch(state, &t).await?;
+    let Some(cid) = pds_cid(&proven) else {
+        return Err(ApiError::not_found(format!("{} is not in its repository (revision {})", t.uri, proven.rev)));
+    };
+    append(state, &proven, "pub.svc.sync.indexRecord", caller).await?;
+    let held = indexed(state, &t.uri).await?;
+    let mut out = json!({"uri": t.uri, "cid": cid});
+    match held {
+        Some(h) if h.cid == cid => out["indexed"] = json!(true),
+        _ => {
+            out["indexed"] = json!(false);
+            let why = parked_reason(state, &t.uri).await?;
+            out["error"] = json!(why.unwrap_or_else(|| "not applied yet: the read models are behind the log".into()));
+        }
+    }
+    info!(uri = t.uri, caller = caller.did, indexed = out["indexed"].as_bool(), "indexed a record on request");
+    Body::json(&out)
+}
+
+/// Why a read model refused the record at `uri`, when one parked it.
+async fn parked_reason(state: &AppState, uri: &str) -> Result<Option<String>, ApiError> {
+    let (store, uri) = (state.store.clone(), uri.to_owned());
+    tokio::task::spawn_blocking(move || -> Result<Option<String>, ApiError> {
+        for model in projections::catalog::DEAD_LETTER_MODELS.iter() {
+            let Some(version) = store.active_version(model)? else { continue };
+            if let Some(letter) = projections::deadletter::parked(store.as_ref(), model, version, &uri)? {
+                return Ok(Some(letter.reason));
+            }
+        }
+        Ok(None)
+    })
+    .await
+    .map_err(|e| ApiError::internal(e.to_string()))?
+}
+
+/// `pub.svc.sync.registerPDS` (beyond the contract): `{pdsUrl}` → `{pdsUrl, registered,
+/// status, message}`. Adds a repository host to the registry `triggerPDSScan` scans, once
+/// it answers as one (`com.atproto.server.describeServer`); `ServiceUnavailable` when it
+/// does not. Open to anyone, as the contract's optional auth allows (recorded as
+/// `anonymous`); the rate limits apply, and the one request it makes is that GET.
+async fn register_pds(c: Call) -> Answer {
+    let url = c.input["pdsUrl"].as_str().unwrap_or_default().trim_end_matches('/').to_owned();
+    let parsed = url::Url::parse(&url).map_err(|e| ApiError::invalid_param("pdsUrl", format!("not a URL: {e}")))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() || !matches!(parsed.path(), "" | "/") {
+        return Err(ApiError::invalid_param("pdsUrl", "the http(s) origin of a repository host"));
+    }
+    ingest::host::describe(&url).await.map_err(|e| ApiError::new(ErrorCode::ServiceUnavailable, e.to_string()))?;
+    let caller = "anonymous".to_owned();
+    let event = NewEvent {
+        key: OPERATIONS_KEY.to_owned(),
+        source: Source::Command {
+            nsid: "pub.svc.sync.registerPDS".into(),
+            caller: caller.clone(),
+            host: c.state.identity.public_url.clone(),
+        },
+        payload: Payload::Admin(AdminCommand { actor: caller, action: AdminAction::HostRegistered { url: url.clone() } }),
+    };
+    crate::command::append(&c.state, event).await?;
+    Body::json(&json!({"pdsUrl": url, "registered": true, "status": "pending",
+                       "message": "registered: the next triggerPDSScan backfills its repositories"}))
 }
 
 /// Appends the event of `proven` as a command of `caller` (see [`crate::command`]).
