@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use event_schema::NewEvent;
+use event_schema::{NewEvent, Position};
 use tracing::warn;
 
 use crate::error::ApiError;
@@ -14,14 +14,15 @@ use crate::state::AppState;
 pub const APPLY_WAIT: Duration = Duration::from_secs(5);
 
 /// Appends `event` and waits up to [`APPLY_WAIT`] for the read models to apply it; the
-/// event is in the log either way (a slow projection only delays its effect).
-pub async fn append(state: &AppState, event: NewEvent) -> Result<(), ApiError> {
-    append_all(state, vec![event]).await
+/// event is in the log either way (a slow projection only delays its effect). Its position.
+pub async fn append(state: &AppState, event: NewEvent) -> Result<Position, ApiError> {
+    let positions = append_all(state, vec![event]).await?;
+    positions.into_iter().next().ok_or_else(|| ApiError::internal("the log returned no position"))
 }
 
 /// Appends `events` together and waits, as [`append`] does, until the read models applied
-/// the last of them.
-pub async fn append_all(state: &AppState, events: Vec<NewEvent>) -> Result<(), ApiError> {
+/// the last of them. Their positions.
+pub async fn append_all(state: &AppState, events: Vec<NewEvent>) -> Result<Vec<Position>, ApiError> {
     let log = state.log.clone();
     let what = events.last().map(|e| format!("{} {}", e.payload.kind().as_str(), e.key)).unwrap_or_default();
     let positions = tokio::task::spawn_blocking(move || log.append(&events))
@@ -29,7 +30,7 @@ pub async fn append_all(state: &AppState, events: Vec<NewEvent>) -> Result<(), A
         .map_err(|e| ApiError::internal(e.to_string()))?
         .map_err(ApiError::from_error)?;
     let mut last = std::collections::BTreeMap::new();
-    for p in positions {
+    for p in positions.iter().copied() {
         let at = last.entry(p.partition).or_insert(p);
         at.offset = at.offset.max(p.offset);
     }
@@ -42,5 +43,5 @@ pub async fn append_all(state: &AppState, events: Vec<NewEvent>) -> Result<(), A
             break;
         }
     }
-    Ok(())
+    Ok(positions)
 }

@@ -94,7 +94,7 @@ async fn counts_users_listings_and_take_downs() {
         }
     };
     let overview = get("/xrpc/pub.svc.admin.getOverview".into()).await;
-    assert_eq!(overview, json!({"eprints": 2, "authors": 3, "reviews": 1, "endorsements": 1, "collections": 0, "tags": 0}));
+    assert_eq!(overview, json!({"eprints": 2, "authors": 3, "reviews": 1, "endorsements": 1, "collections": 0, "tags": 0, "reports": 0}));
 
     // Users, by handle or DID prefix.
     let users = get("/xrpc/pub.svc.admin.searchUsers?query=ALICE.t".into()).await;
@@ -353,4 +353,38 @@ async fn an_operation_whose_node_stopped_is_reported_failed_and_ended_in_the_log
     let history = f.get_as("/xrpc/pub.svc.admin.getBackfillHistory", &admin).await.1;
     assert_eq!(history["operations"][0]["id"], id, "{history}");
     assert_eq!(f.post_as("/xrpc/pub.svc.admin.cancelBackfill", Some(&admin), json!({"id": id})).await.1["success"], false);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn users_report_records_and_admins_see_the_reports() {
+    let (f, admin, carol) = fixture().await;
+    let report = "/xrpc/pub.svc.moderation.createReport";
+    let r1 = format!("at://{BOB}/pub.svc.review.comment/r1");
+    let body = json!({"targetUri": r1, "targetCollection": "pub.svc.review.comment", "reason": "spam", "description": "Sells pills."});
+    let (status, made) = f.post_as(report, Some(&carol), body.clone()).await;
+    assert_eq!((status, &made["success"]), (StatusCode::OK, &json!(true)), "{made}");
+    // Seen at once (read your writes), by the record's repository too.
+    let (_, listed) = f.get_as(&format!("/xrpc/pub.svc.admin.listViolations?did={BOB}"), &admin).await;
+    let seen = &listed["violations"][0];
+    assert_eq!(
+        (&seen["type"], &seen["uri"], &seen["actorDid"], &seen["reason"], &seen["description"], &seen["id"]),
+        (&json!("report"), &json!(r1), &json!(CAROL), &json!("spam"), &json!("Sells pills."), &made["id"]),
+        "{listed}"
+    );
+    assert_eq!(f.get_as("/xrpc/pub.svc.admin.getOverview", &admin).await.1["reports"], 1);
+    // A record svc has never seen, a collection that is not the URI's, a reason not in the
+    // list, no caller.
+    let never = json!({"targetUri": format!("at://{BOB}/pub.svc.review.comment/never"), "targetCollection": "pub.svc.review.comment", "reason": "spam"});
+    let (status, e) = f.post_as(report, Some(&carol), never).await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::NOT_FOUND, Some("NotFound")), "{e}");
+    for bad in [
+        json!({"targetUri": r1, "targetCollection": "pub.svc.eprint.userTag", "reason": "spam"}),
+        json!({"targetUri": r1, "targetCollection": "pub.svc.review.comment", "reason": "boring"}),
+        json!({"targetUri": "nope", "targetCollection": "pub.svc.review.comment", "reason": "spam"}),
+        json!({"targetUri": r1, "targetCollection": "pub.svc.review.comment", "reason": "other", "description": "x".repeat(2001)}),
+    ] {
+        let (status, e) = f.post_as(report, Some(&carol), bad.clone()).await;
+        assert_eq!((status, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("InvalidRequest")), "{bad}: {e}");
+    }
+    assert_eq!(f.post_as(report, None, body).await.0, StatusCode::UNAUTHORIZED);
 }

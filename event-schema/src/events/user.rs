@@ -22,4 +22,16 @@ pub enum UserAction {
         /// When, as the caller says (RFC 3339, not in the future).
         seen_at: String,
     },
+    /// `pub.svc.moderation.createReport`: the caller reports a record to the moderators.
+    Reported {
+        /// The AT URI of the record reported.
+        target_uri: String,
+        /// Its collection.
+        target_collection: String,
+        /// `spam`, `inappropriate`, `copyright`, `misinformation` or `other`.
+        reason: String,
+        /// What the caller adds.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+    },
 }

@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use chrono::SecondsFormat;
-use event_schema::{AdminAction, AdminCommand, Envelope, Payload, Source};
+use event_schema::{AdminAction, AdminCommand, Envelope, Payload, Source, UserAction, UserCommand};
 use store::{consumer_name, Columns, Store, Value};
 
 use super::{table, ALL, MODEL};
@@ -216,6 +216,27 @@ impl Projection for AdminProjection {
         let mut sources: HashMap<String, Seen> = HashMap::new();
         let mut hosts: HashMap<String, Seen> = HashMap::new();
         for event in batch.events() {
+            if let Payload::User(UserCommand {
+                caller,
+                action: UserAction::Reported { target_uri, target_collection, reason, description },
+            }) = &event.payload
+            {
+                let mut c = Columns::new();
+                c.insert("id".into(), Value::Text(event.position.ordinal().to_string()));
+                c.insert("reporter".into(), Value::Text(caller.clone()));
+                c.insert("targetUri".into(), Value::Text(target_uri.clone()));
+                c.insert("targetCollection".into(), Value::Text(target_collection.clone()));
+                let did = lexicons::formats::parse_at_uri(target_uri).map(|u| u.authority.to_owned()).unwrap_or_default();
+                c.insert("targetDid".into(), Value::Text(did.clone()));
+                c.insert("reason".into(), Value::Text(reason.clone()));
+                c.insert("description".into(), description.clone().map_or(Value::Null, Value::Text));
+                c.insert("createdAt".into(), Value::Text(event.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true)));
+                let key = event.position.ordinal().to_be_bytes().to_vec();
+                let position = event.position.ordinal();
+                st.put(&table(self.version, "reports"), ALL, key.clone(), c.clone(), position);
+                st.put(&table(self.version, "reports_by_did"), &did, key, c, position);
+                continue;
+            }
             if let Payload::Admin(cmd) = &event.payload {
                 if let AdminAction::HostRegistered { url } = &cmd.action {
                     self.register(&mut st, event, url)?;

@@ -11,6 +11,9 @@
 //! - `hosts`: `all` → host URL: url, firstSeen, lastSeen, records (record events from it),
 //!   users (DIDs seen from it), rescannedAt (when an admin registered it again).
 //! - `host_users`: host URL → DID: empty, to count a host's users once each.
+//! - `reports`: `all` → log position (big-endian): id, reporter, targetUri,
+//!   targetCollection, targetDid, reason, description, createdAt (`moderation.createReport`).
+//! - `reports_by_did`: the reported record's repository DID → log position: the same row.
 
 mod apply;
 pub mod read;
@@ -23,7 +26,7 @@ use store::TableRef;
 pub const MODEL: &str = "admin";
 
 /// The tables of the model, for dropping a version.
-pub const TABLES: &[&str] = &["operations", "sources", "hosts", "host_users"];
+pub const TABLES: &[&str] = &["operations", "sources", "hosts", "host_users", "reports", "reports_by_did"];
 
 pub(crate) fn table(version: u32, name: &'static str) -> TableRef {
     TableRef::new(MODEL, version, name)

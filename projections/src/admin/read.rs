@@ -126,4 +126,30 @@ impl<'a> AdminReader<'a> {
             })
             .collect())
     }
+
+    /// The reports users made (`moderation.createReport`), newest first, up to `limit`:
+    /// all of them, or those about the records of one repository. A bounded read.
+    pub fn reports(&self, did: Option<&str>, limit: usize) -> Result<Vec<Json>, ProjectionError> {
+        let Some(v) = self.version else { return Ok(Vec::new()) };
+        let (name, partition) = match did {
+            Some(d) => ("reports_by_did", d),
+            None => ("reports", ALL),
+        };
+        let rows = self.store.scan(&table(v, name), partition, &store::Scan { after: None, limit, reverse: true })?.rows;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let c = &r.columns;
+                json!({"id": text(c, "id"), "reporterDid": text(c, "reporter"), "uri": text(c, "targetUri"),
+                       "collection": text(c, "targetCollection"), "did": text(c, "targetDid"), "reason": text(c, "reason"),
+                       "description": text(c, "description"), "createdAt": text(c, "createdAt")})
+            })
+            .collect())
+    }
+
+    /// How many reports users made.
+    pub fn report_count(&self) -> Result<u64, ProjectionError> {
+        let Some(v) = self.version else { return Ok(0) };
+        Ok(self.store.count(&table(v, "reports"), ALL)?)
+    }
 }

@@ -177,7 +177,7 @@ pub(super) fn read<T>(state: &AppState, f: impl FnOnce(&AccessReader) -> Result<
 }
 
 pub(super) async fn append(state: &AppState, subject: &str, actor: &str, via: &str, change: AccessAction) -> Result<(), OAuthError> {
-    crate::command::append(state, access_event(state, subject, actor, via, change)).await.map_err(OAuthError::from_api)
+    crate::command::append(state, access_event(state, subject, actor, via, change)).await.map(drop).map_err(OAuthError::from_api)
 }
 
 pub(super) fn now() -> i64 {

@@ -18,6 +18,7 @@ mod discovery;
 mod endorsement;
 mod eprint;
 pub mod method;
+mod moderation;
 mod notification;
 mod review;
 pub mod sync;
@@ -44,6 +45,7 @@ pub fn methods() -> Routes {
         .merge(author::routes())
         .merge(backlink::routes())
         .merge(notification::routes())
+        .merge(moderation::routes())
         .merge(sync::routes())
         .merge(actor::routes())
         .merge(admin::routes())

@@ -286,5 +286,5 @@ async fn register_pds(c: Call) -> Answer {
 async fn append(state: &AppState, proven: &ProvenRecord, nsid: &str, caller: &Caller) -> Result<(), ApiError> {
     let source = Source::Command { nsid: nsid.to_owned(), caller: caller.did.clone(), host: proven.pds.clone() };
     let event = proven.event(&source).map_err(|why| ApiError::upstream(format!("the repository's record is unusable: {why}")))?;
-    crate::command::append(state, event).await
+    crate::command::append(state, event).await.map(drop)
 }

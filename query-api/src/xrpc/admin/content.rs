@@ -34,7 +34,8 @@ pub(super) fn routes() -> Routes {
         .procedure("pub.svc.admin.deleteContent", admin, delete_content)
 }
 
-/// `getOverview`: `{eprints, authors, reviews, endorsements, collections, tags}`. `authors`
+/// `getOverview`: `{eprints, authors, reviews, endorsements, collections, tags, reports}`
+/// (`reports`: the users' reports, `moderation.createReport`). `authors`
 /// counts the users the index knows (every DID that wrote a record); `collections` the
 /// collection records, which svc does not index yet (the knowledge-graph issue), so 0.
 async fn overview(c: Call) -> Answer {
@@ -42,14 +43,16 @@ async fn overview(c: Call) -> Answer {
         Some(index) => index.num_docs(),
         None => 0,
     };
-    let (authors, reviews, endorsements, tags) = blocking(&c.state, || -> Result<_, ApiError> {
+    let (authors, reviews, endorsements, tags, reports) = blocking(&c.state, || -> Result<_, ApiError> {
         let users = EprintsReader::new(c.state.store.as_ref())?.user_count()?;
         let r = AttachedReader::new(c.state.store.as_ref())?;
         let count = |collection: &str| r.count(&Listing::collection(collection));
-        Ok((users, count(REVIEW)?, count(ENDORSEMENT)?, count(USER_TAG)?))
+        let reports = projections::admin::read::AdminReader::new(c.state.store.as_ref())?.report_count()?;
+        Ok((users, count(REVIEW)?, count(ENDORSEMENT)?, count(USER_TAG)?, reports))
     })?;
     Body::json(&json!({
         "eprints": eprints, "authors": authors, "reviews": reviews, "endorsements": endorsements, "collections": 0, "tags": tags,
+        "reports": reports,
     }))
 }
 

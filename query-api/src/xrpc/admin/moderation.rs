@@ -7,6 +7,7 @@
 
 use projections::access::read::AccessReader;
 use projections::access::Role;
+use projections::admin::read::AdminReader;
 use serde_json::{json, Value};
 
 use crate::body::Body;
@@ -28,21 +29,31 @@ fn did_filter(c: &Call) -> Result<Option<String>, crate::error::ApiError> {
     Ok(did)
 }
 
-/// `listViolations`: `{violations: [{id, did, uri, collection, reason, actorDid,
-/// createdAt}]}`, newest first.
+/// `listViolations`: `{violations: [{id, type, did, uri, collection, reason, actorDid,
+/// createdAt, description?}]}`, newest first: the take-downs (`type: takedown`, by the admin
+/// who acted) and the users' reports (`type: report`, by the reporter).
 fn violations(c: &Call) -> Answer {
-    let did = did_filter(c)?;
+    let (did, limit) = (did_filter(c)?, c.limit(50));
     let (entries, _) = blocking(&c.state, || AccessReader::new(c.state.store.as_ref())?.audit(usize::MAX, 0, None))?;
-    let out: Vec<Value> = entries
+    let mut out: Vec<Value> = entries
         .into_iter()
         .filter(|e| e.action == "delete" && did.as_deref().is_none_or(|d| d == e.target_did))
-        .take(c.limit(50))
+        .take(limit)
         .map(|e| {
-            json!({"id": format!("{}:{}", e.timestamp, e.details["uri"].as_str().unwrap_or_default()), "did": e.target_did,
-                   "uri": e.details["uri"], "collection": e.details["collection"], "reason": e.details["reason"],
+            json!({"id": format!("{}:{}", e.timestamp, e.details["uri"].as_str().unwrap_or_default()), "type": "takedown",
+                   "did": e.target_did, "uri": e.details["uri"], "collection": e.details["collection"], "reason": e.details["reason"],
                    "actorDid": e.actor_did, "createdAt": e.timestamp})
         })
         .collect();
+    let reports = blocking(&c.state, || AdminReader::new(c.state.store.as_ref())?.reports(did.as_deref(), limit))?;
+    out.extend(reports.into_iter().map(|mut r| {
+        r["type"] = json!("report");
+        r["actorDid"] = r["reporterDid"].take();
+        r.as_object_mut().map(|o| o.remove("reporterDid"));
+        r
+    }));
+    out.sort_by(|a, b| b["createdAt"].as_str().cmp(&a["createdAt"].as_str()));
+    out.truncate(limit);
     Body::json(&json!({"violations": out}))
 }
 
