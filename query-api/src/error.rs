@@ -64,6 +64,10 @@ pub enum ErrorCode {
     NotFoundError,
     /// Not an e-mail address.
     InvalidEmail,
+    /// Authenticated, but not one who may change this eprint (the eprint procedures' name).
+    Unauthorized,
+    /// A replacement value an eprint update may not take.
+    ValidationError,
 }
 
 impl ErrorCode {
@@ -76,6 +80,7 @@ impl ErrorCode {
             MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "InvalidRequest", "INVALID_REQUEST"),
             UriTooLong => (StatusCode::URI_TOO_LONG, "InvalidRequest", "INVALID_REQUEST"),
             InvalidEmail => (StatusCode::BAD_REQUEST, "InvalidEmail", "INVALID_REQUEST"),
+            ValidationError => (StatusCode::BAD_REQUEST, "ValidationError", "INVALID_REQUEST"),
             RecordNotFound => (StatusCode::NOT_FOUND, "RecordNotFound", "NOT_FOUND"),
             NotFound => (StatusCode::NOT_FOUND, "NotFound", "NOT_FOUND"),
             RepoNotFound => (StatusCode::NOT_FOUND, "RepoNotFound", "NOT_FOUND"),
@@ -87,6 +92,7 @@ impl ErrorCode {
             RevokedToken => (StatusCode::UNAUTHORIZED, "RevokedToken", "UNAUTHORIZED"),
             Forbidden => (StatusCode::FORBIDDEN, "Forbidden", "FORBIDDEN"),
             AuthorizationError => (StatusCode::FORBIDDEN, "AuthorizationError", "FORBIDDEN"),
+            Unauthorized => (StatusCode::FORBIDDEN, "Unauthorized", "FORBIDDEN"),
             RateLimitExceeded => (StatusCode::TOO_MANY_REQUESTS, "RateLimitExceeded", "RATE_LIMITED"),
             UpstreamFailure => (StatusCode::BAD_GATEWAY, "UpstreamFailure", "UPSTREAM_FAILURE"),
             NotImplemented => (StatusCode::NOT_IMPLEMENTED, "NotImplemented", "NOT_IMPLEMENTED"),

@@ -388,3 +388,50 @@ async fn users_report_records_and_admins_see_the_reports() {
     }
     assert_eq!(f.post_as(report, None, body).await.0, StatusCode::UNAUTHORIZED);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eprint_updates_and_deletes_are_pre_checked_for_their_authors() {
+    let (mut f, _, carol) = fixture().await;
+    let alice = login(&f, ALICE, "alice").await;
+    let p1 = format!("at://{ALICE}/pub.svc.eprint.submission/p1");
+    let (update, delete) = ("/xrpc/pub.svc.eprint.updateSubmission", "/xrpc/pub.svc.eprint.deleteSubmission");
+    // Alice, the repository and listed author: the next version and the CID to swap.
+    let (status, out) =
+        f.post_as(update, Some(&alice), json!({"uri": p1, "versionBump": "minor", "changelog": {"summary": "More data."}})).await;
+    assert_eq!(
+        (status, &out["version"], &out["expectedCid"]),
+        (StatusCode::OK, &json!({"major": 1, "minor": 1, "patch": 0}), &json!(CID)),
+        "{out}"
+    );
+    assert!(out["changelogUri"].as_str().is_some_and(|u| u.starts_with(&format!("at://{ALICE}/pub.svc.eprint.changelog/"))), "{out}");
+    assert_eq!(f.post_as(delete, Some(&alice), json!({"uri": p1})).await, (StatusCode::OK, json!({"success": true})));
+    // Carol is none of those; an eprint svc does not index; replacement values it may not take.
+    for path in [update, delete] {
+        let (status, e) = f.post_as(path, Some(&carol), json!({"uri": p1, "versionBump": "major"})).await;
+        assert_eq!((status, e["error"].as_str()), (StatusCode::FORBIDDEN, Some("Unauthorized")), "{path}: {e}");
+        let (status, e) = f
+            .post_as(path, Some(&alice), json!({"uri": format!("at://{ALICE}/pub.svc.eprint.submission/none"), "versionBump": "major"}))
+            .await;
+        assert_eq!((status, e["error"].as_str()), (StatusCode::NOT_FOUND, Some("NotFound")), "{path}: {e}");
+        assert_eq!(f.post_as(path, None, json!({"uri": p1, "versionBump": "major"})).await.0, StatusCode::UNAUTHORIZED);
+    }
+    let (status, e) = f.post_as(update, Some(&alice), json!({"uri": p1, "versionBump": "patch", "title": "  "})).await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("ValidationError")), "{e}");
+    let (status, e) = f.post_as(update, Some(&alice), json!({"uri": p1, "versionBump": "sideways"})).await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("InvalidRequest")), "{e}");
+    // With a paper account, only it may change the eprint; its version bumps from 2.3.4.
+    let mut owned = submission("Owned Paper", ALICE, "2024-05-01T00:00:00Z");
+    owned["paperDid"] = json!(CAROL);
+    owned["version"] = json!({"major": 2, "minor": 3, "patch": 4});
+    f.apply(vec![create(ALICE, "pub.svc.eprint.submission", "p9", "3l0000000000z", owned)]);
+    let p9 = format!("at://{ALICE}/pub.svc.eprint.submission/p9");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while f.get(&format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(&p9))).await.0 != StatusCode::OK {
+        assert!(std::time::Instant::now() < deadline, "never indexed");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let (status, out) = f.post_as(update, Some(&carol), json!({"uri": p9, "versionBump": "major"})).await;
+    assert_eq!((status, &out["version"]), (StatusCode::OK, &json!({"major": 3, "minor": 0, "patch": 0})), "{out}");
+    let (status, e) = f.post_as(update, Some(&alice), json!({"uri": p9, "versionBump": "patch"})).await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::FORBIDDEN, Some("Unauthorized")), "{e}");
+}

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::method::{Answer, Auth, Call, Routes};
 use crate::body::Body;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::params::{cursor, uri_param};
 use crate::reads;
 use crate::search::{self, SearchArgs};
@@ -30,6 +30,75 @@ pub fn routes() -> Routes {
         .query("pub.svc.eprint.getChangelog", Auth::Open, get_changelog)
         .query("pub.svc.eprint.listChangelogs", Auth::Open, list_changelogs)
         .aliases(&[("uri", "eprintUri")])
+        .procedure("pub.svc.eprint.updateSubmission", Auth::Required, update_submission)
+        .procedure("pub.svc.eprint.deleteSubmission", Auth::Required, delete_submission)
+}
+
+/// The indexed eprint at `uri` (its CID and record), once `caller` is shown to be one who
+/// may change it (details.md §1): with a `paperDid`, the paper account only; otherwise its
+/// repository, its submitter (`submittedBy`) or a listed author. `NotFound` for an eprint
+/// svc does not index, `Unauthorized` for anyone else.
+fn may_change(c: &Call, uri: &str) -> Result<(String, Value), ApiError> {
+    let caller = c.caller()?.did.clone();
+    crate::params::parse_record_uri("uri", uri)?;
+    let found = reads::attached(&c.state, |r| r.eprints().get(uri))?;
+    let eprint = found.ok_or_else(|| ApiError::not_found(format!("svc indexes no eprint at {uri}")))?;
+    let record: Value = serde_json::from_str(&eprint.record).unwrap_or_default();
+    let allowed = match record["paperDid"].as_str() {
+        Some(paper) => caller == paper,
+        None => {
+            let authors = record["authors"].as_array().into_iter().flatten().filter_map(|a| a["did"].as_str());
+            caller == eprint.did || record["submittedBy"].as_str() == Some(caller.as_str()) || authors.into_iter().any(|d| d == caller)
+        }
+    };
+    if !allowed {
+        let who = if record["paperDid"].is_string() { "the paper account" } else { "its repository, submitter or a listed author" };
+        return Err(ApiError::new(ErrorCode::Unauthorized, format!("{caller} may not change {uri}: only {who} may")));
+    }
+    Ok((eprint.cid, record))
+}
+
+/// `version` bumped by `bump` (`major`, `minor`, `patch`): a lower part resets. An eprint
+/// without a semantic version is at 1.0.0 (or its legacy `versionNumber`.0.0).
+fn bumped(record: &Value, bump: &str) -> Value {
+    let part = |k: &str| record["version"][k].as_u64();
+    let major = part("major").or_else(|| record["versionNumber"].as_u64()).unwrap_or(1);
+    let (minor, patch) = (part("minor").unwrap_or(0), part("patch").unwrap_or(0));
+    match bump {
+        "major" => json!({"major": major + 1, "minor": 0, "patch": 0}),
+        "minor" => json!({"major": major, "minor": minor + 1, "patch": 0}),
+        _ => json!({"major": major, "minor": minor, "patch": patch + 1}),
+    }
+}
+
+/// `pub.svc.eprint.updateSubmission` (an authorization pre-check; changes nothing):
+/// `{uri, version, expectedCid, changelogUri?}`: the version the update makes, the CID the
+/// client's `putRecord` must swap (`swapRecord`), and, when a changelog is given, a URI in
+/// the caller's repository to write it at.
+async fn update_submission(c: Call) -> Answer {
+    let uri = c.input["uri"].as_str().unwrap_or_default();
+    let (cid, record) = may_change(&c, uri)?;
+    if c.input.get("title").is_some_and(|t| t.as_str().is_none_or(|t| t.trim().is_empty())) {
+        return Err(ApiError::new(ErrorCode::ValidationError, "title: an eprint's title may not be empty"));
+    }
+    if c.input.get("authors").is_some_and(|a| a.as_array().is_none_or(Vec::is_empty)) {
+        return Err(ApiError::new(ErrorCode::ValidationError, "authors: an eprint lists at least one author"));
+    }
+    let version = bumped(&record, c.input["versionBump"].as_str().unwrap_or("patch"));
+    let mut out = json!({"uri": uri, "version": version, "expectedCid": cid});
+    if c.input.get("changelog").is_some_and(|l| l.is_object()) {
+        let caller = &c.caller()?.did;
+        let now = chrono::Utc::now().timestamp_micros().max(0) as u64;
+        out["changelogUri"] = json!(format!("at://{caller}/{CHANGELOG}/{}", ingest::repo::tid(now, 0)));
+    }
+    Body::json(&out)
+}
+
+/// `pub.svc.eprint.deleteSubmission` (an authorization pre-check; changes nothing):
+/// `{success}`; the client then deletes the record from its repository.
+async fn delete_submission(c: Call) -> Answer {
+    may_change(&c, c.input["uri"].as_str().unwrap_or_default())?;
+    Body::json(&json!({"success": true}))
 }
 
 /// `pub.svc.eprint.getChangelog` (beyond the contract): one changelog record, as its
