@@ -62,7 +62,8 @@ pub const CATALOG: &[ModelSpec] = &[
     ModelSpec { name: access::MODEL, place: Place::Shared, tables: access::TABLES, open: open_access, format: 1 },
     ModelSpec { name: admin::MODEL, place: Place::Shared, tables: admin::TABLES, open: open_admin, format: 1 },
     ModelSpec { name: inbox::MODEL, place: Place::Shared, tables: inbox::TABLES, open: open_inbox, format: 1 },
-    ModelSpec { name: search::MODEL, place: Place::Node, tables: search::TABLES, open: open_search, format: 1 },
+    // 2: documents carry their eprint's citation count.
+    ModelSpec { name: search::MODEL, place: Place::Node, tables: search::TABLES, open: open_search, format: 2 },
 ];
 
 fn open_eprints(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {

@@ -182,7 +182,7 @@ async fn endorsements_summary_and_list() {
 
 #[tokio::test]
 async fn tags_in_every_form_are_one_tag() {
-    let f = scholarly();
+    let mut f = scholarly();
     let (_, on_p1) = f.get(&format!("/xrpc/pub.svc.tag.listForEprint?uri={}", enc(&paper("p1")))).await;
     let tags = on_p1["tags"].as_array().unwrap();
     assert_eq!(tags.len(), 2);
@@ -211,6 +211,14 @@ async fn tags_in_every_form_are_one_tag() {
     assert_eq!(retrieval["submissions"][0]["uri"], paper("p2"));
     let (_, none) = f.get("/xrpc/pub.svc.eprint.searchSubmissions?query=*&tags=nobody-uses-this").await;
     assert_eq!(none["total"], 0);
+    // Most cited first: p2 cites p1.
+    let (_, cited) = f.get("/xrpc/pub.svc.eprint.searchSubmissions?query=*&sortBy=citations").await;
+    let order: Vec<&str> = cited["submissions"].as_array().unwrap().iter().filter_map(|s| s["uri"].as_str()).collect();
+    assert_eq!(order, [paper("p1"), paper("p2")], "{cited}");
+    f.apply(vec![delete(ALICE, "pub.svc.eprint.citation", "c1", "3l0000000000p")]);
+    let (_, cited) = f.get("/xrpc/pub.svc.eprint.searchSubmissions?query=*&sortBy=citations").await;
+    let order: Vec<&str> = cited["submissions"].as_array().unwrap().iter().filter_map(|s| s["uri"].as_str()).collect();
+    assert_eq!(order, [paper("p2"), paper("p1")], "the citation withdrawn, nothing is cited: the newest first {cited}");
     // The eprints of a tag (beyond the contract), newest first, in pages.
     let (status, listed) = f.get("/xrpc/pub.svc.tag.listEprints?tag=%23machine_learning&limit=1").await;
     assert_eq!((status, &listed["total"], &listed["eprints"][0]["uri"]), (StatusCode::OK, &json!(2), &json!(paper("p2"))), "{listed}");

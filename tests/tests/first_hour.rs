@@ -274,7 +274,7 @@ async fn hostile_and_sloppy_clients_get_envelopes_bounds_and_lenient_search() {
     let bare = format!("at://{BARE}/pub.svc.eprint.submission/3lbxqprzvpc32");
     let found = uris(&b);
     assert!(found.contains(&bare) && found.first() != Some(&bare), "{found:?}");
-    // Citation order: every count is 0 for now, so relevance breaks the ties.
+    // Citation order: no paper here is cited, so relevance breaks the ties.
     let (_, _, c) = raw(&base, reqwest::Method::GET, &format!("{}&sortBy=citations", search("machine translation"))).await;
     assert_eq!(uris(&c), found);
 

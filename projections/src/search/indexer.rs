@@ -15,9 +15,9 @@ use tantivy::schema::{IndexRecordOption, Value as _};
 use tantivy::{IndexWriter, TantivyDocument, Term};
 use tracing::debug;
 
-use super::tags::{TagRecord, Tags};
+use super::links::{self, LinkRecord, Links};
 use super::{CommitPayload, SearchIndex, SearchIndexes, MODEL, TOMBSTONES};
-use crate::attached::collections::{self, USER_TAG};
+use crate::attached::collections::{self, CITATION, USER_TAG};
 use crate::catalog::Mode;
 use crate::submission::Submission;
 use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
@@ -77,7 +77,9 @@ pub struct SearchProjection {
     /// Repositories whose documents were all deleted since the last commit.
     pending_deleted_repos: BTreeSet<String>,
     /// The tags on each eprint ([`super::tags`]).
-    tags: Tags,
+    tags: Links,
+    /// The citations of each eprint by others ([`super::links`]).
+    citations: Links,
     /// The node's store, holding this version's tombstones: the revision at which each
     /// deleted record was deleted, so that an older write arriving later stays out.
     node: Arc<dyn Store>,
@@ -120,7 +122,8 @@ impl SearchProjection {
             pending_sources: HashMap::new(),
             pending_source_bytes: 0,
             pending_deleted_repos: BTreeSet::new(),
-            tags: Tags::new(node.clone(), version),
+            tags: Links::new(node.clone(), version, links::TAGS),
+            citations: Links::new(node.clone(), version, links::CITATIONS),
             node,
             new_tombstones: HashMap::new(),
             stored_tombstones: HashMap::new(),
@@ -226,7 +229,7 @@ impl SearchProjection {
         doc.add_u64(f.abstract_words, s.abstract_text.split_whitespace().count() as u64);
         doc.add_i64(f.created, s.created_at.timestamp_micros());
         doc.add_u64(f.year, chrono::Datelike::year(&s.created_at).max(0) as u64);
-        doc.add_u64(f.citations, 0);
+        doc.add_u64(f.citations, self.citations.count(uri)?);
         doc.add_u64(f.seq, source.seq);
         doc.add_text(f.summary, s.summary(uri, &source.cid, &source.indexed_at).to_string());
         let source_json = serde_json::to_string(source).map_err(|e| ProjectionError::Search(e.to_string()))?;
@@ -242,33 +245,67 @@ impl SearchProjection {
 
     /// Applies a `pub.svc.eprint.userTag` event to the tags (a record its lexicon refuses is
     /// left out, as the attached model parks it).
-    fn tag_event(&mut self, event: &Envelope) -> Result<(), ProjectionError> {
+    /// Keeps the tags and citations in step with their records' events.
+    fn link_event(&mut self, event: &Envelope) -> Result<(), ProjectionError> {
         let position = event.position.ordinal();
+        let links = |collection: &str| match collection {
+            USER_TAG => Some(true),
+            CITATION => Some(false),
+            _ => None,
+        };
         match &event.payload {
-            Payload::RecordCreate(w) | Payload::RecordUpdate(w) if w.collection == USER_TAG => {
-                if self.lexicons.validate_record(USER_TAG, &w.record).is_err() {
+            Payload::RecordCreate(w) | Payload::RecordUpdate(w) => {
+                let Some(is_tag) = links(&w.collection) else { return Ok(()) };
+                if self.lexicons.validate_record(&w.collection, &w.record).is_err() {
                     return Ok(());
                 }
-                let Some(Ok(n)) = collections::normalize(USER_TAG, &w.did, &w.rkey, &w.record) else { return Ok(()) };
-                let (Some(eprint), Some(tag)) = (n.view["eprintUri"].as_str(), n.view["normalizedForm"].as_str()) else { return Ok(()) };
+                let Some(Ok(n)) = collections::normalize(&w.collection, &w.did, &w.rkey, &w.record) else { return Ok(()) };
+                // A tag on its eprint, by its normalized form; a citation on the eprint it
+                // cites (when that is one svc indexes).
+                let (eprint, value) = if is_tag {
+                    (n.view["eprintUri"].as_str(), n.view["normalizedForm"].as_str())
+                } else {
+                    (n.view["citedWork"]["svcUri"].as_str(), Some(""))
+                };
+                let (Some(eprint), Some(value)) = (eprint, value) else { return Ok(()) };
                 let record =
-                    TagRecord { eprint: eprint.to_owned(), tag: tag.to_owned(), did: w.did.clone(), rev: w.rev.clone(), live: true };
-                self.tags.write(&w.uri(), record, position)
+                    LinkRecord { eprint: eprint.to_owned(), tag: value.to_owned(), did: w.did.clone(), rev: w.rev.clone(), live: true };
+                self.links(is_tag).write(&w.uri(), record, position)
             }
-            Payload::RecordDelete(d) if d.collection == USER_TAG => self.tags.delete(&d.uri(), &d.rev, position),
+            Payload::RecordDelete(d) => match links(&d.collection) {
+                Some(is_tag) => self.links(is_tag).delete(&d.uri(), &d.rev, position),
+                None => Ok(()),
+            },
             Payload::Admin(event_schema::AdminCommand {
                 action: event_schema::AdminAction::ContentDeleted { uri, collection, .. },
                 ..
-            }) if collection == USER_TAG => self.tags.delete(uri, crate::rows::TAKEN_DOWN_REV, position),
-            Payload::Account(a) if a.status == Some(AccountStatus::Deleted) => self.tags.remove_repo(&a.did, position),
+            }) => match links(collection) {
+                Some(is_tag) => self.links(is_tag).delete(uri, crate::rows::TAKEN_DOWN_REV, position),
+                None => Ok(()),
+            },
+            Payload::Account(a) if a.status == Some(AccountStatus::Deleted) => {
+                self.tags.remove_repo(&a.did, position)?;
+                self.citations.remove_repo(&a.did, position)
+            }
             _ => Ok(()),
         }
     }
 
-    /// Writes again the documents of the eprints whose tags changed in the batch (those the
-    /// index holds: an eprint not indexed yet gets its tags when it is).
+    /// The tags, or the citations.
+    fn links(&mut self, tags: bool) -> &mut Links {
+        if tags {
+            &mut self.tags
+        } else {
+            &mut self.citations
+        }
+    }
+
+    /// Writes again the documents of the eprints whose tags or citations changed in the
+    /// batch (those the index holds: an eprint not indexed yet gets them when it is).
     fn retag(&mut self) -> Result<(), ProjectionError> {
-        for uri in self.tags.finish()? {
+        let mut changed = self.tags.finish()?;
+        changed.extend(self.citations.finish()?);
+        for uri in changed {
             if self.pending_revs.get(&uri).is_some_and(Option::is_none) {
                 continue;
             }
@@ -388,8 +425,9 @@ impl Projection for SearchProjection {
     fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError> {
         self.read_tombstones(batch)?;
         self.tags.prefetch(batch.record_uris(USER_TAG))?;
+        self.citations.prefetch(batch.record_uris(CITATION))?;
         for event in batch.iter() {
-            self.tag_event(event.envelope)?;
+            self.link_event(event.envelope)?;
             match event.submission(&self.lexicons) {
                 Some((w, Ok(s))) => {
                     self.write(event.envelope, w, s)?;

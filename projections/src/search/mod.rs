@@ -7,10 +7,10 @@
 mod facets;
 mod ids;
 mod indexer;
+mod links;
 mod query;
 mod schema;
 mod stem;
-mod tags;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -33,11 +33,12 @@ use crate::{Checkpoints, ProjectionError};
 pub const MODEL: &str = "search";
 
 /// The tables a version of the model keeps in the node's store: the tombstones of deleted
-/// eprints, and the tags on each eprint ([`tags`]).
+/// eprints, and the tags and citations of each eprint ([`links`]).
 pub const TOMBSTONES: &str = "tombstones";
 
 /// Every table a version of the model keeps in the node's store.
-pub const TABLES: &[&str] = &[TOMBSTONES, tags::TABLES[0], tags::TABLES[1], tags::TABLES[2]];
+pub const TABLES: &[&str] =
+    &[TOMBSTONES, links::TAGS[0], links::TAGS[1], links::TAGS[2], links::CITATIONS[0], links::CITATIONS[1], links::CITATIONS[2]];
 
 /// One version of the index, open for reading (and for writing by its projection).
 pub struct SearchIndex {

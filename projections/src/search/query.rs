@@ -309,7 +309,8 @@ fn keyed_top(searcher: &Searcher, query: &dyn Query, sort: SortOrder, cursor: Op
             let key = match sort {
                 SortOrder::Relevance => (relevance(), 0, seq),
                 SortOrder::Date => (order_i64(created.as_ref().and_then(|c| c.first(doc)).unwrap_or(0)), 0, seq),
-                // Until citation counts are indexed every count is 0: relevance decides.
+                // Most cited first (the citations of each eprint the index keeps); among
+                // equals, relevance.
                 SortOrder::Citations => (citations.as_ref().and_then(|c| c.first(doc)).unwrap_or(0), relevance(), seq),
             };
             (cursor.is_none_or(|c| key < c), key)
