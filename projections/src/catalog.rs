@@ -60,7 +60,8 @@ pub const CATALOG: &[ModelSpec] = &[
     // placeholders.
     ModelSpec { name: attached::MODEL, place: Place::Shared, tables: attached::TABLES, open: open_attached, format: 2 },
     ModelSpec { name: access::MODEL, place: Place::Shared, tables: access::TABLES, open: open_access, format: 1 },
-    ModelSpec { name: admin::MODEL, place: Place::Shared, tables: admin::TABLES, open: open_admin, format: 1 },
+    // 2: take-downs and reports kept as violations.
+    ModelSpec { name: admin::MODEL, place: Place::Shared, tables: admin::TABLES, open: open_admin, format: 2 },
     ModelSpec { name: inbox::MODEL, place: Place::Shared, tables: inbox::TABLES, open: open_inbox, format: 1 },
     // 2: documents carry their eprint's citation count.
     ModelSpec { name: search::MODEL, place: Place::Node, tables: search::TABLES, open: open_search, format: 2 },

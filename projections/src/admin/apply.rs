@@ -13,6 +13,36 @@ use crate::rows::text;
 use crate::staged::Staged;
 use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
 
+/// A violation: a record an admin took down, or one a user reported.
+struct Violation<'e> {
+    kind: &'static str,
+    actor: &'e str,
+    uri: &'e str,
+    collection: &'e str,
+    reason: Option<&'e str>,
+    description: Option<&'e str>,
+}
+
+impl<'e> Violation<'e> {
+    /// The report `event` makes, if it is one (a take-down is an admin command, read with
+    /// the others).
+    fn of(event: &'e Envelope) -> Option<Violation<'e>> {
+        let Payload::User(UserCommand { caller, action: UserAction::Reported { target_uri, target_collection, reason, description } }) =
+            &event.payload
+        else {
+            return None;
+        };
+        Some(Violation {
+            kind: "report",
+            actor: caller,
+            uri: target_uri,
+            collection: target_collection,
+            reason: Some(reason),
+            description: description.as_deref(),
+        })
+    }
+}
+
 /// Builds the admin read model (see the [module docs](super)).
 pub struct AdminProjection {
     store: Arc<dyn Store>,
@@ -38,6 +68,30 @@ fn int(c: &Columns, k: &str) -> i64 {
 }
 
 impl AdminProjection {
+    /// Keeps `v`, made by `event`, in `violations` (and by the record's repository).
+    fn violation(&self, st: &mut Staged, event: &Envelope, v: &Violation) -> Result<(), ProjectionError> {
+        let position = event.position.ordinal();
+        let did = lexicons::formats::parse_at_uri(v.uri).map(|u| u.authority.to_owned()).unwrap_or_default();
+        let text = |s: Option<&str>| s.map_or(Value::Null, |s| Value::Text(s.to_owned()));
+        let mut c = Columns::new();
+        c.insert("id".into(), Value::Text(position.to_string()));
+        c.insert("type".into(), Value::Text(v.kind.into()));
+        c.insert("actor".into(), Value::Text(v.actor.into()));
+        c.insert("uri".into(), Value::Text(v.uri.into()));
+        c.insert("collection".into(), Value::Text(v.collection.into()));
+        c.insert("did".into(), Value::Text(did.clone()));
+        c.insert("reason".into(), text(v.reason));
+        c.insert("description".into(), text(v.description));
+        c.insert("createdAt".into(), Value::Text(event.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true)));
+        let key = position.to_be_bytes().to_vec();
+        st.put(&table(self.version, "violations"), ALL, key.clone(), c.clone(), position);
+        st.put(&table(self.version, "violations_by_did"), &did, key, c, position);
+        let counts = table(self.version, "violation_counts");
+        let n = st.get(self.store.as_ref(), &counts, v.kind, &[])?.and_then(|c| c.get("n").and_then(Value::as_int)).unwrap_or(0);
+        st.put(&counts, v.kind, Vec::new(), [("n".to_owned(), Value::Int(n + 1))].into_iter().collect(), position);
+        Ok(())
+    }
+
     /// A projection that builds `version` of the model in `store`.
     pub fn new(store: Arc<dyn Store>, version: u32, mode: Mode) -> AdminProjection {
         AdminProjection { store, version, defer_durability: mode == Mode::Rebuild }
@@ -216,30 +270,18 @@ impl Projection for AdminProjection {
         let mut sources: HashMap<String, Seen> = HashMap::new();
         let mut hosts: HashMap<String, Seen> = HashMap::new();
         for event in batch.events() {
-            if let Payload::User(UserCommand {
-                caller,
-                action: UserAction::Reported { target_uri, target_collection, reason, description },
-            }) = &event.payload
-            {
-                let mut c = Columns::new();
-                c.insert("id".into(), Value::Text(event.position.ordinal().to_string()));
-                c.insert("reporter".into(), Value::Text(caller.clone()));
-                c.insert("targetUri".into(), Value::Text(target_uri.clone()));
-                c.insert("targetCollection".into(), Value::Text(target_collection.clone()));
-                let did = lexicons::formats::parse_at_uri(target_uri).map(|u| u.authority.to_owned()).unwrap_or_default();
-                c.insert("targetDid".into(), Value::Text(did.clone()));
-                c.insert("reason".into(), Value::Text(reason.clone()));
-                c.insert("description".into(), description.clone().map_or(Value::Null, Value::Text));
-                c.insert("createdAt".into(), Value::Text(event.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true)));
-                let key = event.position.ordinal().to_be_bytes().to_vec();
-                let position = event.position.ordinal();
-                st.put(&table(self.version, "reports"), ALL, key.clone(), c.clone(), position);
-                st.put(&table(self.version, "reports_by_did"), &did, key, c, position);
+            if let Some(report) = Violation::of(event) {
+                self.violation(&mut st, event, &report)?;
                 continue;
             }
             if let Payload::Admin(cmd) = &event.payload {
                 if let AdminAction::HostRegistered { url } = &cmd.action {
                     self.register(&mut st, event, url)?;
+                }
+                if let AdminAction::ContentDeleted { uri, collection, reason } = &cmd.action {
+                    let taken_down =
+                        Violation { kind: "takedown", actor: &cmd.actor, uri, collection, reason: reason.as_deref(), description: None };
+                    self.violation(&mut st, event, &taken_down)?;
                 }
                 self.operation(&mut st, event, cmd)?;
                 continue;

@@ -11,9 +11,11 @@
 //! - `hosts`: `all` → host URL: url, firstSeen, lastSeen, records (record events from it),
 //!   users (DIDs seen from it), rescannedAt (when an admin registered it again).
 //! - `host_users`: host URL → DID: empty, to count a host's users once each.
-//! - `reports`: `all` → log position (big-endian): id, reporter, targetUri,
-//!   targetCollection, targetDid, reason, description, createdAt (`moderation.createReport`).
-//! - `reports_by_did`: the reported record's repository DID → log position: the same row.
+//! - `violations`: `all` → log position (big-endian): id, type (`takedown`: an admin's
+//!   `deleteContent`; `report`: a user's `moderation.createReport`), actor, uri, collection,
+//!   did (the record's repository), reason, description, createdAt.
+//! - `violations_by_did`: the record's repository DID → log position: the same row.
+//! - `violation_counts`: a type → ∅: n.
 
 mod apply;
 pub mod read;
@@ -26,7 +28,7 @@ use store::TableRef;
 pub const MODEL: &str = "admin";
 
 /// The tables of the model, for dropping a version.
-pub const TABLES: &[&str] = &["operations", "sources", "hosts", "host_users", "reports", "reports_by_did"];
+pub const TABLES: &[&str] = &["operations", "sources", "hosts", "host_users", "violations", "violations_by_did", "violation_counts"];
 
 pub(crate) fn table(version: u32, name: &'static str) -> TableRef {
     TableRef::new(MODEL, version, name)

@@ -127,22 +127,26 @@ impl<'a> AdminReader<'a> {
             .collect())
     }
 
-    /// The reports users made (`moderation.createReport`), newest first, up to `limit`:
-    /// all of them, or those about the records of one repository. A bounded read.
-    pub fn reports(&self, did: Option<&str>, limit: usize) -> Result<Vec<Json>, ProjectionError> {
+    /// The violations, newest first, up to `limit`: the take-downs and the users' reports,
+    /// of every record or of one repository's. A bounded read.
+    pub fn violations(&self, did: Option<&str>, limit: usize) -> Result<Vec<Json>, ProjectionError> {
         let Some(v) = self.version else { return Ok(Vec::new()) };
         let (name, partition) = match did {
-            Some(d) => ("reports_by_did", d),
-            None => ("reports", ALL),
+            Some(d) => ("violations_by_did", d),
+            None => ("violations", ALL),
         };
         let rows = self.store.scan(&table(v, name), partition, &store::Scan { after: None, limit, reverse: true })?.rows;
         Ok(rows
             .iter()
             .map(|r| {
                 let c = &r.columns;
-                json!({"id": text(c, "id"), "reporterDid": text(c, "reporter"), "uri": text(c, "targetUri"),
-                       "collection": text(c, "targetCollection"), "did": text(c, "targetDid"), "reason": text(c, "reason"),
-                       "description": text(c, "description"), "createdAt": text(c, "createdAt")})
+                let mut out = json!({"id": text(c, "id"), "type": text(c, "type"), "actorDid": text(c, "actor"), "uri": text(c, "uri"),
+                       "collection": text(c, "collection"), "did": text(c, "did"), "reason": text(c, "reason"),
+                       "createdAt": text(c, "createdAt")});
+                if let Some(d) = text(c, "description") {
+                    out["description"] = json!(d);
+                }
+                out
             })
             .collect())
     }
@@ -150,6 +154,7 @@ impl<'a> AdminReader<'a> {
     /// How many reports users made.
     pub fn report_count(&self) -> Result<u64, ProjectionError> {
         let Some(v) = self.version else { return Ok(0) };
-        Ok(self.store.count(&table(v, "reports"), ALL)?)
+        let row = self.store.get(&table(v, "violation_counts"), "report", &[])?;
+        Ok(row.and_then(|c| c.get("n").and_then(Value::as_int)).unwrap_or(0).max(0) as u64)
     }
 }

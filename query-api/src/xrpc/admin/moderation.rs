@@ -1,11 +1,11 @@
 //! Warnings and violations, from what svc already knows (the contract leaves their source
 //! open; docs/operations.md):
-//! - a **violation** is content an admin took down (`deleteContent`): the audit trail's
-//!   `delete` entries, with the admin and the reason;
+//! - a **violation** is content an admin took down (`deleteContent`), with the admin and
+//!   the reason, or a record a user reported (`moderation.createReport`): the admin model's
+//!   `violations`;
 //! - a **warning** is a record a user published that the index refused: the dead letters
 //!   that name a record, with the reason.
 
-use projections::access::read::AccessReader;
 use projections::access::Role;
 use projections::admin::read::AdminReader;
 use serde_json::{json, Value};
@@ -31,29 +31,11 @@ fn did_filter(c: &Call) -> Result<Option<String>, crate::error::ApiError> {
 
 /// `listViolations`: `{violations: [{id, type, did, uri, collection, reason, actorDid,
 /// createdAt, description?}]}`, newest first: the take-downs (`type: takedown`, by the admin
-/// who acted) and the users' reports (`type: report`, by the reporter).
+/// who acted) and the users' reports (`type: report`, by the reporter), from the admin
+/// model (a bounded read).
 fn violations(c: &Call) -> Answer {
     let (did, limit) = (did_filter(c)?, c.limit(50));
-    let (entries, _) = blocking(&c.state, || AccessReader::new(c.state.store.as_ref())?.audit(usize::MAX, 0, None))?;
-    let mut out: Vec<Value> = entries
-        .into_iter()
-        .filter(|e| e.action == "delete" && did.as_deref().is_none_or(|d| d == e.target_did))
-        .take(limit)
-        .map(|e| {
-            json!({"id": format!("{}:{}", e.timestamp, e.details["uri"].as_str().unwrap_or_default()), "type": "takedown",
-                   "did": e.target_did, "uri": e.details["uri"], "collection": e.details["collection"], "reason": e.details["reason"],
-                   "actorDid": e.actor_did, "createdAt": e.timestamp})
-        })
-        .collect();
-    let reports = blocking(&c.state, || AdminReader::new(c.state.store.as_ref())?.reports(did.as_deref(), limit))?;
-    out.extend(reports.into_iter().map(|mut r| {
-        r["type"] = json!("report");
-        r["actorDid"] = r["reporterDid"].take();
-        r.as_object_mut().map(|o| o.remove("reporterDid"));
-        r
-    }));
-    out.sort_by(|a, b| b["createdAt"].as_str().cmp(&a["createdAt"].as_str()));
-    out.truncate(limit);
+    let out = blocking(&c.state, || AdminReader::new(c.state.store.as_ref())?.violations(did.as_deref(), limit))?;
     Body::json(&json!({"violations": out}))
 }
 
