@@ -243,4 +243,22 @@ mod coverage {
             assert!(super::is_named(nsid) || super::is_beyond(nsid), "{nsid} is served but not in the catalog");
         }
     }
+
+    /// The README's status line counts what the router serves.
+    #[test]
+    fn the_readme_counts_what_is_served() {
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap().replace('\n', " ");
+        let served = crate::xrpc::served();
+        let named = super::OPERATIONS.iter().filter(|n| served.contains(n)).count();
+        let beyond = super::BEYOND.iter().filter(|n| served.contains(n)).count();
+        let (all, all_beyond) = (super::OPERATIONS.len(), super::BEYOND.len());
+        for claim in [
+            format!("{named} of the contract's {all} XRPC operations are served"),
+            format!("the other {} answer 501", all - named),
+            format!("Of the {all_beyond} operations svc knows beyond the contract"),
+            format!("{beyond} are served and {} ", all_beyond - beyond),
+        ] {
+            assert!(readme.contains(&claim), "the README should say: {claim}");
+        }
+    }
 }
