@@ -150,7 +150,7 @@ async fn annotations_by_eprint_page_thread_and_author() {
 
 #[tokio::test]
 async fn endorsements_summary_and_list() {
-    let f = scholarly();
+    let mut f = scholarly();
     let p1 = enc(&paper("p1"));
     let (status, summary) = f.get(&format!("/xrpc/pub.svc.endorsement.getSummary?uri={p1}")).await;
     assert_eq!(status, StatusCode::OK, "{summary}");
@@ -178,6 +178,27 @@ async fn endorsements_summary_and_list() {
     assert_eq!(none["total"], 0);
     assert_eq!(f.get("/xrpc/pub.svc.endorsement.listForUser?endorserDid=bob").await.0, StatusCode::BAD_REQUEST);
     assert_eq!(f.get("/xrpc/pub.svc.endorsement.listForAuthorPapers").await.0, StatusCode::BAD_REQUEST);
+
+    // An account endorsing twice is one endorser; it stops being one with its last record.
+    f.apply(vec![create(
+        BOB,
+        "pub.svc.review.endorsement",
+        "n3",
+        "3l0000000000y",
+        json!({
+        "eprintUri": paper("p1"), "contributions": ["data"], "createdAt": "2024-07-20T00:00:00Z"}),
+    )]);
+    let (_, summary) = f.get(&format!("/xrpc/pub.svc.endorsement.getSummary?uri={p1}")).await;
+    assert_eq!((&summary["totalEndorsements"], &summary["endorserCount"]), (&json!(3), &json!(2)), "{summary}");
+    let bob = summary["endorsers"].as_array().unwrap().iter().find(|e| e["did"] == BOB).unwrap().clone();
+    assert_eq!(bob["contributions"].as_array().map(Vec::len), Some(3), "{bob}");
+    f.apply(vec![delete(BOB, "pub.svc.review.endorsement", "n1", "3l0000000000z")]);
+    let (_, summary) = f.get(&format!("/xrpc/pub.svc.endorsement.getSummary?uri={p1}")).await;
+    assert_eq!((&summary["endorserCount"], &summary["byContribution"]["data"]), (&json!(2), &json!(1)), "{summary}");
+    f.apply(vec![delete(BOB, "pub.svc.review.endorsement", "n3", "3l0000000000z")]);
+    let (_, summary) = f.get(&format!("/xrpc/pub.svc.endorsement.getSummary?uri={p1}")).await;
+    assert_eq!((&summary["totalEndorsements"], &summary["endorserCount"]), (&json!(1), &json!(1)), "{summary}");
+    assert_eq!(summary["endorsers"][0]["did"], CAROL);
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@ use lexicons::Lexicons;
 use store::{consumer_name, Columns, Store, Value};
 use tracing::debug;
 
-use super::collections::{self, Listing};
+use super::collections::{self, Listing, SetMember};
 use super::{backlink_sources, backlinks, listing, records, sizes, MODEL};
 use crate::catalog::Mode;
 use crate::deadletter::Parking;
@@ -34,12 +34,37 @@ impl AttachedProjection {
 
     /// Adds `by` to the size kept for a listing (its row in `sizes`), so that a listing's
     /// size is one row read, on every store.
-    fn bump(&self, st: &mut Staged, partition: &str, by: i64, position: u64) -> Result<(), ProjectionError> {
+    fn bump(&self, st: &mut Staged, partition: &str, by: i64, position: u64) -> Result<i64, ProjectionError> {
         let table = sizes(self.version);
         let held = st.get(self.store.as_ref(), &table, partition, &[])?.and_then(|c| c.get("n").and_then(Value::as_int)).unwrap_or(0);
+        let n = (held + by).max(0);
         let mut c = Columns::new();
-        c.insert("n".into(), Value::Int((held + by).max(0)));
+        c.insert("n".into(), Value::Int(n));
         st.put(&table, partition, Vec::new(), c, position);
+        Ok(n)
+    }
+
+    /// Keeps the distinct sets a record makes its author a member of, after its listings
+    /// changed by `by` (1: listed, -1: unlisted): a member joins when its `by` listing gets
+    /// its first record and leaves when it loses its last.
+    fn sets(&self, st: &mut Staged, members: &[SetMember], by: i64, position: u64) -> Result<(), ProjectionError> {
+        for m in members {
+            let size = st.get(self.store.as_ref(), &sizes(self.version), &m.by, &[])?.and_then(|c| c.get("n").and_then(Value::as_int));
+            let key = listing_key(0, &m.key);
+            match (by, size.unwrap_or(0)) {
+                (1, 1) => {
+                    let mut c = Columns::new();
+                    c.insert("key".into(), Value::Text(m.key.clone()));
+                    st.put(&listing(self.version), &m.set, key, c, position);
+                    self.bump(st, &m.set, 1, position)?;
+                }
+                (-1, 0) => {
+                    st.delete(&listing(self.version), &m.set, key, position);
+                    self.bump(st, &m.set, -1, position)?;
+                }
+                _ => {}
+            }
+        }
         Ok(())
     }
 
@@ -83,6 +108,7 @@ impl AttachedProjection {
             st.put(&listing(self.version), partition, listing_key(at, &uri), c, position);
             self.bump(st, partition, 1, position)?;
         }
+        self.sets(st, &n.sets, 1, position)?;
         let mut c = Columns::new();
         c.insert("uri".into(), Value::Text(uri.clone()));
         c.insert("did".into(), Value::Text(w.did.clone()));
@@ -93,6 +119,9 @@ impl AttachedProjection {
         c.insert("indexedAt".into(), Value::Text(event.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true)));
         c.insert("createdAt".into(), Value::Int(at));
         c.insert("lists".into(), Value::Text(serde_json::to_string(&lists).unwrap_or_default()));
+        if !n.sets.is_empty() {
+            c.insert("sets".into(), Value::Text(serde_json::to_string(&n.sets).unwrap_or_default()));
+        }
         c.insert("ordinal".into(), Value::Int(position as i64));
         c.insert("deleted".into(), Value::Bool(false));
         self.records().put(st, &uri, c, position);
@@ -171,7 +200,8 @@ impl Listings for AttachedProjection {
             st.delete(&listing(self.version), &partition, listing_key(at, &uri), position);
             self.bump(st, &partition, -1, position)?;
         }
-        Ok(())
+        let sets: Vec<SetMember> = text(existing, "sets").and_then(|s| serde_json::from_str(&s).ok()).unwrap_or_default();
+        self.sets(st, &sets, -1, position)
     }
 }
 

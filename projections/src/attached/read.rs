@@ -179,6 +179,14 @@ impl<'a> AttachedReader<'a> {
         Ok(row.and_then(|c| c.get("n").and_then(Value::as_int)).unwrap_or(0).max(0) as u64)
     }
 
+    /// The first `limit` keys of a set listing ([`super::collections::SetMember`]), in key
+    /// order.
+    pub fn keys(&self, set: &Listing, limit: usize) -> Result<Vec<String>, ProjectionError> {
+        let Some(v) = self.version else { return Ok(Vec::new()) };
+        let rows = self.store.scan(&listing(v), &set.0, &Scan { after: None, limit, reverse: false })?.rows;
+        Ok(rows.iter().map(|r| text(&r.columns, "key").to_owned()).collect())
+    }
+
     /// A page of a listing, newest first, starting after `after`: `next` is set exactly when
     /// more rows follow (one row more than asked for is read to know).
     pub fn page(&self, list: &Listing, limit: usize, after: Option<Vec<u8>>) -> Result<Page, ProjectionError> {

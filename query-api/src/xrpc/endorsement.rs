@@ -13,7 +13,7 @@ use super::method::{Answer, Auth, Call, Routes};
 use crate::body::Body;
 use crate::error::ApiError;
 use crate::params::{check_did, cursor, did_param, uri_param};
-use crate::reads::{self, FILTER_MAX};
+use crate::reads;
 use crate::views::attached::{self, list_answer};
 
 /// The namespace's methods.
@@ -38,37 +38,49 @@ fn contributions(item: &Item) -> Vec<String> {
     item.view["contributions"].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_owned).collect()
 }
 
+/// The most endorsers a summary lists (its counts cover every one).
+const SUMMARY_ENDORSERS: usize = 100;
+
 /// The summary of an eprint's endorsements: `{uri, totalEndorsements, endorserCount,
-/// byContribution, endorsers}` (and the reference's names `total` and `byType` beside them).
+/// byContribution, endorsers}` (and the reference's names `total` and `byType` beside them),
+/// from the counts the model keeps: one row per count, and the first 100 endorsers (by DID)
+/// with their contributions.
 fn summary(r: &AttachedReader, eprint: &str) -> Result<Value, ProjectionError> {
-    let items = r.all(&Listing::on_eprint(Kind::Endorsement, eprint), FILTER_MAX)?;
-    let mut by_contribution: BTreeMap<String, u64> = BTreeMap::new();
-    let mut endorsers: BTreeMap<&str, Value> = BTreeMap::new();
-    for item in &items {
-        let kinds = contributions(item);
-        for k in &kinds {
-            *by_contribution.entry(k.clone()).or_default() += 1;
+    let on_eprint = Listing::on_eprint(Kind::Endorsement, eprint);
+    let total = r.count(&on_eprint)?;
+    let mut by_contribution: BTreeMap<&str, u64> = BTreeMap::new();
+    for kind in endorsement::CONTRIBUTIONS {
+        let n = r.count(&Listing::filtered(&on_eprint, &endorsement::contribution(kind)))?;
+        if n > 0 {
+            by_contribution.insert(kind, n);
         }
-        // One account may endorse twice (two records): its endorser entry unites them.
-        let entry = endorsers.entry(item.did.as_str()).or_insert_with(|| {
-            let mut e = attached::author(&item.did, &item.account);
-            e["contributions"] = json!([]);
-            e
-        });
-        let held = entry["contributions"].as_array_mut().expect("set above");
-        for k in kinds {
-            if !held.iter().any(|h| h == &k) {
-                held.push(json!(k));
+    }
+    let set = endorsement::endorsers(eprint);
+    let mut endorsers = Vec::new();
+    for did in r.keys(&set, SUMMARY_ENDORSERS)? {
+        let account = r.account(&did)?;
+        if account.hidden {
+            continue;
+        }
+        let mut e = attached::author(&did, &account);
+        let mut held: Vec<String> = Vec::new();
+        for item in r.all(&Listing::filtered(&on_eprint, &format!("by:{did}")), SUMMARY_ENDORSERS)? {
+            for k in contributions(&item) {
+                if !held.contains(&k) {
+                    held.push(k);
+                }
             }
         }
+        e["contributions"] = json!(held);
+        endorsers.push(e);
     }
     Ok(json!({
         "uri": eprint,
-        "totalEndorsements": items.len(),
-        "endorserCount": endorsers.len(),
+        "totalEndorsements": total,
+        "endorserCount": r.count(&set)?,
         "byContribution": by_contribution,
-        "endorsers": endorsers.into_values().collect::<Vec<_>>(),
-        "total": items.len(),
+        "endorsers": endorsers,
+        "total": total,
         "byType": by_contribution,
     }))
 }

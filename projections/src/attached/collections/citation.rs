@@ -19,5 +19,5 @@ pub(super) fn citation(rec: &Record) -> Result<Normalized, String> {
     if let Some(target) = text(&cited, "svcUri") {
         lists.push(Listing::pointing_at(Kind::Citation, target));
     }
-    Ok(Normalized { view, created_at: created_at(r)?, lists })
+    Ok(Normalized { view, created_at: created_at(r)?, lists, sets: Vec::new() })
 }

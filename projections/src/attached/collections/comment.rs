@@ -81,7 +81,7 @@ pub(super) fn comment(rec: &Record) -> Result<Normalized, String> {
     }
     lists.push(on_eprint);
     lists.push(by_author);
-    Ok(Normalized { view, created_at: created_at(r)?, lists })
+    Ok(Normalized { view, created_at: created_at(r)?, lists, sets: Vec::new() })
 }
 
 /// The placeholder of a deleted review or annotation: what keeps its place in a thread and

@@ -43,5 +43,5 @@ pub(super) fn entity_link(rec: &Record) -> Result<Normalized, String> {
         lists.push(Listing::filtered(&on_eprint, &format!("page:{p}")));
     }
     lists.push(on_eprint);
-    Ok(Normalized { view, created_at: created_at(r)?, lists })
+    Ok(Normalized { view, created_at: created_at(r)?, lists, sets: Vec::new() })
 }

@@ -13,5 +13,5 @@ pub(super) fn history(rec: &Record) -> Result<Normalized, String> {
         m.remove("$type");
         m.remove("schemaRevision");
     }
-    Ok(Normalized { view, created_at: created_at(r)?, lists: vec![Listing::on_eprint(rec.kind, eprint)] })
+    Ok(Normalized { view, created_at: created_at(r)?, lists: vec![Listing::on_eprint(rec.kind, eprint)], sets: Vec::new() })
 }

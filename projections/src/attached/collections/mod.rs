@@ -134,6 +134,21 @@ pub struct Normalized {
     pub created_at: DateTime<Utc>,
     /// The listings it appears in (besides its repository's).
     pub lists: Vec<Listing>,
+    /// The distinct sets it makes its author a member of (the endorsers of an eprint).
+    pub sets: Vec<SetMember>,
+}
+
+/// Membership of a distinct set (a listing of keys, each listed once): the key is in the
+/// set while the listing `by` (one of the record's `lists`: the author's records there)
+/// holds a record, so two endorsements of one eprint by one account count one endorser.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SetMember {
+    /// The set (a listing whose rows are keys, not records).
+    pub set: String,
+    /// The member's key in it.
+    pub key: String,
+    /// The listing whose size decides the membership.
+    pub by: String,
 }
 
 /// Normalizes a record of an attached collection that passed lexicon validation; `None`

@@ -16,5 +16,5 @@ pub(super) fn profile(rec: &Record) -> Result<Normalized, String> {
         m.remove("schemaRevision");
     }
     // A profile has no createdAt of its own: it lists nowhere but its repository.
-    Ok(Normalized { view, created_at: DateTime::<Utc>::UNIX_EPOCH, lists: Vec::new() })
+    Ok(Normalized { view, created_at: DateTime::<Utc>::UNIX_EPOCH, lists: Vec::new(), sets: Vec::new() })
 }

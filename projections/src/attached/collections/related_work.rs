@@ -20,5 +20,5 @@ pub(super) fn related_work(rec: &Record) -> Result<Normalized, String> {
         Listing::by_author(Kind::RelatedWork, did),
         Listing::pointing_at(Kind::RelatedWork, related),
     ];
-    Ok(Normalized { view, created_at: created_at(r)?, lists })
+    Ok(Normalized { view, created_at: created_at(r)?, lists, sets: Vec::new() })
 }

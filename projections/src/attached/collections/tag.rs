@@ -23,5 +23,5 @@ pub(super) fn user_tag(rec: &Record) -> Result<Normalized, String> {
     ]);
     let lists =
         vec![Listing::on_eprint(Kind::Tag, eprint), Listing::by_author(Kind::Tag, did), Listing::tagged(&normalized), Listing::all_tags()];
-    Ok(Normalized { view, created_at: created_at(r)?, lists })
+    Ok(Normalized { view, created_at: created_at(r)?, lists, sets: Vec::new() })
 }
