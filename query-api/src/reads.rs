@@ -7,8 +7,8 @@ use projections::ProjectionError;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// The most records a filter without a listing of its own reads (see
-/// [`AttachedReader::filtered_page`]).
+/// The most records the operations that still aggregate per request read (tag statistics,
+/// a citation graph, backlinks): every other filter and count has rows of its own.
 pub const FILTER_MAX: usize = 10_000;
 
 /// Runs store reads: in place when the store answers from local pages, and otherwise (a

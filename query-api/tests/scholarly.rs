@@ -80,7 +80,7 @@ fn scholarly() -> Fixture {
 
 #[tokio::test]
 async fn reviews_list_thread_and_filter() {
-    let f = scholarly();
+    let mut f = scholarly();
     let (status, body) = f.get(&format!("/xrpc/pub.svc.review.listForEprint?eprintUri={}", enc(&paper("p1")))).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["total"], 3);
@@ -103,6 +103,16 @@ async fn reviews_list_thread_and_filter() {
     assert_eq!(replying["total"], 2);
     let (_, inline) = f.get(&format!("/xrpc/pub.svc.review.listForEprint?eprintUri={}&inlineOnly=true", enc(&paper("p1")))).await;
     assert_eq!(inline["total"], 0);
+    // An inline review: each filter and their combination is a listing of its own.
+    f.apply(vec![create(CAROL, "pub.svc.review.comment", "r9", "3l0000000000x", json!({
+        "eprintUri": paper("p1"), "body": [{"$type": "pub.svc.richtext.defs#textItem", "type": "text", "content": "Is eq. 3 right?"}], "motivationFallback": "questioning",
+        "target": {"selector": {"type": "TextQuoteSelector", "exact": "eq. 3"}}, "createdAt": "2024-07-09T00:00:00Z"}))]);
+    for (query, total) in
+        [("inlineOnly=true", 1), ("motivation=questioning&inlineOnly=true", 1), ("motivation=replying&inlineOnly=true", 0)]
+    {
+        let (_, listed) = f.get(&format!("/xrpc/pub.svc.review.listForEprint?eprintUri={}&{query}", enc(&paper("p1")))).await;
+        assert_eq!(listed["total"], total, "{query}: {listed}");
+    }
     let (_, by_bob) = f.get(&format!("/xrpc/pub.svc.review.listForAuthor?reviewerDid={BOB}")).await;
     assert_eq!(by_bob["total"], 1);
 

@@ -208,29 +208,6 @@ impl<'a> AttachedReader<'a> {
         Ok(Page { items, next, total: self.count(list)? })
     }
 
-    /// A page of the records of a listing that satisfy `keep`, newest first, after `after`.
-    /// The listing is read whole (up to `max` records), so `total` and `next` are exact: for
-    /// filters without a listing of their own, on listings of one eprint or one author.
-    pub fn filtered_page(
-        &self,
-        list: &Listing,
-        limit: usize,
-        after: Option<Vec<u8>>,
-        max: usize,
-        keep: impl Fn(&Item) -> bool,
-    ) -> Result<Page, ProjectionError> {
-        let kept: Vec<Item> = self.all(list, max)?.into_iter().filter(|i| keep(i)).collect();
-        let total = kept.len() as u64;
-        let mut rest: Vec<Item> = kept.into_iter().filter(|i| after.as_ref().is_none_or(|a| i.listing_key() < *a)).collect();
-        let next = if rest.len() > limit {
-            rest.truncate(limit);
-            rest.last().map(Item::listing_key)
-        } else {
-            None
-        };
-        Ok(Page { items: rest, next, total })
-    }
-
     /// The backlinks to `target` (deleted ones too), by source URI, up to `max`.
     pub fn backlinks_to(&self, target: &str, max: usize) -> Result<Vec<Backlink>, ProjectionError> {
         self.backlink_rows(&backlinks, target, max)

@@ -10,7 +10,7 @@ use super::method::{Answer, Auth, Call, Routes};
 use crate::body::Body;
 use crate::error::ApiError;
 use crate::params::{cursor, did_param, uri_param};
-use crate::reads::{self, FILTER_MAX};
+use crate::reads;
 use crate::views::attached::{self, list_answer};
 
 /// The namespace's methods.
@@ -76,7 +76,7 @@ fn list_for_eprint(c: &Call) -> Answer {
         };
         let page: Page = match (&motivation, page_number) {
             (Some(m), None) => r.page(&Listing::filtered(&base, &format!("motivation:{m}")), c.limit(50), after)?,
-            (Some(m), Some(_)) => r.filtered_page(&base, c.limit(50), after, FILTER_MAX, |i| i.view["motivation"] == m.as_str())?,
+            (Some(m), Some(_)) => r.page(&Listing::filtered(&base, &format!("motivation:{m}")), c.limit(50), after)?,
             (None, _) => r.page(&base, c.limit(50), after)?,
         };
         let annotations = page.items.iter().map(|i| annotation_view(r, i)).collect::<Result<Vec<_>, _>>()?;
@@ -110,7 +110,7 @@ fn depth_first(r: &AttachedReader, uri: &str, depth: i64, max_depth: i64, out: &
     if depth > max_depth {
         return Ok(());
     }
-    let mut items = r.all(&Listing::replies(Kind::Annotation, uri), FILTER_MAX)?;
+    let mut items = r.all(&Listing::replies(Kind::Annotation, uri), super::review::MAX_THREAD_REPLIES)?;
     items.reverse();
     for item in items {
         let mut v = annotation_view(r, &item)?;

@@ -9,7 +9,7 @@ use super::method::{Answer, Auth, Call, Routes};
 use crate::body::Body;
 use crate::error::ApiError;
 use crate::params::{cursor, did_param, uri_param};
-use crate::reads::{self, FILTER_MAX};
+use crate::reads;
 use crate::views::attached::{self, list_answer};
 
 /// The namespace's methods.
@@ -25,6 +25,9 @@ pub fn routes() -> Routes {
 /// The deepest a thread is followed (replies of replies…), against cycles and abuse.
 pub const MAX_THREAD_DEPTH: usize = 50;
 
+/// The most replies to one review or annotation a thread shows (a thread answers whole).
+pub const MAX_THREAD_REPLIES: usize = 10_000;
+
 /// A review's view: the stored view with `author`, `replyCount` and `deleted` (a
 /// placeholder's view has no content).
 pub fn review_view(r: &AttachedReader, item: &Item) -> Result<Value, ProjectionError> {
@@ -38,10 +41,7 @@ pub fn review_view(r: &AttachedReader, item: &Item) -> Result<Value, ProjectionE
 fn filtered(r: &AttachedReader, c: &Call, base: Listing, after: Option<Vec<u8>>) -> Result<Page, ProjectionError> {
     let (limit, motivation, inline) = (c.limit(50), c.params.str("motivation"), c.params.bool("inlineOnly") == Some(true));
     match (motivation, inline) {
-        (Some(m), true) => {
-            let by_motivation = Listing::filtered(&base, &format!("motivation:{m}"));
-            r.filtered_page(&by_motivation, limit, after, FILTER_MAX, |i| i.view.get("target").is_some())
-        }
+        (Some(m), true) => r.page(&Listing::filtered(&Listing::filtered(&base, &format!("motivation:{m}")), "inline"), limit, after),
         (Some(m), false) => r.page(&Listing::filtered(&base, &format!("motivation:{m}")), limit, after),
         (None, true) => r.page(&Listing::filtered(&base, "inline"), limit, after),
         (None, false) => r.page(&base, limit, after),
@@ -76,7 +76,7 @@ fn replies(r: &AttachedReader, uri: &str, depth: usize, total: &mut u64) -> Resu
     if depth >= MAX_THREAD_DEPTH {
         return Ok(Vec::new());
     }
-    let mut items = r.all(&Listing::replies(Kind::Review, uri), FILTER_MAX)?;
+    let mut items = r.all(&Listing::replies(Kind::Review, uri), MAX_THREAD_REPLIES)?;
     items.reverse();
     let mut out = Vec::with_capacity(items.len());
     for item in items {

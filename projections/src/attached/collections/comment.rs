@@ -65,16 +65,19 @@ pub(super) fn comment(rec: &Record) -> Result<Normalized, String> {
     }
     let on_eprint = Listing::on_eprint(kind, eprint);
     let by_author = Listing::by_author(kind, did);
-    let mut lists = vec![
-        Listing::filtered(&on_eprint, &format!("motivation:{motivation}")),
-        Listing::filtered(&by_author, &format!("motivation:{motivation}")),
-    ];
+    let by_motivation = |base: &Listing| Listing::filtered(base, &format!("motivation:{motivation}"));
+    let mut lists = vec![by_motivation(&on_eprint), by_motivation(&by_author)];
+    // Each filter the operations combine has a listing of its own, so no page filters.
     if target.is_some() {
         lists.push(Listing::filtered(&on_eprint, "inline"));
         lists.push(Listing::filtered(&by_author, "inline"));
+        lists.push(Listing::filtered(&by_motivation(&on_eprint), "inline"));
+        lists.push(Listing::filtered(&by_motivation(&by_author), "inline"));
     }
     if let Some(p) = page {
-        lists.push(Listing::filtered(&on_eprint, &format!("page:{p}")));
+        let on_page = Listing::filtered(&on_eprint, &format!("page:{p}"));
+        lists.push(by_motivation(&on_page));
+        lists.push(on_page);
     }
     if let Some(parent) = parent {
         lists.push(Listing::replies(kind, parent));
