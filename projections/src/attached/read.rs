@@ -182,9 +182,29 @@ impl<'a> AttachedReader<'a> {
     /// The first `limit` keys of a set listing ([`super::collections::SetMember`]), in key
     /// order.
     pub fn keys(&self, set: &Listing, limit: usize) -> Result<Vec<String>, ProjectionError> {
+        self.keys_from(set, "", limit)
+    }
+
+    /// The keys of a set listing that start with `prefix`, in key order, up to `limit`: one
+    /// range of the set, read page by page.
+    pub fn keys_from(&self, set: &Listing, prefix: &str, limit: usize) -> Result<Vec<String>, ProjectionError> {
         let Some(v) = self.version else { return Ok(Vec::new()) };
-        let rows = self.store.scan(&listing(v), &set.0, &Scan { after: None, limit, reverse: false })?.rows;
-        Ok(rows.iter().map(|r| text(&r.columns, "key").to_owned()).collect())
+        let mut out = Vec::new();
+        let mut after = (!prefix.is_empty()).then(|| crate::rows::listing_key(0, prefix));
+        loop {
+            let page = self.store.scan(&listing(v), &set.0, &Scan { after, limit: limit.clamp(1, 500), reverse: false })?;
+            for r in &page.rows {
+                let key = text(&r.columns, "key");
+                if !key.starts_with(prefix) || out.len() == limit {
+                    return Ok(out);
+                }
+                out.push(key.to_owned());
+            }
+            match page.next {
+                Some(next) => after = Some(next),
+                None => return Ok(out),
+            }
+        }
     }
 
     /// A page of a listing, newest first, starting after `after`: `next` is set exactly when

@@ -4,7 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{Duration, Utc};
+use projections::attached::collections::tag::stats;
 use projections::attached::collections::{normalize_tag, Kind, Listing};
 use projections::attached::read::{AttachedReader, Item};
 use projections::ProjectionError;
@@ -14,7 +15,7 @@ use super::method::{Answer, Auth, Call, Routes};
 use crate::body::Body;
 use crate::error::{ApiError, ErrorCode};
 use crate::params::uri_param;
-use crate::reads::{self, FILTER_MAX};
+use crate::reads;
 use crate::views::attached;
 
 /// The namespace's methods.
@@ -68,31 +69,41 @@ fn display(item: &Item) -> &str {
     item.view["tag"].as_str().unwrap_or_default()
 }
 
-/// What svc knows of one tag, aggregated over its records.
+/// What svc knows of one tag, from the counts the attached model keeps ([`stats`]): a
+/// handful of row reads, however much the tag is used.
 #[derive(Default)]
 struct TagStats {
-    forms: HashMap<String, u64>,
+    /// Its written forms with their uses, most used first.
+    forms: Vec<(String, u64)>,
     uses: u64,
-    eprints: BTreeSet<String>,
-    taggers: BTreeSet<String>,
-    /// Uses per tagger, for the spam rule.
-    per_tagger: HashMap<String, u64>,
+    eprints: u64,
+    taggers: u64,
 }
 
+/// The most written forms of one tag a summary reads.
+const MAX_FORMS: usize = 50;
+
 impl TagStats {
-    fn add(&mut self, item: &Item) {
-        *self.forms.entry(display(item).to_owned()).or_default() += 1;
-        self.uses += 1;
-        self.eprints.insert(item.view["eprintUri"].as_str().unwrap_or_default().to_owned());
-        self.taggers.insert(item.did.clone());
-        *self.per_tagger.entry(item.did.clone()).or_default() += 1;
+    /// The statistics of the normalized `tag`.
+    fn of(r: &AttachedReader, tag: &str) -> Result<TagStats, ProjectionError> {
+        let uses = r.count(&Listing::tagged(tag))?;
+        if uses == 0 {
+            return Ok(TagStats::default());
+        }
+        let mut forms = Vec::new();
+        for form in r.keys(&stats::forms(tag), MAX_FORMS)? {
+            let n = r.count(&stats::in_form(tag, &form))?;
+            forms.push((form, n));
+        }
+        forms.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        Ok(TagStats { forms, uses, eprints: r.count(&stats::eprints(tag))?, taggers: r.count(&stats::taggers(tag))? })
     }
 
     /// Spam: a form no reader can use (a link, or longer than 50 characters), or one account
     /// putting the tag on 20 eprints or more with nobody else using it.
     fn is_spam(&self, tag: &str) -> bool {
         let looks_like_link = tag.contains("http") || tag.contains("www.") || tag.contains(".com");
-        let one_account_flood = self.taggers.len() == 1 && self.eprints.len() >= 20;
+        let one_account_flood = self.taggers == 1 && self.eprints >= 20;
         looks_like_link || tag.chars().count() > 50 || one_account_flood
     }
 
@@ -103,8 +114,8 @@ impl TagStats {
         if self.is_spam(tag) {
             return 0;
         }
-        let taggers = self.taggers.len().min(5) as u64 * 10;
-        let spread = self.eprints.len().min(5) as u64 * 6;
+        let taggers = self.taggers.min(5) * 10;
+        let spread = self.eprints.min(5) * 6;
         let len = tag.chars().count();
         let form = if (2..=30).contains(&len) && tag.chars().any(char::is_alphabetic) { 20 } else { 0 };
         taggers + spread + form
@@ -112,9 +123,7 @@ impl TagStats {
 
     /// The forms people wrote, most used first.
     fn display_forms(&self) -> Vec<&str> {
-        let mut forms: Vec<(&String, &u64)> = self.forms.iter().collect();
-        forms.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-        forms.into_iter().map(|(f, _)| f.as_str()).collect()
+        self.forms.iter().map(|(f, _)| f.as_str()).collect()
     }
 
     /// The `#tagSummary` view.
@@ -123,8 +132,8 @@ impl TagStats {
             "normalizedForm": tag,
             "displayForms": self.display_forms(),
             "usageCount": self.uses,
-            "eprintCount": self.eprints.len(),
-            "taggerCount": self.taggers.len(),
+            "eprintCount": self.eprints,
+            "taggerCount": self.taggers,
             "qualityScore": self.quality(tag),
             "isSpam": self.is_spam(tag),
             "isPromoted": false,
@@ -132,13 +141,20 @@ impl TagStats {
     }
 }
 
-/// Every tag with its statistics, from every tag record (up to [`FILTER_MAX`]).
-fn all_tags(r: &AttachedReader) -> Result<BTreeMap<String, TagStats>, ProjectionError> {
-    let mut tags: BTreeMap<String, TagStats> = BTreeMap::new();
-    for item in r.all(&Listing::all_tags(), FILTER_MAX)? {
-        tags.entry(normalized(&item).to_owned()).or_default().add(&item);
-    }
-    Ok(tags)
+/// The tags in use with a word starting with the first word of `q` whose normalized form
+/// contains `q`, with their statistics: a range of the model's word index, then a few rows
+/// per tag.
+fn matching(r: &AttachedReader, q: &str) -> Result<Vec<(String, TagStats)>, ProjectionError> {
+    let first = q.split('-').find(|w| !w.is_empty()).unwrap_or_default();
+    let mut names: Vec<String> = r
+        .keys_from(&stats::word_index(), first, usize::MAX)?
+        .iter()
+        .map(|k| stats::tag_of(k).to_owned())
+        .filter(|t| t.contains(q))
+        .collect();
+    names.sort();
+    names.dedup();
+    names.into_iter().map(|t| Ok((t.clone(), TagStats::of(r, &t)?))).collect()
 }
 
 fn tag_view(item: &Item) -> Value {
@@ -193,21 +209,16 @@ fn list_for_eprint(c: &Call) -> Answer {
 /// `TagNotFound` for a tag nobody uses.
 fn get_detail(c: &Call) -> Answer {
     let tag = normalize_tag(c.str("tag"));
-    let stats = reads::attached(&c.state, |r| {
-        let mut stats = TagStats::default();
-        for item in r.all(&Listing::tagged(&tag), FILTER_MAX)? {
-            stats.add(&item);
-        }
-        Ok(stats)
-    })?;
+    let stats = reads::attached(&c.state, |r| TagStats::of(r, &tag))?;
     if stats.uses == 0 {
         return Err(ApiError::new(ErrorCode::TagNotFound, format!("no eprint is tagged {tag:?}")));
     }
     Body::json(&stats.summary(&tag))
 }
 
-/// `pub.svc.tag.search`: tags whose normalized form contains the normalized words, those
-/// starting with them first, then by use; `minQuality` and `includeSpam` filter.
+/// `pub.svc.tag.search`: tags whose normalized form contains the normalized words and has
+/// a word starting with their first, those starting with them first, then by use;
+/// `minQuality` and `includeSpam` filter.
 fn search(c: &Call) -> Answer {
     let q = normalize_tag(c.str("query"));
     let min_quality = c.params.int("minQuality").unwrap_or(0).max(0) as u64;
@@ -216,10 +227,10 @@ fn search(c: &Call) -> Answer {
         Some(raw) => raw.parse::<usize>().map_err(|_| ApiError::invalid_param("cursor", "not a cursor of this listing"))?,
         None => 0,
     };
-    let tags = reads::attached(&c.state, all_tags)?;
+    let tags = reads::attached(&c.state, |r| matching(r, &q))?;
     let mut hits: Vec<(bool, u64, &String, &TagStats)> = tags
         .iter()
-        .filter(|(tag, stats)| tag.contains(q.as_str()) && (include_spam || !stats.is_spam(tag)) && stats.quality(tag) >= min_quality)
+        .filter(|(tag, stats)| (include_spam || !stats.is_spam(tag)) && stats.quality(tag) >= min_quality)
         .map(|(tag, stats)| (tag.starts_with(q.as_str()), stats.uses, tag, stats))
         .collect();
     hits.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(b.2)));
@@ -248,8 +259,8 @@ fn get_suggestions(c: &Call) -> Answer {
             out = cooccurring(r, &held, limit)?;
         }
         if !q.is_empty() {
-            let tags = all_tags(r)?;
-            let mut matches: Vec<(&String, &TagStats)> = tags.iter().filter(|(t, s)| t.contains(q.as_str()) && !s.is_spam(t)).collect();
+            let tags = matching(r, &q)?;
+            let mut matches: Vec<(&String, &TagStats)> = tags.iter().filter(|(t, s)| !s.is_spam(t)).map(|(t, s)| (t, s)).collect();
             matches.sort_by(|a, b| b.0.starts_with(q.as_str()).cmp(&a.0.starts_with(q.as_str())).then(b.1.uses.cmp(&a.1.uses)));
             let top = matches.first().map_or(1, |m| m.1.uses.max(1));
             for (tag, stats) in matches {
@@ -269,40 +280,40 @@ fn get_suggestions(c: &Call) -> Answer {
     Body::json(&json!({ "suggestions": suggestions }))
 }
 
-/// When a tag was used: its `createdAt`, but never after the moment its event entered the
-/// log (a date in the future cannot push a tag up the trend).
-fn used_at(item: &Item) -> Option<DateTime<Utc>> {
-    let created = item.view["createdAt"].as_str().and_then(|s| DateTime::parse_from_rfc3339(s).ok())?.with_timezone(&Utc);
-    let indexed = DateTime::parse_from_rfc3339(&item.indexed_at).ok()?.with_timezone(&Utc);
-    Some(created.min(indexed))
-}
-
 /// `pub.svc.tag.getTrending`: the tags whose use grew most in the window (`day`, `week`,
-/// `month`) over the window before it, from the tag records as the log brought them: each
-/// `{normalizedForm, displayForm, count, previousCount, growth, eprintCount, taggerCount}`.
+/// `month`: the last 1, 7 or 30 days, today included, by the records' `createdAt`) over the
+/// window before it, from the uses per day the attached model keeps: each
+/// `{normalizedForm, displayForm, count, previousCount, growth, eprintCount, taggerCount}`
+/// (the last two over all time).
 fn get_trending(c: &Call) -> Answer {
     let window = c.params.str("timeWindow").unwrap_or("week").to_owned();
-    let span = match window.as_str() {
-        "day" => Duration::days(1),
-        "month" => Duration::days(30),
-        _ => Duration::days(7),
+    let days = match window.as_str() {
+        "day" => 1,
+        "month" => 30,
+        _ => 7,
     };
-    let now = Utc::now();
-    let items = reads::attached(&c.state, |r| r.all(&Listing::all_tags(), FILTER_MAX))?;
-    let mut current: BTreeMap<String, TagStats> = BTreeMap::new();
-    let mut previous: HashMap<String, u64> = HashMap::new();
-    for item in &items {
-        let Some(at) = used_at(item) else { continue };
-        if at > now - span {
-            current.entry(normalized(item).to_owned()).or_default().add(item);
-        } else if at > now - span - span {
-            *previous.entry(normalized(item).to_owned()).or_default() += 1;
+    let today = Utc::now().date_naive();
+    let (uses, previous, stats) = reads::attached(&c.state, |r| {
+        let mut uses: BTreeMap<String, u64> = BTreeMap::new();
+        let mut previous: HashMap<String, u64> = HashMap::new();
+        for back in 0..2 * days {
+            let day = (today - Duration::days(back)).format("%Y-%m-%d").to_string();
+            for tag in r.keys(&stats::day(&day), usize::MAX)? {
+                let n = r.count(&stats::used_on(&day, &tag))?;
+                *if back < days { uses.entry(tag).or_default() } else { previous.entry(tag).or_default() } += n;
+            }
         }
-    }
+        let mut stats: BTreeMap<String, TagStats> = BTreeMap::new();
+        for tag in uses.keys() {
+            stats.insert(tag.clone(), TagStats::of(r, tag)?);
+        }
+        Ok((uses, previous, stats))
+    })?;
+    let current: BTreeMap<&String, (u64, &TagStats)> = uses.iter().filter_map(|(t, n)| Some((t, (*n, stats.get(t)?)))).collect();
     let mut ranked: Vec<(i64, u64, &String, &TagStats)> = current
         .iter()
-        .filter(|(tag, stats)| !stats.is_spam(tag))
-        .map(|(tag, stats)| (stats.uses as i64 - *previous.get(tag).unwrap_or(&0) as i64, stats.uses, tag, stats))
+        .filter(|(tag, (_, stats))| !stats.is_spam(tag))
+        .map(|(tag, (n, stats))| (*n as i64 - *previous.get(*tag).unwrap_or(&0) as i64, *n, *tag, *stats))
         .collect();
     ranked.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(b.2)));
     let tags: Vec<Value> = ranked
@@ -315,8 +326,8 @@ fn get_trending(c: &Call) -> Answer {
                 "count": uses,
                 "previousCount": previous.get(tag).copied().unwrap_or(0),
                 "growth": growth,
-                "eprintCount": stats.eprints.len(),
-                "taggerCount": stats.taggers.len(),
+                "eprintCount": stats.eprints,
+                "taggerCount": stats.taggers,
             })
         })
         .collect();

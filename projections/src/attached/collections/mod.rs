@@ -11,7 +11,7 @@ mod history;
 mod listing;
 mod profile;
 mod related_work;
-mod tag;
+pub mod tag;
 
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
