@@ -34,7 +34,8 @@ impl Rng {
 }
 
 fn write(did: &str, collection: &str, rkey: &str, rev: &str, record: serde_json::Value) -> NewEvent {
-    let w = RecordWrite { did: did.into(), collection: collection.into(), rkey: rkey.into(), cid: "bafyrei".into(), rev: rev.into(), record };
+    let w =
+        RecordWrite { did: did.into(), collection: collection.into(), rkey: rkey.into(), cid: "bafyrei".into(), rev: rev.into(), record };
     NewEvent::repo(Source::Manual { note: "at scale".into() }, Payload::RecordCreate(w))
 }
 

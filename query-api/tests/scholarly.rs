@@ -428,6 +428,13 @@ async fn backlinks_are_listed_counted_and_softly_deleted() {
     f.apply(vec![backlink(&post, "bluesky.post", &paper("p1"), false)]);
     let (_, listed) = f.get(&format!("/xrpc/pub.svc.backlink.list?targetUri={p1}&sourceType=bluesky.post")).await;
     assert_eq!(listed["backlinks"][0]["id"].as_i64(), Some(id));
+    assert_eq!(f.get(&format!("/xrpc/pub.svc.backlink.getCounts?targetUri={p1}")).await.1["total"], 2, "counted again");
+    // In pages, by source URI.
+    let (_, first) = f.get(&format!("/xrpc/pub.svc.backlink.list?targetUri={p1}&limit=1")).await;
+    assert_eq!((&first["hasMore"], &first["backlinks"][0]["sourceUri"]), (&json!(true), &json!(post)), "{first}");
+    let cursor = enc(first["cursor"].as_str().unwrap());
+    let (_, second) = f.get(&format!("/xrpc/pub.svc.backlink.list?targetUri={p1}&limit=1&cursor={cursor}")).await;
+    assert_eq!((&second["hasMore"], &second["backlinks"][0]["sourceUri"]), (&json!(false), &json!(list)), "{second}");
     // Creating and deleting need a verified caller.
     let (status, body) = f
         .call(

@@ -9,7 +9,7 @@ use store::{consumer_name, Columns, Store, Value};
 use tracing::debug;
 
 use super::collections::{self, Listing, SetMember};
-use super::{backlink_sources, backlinks, listing, records, sizes, MODEL};
+use super::{backlink_count, backlink_sources, backlinks, listing, records, sizes, MODEL};
 use crate::catalog::Mode;
 use crate::deadletter::Parking;
 use crate::records::{Listings, RecordTable};
@@ -141,6 +141,16 @@ impl AttachedProjection {
         let by_target = backlinks(self.version);
         let held = st.get(self.store.as_ref(), &by_target, &b.target_uri, b.source_uri.as_bytes())?;
         let id = held.as_ref().and_then(|c| c.get("id").and_then(Value::as_int)).unwrap_or(position as i64);
+        // The live backlinks to the target are counted, in all and per source type.
+        if let Some(held) = held.as_ref().filter(|c| c.get("deleted").and_then(Value::as_bool) == Some(false)) {
+            let kind = text(held, "sourceType").unwrap_or_default();
+            self.bump(st, &backlink_count(&b.target_uri, None), -1, position)?;
+            self.bump(st, &backlink_count(&b.target_uri, Some(&kind)), -1, position)?;
+        }
+        if !b.deleted {
+            self.bump(st, &backlink_count(&b.target_uri, None), 1, position)?;
+            self.bump(st, &backlink_count(&b.target_uri, Some(&b.source_type)), 1, position)?;
+        }
         let mut c = Columns::new();
         c.insert("id".into(), Value::Int(id));
         c.insert("sourceUri".into(), Value::Text(b.source_uri.clone()));

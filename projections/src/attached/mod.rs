@@ -12,7 +12,8 @@
 //!   createdAt (µs, order-preserving big-endian) ‖ record URI: uri. Scanned backwards for
 //!   newest first. Besides the listings of its collection, every record is in `repo:{did}`
 //!   (its repository's) and `all:{collection}` (its collection's).
-//! - `sizes`: a listing → empty: n, its number of rows, kept with every row listed and
+//! - `sizes`: a listing (or `backlink@{target}[@{type}]`: the live backlinks to a target) →
+//!   empty: n, its number of rows, kept with every row listed and
 //!   unlisted, so a total is one row read on every store (the CQL test server has no
 //!   `COUNT`). On ScyllaDB a batch cut short and applied again may count twice: see
 //!   docs/decisions.md.
@@ -63,6 +64,14 @@ pub(crate) fn backlinks(version: u32) -> TableRef {
 
 pub(crate) fn backlink_sources(version: u32) -> TableRef {
     TableRef::new(MODEL, version, "backlink_sources")
+}
+
+/// The `sizes` partition counting the live backlinks to `target` (of one source type).
+pub(crate) fn backlink_count(target: &str, source_type: Option<&str>) -> String {
+    match source_type {
+        Some(kind) => format!("backlink@{target}@{kind}"),
+        None => format!("backlink@{target}"),
+    }
 }
 
 pub(crate) fn sizes(version: u32) -> TableRef {

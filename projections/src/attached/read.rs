@@ -228,6 +228,43 @@ impl<'a> AttachedReader<'a> {
         Ok(Page { items, next, total: self.count(list)? })
     }
 
+    /// How many live backlinks `target` has (of one source type).
+    pub fn backlink_count(&self, target: &str, source_type: Option<&str>) -> Result<u64, ProjectionError> {
+        let Some(v) = self.version else { return Ok(0) };
+        let row = self.store.get(&sizes(v), &super::backlink_count(target, source_type), &[])?;
+        Ok(row.and_then(|c| c.get("n").and_then(Value::as_int)).unwrap_or(0).max(0) as u64)
+    }
+
+    /// A page of the live backlinks to `target` (of one source type), by source URI, after
+    /// `after`: the backlinks and whether more follow. Reads until the page is full.
+    pub fn backlinks_page(
+        &self,
+        target: &str,
+        source_type: Option<&str>,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<(Vec<Backlink>, bool), ProjectionError> {
+        let Some(v) = self.version else { return Ok((Vec::new(), false)) };
+        let mut out = Vec::new();
+        let mut scan = Scan { after: after.map(|a| a.as_bytes().to_vec()), limit: (limit + 1).clamp(1, 500), reverse: false };
+        loop {
+            let page = self.store.scan(&backlinks(v), target, &scan)?;
+            for row in &page.rows {
+                let b = Backlink::of(&row.columns);
+                if !b.deleted && source_type.is_none_or(|t| b.source_type == t) {
+                    if out.len() == limit {
+                        return Ok((out, true));
+                    }
+                    out.push(b);
+                }
+            }
+            match page.next {
+                Some(next) => scan.after = Some(next),
+                None => return Ok((out, false)),
+            }
+        }
+    }
+
     /// The backlinks to `target` (deleted ones too), by source URI, up to `max`.
     pub fn backlinks_to(&self, target: &str, max: usize) -> Result<Vec<Backlink>, ProjectionError> {
         self.backlink_rows(&backlinks, target, max)

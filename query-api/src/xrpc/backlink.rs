@@ -11,7 +11,7 @@ use super::method::{Answer, Auth, Call, Routes};
 use crate::body::Body;
 use crate::error::ApiError;
 use crate::params::uri_param;
-use crate::reads::{self, FILTER_MAX};
+use crate::reads;
 
 /// The namespace's methods.
 pub fn routes() -> Routes {
@@ -34,39 +34,33 @@ pub const SOURCE_TYPES: &[(&str, &str)] = &[
     ("other", "other"),
 ];
 
-/// The backlinks to a target that are not deleted, by source URI.
-fn live(c: &Call, target: &str) -> Result<Vec<Backlink>, ApiError> {
-    Ok(reads::attached(&c.state, |r| r.backlinks_to(target, FILTER_MAX))?.into_iter().filter(|b| !b.deleted).collect())
-}
+/// The most backlinks one source record makes (a post links to a few records).
+const MAX_PER_SOURCE: usize = 1_000;
 
 /// `pub.svc.backlink.list`: `{backlinks, cursor?, hasMore}`, by source URI; `sourceType`
-/// keeps one kind. Withdrawn backlinks are left out.
+/// keeps one kind. Withdrawn backlinks are left out. One page read.
 fn list(c: &Call) -> Answer {
     let target = uri_param(&c.params, "targetUri")?;
-    let kind = c.params.str("sourceType");
-    let after = c.params.str("cursor");
-    let mut rest: Vec<Backlink> = live(c, target)?
-        .into_iter()
-        .filter(|b| kind.is_none_or(|k| b.source_type == k) && after.is_none_or(|a| b.source_uri.as_str() > a))
-        .collect();
-    let limit = c.limit(50);
-    let has_more = rest.len() > limit;
-    rest.truncate(limit);
-    let mut out = json!({"backlinks": rest, "hasMore": has_more});
+    let (kind, after, limit) = (c.params.str("sourceType"), c.params.str("cursor"), c.limit(50));
+    let (page, has_more) = reads::attached(&c.state, |r| r.backlinks_page(target, kind, after, limit))?;
+    let mut out = json!({"backlinks": page, "hasMore": has_more});
     if has_more {
-        out["cursor"] = json!(rest.last().map(|b| b.source_uri.clone()));
+        out["cursor"] = json!(page.last().map(|b| b.source_uri.clone()));
     }
     Body::json(&out)
 }
 
-/// `pub.svc.backlink.getCounts`: the backlinks to a target per source type, and `total`.
+/// `pub.svc.backlink.getCounts`: the live backlinks to a target per source type, and
+/// `total`: counts the model keeps.
 fn get_counts(c: &Call) -> Answer {
     let target = uri_param(&c.params, "targetUri")?;
-    let links = live(c, target)?;
-    let mut out = json!({"total": links.len()});
-    for (kind, field) in SOURCE_TYPES {
-        out[*field] = json!(links.iter().filter(|b| b.source_type == *kind).count());
-    }
+    let out = reads::attached(&c.state, |r| {
+        let mut out = json!({"total": r.backlink_count(target, None)?});
+        for (kind, field) in SOURCE_TYPES {
+            out[*field] = json!(r.backlink_count(target, Some(kind))?);
+        }
+        Ok(out)
+    })?;
     Body::json(&out)
 }
 
@@ -99,7 +93,7 @@ async fn create(c: Call) -> Answer {
         caller,
     };
     crate::command::append(&c.state, command(&c, "pub.svc.backlink.create", change)).await?;
-    let made = reads::attached(&c.state, |r| r.backlinks_from(&source, FILTER_MAX))?.into_iter().find(|b| b.target_uri == target);
+    let made = reads::attached(&c.state, |r| r.backlinks_from(&source, MAX_PER_SOURCE))?.into_iter().find(|b| b.target_uri == target);
     let made =
         made.ok_or_else(|| ApiError::new(crate::error::ErrorCode::ServiceUnavailable, "the backlink is in the log but not applied yet"))?;
     Body::json(&made)
@@ -112,7 +106,7 @@ async fn delete(c: Call) -> Answer {
     let source = text(&c.input, "sourceUri").unwrap_or_default();
     crate::params::parse_record_uri("sourceUri", &source)?;
     let links: Vec<Backlink> =
-        reads::attached(&c.state, |r| r.backlinks_from(&source, FILTER_MAX))?.into_iter().filter(|b| !b.deleted).collect();
+        reads::attached(&c.state, |r| r.backlinks_from(&source, MAX_PER_SOURCE))?.into_iter().filter(|b| !b.deleted).collect();
     if links.is_empty() {
         return Err(ApiError::not_found(format!("no backlink from {source}")));
     }
