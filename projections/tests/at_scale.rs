@@ -47,6 +47,12 @@ fn tagger(i: u64) -> String {
     format!("did:plc:tagger{i:018}")
 }
 
+/// One tag by brute force: uses, eprints, taggers, uses per written form.
+type TagTruth<'a> = (u64, BTreeSet<&'a str>, BTreeSet<&'a str>, BTreeMap<&'a str, u64>);
+
+/// One eprint's endorsements by brute force: how many, by whom, per contribution type.
+type PaperTruth<'a> = (u64, BTreeSet<&'a str>, BTreeMap<&'a str, u64>);
+
 /// What the events say, counted by brute force.
 #[derive(Default)]
 struct Truth {
@@ -117,7 +123,7 @@ fn every_tag_and_endorsement_count_matches_a_brute_force_count_at_ten_times_the_
     let r = AttachedReader::new(store.as_ref()).unwrap();
 
     // Every tag: uses, distinct eprints, taggers and forms with their uses.
-    let mut by_tag: BTreeMap<&str, (u64, BTreeSet<&str>, BTreeSet<&str>, BTreeMap<&str, u64>)> = BTreeMap::new();
+    let mut by_tag: BTreeMap<&str, TagTruth> = BTreeMap::new();
     for (tag, form, paper, who) in truth.tags.values() {
         let t = by_tag.entry(tag).or_default();
         t.0 += 1;
@@ -141,7 +147,7 @@ fn every_tag_and_endorsement_count_matches_a_brute_force_count_at_ten_times_the_
     assert_eq!(indexed, by_tag.keys().map(|t| (*t).to_owned()).collect::<BTreeSet<_>>());
 
     // Every endorsed eprint: the total, the distinct endorsers, each contribution type.
-    let mut by_paper: BTreeMap<&str, (u64, BTreeSet<&str>, BTreeMap<&str, u64>)> = BTreeMap::new();
+    let mut by_paper: BTreeMap<&str, PaperTruth> = BTreeMap::new();
     for (paper, who, kinds) in truth.endorsements.values() {
         let p = by_paper.entry(paper).or_default();
         p.0 += 1;

@@ -7,10 +7,6 @@ use projections::ProjectionError;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// The most records the operations that still aggregate per request read (tag statistics,
-/// a citation graph, backlinks): every other filter and count has rows of its own.
-pub const FILTER_MAX: usize = 10_000;
-
 /// Runs store reads: in place when the store answers from local pages, and otherwise (a
 /// network round trip on ScyllaDB) without stalling the other tasks of a multi-threaded
 /// runtime (`block_in_place` is refused by a current-thread one).

@@ -9,7 +9,7 @@ use super::method::{Answer, Auth, Call, Routes};
 use crate::body::Body;
 use crate::error::ApiError;
 use crate::params::{cursor, uri_param};
-use crate::reads::{self, FILTER_MAX};
+use crate::reads;
 
 /// The namespace's methods.
 pub fn routes() -> Routes {
@@ -50,23 +50,23 @@ fn get_citations(c: &Call) -> Answer {
     let limit = c.limit(20);
     let answer = reads::attached(&c.state, |r| {
         let Some(title) = r.eprint_title(uri)? else { return Ok(None) };
-        let citing = r.all(&Listing::on_eprint(Kind::Citation, uri), FILTER_MAX)?;
-        let cited = r.all(&Listing::pointing_at(Kind::Citation, uri), FILTER_MAX)?;
+        let (citing, cited) = (Listing::on_eprint(Kind::Citation, uri), Listing::pointing_at(Kind::Citation, uri));
+        // The next page of each direction asked for, merged newest first: bounded reads.
         let mut edges: Vec<(Vec<u8>, Value)> = Vec::new();
         if citing_wanted {
-            edges.extend(citing.iter().map(|i| (i.listing_key(), edge(i, "citing"))));
+            edges.extend(r.page(&citing, limit + 1, after.clone())?.items.iter().map(|i| (i.listing_key(), edge(i, "citing"))));
         }
         if cited_wanted {
-            edges.extend(cited.iter().map(|i| (i.listing_key(), edge(i, "cited"))));
+            edges.extend(r.page(&cited, limit + 1, after.clone())?.items.iter().map(|i| (i.listing_key(), edge(i, "cited"))));
         }
         edges.sort_by(|a, b| b.0.cmp(&a.0));
         edges.dedup_by(|a, b| a.0 == b.0 && a.1["direction"] == b.1["direction"]);
-        let mut rest: Vec<(Vec<u8>, Value)> = edges.into_iter().filter(|(k, _)| after.as_ref().is_none_or(|a| k < a)).collect();
+        let mut rest = edges;
         let has_more = rest.len() > limit;
         rest.truncate(limit);
         let mut out = json!({
             "eprint": {"uri": uri, "title": title},
-            "counts": {"citing": citing.len(), "cited": cited.len()},
+            "counts": {"citing": r.count(&citing)?, "cited": r.count(&cited)?},
             "hasMore": has_more,
         });
         if has_more {
