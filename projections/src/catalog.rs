@@ -59,7 +59,8 @@ pub const CATALOG: &[ModelSpec] = &[
     // 2: endorsements listed per contribution type; deleted reviews and annotations kept as
     // placeholders.
     ModelSpec { name: attached::MODEL, place: Place::Shared, tables: attached::TABLES, open: open_attached, format: 2 },
-    ModelSpec { name: access::MODEL, place: Place::Shared, tables: access::TABLES, open: open_access, format: 1 },
+    // 2: the audit trail filed by actor and counted.
+    ModelSpec { name: access::MODEL, place: Place::Shared, tables: access::TABLES, open: open_access, format: 2 },
     // 2: take-downs and reports kept as violations.
     ModelSpec { name: admin::MODEL, place: Place::Shared, tables: admin::TABLES, open: open_admin, format: 2 },
     ModelSpec { name: inbox::MODEL, place: Place::Shared, tables: inbox::TABLES, open: open_inbox, format: 1 },

@@ -162,6 +162,13 @@ async fn counts_users_listings_and_take_downs() {
     assert_eq!(actions.iter().filter(|a| **a == "delete").count(), 2, "{audit}");
     let deletion = audit["entries"].as_array().unwrap().iter().find(|e| e["details"]["uri"] == r1.as_str()).unwrap();
     assert_eq!((deletion["details"]["reason"].as_str(), deletion["targetDid"].as_str()), (Some("spam"), Some(BOB)));
+    // In pages: the total counts every entry of the actor, a page its share.
+    let total = audit["total"].as_u64().unwrap();
+    assert_eq!(total, audit["entries"].as_array().unwrap().len() as u64, "{audit}");
+    let second = get(format!("/xrpc/pub.svc.admin.getAuditLog?actorDid={ADMIN}&limit=1&cursor=1")).await;
+    assert_eq!((second["total"].as_u64(), &second["entries"][0]), (Some(total), &audit["entries"][1]), "{second}");
+    let everyone = get("/xrpc/pub.svc.admin.getAuditLog?limit=1".into()).await;
+    assert!(everyone["total"].as_u64() > Some(total), "Carol's and Alice's logins too: {everyone}");
 
     // Violations are the take-downs; warnings the records the index refused.
     let violations = get(format!("/xrpc/pub.svc.admin.listViolations?did={BOB}")).await;

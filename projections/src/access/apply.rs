@@ -275,7 +275,30 @@ fn audit(st: &mut Staged, version: u32, event: &Envelope, who: (&str, &str), at:
     c.insert("actor".into(), Value::Text(who.0.to_owned()));
     c.insert("subject".into(), Value::Text(who.1.to_owned()));
     c.insert("details".into(), Value::Text(details.to_string()));
+    c.insert("position".into(), Value::Int(position as i64));
     st.put(&table(version, "audit"), AUDIT_PARTITION, position.to_be_bytes().to_vec(), c, position);
+}
+
+impl AccessProjection {
+    /// Files the audit entries of the batch by actor too, and counts them (in all and per
+    /// actor), so that a page of the trail, filtered or not, and its total are bounded reads.
+    fn index_audit(&self, st: &mut Staged) -> Result<(), ProjectionError> {
+        let entries = st.staged_in(&table(self.version, "audit"), AUDIT_PARTITION);
+        let mut added: std::collections::BTreeMap<String, i64> = std::collections::BTreeMap::new();
+        for c in &entries {
+            let (Some(actor), Some(position)) = (text(c, "actor"), c.get("position").and_then(Value::as_int)) else { continue };
+            st.put(&table(self.version, "audit_by_actor"), &actor, (position as u64).to_be_bytes().to_vec(), c.clone(), position as u64);
+            *added.entry(actor).or_default() += 1;
+            *added.entry(AUDIT_PARTITION.to_owned()).or_default() += 1;
+        }
+        let counts = table(self.version, "audit_counts");
+        let position = entries.iter().filter_map(|c| c.get("position").and_then(Value::as_int)).max().unwrap_or_default() as u64;
+        for (key, n) in added {
+            let held = st.get(self.store.as_ref(), &counts, &key, &[])?.and_then(|c| c.get("n").and_then(Value::as_int)).unwrap_or(0);
+            st.put(&counts, &key, Vec::new(), [("n".to_owned(), Value::Int(held + n))].into_iter().collect(), position);
+        }
+        Ok(())
+    }
 }
 
 impl Projection for AccessProjection {
@@ -300,6 +323,7 @@ impl Projection for AccessProjection {
                 _ => {}
             }
         }
+        self.index_audit(&mut st)?;
         st.commit(self.store.as_ref(), &consumer_name(MODEL, self.version), batch.next(), self.defer_durability)?;
         Ok(())
     }

@@ -14,7 +14,10 @@
 //! - `factors`: DID → empty: totpSealed, totpConfirmed, totpLastStep, recovery (JSON object
 //!   hash → used).
 //! - `passkeys`: DID → credential id: credential (JSON), counter.
-//! - `audit`: `all` → log position (big-endian): at, action, actor, subject, details (JSON).
+//! - `audit`: `all` → log position (big-endian): at, action, actor, subject, details (JSON),
+//!   position.
+//! - `audit_by_actor`: actor DID → log position: the same row.
+//! - `audit_counts`: `all` or an actor DID → ∅: n, how many entries.
 //! - `alpha`: `all` → applicant DID: application (JSON: the submitted fields with id,
 //!   status, createdAt, updatedAt, reviewedAt, reviewedBy).
 
@@ -31,7 +34,7 @@ use store::TableRef;
 pub const MODEL: &str = "access";
 
 /// The tables of the model, for dropping a version.
-pub const TABLES: &[&str] = &["roles", "sessions", "spent", "factors", "passkeys", "audit", "alpha"];
+pub const TABLES: &[&str] = &["roles", "sessions", "spent", "factors", "passkeys", "audit", "audit_by_actor", "audit_counts", "alpha"];
 
 pub(crate) fn table(version: u32, name: &'static str) -> TableRef {
     TableRef::new(MODEL, version, name)

@@ -169,36 +169,44 @@ impl<'a> AccessReader<'a> {
         Ok(rows.iter().filter_map(|r| text(&r.columns, "application")).filter_map(|t| serde_json::from_str(&t).ok()).collect())
     }
 
-    /// Audit entries, newest first: up to `limit` after skipping `offset`, those of
-    /// `actor` only when given; and how many match in all.
+    /// A page of the audit trail, newest first: `limit` entries after the first `offset`,
+    /// of every actor or of one, and how many there are in all. Reads `offset + limit` rows
+    /// and one count.
     pub fn audit(&self, limit: usize, offset: usize, actor: Option<&str>) -> Result<(Vec<AuditEntry>, usize), ProjectionError> {
         let Some(v) = self.version else { return Ok((Vec::new(), 0)) };
+        let (name, partition) = match actor {
+            Some(a) => ("audit_by_actor", a),
+            None => ("audit", AUDIT_PARTITION),
+        };
         let mut out = Vec::new();
-        let mut matched = 0;
-        let mut scan = Scan { after: None, limit: 1000, reverse: true };
-        loop {
-            let page = self.store.scan(&table(v, "audit"), AUDIT_PARTITION, &scan)?;
+        let mut skipped = 0;
+        let mut scan = Scan { after: None, limit: (offset + limit).clamp(1, 1000), reverse: true };
+        'pages: loop {
+            let page = self.store.scan(&table(v, name), partition, &scan)?;
             for row in page.rows {
-                let c = &row.columns;
-                let actor_did = text(c, "actor").unwrap_or_default();
-                if actor.is_some_and(|a| a != actor_did) {
+                if skipped < offset {
+                    skipped += 1;
                     continue;
                 }
-                if matched >= offset && out.len() < limit {
-                    out.push(AuditEntry {
-                        action: text(c, "action").unwrap_or_default(),
-                        actor_did,
-                        target_did: text(c, "subject").unwrap_or_default(),
-                        details: text(c, "details").and_then(|t| serde_json::from_str(&t).ok()).unwrap_or(Json::Null),
-                        timestamp: text(c, "at").unwrap_or_default(),
-                    });
+                if out.len() == limit {
+                    break 'pages;
                 }
-                matched += 1;
+                let c = &row.columns;
+                out.push(AuditEntry {
+                    action: text(c, "action").unwrap_or_default(),
+                    actor_did: text(c, "actor").unwrap_or_default(),
+                    target_did: text(c, "subject").unwrap_or_default(),
+                    details: text(c, "details").and_then(|t| serde_json::from_str(&t).ok()).unwrap_or(Json::Null),
+                    timestamp: text(c, "at").unwrap_or_default(),
+                });
             }
             match page.next {
-                Some(next) => scan.after = Some(next),
-                None => return Ok((out, matched)),
+                Some(next) if out.len() < limit => scan.after = Some(next),
+                _ => break,
             }
         }
+        let total = self.store.get(&table(v, "audit_counts"), partition, &[])?;
+        let total = total.and_then(|c| c.get("n").and_then(Value::as_int)).unwrap_or(0).max(0) as usize;
+        Ok((out, total))
     }
 }
