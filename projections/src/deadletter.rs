@@ -14,7 +14,7 @@
 use event_schema::{AdminAction, AdminCommand, Envelope, NewEvent, Payload, Source};
 use eventlog::EventLog;
 use serde::Serialize;
-use store::{Columns, Scan, Store, StoreError, TableRef, Value};
+use store::{Columns, Store, StoreError, TableRef, Value};
 use tracing::{debug, warn};
 
 use crate::rows::text;
@@ -215,10 +215,10 @@ fn row(event: &Envelope, uri: Option<String>, reason: &str) -> (Vec<u8>, Columns
     (clustering, c)
 }
 
-/// Lists dead letters in log order, up to `limit`.
+/// Lists dead letters in log order, up to `limit` (read page by page).
 pub fn list(store: &dyn Store, model: &str, version: u32, limit: usize) -> Result<Vec<DeadLetter>, StoreError> {
-    let page = store.scan(&table(model, version), PARTITION, &Scan::first(limit))?;
-    Ok(page.rows.iter().map(|r| letter(&r.columns)).collect())
+    let rows = crate::rows::scan_partition(store, &table(model, version), PARTITION, limit)?;
+    Ok(rows.iter().take(limit).map(|r| letter(&r.columns)).collect())
 }
 
 /// The dead letter parked for the record at `uri` that nothing superseded, if any.
@@ -228,10 +228,15 @@ pub fn parked(store: &dyn Store, model: &str, version: u32, uri: &str) -> Result
     Ok(store.get(&table(model, version), PARTITION, &clustering(partition, offset))?.map(|c| letter(&c)))
 }
 
-/// Lists superseded dead letters in log order, up to `limit`.
+/// Lists superseded dead letters in log order, up to `limit` (read page by page).
 pub fn list_superseded(store: &dyn Store, model: &str, version: u32, limit: usize) -> Result<Vec<DeadLetter>, StoreError> {
-    let page = store.scan(&superseded_table(model, version), PARTITION, &Scan::first(limit))?;
-    Ok(page.rows.iter().map(|r| letter(&r.columns)).collect())
+    let rows = crate::rows::scan_partition(store, &superseded_table(model, version), PARTITION, limit)?;
+    Ok(rows.iter().take(limit).map(|r| letter(&r.columns)).collect())
+}
+
+/// How many superseded dead letters a model version holds.
+pub fn count_superseded(store: &dyn Store, model: &str, version: u32) -> Result<u64, StoreError> {
+    store.count(&superseded_table(model, version), PARTITION)
 }
 
 /// The letters an earlier svc held back behind another of their key, in log order: on

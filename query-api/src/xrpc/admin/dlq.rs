@@ -18,9 +18,6 @@ use crate::error::ApiError;
 use crate::state::AppState;
 use crate::xrpc::method::{Answer, Auth, Call, Routes};
 
-/// The most dead letters read per model.
-const DLQ_READ: usize = 10_000;
-
 pub(super) fn routes() -> Routes {
     let admin = Auth::Role(Role::Admin);
     Routes::new()
@@ -66,23 +63,42 @@ pub(super) fn time(event: &Option<Envelope>) -> Option<String> {
     event.as_ref().map(|e| e.appended_at.to_rfc3339())
 }
 
-/// The dead letters of every model that parks events, in log order: those nothing
-/// superseded, or every one.
-pub(super) async fn entries(state: &AppState, superseded: bool) -> Result<Vec<Entry>, ApiError> {
+/// The first `upto` dead letters of every model that parks events, in log order: those
+/// nothing superseded, or every one. Reads at most `upto` letters per model (the first
+/// `upto` of the merged order are among them).
+pub(super) async fn entries(state: &AppState, superseded: bool, upto: usize) -> Result<Vec<Entry>, ApiError> {
     let s = state.clone();
     tokio::task::spawn_blocking(move || -> Result<Vec<Entry>, ApiError> {
         let mut all = Vec::new();
         for model in projections::catalog::DEAD_LETTER_MODELS.iter() {
             let Some(version) = s.store.active_version(model).map_err(ApiError::from_error)? else { continue };
             let store = s.store.as_ref();
-            let mut letters = projections::deadletter::list(store, model, version, DLQ_READ).map_err(ApiError::from_error)?;
+            let mut letters = projections::deadletter::list(store, model, version, upto).map_err(ApiError::from_error)?;
             if superseded {
-                letters.extend(projections::deadletter::list_superseded(store, model, version, DLQ_READ).map_err(ApiError::from_error)?);
+                letters.extend(projections::deadletter::list_superseded(store, model, version, upto).map_err(ApiError::from_error)?);
             }
             all.extend(letters.into_iter().map(|letter| Entry { model, letter }));
         }
         all.sort_by_key(|e| (e.letter.offset, e.letter.partition, e.model));
+        all.truncate(upto);
         Ok(all)
+    })
+    .await
+    .map_err(|e| ApiError::internal(e.to_string()))?
+}
+
+/// How many dead letters the models hold: nothing superseded (and superseded).
+async fn totals(state: &AppState) -> Result<(u64, u64), ApiError> {
+    let s = state.clone();
+    tokio::task::spawn_blocking(move || -> Result<(u64, u64), ApiError> {
+        let (mut open, mut superseded) = (0, 0);
+        for model in projections::catalog::DEAD_LETTER_MODELS.iter() {
+            if let Some(version) = s.store.active_version(model).map_err(ApiError::from_error)? {
+                open += projections::deadletter::count(s.store.as_ref(), model, version).map_err(ApiError::from_error)?;
+                superseded += projections::deadletter::count_superseded(s.store.as_ref(), model, version).map_err(ApiError::from_error)?;
+            }
+        }
+        Ok((open, superseded))
     })
     .await
     .map_err(|e| ApiError::internal(e.to_string()))?
@@ -95,9 +111,10 @@ pub(super) async fn entries(state: &AppState, superseded: bool) -> Result<Vec<En
 async fn list(c: Call) -> Answer {
     let (limit, skip) = (c.limit(50), c.params.int("offset").unwrap_or(0).max(0) as usize);
     let superseded = c.params.bool("includeSuperseded").unwrap_or(false);
-    let all = entries(&c.state, superseded).await?;
-    let open = all.iter().filter(|e| e.letter.superseded_by.is_none()).count();
+    let all = entries(&c.state, superseded, skip.saturating_add(limit)).await?;
+    let (open, superseded_total) = totals(&c.state).await?;
     metrics::gauge!("svc_dlq_entries_total").set(open as f64);
+    let total = if superseded { open + superseded_total } else { open };
     let page: Vec<&Entry> = all.iter().skip(skip).take(limit).collect();
     let times = events(&c.state, &page).await?;
     let shown: Vec<_> = page
@@ -112,7 +129,7 @@ async fn list(c: Call) -> Answer {
                    "supersededBy": superseded_by})
         })
         .collect();
-    Body::json(&json!({"entries": shown, "total": all.len()}))
+    Body::json(&json!({"entries": shown, "total": total}))
 }
 
 /// The events that release `entry` (and, to retry it, append its event again).
@@ -173,9 +190,10 @@ async fn dismiss(c: Call) -> Answer {
 /// index out of range.
 async fn one(c: Call, retry: bool) -> Answer {
     let index = c.input["index"].as_u64().unwrap_or(0) as usize;
-    let all = entries(&c.state, false).await?;
+    let all = entries(&c.state, false, index.saturating_add(1)).await?;
     let Some(entry) = all.get(index) else {
-        return Body::json(&json!({"success": false, "message": format!("no dead letter at index {index} (there are {})", all.len())}));
+        let (open, _) = totals(&c.state).await?;
+        return Body::json(&json!({"success": false, "message": format!("no dead letter at index {index} (there are {open})")}));
     };
     let nsid = if retry { "pub.svc.admin.retryDLQEntry" } else { "pub.svc.admin.dismissDLQEntry" };
     act(&c, nsid, &[entry], retry).await?;
@@ -191,7 +209,7 @@ async fn one(c: Call, retry: bool) -> Answer {
 /// `retryAllDLQ`: `{success, retriedCount}`: every dead letter, or those of `errorType`.
 async fn retry_all(c: Call) -> Answer {
     let only = c.input["errorType"].as_str().map(str::to_owned);
-    let all = entries(&c.state, false).await?;
+    let all = entries(&c.state, false, usize::MAX).await?;
     let chosen: Vec<&Entry> = all.iter().filter(|e| only.as_deref().is_none_or(|t| t == e.error_type())).collect();
     let n = act(&c, "pub.svc.admin.retryAllDLQ", &chosen, true).await?;
     Body::json(&json!({"success": true, "retriedCount": n}))
@@ -203,7 +221,7 @@ async fn retry_all(c: Call) -> Answer {
 async fn purge_old(c: Call) -> Answer {
     let days = c.input["olderThanDays"].as_i64().unwrap_or(7);
     let cutoff = Utc::now() - chrono::Duration::days(days);
-    let all = entries(&c.state, true).await?;
+    let all = entries(&c.state, true, usize::MAX).await?;
     let every: Vec<&Entry> = all.iter().collect();
     let times = events(&c.state, &every).await?;
     let chosen: Vec<&Entry> =

@@ -44,7 +44,7 @@ fn violations(c: &Call) -> Answer {
 async fn warnings(c: Call) -> Answer {
     let did = did_filter(&c)?;
     // A refused record is a warning even once a later revision superseded it.
-    let all = super::dlq::entries(&c.state, true).await?;
+    let all = super::dlq::entries(&c.state, true, usize::MAX).await?;
     let mut chosen = Vec::new();
     for e in all.iter().rev() {
         let Some(uri) = e.letter.uri.as_deref().and_then(lexicons::formats::parse_at_uri) else { continue };
