@@ -77,3 +77,13 @@ pub(crate) fn scan_partition(store: &dyn Store, table: &TableRef, partition: &st
         }
     }
 }
+
+/// Cuts `rows`, read with one row more than `limit`, to a page: the key the next page
+/// starts after, when that extra row says one follows.
+pub(crate) fn cut_page(rows: &mut Vec<Row>, limit: usize) -> Option<Vec<u8>> {
+    if rows.len() <= limit {
+        return None;
+    }
+    rows.truncate(limit);
+    rows.last().map(|r| r.clustering.clone())
+}

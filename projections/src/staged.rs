@@ -143,12 +143,10 @@ impl Staged {
         Ok(rows)
     }
 
-    /// The `uri` column of every row of one partition of a listing table: in the store and
-    /// staged in this batch (to find an account's records when it is deleted).
+    /// The `uri` column of every row of one partition of a listing table, with this
+    /// batch's writes over the store's (to find an account's records when it is deleted).
     pub fn listed_uris(&self, store: &dyn Store, table: &TableRef, partition: &str) -> Result<BTreeSet<String>, StoreError> {
-        let stored = crate::rows::scan_partition(store, table, partition, usize::MAX)?;
-        let staged = self.staged_in(table, partition);
-        Ok(stored.iter().map(|r| &r.columns).chain(&staged).filter_map(|c| crate::rows::text(c, "uri")).collect())
+        Ok(self.rows_in(store, table, partition, None)?.values().filter_map(|c| crate::rows::text(c, "uri")).collect())
     }
 
     /// Writes the batch with the checkpoints that follow it, atomically where the store can;

@@ -212,12 +212,7 @@ impl<'a> AttachedReader<'a> {
     pub fn page(&self, list: &Listing, limit: usize, after: Option<Vec<u8>>) -> Result<Page, ProjectionError> {
         let Some(v) = self.version else { return Ok(Page { items: Vec::new(), next: None, total: 0 }) };
         let mut rows = self.store.scan(&listing(v), &list.0, &Scan { after, limit: limit + 1, reverse: true })?.rows;
-        let next = if rows.len() > limit {
-            rows.truncate(limit);
-            rows.last().map(|r| r.clustering.clone())
-        } else {
-            None
-        };
+        let next = crate::rows::cut_page(&mut rows, limit);
         let keys: Vec<(String, Vec<u8>)> = rows.iter().map(|r| (text(&r.columns, "uri").to_owned(), Vec::new())).collect();
         let mut items = Vec::with_capacity(keys.len());
         for ((uri, _), row) in keys.iter().zip(self.store.get_many(&records(v), &keys)?) {

@@ -88,39 +88,29 @@ impl InboxProjection {
     /// of) the listing of what was written on the recipient's papers, theirs included.
     fn deliver(&self, st: &mut Staged, recipient: &str, item: &Item, by: i64, position: u64) -> Result<(), ProjectionError> {
         let key = inbox_key(recipient, item.kind);
-        let papers = table(self.version, "papers");
+        let mut rows = vec![("papers", listing_key(item.created_at, &item.uri))];
+        let mut counts = vec![format!("papers:{}", item.kind)];
         let mut state = self.state(st, recipient)?;
-        let size = format!("papers:{}", item.kind);
-        if by > 0 {
-            let mut c = Columns::new();
-            c.insert("uri".into(), Value::Text(item.uri.clone()));
-            st.put(&papers, &key, listing_key(item.created_at, &item.uri), c, position);
-        } else {
-            st.delete(&papers, &key, listing_key(item.created_at, &item.uri), position);
+        if recipient != item.did {
+            rows.push(("inbox", listing_key(item.created_at, &item.uri)));
+            rows.push(("unread", unread_key(item.indexed_at, &item.uri)));
+            if item.indexed_at > state.get("seenAt").and_then(Value::as_int).unwrap_or(i64::MIN) {
+                counts.push(item.kind.as_str().to_owned());
+            }
         }
-        let n = state.get(&size).and_then(Value::as_int).unwrap_or(0);
-        state.insert(size, Value::Int((n + by).max(0)));
+        for (name, clustering) in rows {
+            if by > 0 {
+                let c: Columns = [("uri".to_owned(), Value::Text(item.uri.clone()))].into_iter().collect();
+                st.put(&table(self.version, name), &key, clustering, c, position);
+            } else {
+                st.delete(&table(self.version, name), &key, clustering, position);
+            }
+        }
+        for count in counts {
+            let n = state.get(&count).and_then(Value::as_int).unwrap_or(0);
+            state.insert(count, Value::Int((n + by).max(0)));
+        }
         st.put(&table(self.version, "state"), recipient, Vec::new(), state, position);
-        if recipient == item.did {
-            return Ok(());
-        }
-        let (inbox, unread) = (table(self.version, "inbox"), table(self.version, "unread"));
-        if by > 0 {
-            let mut c = Columns::new();
-            c.insert("uri".into(), Value::Text(item.uri.clone()));
-            st.put(&inbox, &key, listing_key(item.created_at, &item.uri), c.clone(), position);
-            st.put(&unread, &key, unread_key(item.indexed_at, &item.uri), c, position);
-        } else {
-            st.delete(&inbox, &key, listing_key(item.created_at, &item.uri), position);
-            st.delete(&unread, &key, unread_key(item.indexed_at, &item.uri), position);
-        }
-        let mut state = self.state(st, recipient)?;
-        let seen = state.get("seenAt").and_then(Value::as_int).unwrap_or(i64::MIN);
-        if item.indexed_at > seen {
-            let n = state.get(item.kind.as_str()).and_then(Value::as_int).unwrap_or(0);
-            state.insert(item.kind.as_str().into(), Value::Int((n + by).max(0)));
-            st.put(&table(self.version, "state"), recipient, Vec::new(), state, position);
-        }
         Ok(())
     }
 
@@ -219,6 +209,11 @@ impl InboxProjection {
         if is_stale(existing.as_ref(), rev) {
             return Ok(());
         }
+        self.gone(st, uri, rev, position)
+    }
+
+    /// Withdraws the item at `uri` and leaves its tombstone at `rev`.
+    fn gone(&self, st: &mut Staged, uri: &str, rev: &str, position: u64) -> Result<(), ProjectionError> {
         self.withdraw(st, uri, position)?;
         let mut c = Columns::new();
         c.insert("rev".into(), Value::Text(rev.to_owned()));
@@ -288,13 +283,9 @@ impl Projection for InboxProjection {
                 }
                 Payload::Account(a) if a.status == Some(AccountStatus::Deleted) => {
                     for uri in self.uris(&st, "by_writer", &a.did)? {
-                        let rev = self.get(&mut st, "items", &uri)?.and_then(|c| text(&c, "rev")).unwrap_or_default();
                         // At the revision held: the records are gone, not superseded.
-                        self.withdraw(&mut st, &uri, position)?;
-                        let mut c = Columns::new();
-                        c.insert("rev".into(), Value::Text(rev));
-                        c.insert("live".into(), Value::Bool(false));
-                        st.put(&table(self.version, "items"), &uri, Vec::new(), c, position);
+                        let rev = self.get(&mut st, "items", &uri)?.and_then(|c| text(&c, "rev")).unwrap_or_default();
+                        self.gone(&mut st, &uri, &rev, position)?;
                     }
                 }
                 Payload::User(UserCommand { caller, action: UserAction::NotificationsSeen { seen_at } }) => {

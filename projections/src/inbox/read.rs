@@ -105,12 +105,7 @@ impl<'a> InboxReader<'a> {
                 rows.retain(|r| r.clustering > first_unread);
             }
         }
-        let next = if rows.len() > limit {
-            rows.truncate(limit);
-            rows.last().map(|r| r.clustering.clone())
-        } else {
-            None
-        };
+        let next = crate::rows::cut_page(&mut rows, limit);
         let keys: Vec<(String, Vec<u8>)> =
             rows.iter().filter_map(|r| r.columns.get("uri").and_then(Value::as_text)).map(|u| (u.to_owned(), Vec::new())).collect();
         let mut notifications = Vec::with_capacity(keys.len());
@@ -134,12 +129,7 @@ impl<'a> InboxReader<'a> {
     pub fn on_papers(&self, did: &str, kind: Kind, limit: usize, after: Option<Vec<u8>>) -> Result<PapersPage, ProjectionError> {
         let Some(v) = self.version else { return Ok(PapersPage { uris: Vec::new(), next: None, total: 0 }) };
         let mut rows = self.store.scan(&table(v, "papers"), &inbox_key(did, kind), &Scan { after, limit: limit + 1, reverse: true })?.rows;
-        let next = if rows.len() > limit {
-            rows.truncate(limit);
-            rows.last().map(|r| r.clustering.clone())
-        } else {
-            None
-        };
+        let next = crate::rows::cut_page(&mut rows, limit);
         let uris = rows.iter().filter_map(|r| r.columns.get("uri").and_then(Value::as_text)).map(str::to_owned).collect();
         let total = self.store.get(&table(v, "state"), did, &[])?;
         let total = total.and_then(|c| c.get(&format!("papers:{kind}")).and_then(Value::as_int)).unwrap_or(0).max(0) as u64;

@@ -232,16 +232,5 @@ async fn purge_old(c: Call) -> Answer {
 
 /// How many dead letters the models hold (for `getFirehoseStatus`).
 pub(super) async fn count(state: &AppState) -> Result<u64, ApiError> {
-    let s = state.clone();
-    tokio::task::spawn_blocking(move || -> Result<u64, ApiError> {
-        let mut n = 0;
-        for model in projections::catalog::DEAD_LETTER_MODELS.iter() {
-            if let Some(version) = s.store.active_version(model).map_err(ApiError::from_error)? {
-                n += projections::deadletter::count(s.store.as_ref(), model, version).map_err(ApiError::from_error)?;
-            }
-        }
-        Ok(n)
-    })
-    .await
-    .map_err(|e| ApiError::internal(e.to_string()))?
+    Ok(totals(state).await?.0)
 }
