@@ -55,7 +55,7 @@ pub struct ModelSpec {
 
 /// Every read model, in the order they are built: one line each.
 pub const CATALOG: &[ModelSpec] = &[
-    ModelSpec { name: eprints::MODEL, place: Place::Shared, tables: eprints::TABLES, open: open_eprints, format: 1 },
+    ModelSpec { name: eprints::MODEL, place: Place::Shared, tables: eprints::TABLES, open: open_eprints, format: 2 },
     // 2: endorsements listed per contribution type; deleted reviews and annotations kept as
     // placeholders.
     ModelSpec { name: attached::MODEL, place: Place::Shared, tables: attached::TABLES, open: open_attached, format: 2 },

@@ -294,6 +294,17 @@ async fn author_profile() {
     assert_eq!(alice["eprints"].as_array().unwrap().len(), 2);
     let (status, _) = f.get("/xrpc/pub.svc.author.getProfile?did=did:plc:nobody").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // Author search (beyond the contract) finds Bob by his profile's name.
+    let (status, found) = f.get("/xrpc/pub.svc.author.searchAuthors?q=Bob%20rev").await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    assert_eq!(found, json!({"authors": [{"did": BOB, "handle": "handle.invalid", "displayName": "Bob Reviewer", "eprintCount": 0}]}));
+    let (_, none) = f.get("/xrpc/pub.svc.author.searchAuthors?q=carol").await;
+    assert_eq!(none, json!({"authors": []}));
+    for bad in ["", "?q=%20", "?q=bob&cursor=not-a-cursor", "?q=bob&limit=0", "?q=bob&limit=101"] {
+        let (status, body) = f.get(&format!("/xrpc/pub.svc.author.searchAuthors{bad}")).await;
+        assert_eq!((status, &body["error"]), (StatusCode::BAD_REQUEST, &json!("InvalidRequest")), "{bad}: {body}");
+    }
 }
 
 #[tokio::test]

@@ -68,6 +68,7 @@ fn queries(paper: &str, other: &str, review: &str, annotation: &str, bob: &Accou
         format!("/xrpc/pub.svc.eprint.listCitations?uri={o}"),
         format!("/xrpc/pub.svc.eprint.listRelatedWorks?uri={o}"),
         format!("/xrpc/pub.svc.discovery.getCitations?uri={p}"),
+        "/xrpc/pub.svc.author.searchAuthors?q=bo".into(),
         format!("/xrpc/pub.svc.author.getProfile?did={}", bob.did),
     ]
 }
@@ -276,6 +277,12 @@ async fn scenario(pds: &Pds, backend: &Backend) -> Ran {
     })
     .await;
     assert_eq!(profile["metrics"]["reviewCount"], 1);
+    // Author search (beyond the contract) finds him by his handle and by his profile's name.
+    let (found, _) = until(&svc, "/xrpc/pub.svc.author.searchAuthors?q=b.%20bob", "the author search", |s, b| {
+        s == 200 && b["authors"].as_array().is_some_and(|a| a.len() == 1)
+    })
+    .await;
+    assert_eq!(found["authors"][0], json!({"did": bob.did, "handle": "bob.test", "displayName": "Bob B.", "eprintCount": 0}));
 
     // The caller's own endorsement needs a service-auth token from its PDS.
     let path = format!("/xrpc/pub.svc.endorsement.getUserEndorsement?uri={p}");

@@ -8,7 +8,8 @@ use lexicons::{Lexicons, SUBMISSION};
 use store::{consumer_name, Columns, Store, Value};
 use tracing::debug;
 
-use super::{accounts, by_author, records, users, MODEL};
+use super::{accounts, by_author, name_key, name_words, records, users, MODEL, USERS_BY_NAME};
+use crate::attached::collections::PROFILE;
 use crate::catalog::Mode;
 use crate::deadletter::Parking;
 use crate::records::{Listings, RecordTable};
@@ -33,6 +34,13 @@ impl EprintsProjection {
     pub fn new(store: Arc<dyn Store>, lexicons: Arc<Lexicons>, version: u32, mode: Mode) -> EprintsProjection {
         EprintsProjection { store, lexicons, version, defer_durability: mode == Mode::Rebuild }
     }
+}
+
+/// The words an account row is found by: [`name_words`] of its handle, its display name
+/// and its profile record's display name.
+fn account_words(c: &Columns) -> std::collections::BTreeSet<String> {
+    let (handle, name, profile) = (text(c, "handle"), text(c, "displayName"), text(c, "profileName"));
+    name_words(handle.as_deref(), &[name.as_deref(), profile.as_deref()])
 }
 
 /// The listing key of rows written before listings were ordered by the data: the time the
@@ -153,12 +161,37 @@ impl EprintsProjection {
         Ok(())
     }
 
+    /// Updates an account row, and files the user under the [`name_words`] of its handle
+    /// and names (`users`' `by_name`) as they change.
     fn account(&self, st: &mut Staged, did: &str, position: u64, update: impl FnOnce(&mut Columns)) -> Result<(), ProjectionError> {
         let table = accounts(self.version);
         let mut c = st.get(self.store.as_ref(), &table, did, &[])?.unwrap_or_default();
+        let before = account_words(&c);
         update(&mut c);
+        let after = account_words(&c);
+        for word in before.difference(&after) {
+            st.delete(&users(self.version), USERS_BY_NAME, name_key(word, did), position);
+        }
+        for word in after.difference(&before) {
+            let mut k = Columns::new();
+            k.insert("did".into(), Value::Text(did.to_owned()));
+            st.put(&users(self.version), USERS_BY_NAME, name_key(word, did), k, position);
+        }
         st.put(&table, did, Vec::new(), c, position);
         Ok(())
+    }
+
+    /// Keeps the display name of the account's `pub.svc.actor.profile` record (`profileName`)
+    /// for author search: set by a valid profile write, cleared by its delete.
+    fn profile(&self, st: &mut Staged, did: &str, name: Option<String>, position: u64) -> Result<(), ProjectionError> {
+        self.account(st, did, position, |c| match name {
+            Some(n) => {
+                c.insert("profileName".into(), Value::Text(n));
+            }
+            None => {
+                c.remove("profileName");
+            }
+        })
     }
 }
 
@@ -209,6 +242,13 @@ impl Projection for EprintsProjection {
             }
             let position = event.envelope.position.ordinal();
             match &event.envelope.payload {
+                Payload::RecordCreate(w) | Payload::RecordUpdate(w) if w.collection == PROFILE && w.rkey == "self" => {
+                    if self.lexicons.validate_record(PROFILE, &w.record).is_ok() {
+                        let name = w.record.get("displayName").and_then(serde_json::Value::as_str).map(str::to_owned);
+                        self.profile(&mut st, &w.did, name, position)?;
+                    }
+                }
+                Payload::RecordDelete(d) if d.collection == PROFILE && d.rkey == "self" => self.profile(&mut st, &d.did, None, position)?,
                 Payload::RecordCreate(_) | Payload::RecordUpdate(_) | Payload::Backlink(_) | Payload::Access(_) | Payload::User(_) => {}
                 Payload::Admin(AdminCommand { action, .. }) => {
                     self.parking().release(&mut st, event.envelope)?;

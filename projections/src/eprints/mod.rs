@@ -16,6 +16,11 @@
 //!   → lowercased handle ‖ 0 ‖ DID: the same, for `pub.svc.admin.searchUsers` by DID or
 //!   handle prefix. Every DID that created a record or whose handle an identity event
 //!   named; its account row keeps `firstSeen` too, so a user is registered once.
+//!   `by_name` → word ‖ 0 ‖ DID: did, for `pub.svc.author.searchAuthors`: each of
+//!   [`name_words`] of the account's handle, display name and profile name, kept as they
+//!   change.
+//! - `accounts` also keeps `profileName`, the display name of the account's
+//!   `pub.svc.actor.profile` record.
 //! - `dead_letters`, `superseded_letters`, `dead_letter_records`: see [`crate::deadletter`]
 //!   (`dead_letter_heads`, of an earlier svc, is dropped with a version).
 
@@ -23,6 +28,8 @@ mod apply;
 pub mod read;
 
 pub use apply::EprintsProjection;
+
+use std::collections::BTreeSet;
 
 use store::TableRef;
 
@@ -45,6 +52,37 @@ pub(crate) fn handle_key(handle: &str, did: &str) -> Vec<u8> {
     k.push(0);
     k.extend_from_slice(did.as_bytes());
     k
+}
+
+/// The partition of `users` keyed by the words of a user's handle and display name
+/// ([`name_words`]), then DID.
+pub(crate) const USERS_BY_NAME: &str = "by_name";
+
+/// The clustering key of a user under one of its [`name_words`].
+pub(crate) fn name_key(word: &str, did: &str) -> Vec<u8> {
+    let mut k = word.as_bytes().to_vec();
+    k.push(0);
+    k.extend_from_slice(did.as_bytes());
+    k
+}
+
+/// The words a user is found by: its lowercased handle whole, and each lowercased word of
+/// its names (display names), whole and split at its punctuation (`Jean-Pierre` gives
+/// `jean-pierre`, `jean` and `pierre`). Sorted, each once.
+pub fn name_words(handle: Option<&str>, names: &[Option<&str>]) -> BTreeSet<String> {
+    let mut words = BTreeSet::new();
+    if let Some(h) = handle.map(str::to_lowercase).filter(|h| !h.is_empty() && !h.contains('\0')) {
+        words.insert(h);
+    }
+    for piece in names.iter().flatten().flat_map(|n| n.split_whitespace()) {
+        let whole = piece.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+        for part in whole.split(|c: char| !c.is_alphanumeric()).chain([whole.as_str()]) {
+            if !part.is_empty() && !part.contains('\0') {
+                words.insert(part.to_owned());
+            }
+        }
+    }
+    words
 }
 
 pub(crate) fn users(version: u32) -> TableRef {

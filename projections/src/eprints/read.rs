@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde_json::Value as Json;
 use store::{Columns, Scan, Store, Value};
 
-use super::{accounts, by_author, records, users, MODEL, USERS_BY_DID, USERS_BY_HANDLE};
+use super::{accounts, by_author, name_words, records, users, MODEL, USERS_BY_DID, USERS_BY_HANDLE, USERS_BY_NAME};
 use crate::submission::summary_of;
 use crate::ProjectionError;
 
@@ -32,6 +32,8 @@ pub struct Account {
     pub handle: Option<String>,
     /// The display name, if known.
     pub display_name: Option<String>,
+    /// The display name of its `pub.svc.actor.profile` record, if it wrote one.
+    pub profile_name: Option<String>,
     /// The account is not active (taken down, suspended, deactivated or deleted): its
     /// content is hidden from every query until it is active again.
     pub hidden: bool,
@@ -82,6 +84,24 @@ impl Detail {
     }
 }
 
+/// A user [`EprintsReader::search_authors`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuthorMatch {
+    /// The user's DID.
+    pub did: String,
+    /// Its handle and display name.
+    pub account: Account,
+}
+
+/// A page of [`EprintsReader::search_authors`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuthorSearch {
+    /// The users found, in index order.
+    pub authors: Vec<AuthorMatch>,
+    /// The index key to continue after, if there may be more.
+    pub next: Option<Vec<u8>>,
+}
+
 /// A page of an author's eprints.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuthorPage {
@@ -126,6 +146,7 @@ fn account_of(row: &Columns) -> Account {
     Account {
         handle: text(row, "handle").map(str::to_owned),
         display_name: text(row, "displayName").map(str::to_owned),
+        profile_name: text(row, "profileName").map(str::to_owned),
         hidden: inactive(row),
     }
 }
@@ -227,6 +248,51 @@ impl<'a> EprintsReader<'a> {
             }
         }
         Ok(dids)
+    }
+
+    /// A page of the users matching every word of `query` (each a prefix of one of their
+    /// [`name_words`], punctuation around it left out), in the order
+    /// of the word they are found by, starting after the index key `after` (a previous
+    /// page's `next`). Each user is found once, under the first of its words that starts
+    /// with the query's longest word; hidden accounts are left out. A page reads at most
+    /// `4 × limit` index rows (at least 64), so it may hold fewer than `limit` users and
+    /// still have a next page.
+    pub fn search_authors(&self, query: &str, limit: usize, after: Option<Vec<u8>>) -> Result<AuthorSearch, ProjectionError> {
+        let empty = AuthorSearch { authors: Vec::new(), next: None };
+        let wanted: Vec<String> = query
+            .split_whitespace()
+            .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase())
+            .filter(|w| !w.is_empty())
+            .collect();
+        let (Some(v), Some(word)) = (self.version, wanted.iter().max_by_key(|w| w.len())) else { return Ok(empty) };
+        let start = match after {
+            Some(key) if key.as_slice() >= word.as_bytes() => key,
+            _ => just_before(word.as_bytes()),
+        };
+        let budget = (limit * 4).max(64);
+        let page = self.store.scan(&users(v), USERS_BY_NAME, &Scan { after: Some(start), limit: budget, reverse: false })?;
+        let rows: Vec<_> = page.rows.iter().take_while(|r| r.clustering.starts_with(word.as_bytes())).collect();
+        let ended = rows.len() < page.rows.len() || page.next.is_none();
+        let keys: Vec<(String, Vec<u8>)> =
+            rows.iter().map(|r| (text(&r.columns, "did").unwrap_or_default().to_owned(), Vec::new())).collect();
+        let held = self.store.get_many(&accounts(v), &keys)?;
+        let mut authors = Vec::new();
+        for ((row, (did, _)), account) in rows.iter().zip(&keys).zip(held) {
+            let account = account.map(|a| account_of(&a)).unwrap_or_default();
+            let words = name_words(account.handle.as_deref(), &[account.display_name.as_deref(), account.profile_name.as_deref()]);
+            let found_by = row.clustering.split(|b| *b == 0).next().unwrap_or_default();
+            let first = words.iter().find(|w| w.starts_with(word.as_str()));
+            let matches = wanted.iter().all(|q| words.iter().any(|w| w.starts_with(q.as_str())));
+            if account.hidden || !matches || first.map(String::as_bytes) != Some(found_by) {
+                continue;
+            }
+            authors.push(AuthorMatch { did: did.clone(), account });
+            if authors.len() == limit {
+                return Ok(AuthorSearch { authors, next: Some(row.clustering.clone()) });
+            }
+        }
+        let next = if ended { None } else { rows.last().map(|r| r.clustering.clone()) };
+        Ok(AuthorSearch { authors, next })
     }
 
     /// How many users the index knows.

@@ -1,5 +1,6 @@
 //! `pub.svc.author.*`: an author's page: profile record, handle, counts and eprints.
 
+use data_encoding::BASE64URL_NOPAD;
 use projections::attached::collections::{Kind, Listing, PROFILE};
 use serde_json::{json, Value};
 
@@ -11,7 +12,49 @@ use crate::reads;
 
 /// The namespace's methods.
 pub fn routes() -> Routes {
-    Routes::new().query("pub.svc.author.getProfile", Auth::Open, get_profile)
+    Routes::new().query("pub.svc.author.getProfile", Auth::Open, get_profile).query(
+        "pub.svc.author.searchAuthors",
+        Auth::Open,
+        search_authors,
+    )
+}
+
+/// `pub.svc.author.searchAuthors` (beyond the contract): `{authors, cursor?}`, the accounts
+/// svc knows whose handle or display-name words start with every word of `q`
+/// (`docs/decisions.md`, "Author search"), each with its handle, display name and eprint
+/// count; hidden accounts are left out.
+fn search_authors(c: &Call) -> Answer {
+    let q = c.params.str("q").unwrap_or_default();
+    if !q.chars().any(char::is_alphanumeric) {
+        return Err(ApiError::invalid_param("q", "must hold a letter or a digit"));
+    }
+    let after = match c.params.str("cursor") {
+        None => None,
+        Some(raw) => match BASE64URL_NOPAD.decode(raw.as_bytes()) {
+            Ok(key) if key.contains(&0) => Some(key),
+            _ => return Err(ApiError::invalid_param("cursor", "not a cursor of this search")),
+        },
+    };
+    let limit = c.limit(25);
+    let (authors, next) = reads::attached(&c.state, |r| {
+        let page = r.eprints().search_authors(q, limit, after)?;
+        let mut authors = Vec::with_capacity(page.authors.len());
+        for m in page.authors {
+            let eprints = r.eprints().author_eprint_count(&m.did)?;
+            let mut author =
+                json!({"did": m.did, "handle": m.account.handle.as_deref().unwrap_or("handle.invalid"), "eprintCount": eprints});
+            if let Some(name) = m.account.profile_name.as_ref().or(m.account.display_name.as_ref()) {
+                author["displayName"] = json!(name);
+            }
+            authors.push(author);
+        }
+        Ok((authors, page.next))
+    })?;
+    let mut out = json!({ "authors": authors });
+    if let Some(next) = next {
+        out["cursor"] = json!(BASE64URL_NOPAD.encode(&next));
+    }
+    Body::json(&out)
 }
 
 /// How many of the author's eprints the profile lists (the rest page through

@@ -1,0 +1,127 @@
+//! Author search (the eprints model's `by_name` index) against the embedded log and store:
+//! handles, display names and profile names as they change, hidden accounts, pages that
+//! find each author once, and a replay that gives the same answers.
+
+use std::sync::Arc;
+
+use event_schema::{AccountChange, AccountStatus, IdentityChange, NewEvent, Payload, RecordDelete, RecordWrite, Source};
+use eventlog::{EmbeddedLog, EventLog};
+use projections::catalog::{self, Context, Mode};
+use projections::catch_up;
+use projections::eprints::read::EprintsReader;
+use serde_json::json;
+use store::{EmbeddedStore, Store};
+
+fn src() -> Source {
+    Source::Manual { note: "author search test".into() }
+}
+
+fn did(n: usize) -> String {
+    format!("did:plc:author{n:018}")
+}
+
+fn identity(n: usize, handle: &str, name: Option<&str>) -> NewEvent {
+    let change = IdentityChange { did: did(n), handle: Some(handle.into()), display_name: name.map(str::to_owned) };
+    NewEvent::repo(src(), Payload::Identity(change))
+}
+
+fn profile(n: usize, rev: &str, name: &str) -> NewEvent {
+    let w = RecordWrite {
+        did: did(n),
+        collection: "pub.svc.actor.profile".into(),
+        rkey: "self".into(),
+        cid: "bafyrei".into(),
+        rev: rev.into(),
+        record: json!({"$type": "pub.svc.actor.profile", "displayName": name}),
+    };
+    NewEvent::repo(src(), Payload::RecordCreate(w))
+}
+
+fn unprofile(n: usize, rev: &str) -> NewEvent {
+    let d = RecordDelete { did: did(n), collection: "pub.svc.actor.profile".into(), rkey: "self".into(), rev: rev.into() };
+    NewEvent::repo(src(), Payload::RecordDelete(d))
+}
+
+fn status(n: usize, active: bool, status: Option<AccountStatus>) -> NewEvent {
+    NewEvent::repo(src(), Payload::Account(AccountChange { did: did(n), active, status }))
+}
+
+/// Every author `q` finds, page by page (`limit` a page), as their DIDs' numbers.
+fn search(store: &dyn Store, q: &str, limit: usize) -> Vec<usize> {
+    let r = EprintsReader::new(store).unwrap();
+    let (mut found, mut after) = (Vec::new(), None);
+    loop {
+        let page = r.search_authors(q, limit, after).unwrap();
+        assert!(page.authors.len() <= limit);
+        found.extend(page.authors.iter().map(|a| a.did.trim_start_matches("did:plc:author").parse::<usize>().unwrap()));
+        match page.next {
+            Some(next) => after = Some(next),
+            None => return found,
+        }
+    }
+}
+
+#[test]
+fn authors_are_found_by_their_handles_and_names_once_each_and_a_replay_finds_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(EmbeddedLog::open(&dir.path().join("log"), 4).unwrap());
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
+    let ctx = Context::single(store.clone(), &dir.path().join("search"));
+    let version = catalog::ensure_active(&ctx, "eprints").unwrap();
+    let mut p = catalog::open(&ctx, "eprints", version, Mode::Live).unwrap();
+    let mut step = |events: Vec<NewEvent>| {
+        log.append(&events).unwrap();
+        catch_up(log.as_ref(), p.as_mut(), 2).unwrap();
+    };
+
+    step(vec![
+        identity(1, "ada.test", Some("Ada Lovelace")),
+        identity(2, "grace.test", Some("Grace Hopper")),
+        identity(3, "adam.test", Some("Adam Smith-Jones")),
+        identity(4, "lovelace-fan.test", None),
+    ]);
+    assert_eq!(search(store.as_ref(), "ada", 10), vec![1, 3], "handles and names by prefix, each author once");
+    assert_eq!(search(store.as_ref(), "LOVE", 10), vec![1, 4]);
+    assert_eq!(search(store.as_ref(), "ada love", 10), vec![1], "every word must match");
+    assert_eq!(search(store.as_ref(), "jones", 10), vec![3], "a name's parts are words of their own");
+    assert_eq!(search(store.as_ref(), "smith-jones", 10), vec![3]);
+    assert_eq!(search(store.as_ref(), "grace.test", 10), vec![2]);
+    assert_eq!(search(store.as_ref(), "nobody", 10), Vec::<usize>::new());
+
+    // A new handle and a profile's name replace what the author was found by.
+    step(vec![identity(2, "rear-admiral.test", None), profile(2, "3l0000000000a", "Amazing Grace")]);
+    assert_eq!(search(store.as_ref(), "grace.test", 10), Vec::<usize>::new(), "the old handle is gone");
+    assert_eq!(search(store.as_ref(), "rear", 10), vec![2]);
+    assert_eq!(search(store.as_ref(), "amazing", 10), vec![2]);
+    assert_eq!(search(store.as_ref(), "hopper", 10), vec![2], "the display name still counts");
+    step(vec![unprofile(2, "3l0000000000b")]);
+    assert_eq!(search(store.as_ref(), "amazing", 10), Vec::<usize>::new());
+
+    // A hidden account is not found until it is active again.
+    step(vec![status(1, false, Some(AccountStatus::Takendown))]);
+    assert_eq!(search(store.as_ref(), "ada", 10), vec![3]);
+    step(vec![status(1, true, None)]);
+    assert_eq!(search(store.as_ref(), "ada", 10), vec![1, 3]);
+
+    // Many authors sharing a prefix, each under several matching words: pages of any size
+    // find every one of them exactly once.
+    let many: Vec<NewEvent> = (10..210).map(|n| identity(n, &format!("bo{n}.test"), Some(&format!("Bob{n} Bobson Bobbins")))).collect();
+    step(many);
+    let all: Vec<usize> = (10..210).collect();
+    for limit in [1, 7, 25, 100] {
+        let mut found = search(store.as_ref(), "bo", limit);
+        assert_eq!(found.len(), 200, "limit {limit}: each author once");
+        found.sort_unstable();
+        assert_eq!(found, all, "limit {limit}");
+    }
+    assert_eq!(search(store.as_ref(), "bobson bob17", 100), vec![17, 170, 171, 172, 173, 174, 175, 176, 177, 178, 179]);
+
+    let before: Vec<Vec<usize>> = ["ada", "love", "rear", "hopper", "bo", "bob1"].iter().map(|q| search(store.as_ref(), q, 10)).collect();
+    let v2 = store.create_version("eprints").unwrap();
+    let mut rebuilt = catalog::open(&ctx, "eprints", v2, Mode::Rebuild).unwrap();
+    catch_up(log.as_ref(), rebuilt.as_mut(), 3).unwrap();
+    rebuilt.flush().unwrap();
+    store.set_active_version("eprints", v2).unwrap();
+    let after: Vec<Vec<usize>> = ["ada", "love", "rear", "hopper", "bo", "bob1"].iter().map(|q| search(store.as_ref(), q, 10)).collect();
+    assert_eq!(after, before, "the replay finds the same authors");
+}
