@@ -4,7 +4,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::path::Path;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, TableError, TableHandle};
 
@@ -29,6 +30,13 @@ pub const STORE_FILE: &str = "store.redb";
 /// file cache keeps the rest (docs/performance.md, "Memory after catch-up").
 const PAGE_CACHE_BYTES: usize = 256 * 1024 * 1024;
 
+/// The longest a deferred batch ([`Batch::deferred`]) waits to be made durable: the first
+/// deferred batch after it is committed durably. redb frees the pages a non-durable commit
+/// replaces only once a durable commit follows, and keeps their records in memory until
+/// then: a rebuild deferring everything to its end grew the file to 10 GB and slowed down
+/// as it went (docs/performance.md, "Replay against live projection").
+const MAX_DEFERRAL: Duration = Duration::from_secs(10);
+
 /// The row cache's size: about 64 MiB of rows (a detail row is ~3 KB: some 20,000 of them).
 const ROW_CACHE_BYTES: u64 = 64 << 20;
 
@@ -41,6 +49,8 @@ pub struct EmbeddedStore {
     active: RwLock<HashMap<String, u32>>,
     /// Rows read recently, exact under writes (see [`RowCache`]).
     rows: RowCache,
+    /// When the last durable commit was made.
+    last_durable: Mutex<Instant>,
 }
 
 fn state_code(state: VersionState) -> u8 {
@@ -115,7 +125,20 @@ impl EmbeddedStore {
             active.insert(model.value().to_owned(), version.value());
         }
         drop(txn);
-        Ok(EmbeddedStore { db, active: RwLock::new(active), rows: RowCache::new(ROW_CACHE_BYTES) })
+        Ok(EmbeddedStore {
+            db,
+            active: RwLock::new(active),
+            rows: RowCache::new(ROW_CACHE_BYTES),
+            last_durable: Mutex::new(Instant::now()),
+        })
+    }
+}
+
+impl EmbeddedStore {
+    fn made_durable(&self) {
+        if let Ok(mut at) = self.last_durable.lock() {
+            *at = Instant::now();
+        }
     }
 }
 
@@ -240,7 +263,8 @@ impl Store for EmbeddedStore {
         // Announced before the transaction, ended (evicting the rows) after its commit.
         let mut write = self.rows.begin_write();
         let mut txn = self.db.begin_write()?;
-        if batch.deferred {
+        let deferred = batch.deferred && self.last_durable.lock().is_ok_and(|at| at.elapsed() < MAX_DEFERRAL);
+        if deferred {
             txn.set_durability(Durability::None).map_err(|e| StoreError::Unavailable(format!("cannot defer durability: {e}")))?;
         }
         {
@@ -281,12 +305,16 @@ impl Store for EmbeddedStore {
             }
         }
         txn.commit()?;
+        if !deferred {
+            self.made_durable();
+        }
         Ok(())
     }
 
     /// A durable commit makes the non-durable ones before it durable too.
     fn sync(&self) -> Result<(), StoreError> {
         self.db.begin_write()?.commit()?;
+        self.made_durable();
         Ok(())
     }
 
