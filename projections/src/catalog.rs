@@ -65,7 +65,7 @@ pub const CATALOG: &[ModelSpec] = &[
     ModelSpec { name: admin::MODEL, place: Place::Shared, tables: admin::TABLES, open: open_admin, format: 2 },
     ModelSpec { name: inbox::MODEL, place: Place::Shared, tables: inbox::TABLES, open: open_inbox, format: 1 },
     // 2: documents carry their eprint's citation count.
-    ModelSpec { name: search::MODEL, place: Place::Node, tables: search::TABLES, open: open_search, format: 2 },
+    ModelSpec { name: search::MODEL, place: Place::Node, tables: search::TABLES, open: open_search, format: 3 },
 ];
 
 fn open_eprints(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {

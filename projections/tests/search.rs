@@ -188,6 +188,133 @@ fn the_tags_facet_counts_the_tags_on_the_matching_eprints() {
     assert_eq!(tag_facet(&env), live);
 }
 
+/// A batch writes each document once, with the tags it ends with; a rebuild ends merged into
+/// one segment, without the copies its documents left as their tags came.
+#[test]
+fn each_document_is_written_once_per_batch_and_a_rebuild_ends_compact() {
+    let env = env();
+    let (a, b) = ("did:plc:aaaaaaaaaaaaaaaaaaaaaaaa", "did:plc:bbbbbbbbbbbbbbbbbbbbbbbb");
+    let paper = |i: usize| format!("at://{a}/pub.svc.eprint.submission/3p{i}");
+    let mut events = Vec::new();
+    for i in 0..20 {
+        events.push(write(a, &format!("3p{i}"), "3r01", submission(&format!("Paper {i}"), &[("A", a)], 1), false));
+        for t in 0..3 {
+            events.push(tag(b, &format!("t{i}x{t}"), "3r01", &paper(i), &format!("topic {t}")));
+        }
+    }
+    env.log.append(&events).unwrap();
+    let stats = |env: &Env| {
+        let v = env.ctx.store.active_version("search").unwrap().unwrap();
+        env.ctx.search.open(v).unwrap().segment_stats()
+    };
+    let v = catalog::ensure_active(&env.ctx, "search").unwrap();
+    let mut live = catalog::open(&env.ctx, "search", v, Mode::Live).unwrap();
+    catch_up(env.log.as_ref(), live.as_mut(), 1000).unwrap();
+    let after_one_batch = stats(&env);
+    assert_eq!((after_one_batch.documents, after_one_batch.deleted), (20, 0), "one write per document: {after_one_batch:?}");
+    assert_eq!(tag_facet(&env), [("topic-0".to_owned(), 20), ("topic-1".to_owned(), 20), ("topic-2".to_owned(), 20)]);
+
+    // A rebuild in batches of 4 events writes most documents again as their tags come;
+    // its end merges them away.
+    let v2 = env.ctx.store.create_version("search").unwrap();
+    let mut rebuilt = catalog::open(&env.ctx, "search", v2, Mode::Rebuild).unwrap();
+    catch_up(env.log.as_ref(), rebuilt.as_mut(), 4).unwrap();
+    env.ctx.store.set_active_version("search", v2).unwrap();
+    assert_eq!(stats(&env), projections::search::SegmentStats { segments: 1, documents: 20, deleted: 0 });
+    assert_eq!(tag_facet(&env).len(), 3);
+}
+
+/// A document's source goes with it: a tag on an eprint deleted, or of a deleted account,
+/// does not bring its document back, in a later batch or in the same one.
+#[test]
+fn a_tag_on_a_gone_eprint_does_not_bring_it_back() {
+    let env = env();
+    let (a, b, c) = ("did:plc:aaaaaaaaaaaaaaaaaaaaaaaa", "did:plc:bbbbbbbbbbbbbbbbbbbbbbbb", "did:plc:cccccccccccccccccccccccc");
+    let p1 = format!("at://{a}/pub.svc.eprint.submission/3p1");
+    let p2 = format!("at://{c}/pub.svc.eprint.submission/3p2");
+    env.log
+        .append(&[
+            write(a, "3p1", "3r01", submission("Kept Away", &[("A", a)], 1), false),
+            write(c, "3p2", "3r01", submission("Also Away", &[("C", c)], 1), false),
+            tag(b, "t1", "3r01", &p1, "first"),
+        ])
+        .unwrap();
+    project_all(&env);
+    assert_eq!(search_all(&env, "away", SortOrder::Date, 10).1, 2);
+    env.log
+        .append(&[
+            NewEvent::repo(src(), Payload::Account(AccountChange { did: a.into(), active: false, status: Some(AccountStatus::Deleted) })),
+            NewEvent::repo(
+                src(),
+                Payload::RecordDelete(RecordDelete {
+                    did: c.into(),
+                    collection: "pub.svc.eprint.submission".into(),
+                    rkey: "3p2".into(),
+                    rev: "3r02".into(),
+                }),
+            ),
+            tag(b, "t2", "3r02", &p1, "second"),
+        ])
+        .unwrap();
+    project_all(&env);
+    assert_eq!(search_all(&env, "away", SortOrder::Date, 10).1, 0, "gone in the batch that deleted them");
+    env.log.append(&[tag(b, "t3", "3r03", &p1, "third"), tag(b, "t4", "3r04", &p2, "fourth")]).unwrap();
+    project_all(&env);
+    assert_eq!(search_all(&env, "away", SortOrder::Date, 10).1, 0, "and in later ones");
+}
+
+/// Facet counts are exact over several segments, whatever their values' ranks in each:
+/// checked against a count over the data, for every match and for a word's matches.
+#[test]
+fn facets_are_exact_over_several_segments() {
+    let env = env();
+    let did = |n: usize| format!("did:plc:{n:024}");
+    let authors = |i: usize| -> Vec<String> {
+        let mut a = vec![did(i % 7), did(7 + (i * 13) % 40), did(50 + (i / 40) % 9)];
+        a.dedup();
+        a
+    };
+    let title = |i: usize| if i.is_multiple_of(3) { format!("Odd paper {i}") } else { format!("Even paper {i}") };
+    let v = catalog::ensure_active(&env.ctx, "search").unwrap();
+    let mut live = catalog::open(&env.ctx, "search", v, Mode::Live).unwrap();
+    // Five commits: five segments (the merge after the first catch-up aside), the first
+    // with enough values to count them densely, the others sparsely.
+    for chunk in [0..400, 400..480, 480..560, 560..640, 640..720] {
+        let events: Vec<NewEvent> = chunk
+            .map(|i| {
+                let names: Vec<(String, String)> = authors(i).into_iter().map(|d| ("N".to_owned(), d)).collect();
+                let pairs: Vec<(&str, &str)> = names.iter().map(|(n, d)| (n.as_str(), d.as_str())).collect();
+                write(&did(i % 7), &format!("3f{i:04}"), "3r01", submission(&title(i), &pairs, 1 + (i % 5) as u32), false)
+            })
+            .collect();
+        env.log.append(&events).unwrap();
+        catch_up(env.log.as_ref(), live.as_mut(), 1000).unwrap();
+        live.flush().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let index = env.ctx.search.open(v).unwrap();
+    assert!(index.segment_stats().segments > 1, "{:?}", index.segment_stats());
+    for (query, keep) in [("*", (|_| true) as fn(usize) -> bool), ("odd", |i| i.is_multiple_of(3))] {
+        let mut expected: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
+        for i in (0..720).filter(|i| keep(*i)) {
+            for a in authors(i) {
+                *expected.entry(a).or_default() += 1;
+            }
+        }
+        let mut expected: Vec<(String, u64)> = expected.into_iter().collect();
+        expected.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        expected.truncate(20);
+        let facets = index.facets(&SearchRequest::new(query, SortOrder::Relevance), &[projections::search::Facet::Author]).unwrap();
+        let found: Vec<(String, u64)> = facets["author"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| (b["value"].as_str().unwrap().to_owned(), b["count"].as_u64().unwrap()))
+            .collect();
+        assert_eq!(found, expected, "{query}");
+    }
+}
+
 fn delete_tag(did: &str, rkey: &str, rev: &str) -> NewEvent {
     NewEvent::repo(
         src(),

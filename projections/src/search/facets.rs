@@ -1,6 +1,16 @@
 //! What a search counts and marks beside its hits: facet counts over every match (field
 //! codes, years, authors, tags) and the matched words of each hit.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use quick_cache::sync::Cache;
+
+use tantivy::collector::{Collector, SegmentCollector};
+use tantivy::columnar::{Column, StrColumn};
+use tantivy::index::SegmentId;
+use tantivy::{DocId, Score, SegmentOrdinal, SegmentReader};
+
 use super::query::SearchRequest;
 use super::SearchIndex;
 use crate::ProjectionError;
@@ -59,48 +69,25 @@ pub struct Highlight {
 
 impl SearchIndex {
     /// The facet counts of the eprints `req` matches (its page and order aside):
-    /// `{<facet>: [{value, count}]}`, most frequent first (years newest first).
+    /// `{<facet>: [{value, count}]}`, the [`FACET_SIZE`] most frequent values first (ties by
+    /// value; years then newest first), exact: counted over every match from the fast
+    /// fields' term ordinals ([`FacetCollector`]), without scoring.
     pub fn facets(&self, req: &SearchRequest, facets: &[Facet]) -> Result<serde_json::Value, ProjectionError> {
-        use tantivy::aggregation::agg_req::Aggregations;
-        use tantivy::aggregation::agg_result::{AggregationResult, AggregationResults, BucketResult};
-        use tantivy::aggregation::{AggregationCollector, AggregationLimitsGuard, Key};
         let query = self.build_query(req)?;
-        let mut request = serde_json::Map::new();
-        for facet in facets {
-            let field = match facet {
-                Facet::Fields => "field",
-                Facet::Year => "year",
-                Facet::Author => "author_did",
-                Facet::Tags => "tag",
-            };
-            request.insert(facet.name().into(), serde_json::json!({"terms": {"field": field, "size": FACET_SIZE}}));
-        }
-        let aggs: Aggregations = serde_json::from_value(serde_json::Value::Object(request))
-            .map_err(|e| ProjectionError::Search(format!("facet request: {e}")))?;
-        let collector = AggregationCollector::from_aggs(aggs, AggregationLimitsGuard::default());
-        let results: AggregationResults = self.reader.searcher().search(query.as_ref(), &collector)?;
+        let collector = FacetCollector { facets: facets.to_vec(), values: self.facet_values.clone() };
+        let tops = self.reader.searcher().search(query.as_ref(), &collector)?;
         let mut out = serde_json::Map::new();
-        for facet in facets {
-            let mut values: Vec<(serde_json::Value, u64)> = match results.0.get(facet.name()) {
-                Some(AggregationResult::BucketResult(BucketResult::Terms { buckets, .. })) => buckets
-                    .iter()
-                    .map(|b| {
-                        let value = match &b.key {
-                            Key::Str(s) => serde_json::json!(s),
-                            Key::U64(n) => serde_json::json!(n),
-                            Key::I64(n) => serde_json::json!(n),
-                            Key::F64(n) => serde_json::json!(*n as i64),
-                        };
-                        (value, b.doc_count)
-                    })
-                    .collect(),
-                _ => Vec::new(),
-            };
+        for (facet, mut top) in facets.iter().zip(tops) {
             if *facet == Facet::Year {
-                values.sort_by_key(|v| std::cmp::Reverse(v.0.as_i64()));
+                top.sort_by(|a, b| b.0.cmp(&a.0));
             }
-            let values: Vec<serde_json::Value> =
-                values.into_iter().map(|(value, count)| serde_json::json!({"value": value, "count": count})).collect();
+            let values: Vec<serde_json::Value> = top
+                .into_iter()
+                .map(|(value, count)| match facet {
+                    Facet::Year => serde_json::json!({"value": value.parse::<u64>().unwrap_or_default(), "count": count}),
+                    _ => serde_json::json!({"value": value, "count": count}),
+                })
+                .collect();
             out.insert(facet.name().into(), serde_json::Value::Array(values));
         }
         Ok(serde_json::Value::Object(out))
@@ -138,4 +125,261 @@ impl SearchIndex {
 
 fn html_escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
+}
+
+/// The fast field a facet counts.
+fn fast_field(facet: Facet) -> &'static str {
+    match facet {
+        Facet::Fields => "field",
+        Facet::Year => "year",
+        Facet::Author => "author_did",
+        Facet::Tags => "tag",
+    }
+}
+
+/// Counts, per facet, how many matching documents hold each value, and keeps the
+/// [`FACET_SIZE`] most frequent. In each segment a count per term ordinal of the facet's
+/// fast field ([`OrdCounts`]), so a match costs an append or an increment per value it
+/// holds; only the values that can rank are turned into text ([`top_terms`]).
+struct FacetCollector {
+    facets: Vec<Facet>,
+    values: Arc<FacetValues>,
+}
+
+/// Facet values turned into text, by segment, field and term ordinal: a segment never
+/// changes, so an entry never goes stale; an index version keeps one cache for its life.
+pub(super) struct FacetValues(Cache<(SegmentId, &'static str, u64), Arc<str>>);
+
+impl FacetValues {
+    pub(super) fn new(capacity: usize) -> FacetValues {
+        FacetValues(Cache::new(capacity))
+    }
+
+    /// The text of term `ord` of `field`'s column in `segment`.
+    fn text(&self, segment: SegmentId, field: &'static str, column: &StrColumn, ord: u64) -> tantivy::Result<Arc<str>> {
+        self.0.get_or_insert_with(&(segment, field, ord), || {
+            let mut out = String::new();
+            column.ord_to_str(ord, &mut out)?;
+            Ok::<_, tantivy::TantivyError>(Arc::from(out))
+        })
+    }
+}
+
+/// Per facet, its most frequent values with their counts, most frequent first, ties by value
+/// (years as decimal text).
+type FacetTops = Vec<Vec<(String, u64)>>;
+
+/// One facet's counts in one segment.
+enum SegmentCounts {
+    /// A text field: counts by term ordinal.
+    Terms { segment: SegmentId, field: &'static str, column: StrColumn, counts: OrdCounts },
+    /// The year: counts by value.
+    Years { column: Column<u64>, counts: HashMap<u64, u32> },
+    /// The field holds no value in this segment.
+    Empty,
+}
+
+struct FacetSegmentCollector {
+    counters: Vec<SegmentCounts>,
+}
+
+impl Collector for FacetCollector {
+    type Fruit = FacetTops;
+    type Child = FacetSegmentCollector;
+
+    fn for_segment(&self, _: SegmentOrdinal, segment: &SegmentReader) -> tantivy::Result<FacetSegmentCollector> {
+        let fast = segment.fast_fields();
+        let counters = self
+            .facets
+            .iter()
+            .map(|facet| {
+                Ok(match facet {
+                    Facet::Year => fast
+                        .column_opt::<u64>(fast_field(*facet))?
+                        .map_or(SegmentCounts::Empty, |column| SegmentCounts::Years { column, counts: HashMap::new() }),
+                    _ => fast.str(fast_field(*facet))?.map_or(SegmentCounts::Empty, |column| {
+                        let counts = OrdCounts::new(column.num_terms());
+                        SegmentCounts::Terms { segment: segment.segment_id(), field: fast_field(*facet), column, counts }
+                    }),
+                })
+            })
+            .collect::<tantivy::Result<_>>()?;
+        Ok(FacetSegmentCollector { counters })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        false
+    }
+
+    fn merge_fruits(&self, segments: Vec<Vec<SegmentCounts>>) -> tantivy::Result<FacetTops> {
+        let mut per_facet: Vec<Vec<SegmentCounts>> = self.facets.iter().map(|_| Vec::new()).collect();
+        for segment in segments {
+            for (into, counts) in per_facet.iter_mut().zip(segment) {
+                into.push(counts);
+            }
+        }
+        per_facet.into_iter().map(|segments| top_values(segments, FACET_SIZE as usize, &self.values)).collect()
+    }
+}
+
+impl SegmentCollector for FacetSegmentCollector {
+    type Fruit = Vec<SegmentCounts>;
+
+    fn collect(&mut self, doc: DocId, _: Score) {
+        for counter in &mut self.counters {
+            match counter {
+                SegmentCounts::Terms { column, counts, .. } => {
+                    for ord in column.term_ords(doc) {
+                        counts.add(ord);
+                    }
+                }
+                SegmentCounts::Years { column, counts } => {
+                    if let Some(year) = column.first(doc) {
+                        *counts.entry(year).or_default() += 1;
+                    }
+                }
+                SegmentCounts::Empty => {}
+            }
+        }
+    }
+
+    fn harvest(self) -> Vec<SegmentCounts> {
+        self.counters
+    }
+}
+
+/// The counts of one segment's term ordinals. Sparse while few ordinals were seen (each
+/// appended, counted once sorted): a search matching a few thousand eprints then costs in
+/// proportion to them, not to a dictionary of some 200,000 author DIDs. Dense (an array as
+/// long as the dictionary) once they are many.
+enum OrdCounts {
+    Sparse { ords: Vec<u32>, terms: usize },
+    Dense(Vec<u32>),
+}
+
+impl OrdCounts {
+    fn new(terms: usize) -> OrdCounts {
+        OrdCounts::Sparse { ords: Vec::new(), terms }
+    }
+
+    fn add(&mut self, ord: u64) {
+        match self {
+            OrdCounts::Sparse { ords, terms } => {
+                ords.push(ord as u32);
+                if ords.len() > (*terms / 8).max(1024) {
+                    let mut dense = vec![0u32; *terms];
+                    for o in ords.iter() {
+                        dense[*o as usize] += 1;
+                    }
+                    *self = OrdCounts::Dense(dense);
+                }
+            }
+            OrdCounts::Dense(counts) => counts[ord as usize] += 1,
+        }
+    }
+
+    /// The `(ordinal, count)` of every ordinal seen, by ordinal.
+    fn into_dense(self) -> Vec<(u64, u32)> {
+        match self {
+            OrdCounts::Dense(counts) => counts.into_iter().enumerate().filter(|(_, n)| *n > 0).map(|(o, n)| (o as u64, n)).collect(),
+            OrdCounts::Sparse { mut ords, .. } => {
+                ords.sort_unstable();
+                let mut out: Vec<(u64, u32)> = Vec::new();
+                for o in ords {
+                    match out.last_mut() {
+                        Some((last, n)) if *last == u64::from(o) => *n += 1,
+                        _ => out.push((u64::from(o), 1)),
+                    }
+                }
+                out
+            }
+        }
+    }
+}
+
+/// One segment's counts of a text facet, by ordinal.
+struct SegmentTerms {
+    segment: SegmentId,
+    field: &'static str,
+    column: StrColumn,
+    /// `(ordinal, count)` of every ordinal counted, by ordinal.
+    counts: Vec<(u64, u32)>,
+}
+
+/// The `k` most frequent values of one facet over its segments' counts, ties by value.
+fn top_values(segments: Vec<SegmentCounts>, k: usize, values: &FacetValues) -> tantivy::Result<Vec<(String, u64)>> {
+    let mut years: HashMap<u64, u64> = HashMap::new();
+    let mut terms = Vec::new();
+    for counts in segments {
+        match counts {
+            SegmentCounts::Years { counts, .. } => {
+                for (year, n) in counts {
+                    *years.entry(year).or_default() += u64::from(n);
+                }
+            }
+            SegmentCounts::Terms { segment, field, column, counts } => {
+                terms.push(SegmentTerms { segment, field, column, counts: counts.into_dense() })
+            }
+            SegmentCounts::Empty => {}
+        }
+    }
+    let mut top: Vec<(String, u64)> =
+        if terms.is_empty() { years.into_iter().map(|(y, n)| (y.to_string(), n)).collect() } else { top_terms(&terms, k, values)? };
+    top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    top.truncate(k);
+    Ok(top)
+}
+
+/// The `k` most frequent terms over segments' counts by ordinal, exactly, turning few
+/// ordinals into text. One segment: its `k` best by count, then ordinal (a dictionary's
+/// ordinals follow its terms' order). Several: each segment's `k` best are candidates,
+/// counted in every segment (a dictionary lookup each); a term that is no segment's
+/// candidate counts at most the sum of each segment's `k`-th count, so when the `k`-th
+/// candidate counts more, the candidates hold the answer. Otherwise every counted term is
+/// turned into text and summed.
+fn top_terms(segments: &[SegmentTerms], k: usize, values: &FacetValues) -> tantivy::Result<Vec<(String, u64)>> {
+    let best = |counts: &[(u64, u32)]| -> Vec<(u64, u32)> {
+        let mut held = counts.to_vec();
+        if held.len() > k {
+            held.select_nth_unstable_by(k - 1, |a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            held.truncate(k);
+        }
+        held
+    };
+    let text = |s: &SegmentTerms, ord: u64| -> tantivy::Result<String> { Ok(values.text(s.segment, s.field, &s.column, ord)?.to_string()) };
+    if let [only] = segments {
+        return best(&only.counts).into_iter().map(|(ord, n)| Ok((text(only, ord)?, u64::from(n)))).collect();
+    }
+    let mut candidates: HashMap<String, u64> = HashMap::new();
+    let mut bound = 0u64;
+    for s in segments {
+        let top = best(&s.counts);
+        if top.len() == k {
+            bound += top.iter().map(|(_, n)| u64::from(*n)).min().unwrap_or(0);
+        }
+        for (ord, _) in top {
+            candidates.entry(text(s, ord)?).or_default();
+        }
+    }
+    for (value, total) in candidates.iter_mut() {
+        for s in segments {
+            if let Some(ord) = s.column.dictionary().term_ord(value.as_bytes())? {
+                if let Ok(i) = s.counts.binary_search_by_key(&ord, |(o, _)| *o) {
+                    *total += u64::from(s.counts[i].1);
+                }
+            }
+        }
+    }
+    let mut ranked: Vec<(String, u64)> = candidates.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    if ranked.len() < k || ranked[k - 1].1 > bound {
+        return Ok(ranked);
+    }
+    let mut all: HashMap<String, u64> = HashMap::new();
+    for s in segments {
+        for (ord, n) in &s.counts {
+            *all.entry(text(s, *ord)?).or_default() += u64::from(*n);
+        }
+    }
+    Ok(all.into_iter().collect())
 }

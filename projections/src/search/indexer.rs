@@ -16,7 +16,7 @@ use tantivy::{IndexWriter, TantivyDocument, Term};
 use tracing::debug;
 
 use super::links::{self, LinkRecord, Links};
-use super::{CommitPayload, SearchIndex, SearchIndexes, MODEL, TOMBSTONES};
+use super::{CommitPayload, SearchIndex, SearchIndexes, MODEL, SOURCES, TOMBSTONES};
 use crate::attached::collections::{self, CITATION, USER_TAG};
 use crate::catalog::Mode;
 use crate::submission::Submission;
@@ -30,15 +30,13 @@ const CATCH_UP_COMMIT_INTERVAL: Duration = Duration::from_secs(10);
 /// The indexing memory budget while catching up or rebuilding, shared by the writer's
 /// threads.
 const WRITER_HEAP_BYTES: usize = 192 * 1024 * 1024;
-/// The sources of uncommitted documents kept for retagging ([`SearchProjection::retag`]) at
-/// most, before a commit.
-const MAX_PENDING_SOURCE_BYTES: usize = 64 * 1024 * 1024;
 /// The indexing memory budget once a live projection has caught up: live batches are small,
 /// and the bulk writer's threads would keep the memory they used for the catch-up.
 const LIVE_WRITER_HEAP_BYTES: usize = 16 * 1024 * 1024;
 
-/// What a document is made from, stored with it (`source`) so that it can be made again
-/// when the eprint's tags change.
+/// What a document is made from, kept in the node's store ([`SOURCES`]) so that it can be
+/// made again when the eprint's tags or citations change (not in the index: it held the
+/// record a second time beside the summary and tripled the index's size).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Source {
@@ -48,6 +46,17 @@ struct Source {
     record: serde_json::Value,
     indexed_at: String,
     seq: u64,
+}
+
+/// The table of a version's document sources, in the node's store: repository DID → eprint
+/// URI → `{source}` ([`Source`] as JSON).
+fn sources(version: u32) -> TableRef {
+    TableRef::new(MODEL, version, SOURCES)
+}
+
+/// The repository of an eprint URI.
+fn repo_of(uri: &str) -> &str {
+    lexicons::formats::parse_at_uri(uri).map(|u| u.authority).unwrap_or_default()
 }
 
 /// The table of a version's tombstones, in the node's store.
@@ -69,13 +78,14 @@ pub struct SearchProjection {
     hidden: BTreeSet<String>,
     /// Revisions written since the last commit, which searches cannot see yet.
     pending_revs: HashMap<String, Option<String>>,
-    /// The sources of the documents written since the last commit (`source` field), which
-    /// searches cannot read back yet.
-    pending_sources: HashMap<String, String>,
-    /// The size of `pending_sources`.
-    pending_source_bytes: usize,
+    /// The batch's changes to the documents' sources (`None`: the document is gone), written
+    /// to the node's store at its end.
+    pending_sources: HashMap<String, Option<String>>,
     /// Repositories whose documents were all deleted since the last commit.
     pending_deleted_repos: BTreeSet<String>,
+    /// The eprints this batch wrote, indexed at its end with their tags then
+    /// ([`SearchProjection::write_batch`]): one document per eprint and batch.
+    batch_writes: HashMap<String, (Source, Submission)>,
     /// The tags on each eprint ([`super::tags`]).
     tags: Links,
     /// The citations of each eprint by others ([`super::links`]).
@@ -120,8 +130,8 @@ impl SearchProjection {
             committed: committed.checkpoints,
             pending_revs: HashMap::new(),
             pending_sources: HashMap::new(),
-            pending_source_bytes: 0,
             pending_deleted_repos: BTreeSet::new(),
+            batch_writes: HashMap::new(),
             tags: Links::new(node.clone(), version, links::TAGS),
             citations: Links::new(node.clone(), version, links::CITATIONS),
             node,
@@ -194,10 +204,15 @@ impl SearchProjection {
             indexed_at: event.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true),
             seq: event.position.ordinal(),
         };
-        self.write_document(&uri, &source, s)
+        let source_json = serde_json::to_string(&source).map_err(|e| ProjectionError::Search(e.to_string()))?;
+        self.pending_revs.insert(uri.clone(), Some(source.rev.clone()));
+        self.pending_sources.insert(uri.clone(), Some(source_json));
+        self.batch_writes.insert(uri, (source, s.clone()));
+        Ok(())
     }
 
-    /// Writes the document of the eprint at `uri` from `source`, with its tags as of now.
+    /// Writes the document of the eprint at `uri` from `source`, with its tags and
+    /// citations as of the end of the batch.
     fn write_document(&mut self, uri: &str, source: &Source, s: &Submission) -> Result<(), ProjectionError> {
         let f = self.index.fields;
         let mut doc = TantivyDocument::default();
@@ -232,14 +247,10 @@ impl SearchProjection {
         doc.add_u64(f.citations, self.citations.count(uri)?);
         doc.add_u64(f.seq, source.seq);
         doc.add_text(f.summary, s.summary(uri, &source.cid, &source.indexed_at).to_string());
-        let source_json = serde_json::to_string(source).map_err(|e| ProjectionError::Search(e.to_string()))?;
-        doc.add_text(f.source, &source_json);
         let writer = self.writer()?;
         writer.delete_term(Term::from_field_text(f.uri, uri));
         writer.add_document(doc)?;
         self.pending_revs.insert(uri.to_owned(), Some(source.rev.clone()));
-        self.pending_source_bytes += uri.len() + source_json.len();
-        self.pending_sources.insert(uri.to_owned(), source_json);
         Ok(())
     }
 
@@ -300,17 +311,23 @@ impl SearchProjection {
         }
     }
 
-    /// Writes again the documents of the eprints whose tags or citations changed in the
-    /// batch (those the index holds: an eprint not indexed yet gets them when it is).
-    fn retag(&mut self) -> Result<(), ProjectionError> {
-        let mut changed = self.tags.finish()?;
+    /// Writes, once each, the documents of the eprints the batch wrote and of those whose
+    /// tags or citations it changed (those the index holds: an eprint not indexed yet gets
+    /// them when it is), unless the batch deleted them later.
+    fn write_batch(&mut self) -> Result<(), ProjectionError> {
+        let mut written = std::mem::take(&mut self.batch_writes);
+        let mut changed: BTreeSet<String> = self.tags.finish()?.into_iter().collect();
         changed.extend(self.citations.finish()?);
+        changed.extend(written.keys().cloned());
         for uri in changed {
             if self.pending_revs.get(&uri).is_some_and(Option::is_none) {
                 continue;
             }
-            let repo = lexicons::formats::parse_at_uri(&uri).map(|u| u.authority).unwrap_or_default();
-            if self.pending_deleted_repos.contains(repo) {
+            if let Some((source, s)) = written.remove(&uri) {
+                self.write_document(&uri, &source, &s)?;
+                continue;
+            }
+            if self.pending_deleted_repos.contains(repo_of(&uri)) {
                 continue;
             }
             let Some(source) = self.source_of(&uri)? else { continue };
@@ -321,23 +338,33 @@ impl SearchProjection {
         Ok(())
     }
 
-    /// The `source` of the document the index holds for `uri`, written or committed.
+    /// The source of the document of `uri`, as of this batch.
     fn source_of(&self, uri: &str) -> Result<Option<String>, ProjectionError> {
         if let Some(source) = self.pending_sources.get(uri) {
-            return Ok(Some(source.clone()));
+            return Ok(source.clone());
         }
-        let f = self.index.fields;
-        let searcher = self.index.reader.searcher();
-        let query = TermQuery::new(Term::from_field_text(f.uri, uri), IndexRecordOption::Basic);
-        let Some((_, addr)) = searcher.search(&query, &TopDocs::with_limit(1))?.into_iter().next() else { return Ok(None) };
-        let doc: TantivyDocument = searcher.doc(addr)?;
-        Ok(doc.get_first(f.source).and_then(|v| v.as_str()).map(str::to_owned))
+        let row = self.node.get(&sources(self.version), repo_of(uri), uri.as_bytes())?;
+        Ok(row.and_then(|c| c.get("source").and_then(Value::as_text).map(str::to_owned)))
     }
 
-    /// Writes the batch's tombstones in one store batch. They may land before the index
-    /// commit: a tombstone only keeps out writes older than a deletion that did happen.
-    fn store_tombstones(&mut self) -> Result<(), ProjectionError> {
-        if self.new_tombstones.is_empty() {
+    /// Forgets the sources of a deleted account's documents: those stored, and this batch's.
+    fn forget_sources_of(&mut self, did: &str) -> Result<(), ProjectionError> {
+        let prefix = format!("at://{did}/");
+        for source in self.pending_sources.iter_mut().filter(|(uri, _)| uri.starts_with(&prefix)) {
+            *source.1 = None;
+        }
+        for row in crate::rows::scan_partition(self.node.as_ref(), &sources(self.version), did, usize::MAX)? {
+            self.pending_sources.insert(String::from_utf8_lossy(&row.clustering).into_owned(), None);
+        }
+        Ok(())
+    }
+
+    /// Writes the batch's tombstones and sources in one store batch. They may land before
+    /// the index commit (a crash in between re-applies the batch from the log): a tombstone
+    /// only keeps out writes older than a deletion that did happen, and a source is only read
+    /// to write its document again, with the same result as the log's events will give.
+    fn store_batch(&mut self, position: u64) -> Result<(), ProjectionError> {
+        if self.new_tombstones.is_empty() && self.pending_sources.is_empty() {
             return Ok(());
         }
         let mut batch = Batch::default();
@@ -345,6 +372,17 @@ impl SearchProjection {
             let mut columns = Columns::new();
             columns.insert("rev".into(), Value::Text(rev));
             batch.put(&tombstones(self.version), &uri, Vec::new(), columns, position);
+        }
+        for (uri, source) in self.pending_sources.drain() {
+            let (table, repo, key) = (sources(self.version), repo_of(&uri), uri.as_bytes().to_vec());
+            match source {
+                Some(json) => {
+                    let mut columns = Columns::new();
+                    columns.insert("source".into(), Value::Text(json));
+                    batch.put(&table, repo, key, columns, position);
+                }
+                None => batch.delete(&table, repo, key, position),
+            }
         }
         self.node.apply(batch)?;
         Ok(())
@@ -356,9 +394,7 @@ impl SearchProjection {
     /// merge rewrites the whole index.
     fn end_catch_up(&mut self) -> Result<(), ProjectionError> {
         self.catching_up = false;
-        if self.applied != self.committed {
-            self.commit()?;
-        }
+        self.commit_pending()?;
         if std::mem::take(&mut self.merge_after_catch_up) {
             self.shrink_writer()?;
             self.merge_segments()?;
@@ -368,8 +404,8 @@ impl SearchProjection {
 
     /// Merges every segment into one, in the background: a catch-up commits every 10 s and
     /// leaves several segments, and every search walks each one. Searches see the merged
-    /// segment as soon as it is written. (A rebuild commits once, at its end, and is not
-    /// merged: its segments are as few as the indexing threads.)
+    /// segment as soon as it is written. (A rebuild is merged at its end, waiting:
+    /// [`SearchProjection::compact`].)
     fn merge_segments(&mut self) -> Result<(), ProjectionError> {
         let segments = self.index.index.searchable_segment_ids()?;
         if segments.len() < 2 {
@@ -388,6 +424,33 @@ impl SearchProjection {
         Ok(())
     }
 
+    /// Merges a rebuilt index into one segment, and waits: documents written again as their
+    /// tags and citations changed leave their earlier copies behind as deleted documents,
+    /// which only a merge drops (before it, the index held each eprint about three times
+    /// over). Then removes the files no segment uses any more.
+    fn compact(&mut self) -> Result<(), ProjectionError> {
+        let segments = self.index.index.searchable_segment_ids()?;
+        let deleted: u32 = self.index.reader.searcher().segment_readers().iter().map(|s| s.num_deleted_docs()).sum();
+        if segments.len() > 1 || deleted > 0 {
+            self.writer()?.merge(&segments).wait()?;
+        }
+        self.writer()?.garbage_collect_files().wait()?;
+        self.index.reload()
+    }
+
+    /// Commits what was applied since the last commit, if anything was; a rebuild is
+    /// compacted after it.
+    fn commit_pending(&mut self) -> Result<(), ProjectionError> {
+        if self.applied == self.committed {
+            return Ok(());
+        }
+        self.commit()?;
+        if self.commit_interval.is_none() {
+            self.compact()?;
+        }
+        Ok(())
+    }
+
     fn commit(&mut self) -> Result<(), ProjectionError> {
         let payload = CommitPayload { checkpoints: self.applied.clone(), hidden: self.hidden.clone() };
         let payload = serde_json::to_string(&payload).map_err(|e| ProjectionError::Search(e.to_string()))?;
@@ -397,8 +460,6 @@ impl SearchProjection {
         self.index.reload()?;
         self.committed = self.applied.clone();
         self.pending_revs.clear();
-        self.pending_sources.clear();
-        self.pending_source_bytes = 0;
         self.pending_deleted_repos.clear();
         self.last_commit = Instant::now();
         Ok(())
@@ -448,6 +509,7 @@ impl Projection for SearchProjection {
                         *rev = None;
                     }
                     self.pending_deleted_repos.insert(a.did.clone());
+                    self.forget_sources_of(&a.did)?;
                 }
                 if a.active {
                     self.hidden.remove(&a.did);
@@ -467,6 +529,7 @@ impl Projection for SearchProjection {
                     let rev = crate::rows::TAKEN_DOWN_REV.to_owned();
                     self.new_tombstones.insert(uri.clone(), (rev, event.envelope.position.ordinal()));
                     self.pending_revs.insert(uri.clone(), None);
+                    self.pending_sources.insert(uri.clone(), None);
                 }
                 continue;
             }
@@ -481,11 +544,12 @@ impl Projection for SearchProjection {
                 let field = self.index.fields.uri;
                 self.writer()?.delete_term(Term::from_field_text(field, &uri));
                 self.new_tombstones.insert(uri.clone(), (d.rev.clone(), event.envelope.position.ordinal()));
-                self.pending_revs.insert(uri, None);
+                self.pending_revs.insert(uri.clone(), None);
+                self.pending_sources.insert(uri, None);
             }
         }
-        self.retag()?;
-        self.store_tombstones()?;
+        self.write_batch()?;
+        self.store_batch(batch.events().last().map_or(0, |e| e.position.ordinal()))?;
         self.applied.extend(batch.next().iter().map(|(p, o)| (*p, *o)));
         if batch.more_to_come() {
             self.catching_up = true;
@@ -493,9 +557,9 @@ impl Projection for SearchProjection {
             return self.end_catch_up();
         }
         let interval = self.commit_interval.map(|every| if batch.more_to_come() { CATCH_UP_COMMIT_INTERVAL.max(every) } else { every });
-        // A rebuild commits once at its end, unless the sources it keeps for retagging grow
+        // A rebuild commits once at its end.
         // large: a commit lets searches read them back instead.
-        if interval.is_some_and(|every| self.last_commit.elapsed() >= every) || self.pending_source_bytes >= MAX_PENDING_SOURCE_BYTES {
+        if interval.is_some_and(|every| self.last_commit.elapsed() >= every) {
             self.commit()?;
         }
         Ok(())
@@ -505,9 +569,6 @@ impl Projection for SearchProjection {
         if self.catching_up {
             return self.end_catch_up();
         }
-        if self.applied != self.committed {
-            self.commit()?;
-        }
-        Ok(())
+        self.commit_pending()
     }
 }

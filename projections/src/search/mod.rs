@@ -33,12 +33,16 @@ use crate::{Checkpoints, ProjectionError};
 pub const MODEL: &str = "search";
 
 /// The tables a version of the model keeps in the node's store: the tombstones of deleted
-/// eprints, and the tags and citations of each eprint ([`links`]).
+/// eprints, the sources of the documents, and the tags and citations of each eprint
+/// ([`links`]).
 pub const TOMBSTONES: &str = "tombstones";
+
+/// The table of the documents' sources (what each was made from).
+pub const SOURCES: &str = "sources";
 
 /// Every table a version of the model keeps in the node's store.
 pub const TABLES: &[&str] =
-    &[TOMBSTONES, links::TAGS[0], links::TAGS[1], links::TAGS[2], links::CITATIONS[0], links::CITATIONS[1], links::CITATIONS[2]];
+    &[TOMBSTONES, SOURCES, links::TAGS[0], links::TAGS[1], links::TAGS[2], links::CITATIONS[0], links::CITATIONS[1], links::CITATIONS[2]];
 
 /// One version of the index, open for reading (and for writing by its projection).
 pub struct SearchIndex {
@@ -47,7 +51,13 @@ pub struct SearchIndex {
     fields: SearchFields,
     /// The DIDs whose documents searches hide, as of the visible commit.
     hidden: RwLock<Arc<BTreeSet<String>>>,
+    /// Facet values recently turned into text, by segment and term ordinal.
+    facet_values: Arc<facets::FacetValues>,
 }
+
+/// How many facet values each index version keeps as text (a segment's dictionary decodes
+/// a block to turn one ordinal into text).
+const FACET_VALUES_CACHED: usize = 100_000;
 
 /// What a commit of the index records beside its documents.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -72,7 +82,29 @@ impl CommitPayload {
     }
 }
 
+/// How an index version's documents lie on disk, as of the visible commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentStats {
+    /// Segments.
+    pub segments: usize,
+    /// Live documents.
+    pub documents: u64,
+    /// Documents deleted or written again, still on disk until their segment is merged.
+    pub deleted: u64,
+}
+
 impl SearchIndex {
+    /// How the visible commit's documents lie in segments.
+    pub fn segment_stats(&self) -> SegmentStats {
+        let searcher = self.reader.searcher();
+        let readers = searcher.segment_readers();
+        SegmentStats {
+            segments: readers.len(),
+            documents: readers.iter().map(|r| u64::from(r.num_docs())).sum(),
+            deleted: readers.iter().map(|r| u64::from(r.num_deleted_docs())).sum(),
+        }
+    }
+
     /// Makes the newest commit visible to searches.
     pub fn reload(&self) -> Result<(), ProjectionError> {
         self.reader.reload()?;
@@ -139,7 +171,13 @@ impl SearchIndexes {
         index.tokenizers().register(stem::NAMES_FOLD, stem::names_fold());
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
         let hidden = CommitPayload::parse(index.load_metas()?.payload.as_deref()).hidden;
-        let idx = Arc::new(SearchIndex { index, reader, fields, hidden: RwLock::new(Arc::new(hidden)) });
+        let idx = Arc::new(SearchIndex {
+            index,
+            reader,
+            fields,
+            hidden: RwLock::new(Arc::new(hidden)),
+            facet_values: Arc::new(facets::FacetValues::new(FACET_VALUES_CACHED)),
+        });
         open.insert(version, idx.clone());
         Ok(idx)
     }

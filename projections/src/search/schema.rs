@@ -39,8 +39,9 @@ pub struct SearchFields {
     pub abstract_words: Field,
     /// The normalized tags on the eprint, exact, for facet counts ([`super::tags`]).
     pub tag: Field,
-    /// What the document was made from (JSON: the record, its repository, revision, CID,
-    /// when it was indexed and its log position), to make it again when its tags change.
+    /// No longer written (search format 3): what a document is made from is kept in the
+    /// node's store instead. The field stays so that the schema of existing indexes is
+    /// unchanged.
     pub source: Field,
 }
 
