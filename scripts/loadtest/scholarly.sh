@@ -4,6 +4,8 @@
 #   (events/s, side by side), a full replay of each, and requests/s and latency under wrk of
 #   getSubmission beside the layer's list pages (25 per page) and a faceted search.
 # Usage: scripts/loadtest/scholarly.sh [PAPERS_FILE] [DURATION] [CONNECTIONS]
+#   SVC_LOADTEST_DATA=DIR: skip the seeding, projection and replay and serve DIR, a data
+#   directory seeded with --social before (its HTTP figures only).
 # Needs: wrk, python3, curl. Sends traffic to 127.0.0.1 only. Rate limits: none exist yet.
 # Load tests measure the service, not its rate limiter: limits are off.
 export SVC_RATE_LIMITS=off
@@ -38,7 +40,9 @@ echo "## seed, project and replay"
 echo
 echo "| data | events | seed s | seed events/s | project s | project events/s | replay s | replay events/s |"
 echo "|---|---|---|---|---|---|---|---|"
-for kind in papers social; do
+KINDS="papers social"
+if [ -n "${SVC_LOADTEST_DATA:-}" ]; then KINDS=""; ln -s "$(realpath "$SVC_LOADTEST_DATA")" "$WORK/social"; fi
+for kind in $KINDS; do
   data=$WORK/$kind
   flag=""; [ "$kind" = social ] && flag="--social"
   t0=$(now); events=$($SVC seed --data-dir "$data" $flag "$PAPERS" 2>/dev/null | json 'd["events"]'); t1=$(now)
@@ -65,6 +69,25 @@ mixes = {
     "page": [f"/xrpc/pub.svc.annotation.listForPage?pageNumber={1 + i % 12}&eprintUri={urllib.parse.quote(u, safe='')}" for i, u in enumerate(uris)],
     "endorsements": [f"/xrpc/pub.svc.endorsement.getSummary?uri={urllib.parse.quote(u, safe='')}" for u in uris],
     "tags": [f"/xrpc/pub.svc.tag.listForEprint?uri={urllib.parse.quote(u, safe='')}" for u in uris],
+    "annotations": [f"/xrpc/pub.svc.annotation.listForEprint?limit=25&eprintUri={urllib.parse.quote(u, safe='')}" for u in uris],
+    "endorsementList": [f"/xrpc/pub.svc.endorsement.listForEprint?limit=25&uri={urllib.parse.quote(u, safe='')}" for u in uris],
+    "citations": [f"/xrpc/pub.svc.eprint.listCitations?limit=25&uri={urllib.parse.quote(u, safe='')}" for u in uris],
+    "graph": [f"/xrpc/pub.svc.discovery.getCitations?limit=25&uri={urllib.parse.quote(u, safe='')}" for u in uris],
+    "threads": [],
+    "profiles": [],
+    "tagDetail": [],
+}
+# A thread per eprint with reviews (its first review), the profiles of the eprints' authors,
+# the detail of the tags on them.
+for u in with_reviews:
+    first = json.load(urllib.request.urlopen(base + "pub.svc.review.listForEprint?limit=1&eprintUri=" + urllib.parse.quote(u, safe="")))["reviews"][0]
+    mixes["threads"].append(f"/xrpc/pub.svc.review.getThread?uri={urllib.parse.quote(first['uri'], safe='')}")
+    mixes["profiles"].append(f"/xrpc/pub.svc.author.getProfile?did={u.split('/')[2]}")
+tags = set()
+for u in uris[:300]:
+    tags.update(t["normalizedForm"] for t in json.load(urllib.request.urlopen(base + "pub.svc.tag.listForEprint?uri=" + urllib.parse.quote(u, safe="")))["tags"])
+mixes["tagDetail"] = [f"/xrpc/pub.svc.tag.getDetail?tag={urllib.parse.quote(t, safe='')}" for t in sorted(tags)] or ["/xrpc/pub.svc.tag.getTrending"]
+mixes |= {
     "faceted": [l.strip() + "&facets=fields&facets=year&facets=author" for l in open(f"{work}/search.txt")],
 }
 for name, paths in mixes.items():
@@ -82,6 +105,13 @@ run_wrk review.listForEprint "$PORT" "$WORK/reviews.txt"
 run_wrk annotation.listForPage "$PORT" "$WORK/page.txt"
 run_wrk endorsement.getSummary "$PORT" "$WORK/endorsements.txt"
 run_wrk tag.listForEprint "$PORT" "$WORK/tags.txt"
+run_wrk annotation.listForEprint "$PORT" "$WORK/annotations.txt"
+run_wrk endorsement.listForEprint "$PORT" "$WORK/endorsementList.txt"
+run_wrk review.getThread "$PORT" "$WORK/threads.txt"
+run_wrk author.getProfile "$PORT" "$WORK/profiles.txt"
+run_wrk tag.getDetail "$PORT" "$WORK/tagDetail.txt"
+run_wrk eprint.listCitations "$PORT" "$WORK/citations.txt"
+run_wrk discovery.getCitations "$PORT" "$WORK/graph.txt"
 run_wrk "searchSubmissions (plain)" "$PORT" "$WORK/search.txt"
 run_wrk "searchSubmissions (3 facets)" "$PORT" "$WORK/faceted.txt"
 python3 - "$WORK" <<'PY'
@@ -90,6 +120,8 @@ w = sys.argv[1]
 rps = lambda n: float(open(f"{w}/{n}.wrk.rps").read())
 g = rps("getSubmission")
 print()
-for n in ["review.listForEprint", "annotation.listForPage", "endorsement.getSummary", "tag.listForEprint", "searchSubmissions (3 facets)"]:
+for n in ["review.listForEprint", "annotation.listForPage", "endorsement.getSummary", "tag.listForEprint", "annotation.listForEprint",
+          "endorsement.listForEprint", "review.getThread", "author.getProfile", "tag.getDetail", "eprint.listCitations", "discovery.getCitations"]:
     print(f"- {n} at {100 * rps(n) / g:.0f}% of getSubmission's requests/s")
+print(f"- searchSubmissions with 3 facets at {100 * rps('searchSubmissions (3 facets)') / rps('searchSubmissions (plain)'):.0f}% of the plain search's requests/s")
 PY
