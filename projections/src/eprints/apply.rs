@@ -8,7 +8,8 @@ use lexicons::{Lexicons, SUBMISSION};
 use store::{consumer_name, Columns, Store, Value};
 use tracing::debug;
 
-use super::{accounts, by_author, name_key, name_words, records, users, MODEL, USERS_BY_NAME};
+use super::read::account_of;
+use super::{accounts, by_author, name_key, records, users, MODEL, USERS_BY_NAME};
 use crate::attached::collections::PROFILE;
 use crate::catalog::Mode;
 use crate::deadletter::Parking;
@@ -34,13 +35,6 @@ impl EprintsProjection {
     pub fn new(store: Arc<dyn Store>, lexicons: Arc<Lexicons>, version: u32, mode: Mode) -> EprintsProjection {
         EprintsProjection { store, lexicons, version, defer_durability: mode == Mode::Rebuild }
     }
-}
-
-/// The words an account row is found by: [`name_words`] of its handle, its display name
-/// and its profile record's display name.
-fn account_words(c: &Columns) -> std::collections::BTreeSet<String> {
-    let (handle, name, profile) = (text(c, "handle"), text(c, "displayName"), text(c, "profileName"));
-    name_words(handle.as_deref(), &[name.as_deref(), profile.as_deref()])
 }
 
 /// The listing key of rows written before listings were ordered by the data: the time the
@@ -161,14 +155,14 @@ impl EprintsProjection {
         Ok(())
     }
 
-    /// Updates an account row, and files the user under the [`name_words`] of its handle
-    /// and names (`users`' `by_name`) as they change.
+    /// Updates an account row, and files the user under the words of its handle and names
+    /// ([`super::read::Account::name_words`]) (`users`' `by_name`) as they change.
     fn account(&self, st: &mut Staged, did: &str, position: u64, update: impl FnOnce(&mut Columns)) -> Result<(), ProjectionError> {
         let table = accounts(self.version);
         let mut c = st.get(self.store.as_ref(), &table, did, &[])?.unwrap_or_default();
-        let before = account_words(&c);
+        let before = account_of(&c).name_words();
         update(&mut c);
-        let after = account_words(&c);
+        let after = account_of(&c).name_words();
         for word in before.difference(&after) {
             st.delete(&users(self.version), USERS_BY_NAME, name_key(word, did), position);
         }

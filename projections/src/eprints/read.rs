@@ -84,6 +84,14 @@ impl Detail {
     }
 }
 
+impl Account {
+    /// The words the account is found by: [`name_words`] of its handle, its display name
+    /// and its profile record's display name.
+    pub fn name_words(&self) -> std::collections::BTreeSet<String> {
+        name_words(self.handle.as_deref(), &[self.display_name.as_deref(), self.profile_name.as_deref()])
+    }
+}
+
 /// A user [`EprintsReader::search_authors`] found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuthorMatch {
@@ -142,7 +150,7 @@ fn eprint_of(uri: &str, row: &Columns) -> Option<Eprint> {
 }
 
 /// The account in an account row (an absent row is the default account).
-fn account_of(row: &Columns) -> Account {
+pub(super) fn account_of(row: &Columns) -> Account {
     Account {
         handle: text(row, "handle").map(str::to_owned),
         display_name: text(row, "displayName").map(str::to_owned),
@@ -279,7 +287,7 @@ impl<'a> EprintsReader<'a> {
         let mut authors = Vec::new();
         for ((row, (did, _)), account) in rows.iter().zip(&keys).zip(held) {
             let account = account.map(|a| account_of(&a)).unwrap_or_default();
-            let words = name_words(account.handle.as_deref(), &[account.display_name.as_deref(), account.profile_name.as_deref()]);
+            let words = account.name_words();
             let found_by = row.clustering.split(|b| *b == 0).next().unwrap_or_default();
             let first = words.iter().find(|w| w.starts_with(word.as_str()));
             let matches = wanted.iter().all(|q| words.iter().any(|w| w.starts_with(q.as_str())));

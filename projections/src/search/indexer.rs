@@ -558,7 +558,6 @@ impl Projection for SearchProjection {
         }
         let interval = self.commit_interval.map(|every| if batch.more_to_come() { CATCH_UP_COMMIT_INTERVAL.max(every) } else { every });
         // A rebuild commits once at its end.
-        // large: a commit lets searches read them back instead.
         if interval.is_some_and(|every| self.last_commit.elapsed() >= every) {
             self.commit()?;
         }
