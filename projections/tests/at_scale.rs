@@ -141,6 +141,30 @@ fn every_tag_and_endorsement_count_matches_a_brute_force_count_at_ten_times_the_
         let expected: BTreeMap<String, u64> = forms.iter().map(|(f, n)| ((*f).to_owned(), *n)).collect();
         assert_eq!(kept, expected, "{tag}: forms");
     }
+    // Every two tags: how many eprints carry both, each tag's co-occurring tags ranked by it.
+    let mut on_paper: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for (tag, _, paper, _) in truth.tags.values() {
+        on_paper.entry(paper).or_default().insert(tag);
+    }
+    let mut shared: BTreeMap<&str, BTreeMap<&str, u64>> = BTreeMap::new();
+    for tags in on_paper.values() {
+        for a in tags {
+            for b in tags.iter().filter(|b| *b != a) {
+                *shared.entry(a).or_default().entry(b).or_default() += 1;
+            }
+        }
+    }
+    assert!(shared.values().any(|with| with.values().any(|n| *n > 100)), "pairs sharing many eprints");
+    for tag in by_tag.keys() {
+        let mut expected: Vec<(String, u64)> = shared.get(tag).into_iter().flatten().map(|(b, n)| ((*b).to_owned(), *n)).collect();
+        expected.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        assert_eq!(r.ranked(&stats::cooccurring(tag), usize::MAX).unwrap(), expected, "{tag}: co-occurring tags");
+    }
+    assert_eq!(
+        r.keys(&stats::on_eprint_distinct(&eprint(3)), 100).unwrap(),
+        on_paper.get(eprint(3).as_str()).into_iter().flatten().map(|t| (*t).to_owned()).collect::<Vec<_>>()
+    );
+
     // The word index finds every tag in use, and no other.
     let indexed: BTreeSet<String> =
         r.keys_from(&stats::word_index(), "", usize::MAX).unwrap().iter().map(|k| stats::tag_of(k).to_owned()).collect();

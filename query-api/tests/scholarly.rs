@@ -219,7 +219,16 @@ async fn tags_in_every_form_are_one_tag() {
     assert_eq!(tags.len(), 2);
     assert!(tags.iter().all(|t| t["normalizedForm"] == "machine-learning"));
     // p2 shares the tag and adds "retrieval": a co-occurrence suggestion for p1.
-    assert_eq!(on_p1["suggestions"][0]["normalizedForm"], "retrieval", "{on_p1}");
+    let suggestion = &on_p1["suggestions"][0];
+    assert_eq!(
+        (&suggestion["normalizedForm"], &suggestion["matchedTerm"], &suggestion["confidence"], &suggestion["source"]),
+        (&json!("retrieval"), &json!("machine-learning"), &json!(100), &json!("cooccurrence")),
+        "{on_p1}"
+    );
+    let (_, on_p2) = f.get(&format!("/xrpc/pub.svc.tag.listForEprint?uri={}", enc(&paper("p2")))).await;
+    assert_eq!(on_p2["suggestions"], json!([]), "p2 holds every tag that co-occurs: {on_p2}");
+    let (_, for_p1) = f.get(&format!("/xrpc/pub.svc.tag.getSuggestions?uri={}", enc(&paper("p1")))).await;
+    assert_eq!(for_p1["suggestions"][0]["displayForm"], "retrieval", "{for_p1}");
 
     let (status, detail) = f.get("/xrpc/pub.svc.tag.getDetail?tag=Machine%20Learning").await;
     assert_eq!(status, StatusCode::OK, "{detail}");
@@ -263,6 +272,10 @@ async fn tags_in_every_form_are_one_tag() {
     let (status, trending) = f.get("/xrpc/pub.svc.tag.getTrending?timeWindow=month").await;
     assert_eq!(status, StatusCode::OK, "{trending}");
     assert_eq!(trending["timeWindow"], "month");
+    // p2 losing its machine-learning tag shares no tag with p1 any more: no suggestion.
+    f.apply(vec![delete(CAROL, "pub.svc.eprint.userTag", "t3", "3l0000000000z")]);
+    let (_, on_p1) = f.get(&format!("/xrpc/pub.svc.tag.listForEprint?uri={}", enc(&paper("p1")))).await;
+    assert_eq!(on_p1["suggestions"], json!([]), "{on_p1}");
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@ use lexicons::Lexicons;
 use store::{consumer_name, Columns, Store, Value};
 use tracing::debug;
 
-use super::collections::{self, Listing, SetMember};
+use super::collections::{self, pairs, Listing, SetMember};
 use super::{backlink_count, backlink_sources, backlinks, listing, records, sizes, MODEL};
 use crate::catalog::Mode;
 use crate::deadletter::Parking;
@@ -51,19 +51,46 @@ impl AttachedProjection {
         for m in members {
             let size = st.get(self.store.as_ref(), &sizes(self.version), &m.by, &[])?.and_then(|c| c.get("n").and_then(Value::as_int));
             let key = listing_key(0, &m.key);
-            match (by, size.unwrap_or(0)) {
+            let joined = match (by, size.unwrap_or(0)) {
                 (1, 1) => {
                     let mut c = Columns::new();
                     c.insert("key".into(), Value::Text(m.key.clone()));
                     st.put(&listing(self.version), &m.set, key, c, position);
                     self.bump(st, &m.set, 1, position)?;
+                    1
                 }
                 (-1, 0) => {
                     st.delete(&listing(self.version), &m.set, key, position);
                     self.bump(st, &m.set, -1, position)?;
+                    -1
                 }
-                _ => {}
+                _ => continue,
+            };
+            if let Some(space) = &m.pairs {
+                let others = st.rows_in(self.store.as_ref(), &listing(self.version), &m.set, None)?;
+                for other in others.values().map(|c| text(c, "key").unwrap_or_default()).filter(|k| *k != m.key) {
+                    self.pair(st, space, &m.key, &other, joined, position)?;
+                    self.pair(st, space, &other, &m.key, joined, position)?;
+                }
             }
+        }
+        Ok(())
+    }
+
+    /// Counts one more (`by` 1) or one fewer (-1) set shared by `a` and `b`, and moves `b`
+    /// to its new rank among the keys `a` shares sets with ([`pairs`]).
+    fn pair(&self, st: &mut Staged, space: &str, a: &str, b: &str, by: i64, position: u64) -> Result<(), ProjectionError> {
+        let n = self.bump(st, &pairs::count(space, a, b), by, position)?;
+        let ranked = pairs::ranked(space, a).0;
+        let before = n - by;
+        if before > 0 {
+            st.delete(&listing(self.version), &ranked, pairs::rank_key(before, b), position);
+        }
+        if n > 0 {
+            let mut c = Columns::new();
+            c.insert("key".into(), Value::Text(b.to_owned()));
+            c.insert("n".into(), Value::Int(n));
+            st.put(&listing(self.version), &ranked, pairs::rank_key(n, b), c, position);
         }
         Ok(())
     }

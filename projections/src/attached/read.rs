@@ -207,6 +207,28 @@ impl<'a> AttachedReader<'a> {
         }
     }
 
+    /// The first `limit` keys of a ranked listing ([`super::collections::pairs::ranked`])
+    /// with their counts, most shared first.
+    pub fn ranked(&self, list: &Listing, limit: usize) -> Result<Vec<(String, u64)>, ProjectionError> {
+        let Some(v) = self.version else { return Ok(Vec::new()) };
+        let mut out = Vec::new();
+        let mut after = None;
+        while out.len() < limit {
+            let page = self.store.scan(&listing(v), &list.0, &Scan { after, limit: (limit - out.len()).clamp(1, 500), reverse: false })?;
+            out.extend(
+                page.rows
+                    .iter()
+                    .map(|r| (text(&r.columns, "key").to_owned(), r.columns.get("n").and_then(Value::as_int).unwrap_or(0).max(0) as u64)),
+            );
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break,
+            }
+        }
+        out.truncate(limit);
+        Ok(out)
+    }
+
     /// A page of a listing, newest first, starting after `after`: `next` is set exactly when
     /// more rows follow (one row more than asked for is read to know).
     pub fn page(&self, list: &Listing, limit: usize, after: Option<Vec<u8>>) -> Result<Page, ProjectionError> {

@@ -57,17 +57,6 @@ async fn list_eprints(c: Call) -> Answer {
 
 /// The most tags one eprint's answer lists.
 const MAX_ON_EPRINT: usize = 500;
-/// How many other eprints (the newest tagged, shared among the eprint's tags) are read for
-/// co-occurrence suggestions: each costs a read of its tags.
-const COOCCURRENCE_SAMPLE: usize = 24;
-
-fn normalized(item: &Item) -> &str {
-    item.view["normalizedForm"].as_str().unwrap_or_default()
-}
-
-fn display(item: &Item) -> &str {
-    item.view["tag"].as_str().unwrap_or_default()
-}
 
 /// What svc knows of one tag, from the counts the attached model keeps ([`stats`]): a
 /// handful of row reads, however much the tag is used.
@@ -163,34 +152,52 @@ fn tag_view(item: &Item) -> Value {
     v
 }
 
-/// Tags that co-occur with `tags` on other eprints, most frequent first, without `tags`:
-/// `#tagSuggestion`s with a confidence of 0–100 relative to the most frequent.
-fn cooccurring(r: &AttachedReader, tags: &BTreeSet<String>, limit: usize) -> Result<Vec<Value>, ProjectionError> {
-    let mut counts: HashMap<String, (u64, String, String)> = HashMap::new();
-    let per_tag = (COOCCURRENCE_SAMPLE / tags.len().max(1)).max(4);
-    for tag in tags {
-        let eprints: BTreeSet<String> =
-            r.all(&Listing::tagged(tag), per_tag)?.iter().filter_map(|i| i.view["eprintUri"].as_str().map(str::to_owned)).collect();
-        for eprint in eprints {
-            for other in r.all(&Listing::on_eprint(Kind::Tag, &eprint), MAX_ON_EPRINT)? {
-                let n = normalized(&other);
-                if !tags.contains(n) {
-                    let e = counts.entry(n.to_owned()).or_insert_with(|| (0, display(&other).to_owned(), tag.clone()));
-                    e.0 += 1;
-                }
-            }
+/// The tags that co-occur with any of `held` (an eprint's tags), without `held` and spam,
+/// best first: each scored by the most eprints it shares with one of them (`matchedTerm`),
+/// ties by name; `#tagSuggestion`s with a confidence of 0–100 relative to the best.
+///
+/// Exact, from the ranked listings the attached model keeps per tag
+/// ([`stats::cooccurring`]): the top `depth` of each is merged, the first sight of a tag
+/// being its best score, and the depth doubles until `limit` tags survive or every listing
+/// was read whole.
+fn cooccurring(r: &AttachedReader, held: &BTreeSet<String>, limit: usize) -> Result<Vec<Value>, ProjectionError> {
+    let mut depth = limit + held.len();
+    loop {
+        let mut candidates: Vec<(u64, String, &String)> = Vec::new();
+        let mut cut_short = false;
+        for tag in held {
+            let ranked = r.ranked(&stats::cooccurring(tag), depth)?;
+            cut_short |= ranked.len() == depth;
+            candidates.extend(ranked.into_iter().filter(|(other, _)| !held.contains(other)).map(|(other, n)| (n, other, tag)));
         }
+        candidates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut seen = BTreeSet::new();
+        let mut out: Vec<(u64, String, &String, String)> = Vec::new();
+        for (n, other, matched) in candidates {
+            if out.len() == limit {
+                break;
+            }
+            if !seen.insert(other.clone()) {
+                continue;
+            }
+            let stats = TagStats::of(r, &other)?;
+            if stats.uses == 0 || stats.is_spam(&other) {
+                continue;
+            }
+            let form = stats.display_forms().first().map_or(other.clone(), |f| (*f).to_owned());
+            out.push((n, other, matched, form));
+        }
+        if out.len() == limit || !cut_short {
+            let top = out.first().map_or(1, |s| s.0.max(1));
+            return Ok(out
+                .into_iter()
+                .map(|(n, tag, matched, form)| {
+                    json!({"displayForm": form, "normalizedForm": tag, "confidence": n * 100 / top, "source": "cooccurrence", "matchedTerm": matched})
+                })
+                .collect());
+        }
+        depth *= 2;
     }
-    let mut ranked: Vec<(String, (u64, String, String))> = counts.into_iter().collect();
-    ranked.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(&b.0)));
-    let top = ranked.first().map_or(1, |r| r.1 .0.max(1));
-    Ok(ranked
-        .into_iter()
-        .take(limit)
-        .map(|(n, (count, form, matched))| {
-            json!({"displayForm": form, "normalizedForm": n, "confidence": count * 100 / top, "source": "cooccurrence", "matchedTerm": matched})
-        })
-        .collect())
 }
 
 /// `pub.svc.tag.listForEprint`: `{tags, suggestions}`.
@@ -198,7 +205,7 @@ fn list_for_eprint(c: &Call) -> Answer {
     let eprint = uri_param(&c.params, "uri")?;
     let answer = reads::attached(&c.state, |r| {
         let items = r.all(&Listing::on_eprint(Kind::Tag, eprint), MAX_ON_EPRINT)?;
-        let held: BTreeSet<String> = items.iter().map(|i| normalized(i).to_owned()).collect();
+        let held = r.keys(&stats::on_eprint_distinct(eprint), usize::MAX)?.into_iter().collect();
         let suggestions = cooccurring(r, &held, 5)?;
         Ok(json!({"tags": items.iter().map(tag_view).collect::<Vec<_>>(), "suggestions": suggestions}))
     })?;
@@ -254,8 +261,7 @@ fn get_suggestions(c: &Call) -> Answer {
     let suggestions = reads::attached(&c.state, |r| {
         let mut out = Vec::new();
         if let Some(eprint) = eprint {
-            let held: BTreeSet<String> =
-                r.all(&Listing::on_eprint(Kind::Tag, eprint), MAX_ON_EPRINT)?.iter().map(|i| normalized(i).to_owned()).collect();
+            let held = r.keys(&stats::on_eprint_distinct(eprint), usize::MAX)?.into_iter().collect();
             out = cooccurring(r, &held, limit)?;
         }
         if !q.is_empty() {

@@ -24,7 +24,7 @@ pub(super) fn endorsement(rec: &Record) -> Result<Normalized, String> {
     let on_eprint = Listing::on_eprint(Kind::Endorsement, eprint);
     let by_author = Listing::by_author(Kind::Endorsement, did);
     let by_endorser = Listing::filtered(&on_eprint, &format!("by:{did}"));
-    let sets = vec![SetMember { set: endorsers(eprint).0, key: did.to_owned(), by: by_endorser.0.clone() }];
+    let sets = vec![SetMember::new(&endorsers(eprint), did, &by_endorser)];
     let mut lists = vec![by_endorser];
     for c in &contributions {
         lists.push(Listing::filtered(&on_eprint, &contribution(c)));

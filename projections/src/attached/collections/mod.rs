@@ -149,6 +149,47 @@ pub struct SetMember {
     pub key: String,
     /// The listing whose size decides the membership.
     pub by: String,
+    /// When set, every two members of the set are a pair counted in these [`pairs`] (the
+    /// eprints two tags share): a member joining or leaving the set counts or uncounts it
+    /// with each other member, both ways.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairs: Option<String>,
+}
+
+impl SetMember {
+    /// Membership of `set` under `key` while the listing `by` holds a record.
+    pub fn new(set: &Listing, key: &str, by: &Listing) -> SetMember {
+        SetMember { set: set.0.clone(), key: key.to_owned(), by: by.0.clone(), pairs: None }
+    }
+
+    /// The same membership, its pairs with the set's other members counted in `space`.
+    pub fn paired(self, space: &str) -> SetMember {
+        SetMember { pairs: Some(space.to_owned()), ..self }
+    }
+}
+
+/// The counts of pairs of keys that share sets ([`SetMember::pairs`]): for each key, the
+/// keys it was paired with, ranked by how many sets they share, as one listing read in key
+/// order (most shared first); and each pair's count as a size.
+pub mod pairs {
+    use super::Listing;
+
+    /// The size counting the sets `a` and `b` share in `space`.
+    pub fn count(space: &str, a: &str, b: &str) -> String {
+        format!("{space}:{a}\u{1}{b}")
+    }
+
+    /// The keys `a` shares sets with in `space`, most shared first: rows `{key, n}` under
+    /// [`rank_key`].
+    pub fn ranked(space: &str, a: &str) -> Listing {
+        Listing(format!("{space}:{a}"))
+    }
+
+    /// The clustering key of `b`, sharing `n` sets, in a [`ranked`] listing: higher counts
+    /// first, ties by key.
+    pub fn rank_key(n: i64, b: &str) -> Vec<u8> {
+        crate::rows::listing_key(-n, b)
+    }
 }
 
 /// Normalizes a record of an attached collection that passed lexicon validation; `None`

@@ -1,7 +1,7 @@
 //! User tags: the tag as written and its normalized form, listed under that form; and the
 //! rows that keep each tag's statistics as records come and go, so that a tag's detail, a
 //! search of tags, suggestions and trends read counts instead of every tag record
-//! ([`stats`]).
+//! ([`stats`]), among them how many eprints every two tags share.
 
 use serde_json::json;
 
@@ -37,15 +37,15 @@ pub(super) fn user_tag(rec: &Record) -> Result<Normalized, String> {
         stats::in_form(n, tag),
         stats::used_on(&day, n),
     ];
-    let member = |set: Listing, key: &str, by: &Listing| SetMember { set: set.0, key: key.to_owned(), by: by.0.clone() };
     let mut sets = vec![
-        member(stats::eprints(n), eprint, &stats::on_eprint(n, eprint)),
-        member(stats::taggers(n), did, &stats::by_tagger(n, did)),
-        member(stats::forms(n), tag, &stats::in_form(n, tag)),
-        member(stats::day(&day), n, &stats::used_on(&day, n)),
+        SetMember::new(&stats::eprints(n), eprint, &stats::on_eprint(n, eprint)),
+        SetMember::new(&stats::on_eprint_distinct(eprint), n, &stats::on_eprint(n, eprint)).paired(stats::SHARED),
+        SetMember::new(&stats::taggers(n), did, &stats::by_tagger(n, did)),
+        SetMember::new(&stats::forms(n), tag, &stats::in_form(n, tag)),
+        SetMember::new(&stats::day(&day), n, &stats::used_on(&day, n)),
     ];
     for word in stats::words(n) {
-        sets.push(member(stats::word_index(), &stats::word_key(word, n), &Listing::tagged(n)));
+        sets.push(SetMember::new(&stats::word_index(), &stats::word_key(word, n), &Listing::tagged(n)));
     }
     lists.dedup();
     Ok(Normalized { view, created_at: created, lists, sets })
@@ -76,6 +76,18 @@ pub mod stats {
     /// The set of the eprints carrying a tag.
     pub fn eprints(tag: &str) -> Listing {
         Listing(format!("tag@name:{tag}@eprints"))
+    }
+    /// The set of the distinct tags on one eprint; every two of them share the eprint, counted
+    /// in [`SHARED`].
+    pub fn on_eprint_distinct(eprint: &str) -> Listing {
+        Listing(format!("tag@eprint:{eprint}@tags"))
+    }
+    /// The [`pairs`](super::super::pairs) space of tags sharing eprints: for each tag, the
+    /// tags that co-occur with it, ranked by how many eprints carry both.
+    pub const SHARED: &str = "tag@shared";
+    /// The tags that co-occur with `tag`, most shared eprints first.
+    pub fn cooccurring(tag: &str) -> Listing {
+        super::super::pairs::ranked(SHARED, tag)
     }
     /// The set of the accounts using a tag.
     pub fn taggers(tag: &str) -> Listing {
