@@ -36,11 +36,10 @@ impl AttachedProjection {
     /// size is one row read, on every store.
     fn bump(&self, st: &mut Staged, partition: &str, by: i64, position: u64) -> Result<i64, ProjectionError> {
         let table = sizes(self.version);
-        let held = st.get(self.store.as_ref(), &table, partition, &[])?.and_then(|c| c.get("n").and_then(Value::as_int)).unwrap_or(0);
-        let n = (held + by).max(0);
-        let mut c = Columns::new();
-        c.insert("n".into(), Value::Int(n));
-        st.put(&table, partition, Vec::new(), c, position);
+        let mut row = st.get(self.store.as_ref(), &table, partition, &[])?.unwrap_or_default();
+        let n = (row.get("n").and_then(Value::as_int).unwrap_or(0) + by).max(0);
+        row.insert("n".into(), Value::Int(n));
+        st.put(&table, partition, Vec::new(), row, position);
         Ok(n)
     }
 
@@ -67,14 +66,32 @@ impl AttachedProjection {
                 _ => continue,
             };
             if let Some(space) = &m.pairs {
-                let others = st.rows_in(self.store.as_ref(), &listing(self.version), &m.set, None)?;
-                for other in others.values().map(|c| text(c, "key").unwrap_or_default()).filter(|k| *k != m.key) {
-                    self.pair(st, space, &m.key, &other, joined, position)?;
-                    self.pair(st, space, &other, &m.key, joined, position)?;
+                let others = self.paired_members(st, m, joined, position)?;
+                for other in &others {
+                    self.pair(st, space, &m.key, other, joined, position)?;
+                    self.pair(st, space, other, &m.key, joined, position)?;
                 }
             }
         }
         Ok(())
+    }
+
+    /// The other members of a set whose members are paired, as `m` joins (`joined` 1) or
+    /// leaves (-1) it. They are kept with the set's size (a `members` column of its row in
+    /// `sizes`, next to `n`): one row read, however large the batch (the set's listing
+    /// rows are for readers).
+    fn paired_members(&self, st: &mut Staged, m: &SetMember, joined: i64, position: u64) -> Result<Vec<String>, ProjectionError> {
+        let table = sizes(self.version);
+        let mut row = st.get(self.store.as_ref(), &table, &m.set, &[])?.unwrap_or_default();
+        let mut members: Vec<String> = text(&row, "members").and_then(|j| serde_json::from_str(&j).ok()).unwrap_or_default();
+        members.retain(|k| *k != m.key);
+        let others = members.clone();
+        if joined == 1 {
+            members.push(m.key.clone());
+        }
+        row.insert("members".into(), Value::Text(serde_json::to_string(&members).unwrap_or_default()));
+        st.put(&table, &m.set, Vec::new(), row, position);
+        Ok(others)
     }
 
     /// Counts one more (`by` 1) or one fewer (-1) set shared by `a` and `b`, and moves `b`
