@@ -93,17 +93,32 @@ pub(crate) fn join<T>(handle: std::thread::ScopedJoinHandle<'_, Result<T, Projec
     handle.join().unwrap_or_else(|_| Err(ProjectionError::Panicked("projection thread panicked".into())))
 }
 
-/// Applies one batch to every projection, each on its own thread.
+/// The threads a worker applies its batches on, one per projection, kept for the worker's
+/// life. Threads made per batch would cost more than their start: the allocator keeps what a
+/// thread allocated in that thread's pages, and the pages of whatever outlives the batch
+/// (cached rows and pages of the store) stay stranded, mostly empty, once the thread exits
+/// (docs/performance.md, "Memory after catch-up").
+fn appliers(projections: usize) -> Result<rayon::ThreadPool, ProjectionError> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(projections.max(1))
+        .thread_name(|i| format!("projection-{i}"))
+        .build()
+        .map_err(|e| ProjectionError::Panicked(format!("failed to start the projection threads: {e}")))
+}
+
+/// Applies one batch to every projection, each on a thread of the worker's pool; the first
+/// error (a panic becomes [`ProjectionError::Panicked`]).
 fn apply_to_all(projections: &mut [Box<dyn Projection>], batch: &EventBatch) -> Result<(), ProjectionError> {
-    let Some((first, rest)) = projections.split_first_mut() else { return Ok(()) };
-    std::thread::scope(|scope| {
-        let others: Vec<_> = rest.iter_mut().map(|p| scope.spawn(move || p.apply_batch(batch))).collect();
-        let mut result = first.apply_batch(batch);
-        for handle in others {
-            result = result.and(join(handle));
-        }
-        result
-    })
+    use rayon::prelude::*;
+    let results: Vec<Result<(), ProjectionError>> = projections
+        .par_iter_mut()
+        .with_max_len(1)
+        .map(|p| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| p.apply_batch(batch)))
+                .unwrap_or_else(|_| Err(ProjectionError::Panicked("projection thread panicked".into())))
+        })
+        .collect();
+    results.into_iter().collect()
 }
 
 /// Reads the next batch of `partitions` after the group's lowest checkpoints and applies it
@@ -191,6 +206,7 @@ impl Worker {
         let mut batch_size = config.batch_size;
         let mut owned = member.as_ref().map(GroupMember::changes);
         let mut partitions = all_partitions(log.as_ref());
+        let appliers = Arc::new(appliers(projections.len())?);
         loop {
             let mut appended = log.appended();
             appended.borrow_and_update();
@@ -204,8 +220,9 @@ impl Worker {
             let log2 = log.clone();
             let reading = partitions.clone();
             let started = Instant::now();
+            let threads = appliers.clone();
             let (back, result) = tokio::task::spawn_blocking(move || {
-                let result = step(log2.as_ref(), &reading, &mut projections, batch_size).and_then(|n| {
+                let result = threads.install(|| step(log2.as_ref(), &reading, &mut projections, batch_size)).and_then(|n| {
                     if n == 0 {
                         projections.iter_mut().try_for_each(|p| p.flush())?;
                     }
@@ -287,5 +304,48 @@ impl Worker {
             .map_err(|e| ProjectionError::Panicked(e.to_string()))??;
         info!(?models, "projection worker stopped");
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A projection that takes every batch, or panics on them.
+    struct Counting {
+        applied: usize,
+        panics: bool,
+    }
+
+    impl Projection for Counting {
+        fn model(&self) -> &'static str {
+            "counting"
+        }
+        fn version(&self) -> u32 {
+            1
+        }
+        fn checkpoints(&self) -> Result<Checkpoints, ProjectionError> {
+            Ok(Checkpoints::new())
+        }
+        fn apply_batch(&mut self, _: &EventBatch) -> Result<(), ProjectionError> {
+            assert!(!self.panics, "a projection bug");
+            self.applied += 1;
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn batches_apply_on_the_pool_and_a_panicking_projection_is_an_error() {
+        let batch = EventBatch::new(Vec::new(), Checkpoints::new());
+        let mut projections: Vec<Box<dyn Projection>> =
+            (0..3).map(|_| Box::new(Counting { applied: 0, panics: false }) as Box<dyn Projection>).collect();
+        let pool = appliers(projections.len()).unwrap();
+        for _ in 0..5 {
+            pool.install(|| apply_to_all(&mut projections, &batch)).unwrap();
+        }
+        assert_eq!(pool.current_num_threads(), 3);
+        projections.push(Box::new(Counting { applied: 0, panics: true }));
+        let failed = pool.install(|| apply_to_all(&mut projections, &batch));
+        assert!(matches!(failed, Err(ProjectionError::Panicked(_))), "{failed:?}");
     }
 }
