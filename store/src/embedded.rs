@@ -37,6 +37,14 @@ const PAGE_CACHE_BYTES: usize = 256 * 1024 * 1024;
 /// as it went (docs/performance.md, "Replay against live projection").
 const MAX_DEFERRAL: Duration = Duration::from_secs(10);
 
+/// How long after a live (not deferred) commit deferred batches are committed durably too.
+/// redb makes durable everything committed before a durable commit: while live writes
+/// commit, a rebuild's deferred writes would all be flushed by the next live commit, which
+/// would wait for them (a write made during an API reindex took up to 1.7 s to show, 40 ×
+/// its usual lag). Committing the rebuild's batches durably meanwhile costs the rebuild
+/// their fsyncs and keeps each live commit to its own writes.
+const LIVE_WINDOW: Duration = Duration::from_secs(2);
+
 /// The row cache's size: about 64 MiB of rows (a detail row is ~3 KB: some 20,000 of them).
 const ROW_CACHE_BYTES: u64 = 64 << 20;
 
@@ -51,6 +59,45 @@ pub struct EmbeddedStore {
     rows: RowCache,
     /// When the last durable commit was made.
     last_durable: Mutex<Instant>,
+    /// When the last live (not deferred) batch was committed.
+    last_live: Mutex<Option<Instant>>,
+    /// Live batches waiting for, or holding, the write transaction: deferred batches (a
+    /// rebuild's) let them go first ([`LivePriority`]).
+    live: LivePriority,
+}
+
+/// Live batches before deferred ones. redb has one write transaction at a time, taken in
+/// no particular order: during a rebuild, a live batch would queue behind any number of the
+/// rebuild's. A deferred batch waits (up to [`MAX_YIELD`]) while live ones are pending.
+#[derive(Default)]
+struct LivePriority {
+    pending: Mutex<usize>,
+    done: std::sync::Condvar,
+}
+
+/// The longest a deferred batch yields to live ones, so that a steady stream of live writes
+/// cannot stall a rebuild.
+const MAX_YIELD: Duration = Duration::from_millis(500);
+
+impl LivePriority {
+    /// Runs a live batch's `write`, counted as pending meanwhile.
+    fn live<T>(&self, write: impl FnOnce() -> T) -> T {
+        if let Ok(mut n) = self.pending.lock() {
+            *n += 1;
+        }
+        let out = write();
+        if let Ok(mut n) = self.pending.lock() {
+            *n -= 1;
+        }
+        self.done.notify_all();
+        out
+    }
+
+    /// Waits until no live batch is pending, [`MAX_YIELD`] at most.
+    fn yield_to_live(&self) {
+        let Ok(n) = self.pending.lock() else { return };
+        let _ = self.done.wait_timeout_while(n, MAX_YIELD, |n| *n > 0);
+    }
 }
 
 fn state_code(state: VersionState) -> u8 {
@@ -130,11 +177,72 @@ impl EmbeddedStore {
             active: RwLock::new(active),
             rows: RowCache::new(ROW_CACHE_BYTES),
             last_durable: Mutex::new(Instant::now()),
+            last_live: Mutex::new(None),
+            live: LivePriority::default(),
         })
     }
 }
 
 impl EmbeddedStore {
+    /// Writes a batch in one transaction (see [`Store::apply`]).
+    fn write(&self, batch: Batch) -> Result<(), StoreError> {
+        // Announced before the transaction, ended (evicting the rows) after its commit.
+        let mut write = self.rows.begin_write();
+        let mut txn = self.db.begin_write()?;
+        let live_recently = self.last_live.lock().is_ok_and(|at| at.is_some_and(|at| at.elapsed() < LIVE_WINDOW));
+        let deferred = batch.deferred && !live_recently && self.last_durable.lock().is_ok_and(|at| at.elapsed() < MAX_DEFERRAL);
+        if deferred {
+            txn.set_durability(Durability::None).map_err(|e| StoreError::Unavailable(format!("cannot defer durability: {e}")))?;
+        }
+        {
+            let mut names: BTreeMap<String, Vec<&Op>> = BTreeMap::new();
+            let mut checkpoints = txn.open_table(CHECKPOINTS)?;
+            for op in &batch.ops {
+                match op {
+                    Op::Put { table, .. } | Op::Delete { table, .. } => names.entry(table.physical_name().to_owned()).or_default().push(op),
+                    Op::Checkpoint { consumer, partition, next_offset } => {
+                        checkpoints.insert((consumer.as_str(), *partition), *next_offset)?;
+                    }
+                    // One transaction: everything lands together, so order needs no barrier.
+                    Op::Barrier => {}
+                }
+            }
+            // Ops on different tables never touch the same row, and within one table a
+            // stable sort by key keeps the order of ops on the same row: the batch lands in
+            // key order, near-sequentially in the B-tree, whatever order the events had.
+            for (name, mut ops) in names {
+                ops.sort_by(|a, b| row_key(a).cmp(&row_key(b)));
+                let mut t = txn.open_table(RowTable::new(&name))?;
+                for op in ops {
+                    write.touch(|| {
+                        let (partition, clustering) = row_key(op);
+                        (name.clone(), partition.to_owned(), clustering.to_vec())
+                    });
+                    match op {
+                        Op::Put { partition, clustering, columns, .. } => {
+                            let bytes = encode_columns(columns)?;
+                            t.insert((partition.as_str(), clustering.as_slice()), bytes.as_slice())?;
+                        }
+                        Op::Delete { partition, clustering, .. } => {
+                            t.remove((partition.as_str(), clustering.as_slice()))?;
+                        }
+                        Op::Checkpoint { .. } | Op::Barrier => {}
+                    }
+                }
+            }
+        }
+        txn.commit()?;
+        if !deferred {
+            self.made_durable();
+        }
+        if !batch.deferred {
+            if let Ok(mut at) = self.last_live.lock() {
+                *at = Some(Instant::now());
+            }
+        }
+        Ok(())
+    }
+
     fn made_durable(&self) {
         if let Ok(mut at) = self.last_durable.lock() {
             *at = Instant::now();
@@ -260,55 +368,12 @@ impl Store for EmbeddedStore {
         if batch.is_empty() {
             return Ok(());
         }
-        // Announced before the transaction, ended (evicting the rows) after its commit.
-        let mut write = self.rows.begin_write();
-        let mut txn = self.db.begin_write()?;
-        let deferred = batch.deferred && self.last_durable.lock().is_ok_and(|at| at.elapsed() < MAX_DEFERRAL);
-        if deferred {
-            txn.set_durability(Durability::None).map_err(|e| StoreError::Unavailable(format!("cannot defer durability: {e}")))?;
+        if batch.deferred {
+            self.live.yield_to_live();
+            self.write(batch)
+        } else {
+            self.live.live(|| self.write(batch))
         }
-        {
-            let mut names: BTreeMap<String, Vec<&Op>> = BTreeMap::new();
-            let mut checkpoints = txn.open_table(CHECKPOINTS)?;
-            for op in &batch.ops {
-                match op {
-                    Op::Put { table, .. } | Op::Delete { table, .. } => names.entry(table.physical_name().to_owned()).or_default().push(op),
-                    Op::Checkpoint { consumer, partition, next_offset } => {
-                        checkpoints.insert((consumer.as_str(), *partition), *next_offset)?;
-                    }
-                    // One transaction: everything lands together, so order needs no barrier.
-                    Op::Barrier => {}
-                }
-            }
-            // Ops on different tables never touch the same row, and within one table a
-            // stable sort by key keeps the order of ops on the same row: the batch lands in
-            // key order, near-sequentially in the B-tree, whatever order the events had.
-            for (name, mut ops) in names {
-                ops.sort_by(|a, b| row_key(a).cmp(&row_key(b)));
-                let mut t = txn.open_table(RowTable::new(&name))?;
-                for op in ops {
-                    write.touch(|| {
-                        let (partition, clustering) = row_key(op);
-                        (name.clone(), partition.to_owned(), clustering.to_vec())
-                    });
-                    match op {
-                        Op::Put { partition, clustering, columns, .. } => {
-                            let bytes = encode_columns(columns)?;
-                            t.insert((partition.as_str(), clustering.as_slice()), bytes.as_slice())?;
-                        }
-                        Op::Delete { partition, clustering, .. } => {
-                            t.remove((partition.as_str(), clustering.as_slice()))?;
-                        }
-                        Op::Checkpoint { .. } | Op::Barrier => {}
-                    }
-                }
-            }
-        }
-        txn.commit()?;
-        if !deferred {
-            self.made_durable();
-        }
-        Ok(())
     }
 
     /// A durable commit makes the non-durable ones before it durable too.
