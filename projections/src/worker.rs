@@ -311,9 +311,11 @@ impl Worker {
 mod tests {
     use super::*;
 
-    /// A projection that takes every batch, or panics on them.
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A projection that counts the batches it applies in `applied`, or panics on them.
     struct Counting {
-        applied: usize,
+        applied: Arc<AtomicUsize>,
         panics: bool,
     }
 
@@ -329,7 +331,7 @@ mod tests {
         }
         fn apply_batch(&mut self, _: &EventBatch) -> Result<(), ProjectionError> {
             assert!(!self.panics, "a projection bug");
-            self.applied += 1;
+            self.applied.fetch_add(1, Ordering::Relaxed);
             Ok(())
         }
     }
@@ -337,14 +339,15 @@ mod tests {
     #[test]
     fn batches_apply_on_the_pool_and_a_panicking_projection_is_an_error() {
         let batch = EventBatch::new(Vec::new(), Checkpoints::new());
-        let mut projections: Vec<Box<dyn Projection>> =
-            (0..3).map(|_| Box::new(Counting { applied: 0, panics: false }) as Box<dyn Projection>).collect();
+        let applied = Arc::new(AtomicUsize::new(0));
+        let counting = |panics| Box::new(Counting { applied: applied.clone(), panics }) as Box<dyn Projection>;
+        let mut projections: Vec<Box<dyn Projection>> = (0..3).map(|_| counting(false)).collect();
         let pool = appliers(projections.len()).unwrap();
         for _ in 0..5 {
             pool.install(|| apply_to_all(&mut projections, &batch)).unwrap();
         }
-        assert_eq!(pool.current_num_threads(), 3);
-        projections.push(Box::new(Counting { applied: 0, panics: true }));
+        assert_eq!((pool.current_num_threads(), applied.load(Ordering::Relaxed)), (3, 15), "each of 3 projections applied 5 batches");
+        projections.push(counting(true));
         let failed = pool.install(|| apply_to_all(&mut projections, &batch));
         assert!(matches!(failed, Err(ProjectionError::Panicked(_))), "{failed:?}");
     }

@@ -59,10 +59,8 @@ pub struct EmbeddedStore {
     rows: RowCache,
     /// When the last durable commit was made.
     last_durable: Mutex<Instant>,
-    /// When the last live (not deferred) batch was committed.
-    last_live: Mutex<Option<Instant>>,
-    /// Live batches waiting for, or holding, the write transaction: deferred batches (a
-    /// rebuild's) let them go first ([`LivePriority`]).
+    /// Live batches pending and the last one written: deferred batches (a rebuild's) let
+    /// them go first and stay durable near them ([`LivePriority`]).
     live: LivePriority,
 }
 
@@ -73,6 +71,8 @@ pub struct EmbeddedStore {
 struct LivePriority {
     pending: Mutex<usize>,
     done: std::sync::Condvar,
+    /// When the last live batch was written.
+    last: Mutex<Option<Instant>>,
 }
 
 /// The longest a deferred batch yields to live ones, so that a steady stream of live writes
@@ -89,8 +89,16 @@ impl LivePriority {
         if let Ok(mut n) = self.pending.lock() {
             *n -= 1;
         }
+        if let Ok(mut last) = self.last.lock() {
+            *last = Some(Instant::now());
+        }
         self.done.notify_all();
         out
+    }
+
+    /// Whether a live batch was written within [`LIVE_WINDOW`].
+    fn recent(&self) -> bool {
+        self.last.lock().is_ok_and(|at| at.is_some_and(|at| at.elapsed() < LIVE_WINDOW))
     }
 
     /// Waits until no live batch is pending, [`MAX_YIELD`] at most.
@@ -177,7 +185,6 @@ impl EmbeddedStore {
             active: RwLock::new(active),
             rows: RowCache::new(ROW_CACHE_BYTES),
             last_durable: Mutex::new(Instant::now()),
-            last_live: Mutex::new(None),
             live: LivePriority::default(),
         })
     }
@@ -189,8 +196,7 @@ impl EmbeddedStore {
         // Announced before the transaction, ended (evicting the rows) after its commit.
         let mut write = self.rows.begin_write();
         let mut txn = self.db.begin_write()?;
-        let live_recently = self.last_live.lock().is_ok_and(|at| at.is_some_and(|at| at.elapsed() < LIVE_WINDOW));
-        let deferred = batch.deferred && !live_recently && self.last_durable.lock().is_ok_and(|at| at.elapsed() < MAX_DEFERRAL);
+        let deferred = batch.deferred && !self.live.recent() && self.last_durable.lock().is_ok_and(|at| at.elapsed() < MAX_DEFERRAL);
         if deferred {
             txn.set_durability(Durability::None).map_err(|e| StoreError::Unavailable(format!("cannot defer durability: {e}")))?;
         }
@@ -234,11 +240,6 @@ impl EmbeddedStore {
         txn.commit()?;
         if !deferred {
             self.made_durable();
-        }
-        if !batch.deferred {
-            if let Ok(mut at) = self.last_live.lock() {
-                *at = Some(Instant::now());
-            }
         }
         Ok(())
     }

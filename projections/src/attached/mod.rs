@@ -16,8 +16,8 @@
 //!   empty: n, its number of rows, kept with every row listed and
 //!   unlisted, so a total is one row read on every store (the CQL test server has no
 //!   `COUNT`); for a set whose members are counted in pairs, also members (a JSON array of
-//!   its keys). A pair's count (`collections::pairs`) is a size too. On ScyllaDB a batch cut short and applied again may count twice: see
-//!   docs/decisions.md.
+//!   its keys). A pair's count (`collections::pairs`) is a size too. On ScyllaDB a batch
+//!   cut short and applied again may count twice: see docs/decisions.md.
 //! - `backlinks`: target URI → source URI: id, sourceUri, sourceType, targetUri, context,
 //!   indexedAt, deleted. Backlinks are command events (`pub.svc.backlink.create`,
 //!   `delete`), not records; `id` is the log position of the event that first made it, so
