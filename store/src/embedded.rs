@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, TableError, TableHandle};
 
-use crate::row_cache::{RowCache, RowKey};
+use crate::row_cache::{RowCache, RowKeyRef};
 use crate::value::{decode_columns, encode_columns};
 use crate::{consumer_name, Batch, Columns, Op, Page, Row, Scan, Store, StoreError, TableRef, VersionState};
 
@@ -139,10 +139,10 @@ fn open_rows<'t>(txn: &'t redb::ReadTransaction, name: &'t str) -> Result<Option
 }
 
 /// The row at `key` (physical table, partition, clustering), read in `txn`.
-fn read_row(txn: &redb::ReadTransaction, key: &RowKey) -> Result<Option<Columns>, StoreError> {
-    let Some(t) = open_rows(txn, &key.0)? else { return Ok(None) };
-    match t.get((key.1.as_str(), key.2.as_slice()))? {
-        Some(v) => Ok(Some(decode_columns(&key.0, v.value())?)),
+fn read_row(txn: &redb::ReadTransaction, key: RowKeyRef<'_>) -> Result<Option<Columns>, StoreError> {
+    let Some(t) = open_rows(txn, key.0)? else { return Ok(None) };
+    match t.get((key.1, key.2))? {
+        Some(v) => Ok(Some(decode_columns(key.0, v.value())?)),
         None => Ok(None),
     }
 }
@@ -263,17 +263,17 @@ impl Store for EmbeddedStore {
     }
 
     fn get(&self, table: &TableRef, partition: &str, clustering: &[u8]) -> Result<Option<Columns>, StoreError> {
-        let key: RowKey = (table.physical_name().to_owned(), partition.to_owned(), clustering.to_vec());
+        let key = RowKeyRef(table.physical_name(), partition, clustering);
         let ticket = self.rows.begin_read();
         if ticket.is_some() {
-            if let Some(row) = self.rows.get(&key) {
+            if let Some(row) = self.rows.get(key) {
                 return Ok(row.map(|c| (*c).clone()));
             }
         }
         let txn = self.db.begin_read()?;
-        let row = read_row(&txn, &key)?;
+        let row = read_row(&txn, key)?;
         if let Some(ticket) = ticket {
-            self.rows.fill(ticket, key, row.clone().map(Arc::new));
+            self.rows.fill(ticket, key.owned(), row.clone().map(Arc::new));
         }
         Ok(row)
     }
@@ -291,14 +291,14 @@ impl Store for EmbeddedStore {
     }
 
     fn get_each(&self, keys: &[(&TableRef, &str, &[u8])]) -> Result<Vec<Option<Arc<Columns>>>, StoreError> {
-        let keys: Vec<RowKey> = keys.iter().map(|(t, p, c)| (t.physical_name().to_owned(), (*p).to_owned(), c.to_vec())).collect();
+        let keys: Vec<RowKeyRef<'_>> = keys.iter().map(|(t, p, c)| RowKeyRef(t.physical_name(), p, c)).collect();
         if let Some(ticket) = self.rows.begin_read() {
-            let mut rows: Vec<Option<Option<Arc<Columns>>>> = keys.iter().map(|k| self.rows.get(k)).collect();
+            let mut rows: Vec<Option<Option<Arc<Columns>>>> = keys.iter().map(|k| self.rows.get(*k)).collect();
             if rows.iter().any(Option::is_none) {
                 let txn = self.db.begin_read()?;
                 for (key, slot) in keys.iter().zip(&mut rows).filter(|(_, slot)| slot.is_none()) {
-                    let row = read_row(&txn, key)?.map(Arc::new);
-                    self.rows.fill(ticket, key.clone(), row.clone());
+                    let row = read_row(&txn, *key)?.map(Arc::new);
+                    self.rows.fill(ticket, key.owned(), row.clone());
                     *slot = Some(row);
                 }
             }
@@ -309,7 +309,7 @@ impl Store for EmbeddedStore {
             }
         }
         let txn = self.db.begin_read()?;
-        keys.iter().map(|key| Ok(read_row(&txn, key)?.map(Arc::new))).collect()
+        keys.iter().map(|key| Ok(read_row(&txn, *key)?.map(Arc::new))).collect()
     }
 
     fn count(&self, table: &TableRef, partition: &str) -> Result<u64, StoreError> {

@@ -179,6 +179,15 @@ impl<'a> AttachedReader<'a> {
         Ok(row.and_then(|c| c.get("n").and_then(Value::as_int)).unwrap_or(0).max(0) as u64)
     }
 
+    /// How many records each of several listings holds, read at one snapshot, in order.
+    pub fn counts(&self, lists: &[Listing]) -> Result<Vec<u64>, ProjectionError> {
+        let Some(v) = self.version else { return Ok(vec![0; lists.len()]) };
+        let table = sizes(v);
+        let keys: Vec<(&store::TableRef, &str, &[u8])> = lists.iter().map(|l| (&table, l.0.as_str(), &[][..])).collect();
+        let rows = self.store.get_each(&keys)?;
+        Ok(rows.iter().map(|r| r.as_ref().and_then(|c| c.get("n").and_then(Value::as_int)).unwrap_or(0).max(0) as u64).collect())
+    }
+
     /// The first `limit` keys of a set listing ([`super::collections::SetMember`]), in key
     /// order.
     pub fn keys(&self, set: &Listing, limit: usize) -> Result<Vec<String>, ProjectionError> {

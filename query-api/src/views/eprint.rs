@@ -66,27 +66,31 @@ struct Attached {
 const MAX_HISTORY: usize = 50;
 
 fn attached_of(reader: &AttachedReader, uri: &str) -> Result<Attached, ProjectionError> {
-    let count = |kind: Kind| reader.count(&Listing::on_eprint(kind, uri));
+    // Every size in one read; most eprints have no versions or changelogs, and their size
+    // rows say so without a scan.
+    const KINDS: [Kind; 8] =
+        [Kind::Review, Kind::Annotation, Kind::Endorsement, Kind::Tag, Kind::Citation, Kind::RelatedWork, Kind::Version, Kind::Changelog];
+    let mut lists: Vec<Listing> = KINDS.iter().map(|k| Listing::on_eprint(*k, uri)).collect();
+    lists.push(Listing::pointing_at(Kind::Citation, uri));
+    let n = reader.counts(&lists)?;
     let counts = AttachedCounts {
-        reviews: count(Kind::Review)?,
-        annotations: count(Kind::Annotation)?,
-        endorsements: count(Kind::Endorsement)?,
-        tags: count(Kind::Tag)?,
-        citations: count(Kind::Citation)?,
-        related_works: count(Kind::RelatedWork)?,
-        cited_by: reader.count(&Listing::pointing_at(Kind::Citation, uri))?,
+        reviews: n[0],
+        annotations: n[1],
+        endorsements: n[2],
+        tags: n[3],
+        citations: n[4],
+        related_works: n[5],
+        cited_by: n[8],
     };
-    // Most eprints have no versions or changelogs: their size row says so without a scan.
-    let history = |kind: Kind| -> Result<Vec<Value>, ProjectionError> {
-        let list = Listing::on_eprint(kind, uri);
-        if reader.count(&list)? == 0 {
+    let history = |list: &Listing, size: u64| -> Result<Vec<Value>, ProjectionError> {
+        if size == 0 {
             return Ok(Vec::new());
         }
-        let mut items = reader.all(&list, MAX_HISTORY)?;
+        let mut items = reader.all(list, MAX_HISTORY)?;
         items.reverse();
         Ok(items.iter().map(|i| super::attached::view(i, "author")).collect())
     };
-    Ok(Attached { counts, versions: history(Kind::Version)?, changelogs: history(Kind::Changelog)? })
+    Ok(Attached { counts, versions: history(&lists[6], n[6])?, changelogs: history(&lists[7], n[7])? })
 }
 
 /// The eprint detail of `uri` (the `getSubmission` answer).

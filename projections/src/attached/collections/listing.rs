@@ -56,17 +56,26 @@ impl std::fmt::Display for Kind {
 pub struct Listing(pub String);
 
 impl Listing {
+    /// `kind@what:key`, in one allocation of the right size (listings are named per request).
+    fn of(kind: Kind, what: &str, key: &str) -> Listing {
+        let kind = kind.as_str();
+        let mut name = String::with_capacity(kind.len() + what.len() + key.len() + 2);
+        for part in [kind, "@", what, ":", key] {
+            name.push_str(part);
+        }
+        Listing(name)
+    }
     /// Records of `kind` about an eprint.
     pub fn on_eprint(kind: Kind, eprint: &str) -> Listing {
-        Listing(format!("{kind}@eprint:{eprint}"))
+        Listing::of(kind, "eprint", eprint)
     }
     /// Records of `kind` written by an account.
     pub fn by_author(kind: Kind, did: &str) -> Listing {
-        Listing(format!("{kind}@author:{did}"))
+        Listing::of(kind, "author", did)
     }
     /// Replies to a record of `kind`.
     pub fn replies(kind: Kind, parent: &str) -> Listing {
-        Listing(format!("{kind}@parent:{parent}"))
+        Listing::of(kind, "parent", parent)
     }
     /// A sub-listing of `base` (a filter such as a motivation or a page).
     pub fn filtered(base: &Listing, filter: &str) -> Listing {
@@ -74,7 +83,7 @@ impl Listing {
     }
     /// Records of `kind` that point at `target` (a cited eprint, a related work).
     pub fn pointing_at(kind: Kind, target: &str) -> Listing {
-        Listing(format!("{kind}@target:{target}"))
+        Listing::of(kind, "target", target)
     }
     /// Every tag record with a normalized tag.
     pub fn tagged(tag: &str) -> Listing {
