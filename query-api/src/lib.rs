@@ -101,6 +101,7 @@ pub fn app(state: AppState) -> App {
 /// so the layer neither boxes nor allocates per request).
 pub(crate) fn security_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
+    headers.reserve(SECURITY_HEADERS.len());
     for (name, value) in SECURITY_HEADERS {
         headers.insert(HeaderName::from_static(name), HeaderValue::from_static(value));
     }

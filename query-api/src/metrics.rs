@@ -5,14 +5,15 @@
 //! the dead letters). `/metrics` serves the text exposition format; the admin operations
 //! `getPrometheusMetrics` and `getEndpointMetrics` read the same figures.
 
-use std::collections::HashSet;
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use metrics::{Counter, Histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use serde_json::{json, Value};
 use tracing::Instrument;
@@ -42,26 +43,87 @@ pub fn handle() -> &'static PrometheusHandle {
     })
 }
 
-/// The XRPC methods requests are counted under by name: the ones served and the ones the
-/// contract or svc names. [`crate::app`] hands them to [`layer`].
+/// The XRPC methods requests are counted under by name (the ones served and the ones the
+/// contract or svc names), and the counter and histogram handles registered so far.
+/// [`crate::app`] hands them to [`layer`].
 #[derive(Debug, Default)]
-pub struct Operations(HashSet<&'static str>);
+pub struct Operations {
+    /// `/xrpc/{nsid}` by NSID.
+    xrpc: HashMap<&'static str, Box<str>>,
+    /// By operation, then by method and status: the request counter and the duration
+    /// histogram. A request finds its handles with two hash lookups under a read lock
+    /// instead of building and hashing a labelled key per metric.
+    handles: RwLock<HashMap<Box<str>, ByMethodAndStatus>>,
+}
+
+/// The handles of one operation's requests, by method and status.
+type ByMethodAndStatus = HashMap<(&'static str, u16), (Counter, Histogram)>;
 
 impl Operations {
     /// The operations named `nsids`.
     pub fn new(nsids: impl IntoIterator<Item = &'static str>) -> Operations {
-        Operations(nsids.into_iter().collect())
+        Operations { xrpc: nsids.into_iter().map(|n| (n, format!("/xrpc/{n}").into_boxed_str())).collect(), handles: RwLock::default() }
     }
 
-    /// The operation a request is counted under: the XRPC method's NSID when it is one of
+    /// The operation a request is counted under: the XRPC method's path when it is one of
     /// these, the route's template otherwise, `other` for what no route matches (so a
     /// client cannot make up label values).
-    fn of(&self, request: &Request) -> String {
-        let path = request.uri().path();
-        if let Some(nsid) = path.strip_prefix("/xrpc/") {
-            return if self.0.contains(nsid) { path.to_owned() } else { "/xrpc/other".to_owned() };
+    fn of(&self, request: &Request) -> Operation<'_> {
+        if let Some(nsid) = request.uri().path().strip_prefix("/xrpc/") {
+            return Operation::Named(self.xrpc.get(nsid).map_or("/xrpc/other", |p| p));
         }
-        request.extensions().get::<MatchedPath>().map_or_else(|| "other".to_owned(), |m| m.as_str().to_owned())
+        request.extensions().get::<MatchedPath>().map_or(Operation::Named("other"), |m| Operation::Route(m.clone()))
+    }
+
+    /// Counts one answer and records its duration.
+    fn record(&self, method: &'static str, operation: &str, status: u16, seconds: f64) {
+        {
+            let handles = self.handles.read().unwrap_or_else(PoisonError::into_inner);
+            if let Some((counter, histogram)) = handles.get(operation).and_then(|h| h.get(&(method, status))) {
+                counter.increment(1);
+                histogram.record(seconds);
+                return;
+            }
+        }
+        let counter = metrics::counter!(REQUESTS, "method" => method, "path" => operation.to_owned(), "status" => status.to_string());
+        let histogram = metrics::histogram!(DURATION, "method" => method, "path" => operation.to_owned());
+        counter.increment(1);
+        histogram.record(seconds);
+        let mut handles = self.handles.write().unwrap_or_else(PoisonError::into_inner);
+        handles.entry(operation.into()).or_default().insert((method, status), (counter, histogram));
+    }
+}
+
+/// The operation label of a request.
+enum Operation<'a> {
+    Named(&'a str),
+    Route(MatchedPath),
+}
+
+impl Operation<'_> {
+    fn as_str(&self) -> &str {
+        match self {
+            Operation::Named(name) => name,
+            Operation::Route(route) => route.as_str(),
+        }
+    }
+}
+
+/// The method label: the method's name, `other` for an extension method (so a client
+/// cannot make up label values).
+fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        Method::PATCH => "PATCH",
+        Method::CONNECT => "CONNECT",
+        Method::TRACE => "TRACE",
+        _ => "other",
     }
 }
 
@@ -69,15 +131,14 @@ impl Operations {
 /// its method and operation, closed by an event with the status and the duration. The
 /// span costs next to nothing while DEBUG is filtered out for this target.
 pub async fn layer(State(operations): State<Arc<Operations>>, request: Request, next: Next) -> Response {
-    let (method, path) = (request.method().as_str().to_owned(), operations.of(&request));
-    let span = tracing::debug_span!("request", method = %method, operation = %path);
+    let (method, operation) = (method_label(request.method()), operations.of(&request));
+    let span = tracing::debug_span!("request", method, operation = operation.as_str());
     let start = Instant::now();
     let response = next.run(request).instrument(span.clone()).await;
     let elapsed = start.elapsed();
     let status = response.status().as_u16();
     span.in_scope(|| tracing::debug!(status, duration_ms = elapsed.as_secs_f64() * 1000.0, "answered"));
-    metrics::counter!(REQUESTS, "method" => method.clone(), "path" => path.clone(), "status" => status.to_string()).increment(1);
-    metrics::histogram!(DURATION, "method" => method, "path" => path).record(elapsed.as_secs_f64());
+    operations.record(method, operation.as_str(), status, elapsed.as_secs_f64());
     response
 }
 
@@ -229,6 +290,17 @@ pub fn endpoint_metrics(text: &str) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn requests_are_labelled_only_with_values_svc_names() {
+        let ops = Operations::new(["pub.svc.eprint.getSubmission"]);
+        let label = |path: &str| ops.of(&Request::builder().uri(path).body(axum::body::Body::empty()).unwrap()).as_str().to_owned();
+        assert_eq!(label("/xrpc/pub.svc.eprint.getSubmission?uri=x"), "/xrpc/pub.svc.eprint.getSubmission");
+        assert_eq!(label("/xrpc/made.up.method"), "/xrpc/other");
+        assert_eq!(label("/no/route"), "other");
+        assert_eq!(method_label(&axum::http::Method::GET), "GET");
+        assert_eq!(method_label(&axum::http::Method::from_bytes(b"BREW").unwrap()), "other");
+    }
 
     #[test]
     fn percentiles_interpolate_within_buckets_and_errors_are_5xx() {

@@ -68,17 +68,23 @@ async fn answer(
     mut request: Request<Incoming>,
 ) -> Result<Response, Infallible> {
     request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
-    let path = request.uri().path().to_owned();
     let uri_len = request.uri().path_and_query().map_or(0, |p| p.as_str().len());
     if uri_len > limits.max_uri_bytes {
         let error = ApiError::new(
             ErrorCode::UriTooLong,
             format!("the request URI is {uri_len} bytes long; at most {} are accepted", limits.max_uri_bytes),
         );
-        return Ok(crate::security_headers(error_for_path(&path, error)));
+        return Ok(crate::security_headers(error_for_path(request.uri().path(), error)));
     }
-    let request = request.map(axum::body::Body::new);
-    match tokio::time::timeout(limits.request_timeout, app.oneshot(request)).await {
+    let deadline = tokio::time::Instant::now() + limits.request_timeout;
+    let path = request.uri().path().to_owned();
+    let mut answering = std::pin::pin!(app.oneshot(request.map(axum::body::Body::new)));
+    // Most answers are ready at the first poll (a read from the store): they need no timer.
+    // Only a request that waits is given one, due when the request's time is up.
+    if let Poll::Ready(response) = std::future::poll_fn(|cx| Poll::Ready(answering.as_mut().poll(cx))).await {
+        return response;
+    }
+    match tokio::time::timeout_at(deadline, answering).await {
         Ok(response) => response,
         Err(_) => {
             warn!(path, timeout_ms = limits.request_timeout.as_millis() as u64, "request timed out");
@@ -229,7 +235,60 @@ impl<IO: AsyncWrite + Unpin> AsyncWrite for EnvelopeBareErrors<IO> {
 
 #[cfg(test)]
 mod tests {
-    use super::envelope_bare_error;
+    use std::time::{Duration, Instant};
+
+    use axum::response::Response;
+    use axum::routing::get;
+    use axum::Router;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tower::ServiceBuilder;
+    use tower_http::cors::CorsLayer;
+
+    use super::{envelope_bare_error, serve, ServerLimits};
+
+    /// Sends `GET path` on a fresh connection; the answer's status line and body.
+    async fn status_of(addr: std::net::SocketAddr, path: &str) -> String {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream.write_all(format!("GET {path} HTTP/1.1\r\nhost: svc\r\nconnection: close\r\n\r\n").as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.unwrap();
+        answer
+    }
+
+    #[tokio::test]
+    async fn a_request_over_its_time_is_answered_503_and_one_ready_at_once_is_answered() {
+        let router = Router::new()
+            .route("/ready", get(|| async { "ready" }))
+            .route(
+                "/slow",
+                get(|| async {
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                    "late"
+                }),
+            )
+            .route(
+                "/yields",
+                get(|| async {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    "after a wait"
+                }),
+            );
+        let app =
+            ServiceBuilder::new().map_response(crate::security_headers as fn(Response) -> Response).layer(CorsLayer::new()).service(router);
+        let limits = ServerLimits { request_timeout: Duration::from_millis(300), ..ServerLimits::default() };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(serve(listener, app, limits, std::future::pending()));
+        let ready = status_of(addr, "/ready").await;
+        assert!(ready.starts_with("HTTP/1.1 200") && ready.ends_with("ready"), "{ready}");
+        let waited = status_of(addr, "/yields").await;
+        assert!(waited.starts_with("HTTP/1.1 200") && waited.ends_with("after a wait"), "{waited}");
+        let start = Instant::now();
+        let slow = status_of(addr, "/slow").await;
+        assert!(slow.starts_with("HTTP/1.1 503"), "{slow}");
+        assert!(slow.contains("\"error\":\"ServiceUnavailable\""), "{slow}");
+        assert!(start.elapsed() < Duration::from_secs(5), "answered after {:?}", start.elapsed());
+    }
 
     #[test]
     fn bare_errors_of_hyper_get_the_envelope_and_answers_of_svc_do_not() {

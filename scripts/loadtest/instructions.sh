@@ -9,7 +9,7 @@
 # projects it natively, then serves it under callgrind; warms the row cache with one pass
 # over the load test's getSubmission mix (run.sh's 1,000 newest eprints), counts REQUESTS
 # (default 2,000) more requests over one keep-alive connection, and prints instructions per
-# request. The axum hello world (query-api/examples/hello_baseline.rs) is counted the same way.
+# request, and the same for /health/liveness (svc's stack without a read). The axum hello world (query-api/examples/hello_baseline.rs) is counted the same way.
 # Needs valgrind, python3, curl; sends traffic to 127.0.0.1 only.
 # Load tests measure the service, not its rate limiter: limits are off.
 export SVC_RATE_LIMITS=off
@@ -76,5 +76,7 @@ for svc in "$@"; do
   done
   python3 scripts/loadtest/mixes.py "$PORT" "$WORK"
   kill "$PID"; wait "$PID" 2>/dev/null || true
+  echo /health/liveness >"$WORK/live.txt"
+  RUST_LOG=warn count "liveness ($svc)" "$WORK/live.txt" "$svc" up --data-dir "$dir" --listen "127.0.0.1:$PORT"
   RUST_LOG=warn count "getSubmission ($svc)" "$WORK/get.txt" "$svc" up --data-dir "$dir" --listen "127.0.0.1:$PORT"
 done
