@@ -26,9 +26,10 @@ const META_NEXT_OFFSET: &str = "next_offset";
 pub const LOG_FILE: &str = "log.redb";
 
 /// redb's page cache for the log (its default is 1 GiB per database). Readers go through
-/// the log front to back once; caching the pages they passed would only hold memory
-/// (docs/performance.md, "Memory after catch-up").
-const PAGE_CACHE_BYTES: usize = 64 * 1024 * 1024;
+/// the log front to back once; caching the pages they passed would only hold memory: a
+/// catch-up left its 64 MiB full for the life of the process, and 4 MiB seeds and catches
+/// up as fast (docs/performance.md, "Memory after catch-up").
+const PAGE_CACHE_BYTES: usize = 4 * 1024 * 1024;
 
 /// The embedded [`EventLog`]: durable, partitioned, on one redb file.
 pub struct EmbeddedLog {

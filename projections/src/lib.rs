@@ -40,4 +40,4 @@ pub use batch::{BatchEvent, EventBatch};
 pub use error::ProjectionError;
 pub use fanout::{catch_up_all, catch_up_all_reporting};
 pub use projection::{Checkpoints, Projection};
-pub use worker::{catch_up, events_behind, Progress, Worker, WorkerConfig};
+pub use worker::{catch_up, events_behind, Progress, Worker, WorkerConfig, WorkerThreads};

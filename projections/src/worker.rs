@@ -106,6 +106,19 @@ fn appliers(projections: usize) -> Result<rayon::ThreadPool, ProjectionError> {
         .map_err(|e| ProjectionError::Panicked(format!("failed to start the projection threads: {e}")))
 }
 
+/// A handle on the threads of a [`Worker`], which outlive batches (see `appliers`).
+#[derive(Clone)]
+pub struct WorkerThreads(Arc<rayon::ThreadPool>);
+
+impl WorkerThreads {
+    /// Runs `f` once on each of the threads, when each is free, and returns when all have.
+    /// (For what only a thread can do for itself, such as handing its allocator's free
+    /// pages back.)
+    pub fn run_on_each(&self, f: impl Fn() + Sync) {
+        self.0.broadcast(|_| f());
+    }
+}
+
 /// Applies one batch to every projection, each on a thread of the worker's pool; the first
 /// error (a panic becomes [`ProjectionError::Panicked`]).
 fn apply_to_all(projections: &mut [Box<dyn Projection>], batch: &EventBatch) -> Result<(), ProjectionError> {
@@ -165,6 +178,7 @@ pub fn catch_up(log: &dyn EventLog, projection: &mut dyn Projection, batch_size:
 pub struct Worker {
     log: Arc<dyn EventLog>,
     projections: Vec<Box<dyn Projection>>,
+    threads: WorkerThreads,
     config: WorkerConfig,
     progress: Vec<watch::Sender<Progress>>,
     member: Option<GroupMember>,
@@ -172,12 +186,21 @@ pub struct Worker {
 
 impl Worker {
     /// A worker for `projections`.
-    pub fn new(log: Arc<dyn EventLog>, projections: Vec<Box<dyn Projection>>, config: WorkerConfig) -> Worker {
+    ///
+    /// # Errors
+    /// [`ProjectionError::Panicked`] if its threads cannot be started.
+    pub fn new(log: Arc<dyn EventLog>, projections: Vec<Box<dyn Projection>>, config: WorkerConfig) -> Result<Worker, ProjectionError> {
         let progress = projections
             .iter()
             .map(|p| watch::channel(Progress { checkpoints: p.durable_checkpoints().unwrap_or_default(), applied: 0, caught_up: false }).0)
             .collect();
-        Worker { log, projections, config, progress, member: None }
+        let threads = WorkerThreads(Arc::new(appliers(projections.len())?));
+        Ok(Worker { log, projections, threads, config, progress, member: None })
+    }
+
+    /// The threads the worker applies its batches on.
+    pub fn threads(&self) -> WorkerThreads {
+        self.threads.clone()
     }
 
     /// Makes the worker read only the partitions `member` owns, following it as they change.
@@ -197,7 +220,7 @@ impl Worker {
     /// A batch that still fails after the configured attempts stops the worker: its error is
     /// returned, and the durable checkpoints stay before the failed batch.
     pub async fn run(self, cancel: CancellationToken) -> Result<(), ProjectionError> {
-        let Worker { log, mut projections, config, progress, member } = self;
+        let Worker { log, mut projections, threads: WorkerThreads(appliers), config, progress, member } = self;
         let models: Vec<_> = projections.iter().map(|p| p.model()).collect();
         info!(?models, "projection worker started");
         let started_at = Instant::now();
@@ -206,7 +229,6 @@ impl Worker {
         let mut batch_size = config.batch_size;
         let mut owned = member.as_ref().map(GroupMember::changes);
         let mut partitions = all_partitions(log.as_ref());
-        let appliers = Arc::new(appliers(projections.len())?);
         loop {
             let mut appended = log.appended();
             appended.borrow_and_update();
@@ -350,5 +372,15 @@ mod tests {
         projections.push(counting(true));
         let failed = pool.install(|| apply_to_all(&mut projections, &batch));
         assert!(matches!(failed, Err(ProjectionError::Panicked(_))), "{failed:?}");
+    }
+
+    #[test]
+    fn run_on_each_runs_once_on_every_thread_of_the_pool() {
+        let threads = WorkerThreads(Arc::new(appliers(3).unwrap()));
+        let seen = std::sync::Mutex::new(std::collections::HashSet::new());
+        threads.run_on_each(|| {
+            seen.lock().unwrap().insert(std::thread::current().id());
+        });
+        assert_eq!(seen.lock().unwrap().len(), 3);
     }
 }

@@ -6,7 +6,9 @@
 #
 # Seeds a fresh data directory from SEED_FILE, starts `svc up`, waits until readiness
 # answers 200 (every read model complete), waits 10 s more and reads the resident set
-# (VmRSS); then stops it, starts it again on the same data and reads it the same way.
+# (VmRSS); then serves the load test's mixes once (run.sh's 1,000 getSubmission and
+# their searches) and reads it again. Then stops it, starts it again on the same data and
+# does the same.
 # Load tests measure the service, not its rate limiter: limits are off.
 export SVC_RATE_LIMITS=off
 set -euo pipefail
@@ -30,6 +32,15 @@ measure() {
   mb() { awk -v k="$1:" '$1 == k { printf "%.0f", $2 / 1024 }' "/proc/$pid/status"; }
   echo "$label: ready after ${ready} s; 10 s later resident $(mb VmRSS) MB" \
     "(anonymous $(mb RssAnon) MB, mapped files $(mb RssFile) MB), peak $(mb VmHWM) MB"
+  [ -f "$dir/get.txt" ] || python3 "$(dirname "$0")/mixes.py" "$port" "$dir"
+  python3 - "$port" "$dir/get.txt" "$dir/search.txt" <<'PY'
+import http.client, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]))
+for path in [l.strip() for f in sys.argv[2:] for l in open(f) if l.strip()]:
+    c.request("GET", path)
+    c.getresponse().read()
+PY
+  echo "$label: after serving the mixes once, resident $(mb VmRSS) MB (anonymous $(mb RssAnon) MB)"
   kill -TERM "$pid"
   wait "$pid" 2>/dev/null || true
 }

@@ -8,12 +8,12 @@ use std::time::Duration;
 use anyhow::Context as _;
 use eventlog::EventLog;
 use projections::catalog::{Context, FollowActive};
-use projections::{Progress, Projection, Worker, WorkerConfig};
+use projections::{Progress, Projection, Worker, WorkerConfig, WorkerThreads};
 use query_api::{AppState, ServiceIdentity, Shared, SyncSettings};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tracing::{error, info};
+use tracing::{error, info, warn};
 
 use crate::config::{SourceArgs, UpArgs};
 
@@ -30,7 +30,7 @@ pub fn worker(log: Arc<dyn EventLog>, ctx: &Context, models: &[&str], batch_size
     for model in models {
         projections.push(Box::new(FollowActive::open(ctx, model).with_context(|| format!("failed to open projection {model}"))?));
     }
-    Ok(Worker::new(log, projections, WorkerConfig { batch_size, ..WorkerConfig::default() }))
+    Ok(Worker::new(log, projections, WorkerConfig { batch_size, ..WorkerConfig::default() })?)
 }
 
 /// Appends the releases of the letters an earlier svc held back behind a dead letter of
@@ -48,11 +48,13 @@ fn release_held_letters(log: &dyn EventLog, store: &dyn store::Store, models: &[
 pub struct Supervisor {
     cancel: CancellationToken,
     tasks: JoinSet<anyhow::Result<()>>,
+    /// The threads of the workers spawned so far.
+    worker_threads: Vec<WorkerThreads>,
 }
 
 impl Supervisor {
     pub fn new() -> Supervisor {
-        Supervisor { cancel: CancellationToken::new(), tasks: JoinSet::new() }
+        Supervisor { cancel: CancellationToken::new(), tasks: JoinSet::new(), worker_threads: Vec::new() }
     }
 
     /// Runs a task until it ends or the token it is given is cancelled.
@@ -65,6 +67,7 @@ impl Supervisor {
 
     /// Runs a projection worker.
     pub fn spawn_worker(&mut self, worker: Worker) {
+        self.worker_threads.push(worker.threads());
         self.spawn(|token| async move { worker.run(token).await.context("projection worker stopped") });
     }
 
@@ -77,12 +80,18 @@ impl Supervisor {
         }
     }
 
-    /// Once every model of `progress` has first caught up, hands the memory the catch-up
-    /// used (batches, staging maps, index writer buffers, all freed by then) back to the
-    /// operating system, so a node serves with the footprint of a restarted one.
-    pub fn spawn_release_after_catch_up(&mut self, progress: &ProgressFeeds) {
+    /// Once every model of `progress` has first caught up, lets the stores of `ctx` drop
+    /// the caches the catch-up filled and hands the memory the catch-up used (batches,
+    /// staging maps, index writer buffers, cached pages, all freed by then) back to the
+    /// operating system, so a node serves with the footprint of a restarted one. Each
+    /// worker thread hands back its own pages (the allocator's pages are per thread, and a
+    /// block freed by another thread only marks its page): call it after spawning the
+    /// workers.
+    pub fn spawn_release_after_catch_up(&mut self, progress: &ProgressFeeds, ctx: &Context) {
         let feeds = progress.clone();
         let token = self.cancel.clone();
+        let threads = self.worker_threads.clone();
+        let stores = if Arc::ptr_eq(&ctx.store, &ctx.node) { vec![ctx.store.clone()] } else { vec![ctx.store.clone(), ctx.node.clone()] };
         tokio::spawn(async move {
             for (_, mut rx) in feeds {
                 tokio::select! {
@@ -90,7 +99,15 @@ impl Supervisor {
                     done = rx.wait_for(|p| p.caught_up) => if done.is_err() { return },
                 }
             }
-            let _ = tokio::task::spawn_blocking(crate::memory::release_free_memory).await;
+            let _ = tokio::task::spawn_blocking(move || {
+                for store in stores {
+                    if let Err(e) = store.release_caches() {
+                        warn!(error = %e, "could not release the store's caches after the catch-up");
+                    }
+                }
+                crate::memory::release_free_memory(&threads);
+            })
+            .await;
         });
     }
 

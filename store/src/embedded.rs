@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, TableError, TableHandle};
 
+use crate::reopenable::ReopenableDb;
 use crate::row_cache::{RowCache, RowKeyRef};
 use crate::value::{decode_columns, encode_columns};
 use crate::{consumer_name, Batch, Columns, Op, Page, Row, Scan, Store, StoreError, TableRef, VersionState};
@@ -50,7 +51,7 @@ const ROW_CACHE_BYTES: u64 = 64 << 20;
 
 /// The embedded [`Store`] on one redb file.
 pub struct EmbeddedStore {
-    db: Database,
+    db: ReopenableDb,
     /// The active version of every model, as in the `_active` table. redb lets one process
     /// at a time open the file and every change goes through [`Store::set_active_version`],
     /// so this copy is exact; it spares every query a read transaction.
@@ -160,6 +161,11 @@ fn partition_end(partition: &str) -> String {
     format!("{partition}\0")
 }
 
+/// Opens (or creates) the store's file.
+fn open_db(path: &Path) -> Result<Database, StoreError> {
+    Ok(redb::Builder::new().set_cache_size(PAGE_CACHE_BYTES).create(path)?)
+}
+
 impl EmbeddedStore {
     /// Opens the store in `dir`, creating it if needed.
     ///
@@ -167,7 +173,7 @@ impl EmbeddedStore {
     /// [`StoreError::Unavailable`] when the file cannot be opened.
     pub fn open(dir: &Path) -> Result<EmbeddedStore, StoreError> {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::Unavailable(format!("failed to create {}: {e}", dir.display())))?;
-        let db = redb::Builder::new().set_cache_size(PAGE_CACHE_BYTES).create(dir.join(STORE_FILE))?;
+        let db = open_db(&dir.join(STORE_FILE))?;
         let txn = db.begin_write()?;
         txn.open_table(CHECKPOINTS)?;
         txn.open_table(VERSIONS)?;
@@ -181,7 +187,7 @@ impl EmbeddedStore {
         }
         drop(txn);
         Ok(EmbeddedStore {
-            db,
+            db: ReopenableDb::new(db, dir.join(STORE_FILE)),
             active: RwLock::new(active),
             rows: RowCache::new(ROW_CACHE_BYTES),
             last_durable: Mutex::new(Instant::now()),
@@ -195,7 +201,8 @@ impl EmbeddedStore {
     fn write(&self, batch: Batch) -> Result<(), StoreError> {
         // Announced before the transaction, ended (evicting the rows) after its commit.
         let mut write = self.rows.begin_write();
-        let mut txn = self.db.begin_write()?;
+        let db = self.db.get()?;
+        let mut txn = db.begin_write()?;
         let deferred = batch.deferred && !self.live.recent() && self.last_durable.lock().is_ok_and(|at| at.elapsed() < MAX_DEFERRAL);
         if deferred {
             txn.set_durability(Durability::None).map_err(|e| StoreError::Unavailable(format!("cannot defer durability: {e}")))?;
@@ -270,7 +277,8 @@ impl Store for EmbeddedStore {
                 return Ok(row.map(|c| (*c).clone()));
             }
         }
-        let txn = self.db.begin_read()?;
+        let db = self.db.get()?;
+        let txn = db.begin_read()?;
         let row = read_row(&txn, key)?;
         if let Some(ticket) = ticket {
             self.rows.fill(ticket, key.owned(), row.clone().map(Arc::new));
@@ -280,7 +288,8 @@ impl Store for EmbeddedStore {
 
     fn get_many(&self, table: &TableRef, keys: &[(String, Vec<u8>)]) -> Result<Vec<Option<Columns>>, StoreError> {
         let name = table.physical_name();
-        let txn = self.db.begin_read()?;
+        let db = self.db.get()?;
+        let txn = db.begin_read()?;
         let Some(t) = open_rows(&txn, name)? else { return Ok(vec![None; keys.len()]) };
         keys.iter()
             .map(|(p, c)| match t.get((p.as_str(), c.as_slice()))? {
@@ -295,7 +304,8 @@ impl Store for EmbeddedStore {
         if let Some(ticket) = self.rows.begin_read() {
             let mut rows: Vec<Option<Option<Arc<Columns>>>> = keys.iter().map(|k| self.rows.get(*k)).collect();
             if rows.iter().any(Option::is_none) {
-                let txn = self.db.begin_read()?;
+                let db = self.db.get()?;
+                let txn = db.begin_read()?;
                 for (key, slot) in keys.iter().zip(&mut rows).filter(|(_, slot)| slot.is_none()) {
                     let row = read_row(&txn, *key)?.map(Arc::new);
                     self.rows.fill(ticket, key.owned(), row.clone());
@@ -308,13 +318,15 @@ impl Store for EmbeddedStore {
                 return Ok(rows.into_iter().map(Option::unwrap_or_default).collect());
             }
         }
-        let txn = self.db.begin_read()?;
+        let db = self.db.get()?;
+        let txn = db.begin_read()?;
         keys.iter().map(|key| Ok(read_row(&txn, *key)?.map(Arc::new))).collect()
     }
 
     fn count(&self, table: &TableRef, partition: &str) -> Result<u64, StoreError> {
         let name = table.physical_name();
-        let txn = self.db.begin_read()?;
+        let db = self.db.get()?;
+        let txn = db.begin_read()?;
         let Some(t) = open_rows(&txn, name)? else { return Ok(0) };
         let end = partition_end(partition);
         let empty: &[u8] = &[];
@@ -329,7 +341,8 @@ impl Store for EmbeddedStore {
 
     fn scan(&self, table: &TableRef, partition: &str, scan: &Scan) -> Result<Page, StoreError> {
         let name = table.physical_name();
-        let txn = self.db.begin_read()?;
+        let db = self.db.get()?;
+        let txn = db.begin_read()?;
         let Some(t) = open_rows(&txn, name)? else { return Ok(Page { rows: Vec::new(), next: None }) };
         let end = partition_end(partition);
         let empty: &[u8] = &[];
@@ -379,13 +392,14 @@ impl Store for EmbeddedStore {
 
     /// A durable commit makes the non-durable ones before it durable too.
     fn sync(&self) -> Result<(), StoreError> {
-        self.db.begin_write()?.commit()?;
+        self.db.get()?.begin_write()?.commit()?;
         self.made_durable();
         Ok(())
     }
 
     fn checkpoints(&self, consumer: &str) -> Result<BTreeMap<u32, u64>, StoreError> {
-        let txn = self.db.begin_read()?;
+        let db = self.db.get()?;
+        let txn = db.begin_read()?;
         let t = txn.open_table(CHECKPOINTS)?;
         let mut out = BTreeMap::new();
         for entry in t.range((consumer, 0u32)..=(consumer, u32::MAX))? {
@@ -400,7 +414,8 @@ impl Store for EmbeddedStore {
     }
 
     fn versions(&self, model: &str) -> Result<BTreeMap<u32, VersionState>, StoreError> {
-        let txn = self.db.begin_read()?;
+        let db = self.db.get()?;
+        let txn = db.begin_read()?;
         let t = txn.open_table(VERSIONS)?;
         let mut out = BTreeMap::new();
         for entry in t.range((model, 0u32)..=(model, u32::MAX))? {
@@ -413,7 +428,8 @@ impl Store for EmbeddedStore {
     }
 
     fn create_version(&self, model: &str) -> Result<u32, StoreError> {
-        let txn = self.db.begin_write()?;
+        let db = self.db.get()?;
+        let txn = db.begin_write()?;
         let version = {
             let mut t = txn.open_table(VERSIONS)?;
             let last = t.range((model, 0u32)..=(model, u32::MAX))?.next_back().transpose()?.map(|(k, _)| k.value().1);
@@ -428,7 +444,8 @@ impl Store for EmbeddedStore {
     fn set_active_version(&self, model: &str, version: u32) -> Result<(), StoreError> {
         // Held across the commit, so that no reader sees the copy disagree with the file.
         let mut cached = self.active.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let txn = self.db.begin_write()?;
+        let db = self.db.get()?;
+        let txn = db.begin_write()?;
         {
             let mut versions = txn.open_table(VERSIONS)?;
             if versions.get((model, version))?.and_then(|code| state_from(code.value())).is_none() {
@@ -449,7 +466,8 @@ impl Store for EmbeddedStore {
     fn drop_version(&self, model: &str, version: u32, tables: &[&str]) -> Result<(), StoreError> {
         let mut write = self.rows.begin_write();
         write.touch_all();
-        let txn = self.db.begin_write()?;
+        let db = self.db.get()?;
+        let txn = db.begin_write()?;
         {
             for name in tables {
                 let physical = TableRef::new(model, version, name).physical_name().to_owned();
@@ -467,8 +485,16 @@ impl Store for EmbeddedStore {
         Ok(())
     }
 
+    /// Reopens the file, which empties redb's page cache, and empties the row cache.
+    fn release_caches(&self) -> Result<(), StoreError> {
+        let mut write = self.rows.begin_write();
+        write.touch_all();
+        self.db.reopen(open_db)
+    }
+
     fn check(&self) -> Result<(), StoreError> {
-        let txn = self.db.begin_read()?;
+        let db = self.db.get()?;
+        let txn = db.begin_read()?;
         let t = txn.open_table(ACTIVE)?;
         let _ = t.name();
         Ok(())
@@ -503,6 +529,51 @@ mod tests {
         let store = EmbeddedStore::open(dir.path()).unwrap();
         assert_eq!(store.get(&t, "p", &[]).unwrap(), Some(columns));
         assert_eq!(store.checkpoints("m.v1").unwrap(), BTreeMap::from([(0, 2)]));
+    }
+
+    #[test]
+    fn releasing_the_caches_keeps_every_answer_while_reads_and_writes_go_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(EmbeddedStore::open(dir.path()).unwrap());
+        let t = TableRef::new("m", 1, "t");
+        let mut batch = Batch::default();
+        for i in 0..100 {
+            batch.put(&t, &format!("p{i}"), Vec::new(), n(i), 1);
+        }
+        store.apply(batch).unwrap();
+        let keys: Vec<String> = (0..100).map(|i| format!("p{i}")).collect();
+        let read_all = |store: &EmbeddedStore| -> Vec<Option<Arc<Columns>>> {
+            let keys: Vec<(&TableRef, &str, &[u8])> = keys.iter().map(|k| (&t, k.as_str(), &[][..])).collect();
+            store.get_each(&keys).unwrap()
+        };
+        let before = read_all(&store);
+        // Readers and a writer keep going while the caches are released, again and again.
+        let busy = std::sync::atomic::AtomicBool::new(true);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while busy.load(std::sync::atomic::Ordering::Relaxed) {
+                    assert_eq!(read_all(&store), before);
+                }
+            });
+            s.spawn(|| {
+                let mut i = 0;
+                while busy.load(std::sync::atomic::Ordering::Relaxed) {
+                    let mut batch = Batch::default();
+                    batch.put(&t, "writes", Vec::new(), n(i), 1);
+                    store.apply(batch).unwrap();
+                    i += 1;
+                }
+            });
+            for _ in 0..20 {
+                store.release_caches().unwrap();
+            }
+            busy.store(false, std::sync::atomic::Ordering::Relaxed);
+        });
+        assert_eq!(read_all(&store), before);
+        let mut batch = Batch::default();
+        batch.put(&t, "after", Vec::new(), n(1), 1);
+        store.apply(batch).unwrap();
+        assert_eq!(store.get(&t, "after", &[]).unwrap(), Some(n(1)));
     }
 
     fn n(value: i64) -> Columns {

@@ -32,6 +32,7 @@
 mod batch;
 mod embedded;
 mod error;
+mod reopenable;
 mod row_cache;
 mod scylla;
 pub mod test_suite;
@@ -221,6 +222,12 @@ pub trait Store: Send + Sync {
 
     /// Checks that the store can serve reads (for readiness probes).
     fn check(&self) -> Result<(), StoreError>;
+
+    /// Lets go of the memory caches hold after bulk work (a catch-up), as a freshly opened
+    /// store holds none. Reads and writes wait while it runs; answers stay the same.
+    fn release_caches(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 
     /// The backend's name (`embedded`, `scylladb`), for health reports.
     fn backend(&self) -> &'static str;

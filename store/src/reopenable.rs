@@ -1,0 +1,59 @@
+//! A redb database that can be closed and opened again while the process runs: the only way
+//! to empty redb's page cache, which a catch-up fills with pages nobody will read again.
+
+use std::ops::Deref;
+use std::path::{Path, PathBuf};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard};
+
+use redb::Database;
+
+use crate::StoreError;
+
+/// The database, behind a lock every transaction holds a read guard of for its life, so
+/// that [`ReopenableDb::reopen`] closes it with no transaction open.
+pub(crate) struct ReopenableDb {
+    path: PathBuf,
+    /// `None` only if opening it again failed.
+    db: RwLock<Option<Database>>,
+}
+
+/// The open database; hold it for as long as a transaction begun from it lives.
+pub(crate) struct DbGuard<'a>(RwLockReadGuard<'a, Option<Database>>);
+
+impl Deref for DbGuard<'_> {
+    type Target = Database;
+
+    fn deref(&self) -> &Database {
+        self.0.as_ref().expect("a guard is only made over an open database")
+    }
+}
+
+impl ReopenableDb {
+    /// `db`, opened from `path`.
+    pub fn new(db: Database, path: PathBuf) -> ReopenableDb {
+        ReopenableDb { path, db: RwLock::new(Some(db)) }
+    }
+
+    /// The open database.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] if opening it again failed.
+    pub fn get(&self) -> Result<DbGuard<'_>, StoreError> {
+        let guard = self.db.read().unwrap_or_else(PoisonError::into_inner);
+        if guard.is_none() {
+            return Err(StoreError::Unavailable(format!("{} could not be opened again", self.path.display())));
+        }
+        Ok(DbGuard(guard))
+    }
+
+    /// Closes the database once no transaction is open (new ones wait), then opens it
+    /// again with `open`.
+    pub fn reopen(&self, open: fn(&Path) -> Result<Database, StoreError>) -> Result<(), StoreError> {
+        let mut db = self.db.write().unwrap_or_else(PoisonError::into_inner);
+        if let Some(open_db) = db.take() {
+            open_db.close().map_err(|e| StoreError::Unavailable(format!("could not close {}: {e}", self.path.display())))?;
+        }
+        *db = Some(open(&self.path)?);
+        Ok(())
+    }
+}
