@@ -127,8 +127,11 @@ fn apply_to_all(projections: &mut [Box<dyn Projection>], batch: &EventBatch) -> 
         .par_iter_mut()
         .with_max_len(1)
         .map(|p| {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| p.apply_batch(batch)))
-                .unwrap_or_else(|_| Err(ProjectionError::Panicked("projection thread panicked".into())))
+            let started = Instant::now();
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| p.apply_batch(batch)))
+                .unwrap_or_else(|_| Err(ProjectionError::Panicked("projection thread panicked".into())));
+            tracing::trace!(model = p.model(), events = batch.len(), elapsed_ms = started.elapsed().as_millis() as u64, "applied a batch to a model");
+            result
         })
         .collect();
     results.into_iter().collect()

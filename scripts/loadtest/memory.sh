@@ -2,7 +2,7 @@
 # Resident memory of `svc up` right after its first catch-up from zero, and of a restarted
 # process serving the same data (docs/performance.md, "Memory after catch-up").
 #
-#   scripts/loadtest/memory.sh SVC_BIN SEED_FILE
+#   scripts/loadtest/memory.sh SVC_BIN SEED_FILE     (env: SEED_ARGS, e.g. --social)
 #
 # Seeds a fresh data directory from SEED_FILE, starts `svc up`, waits until readiness
 # answers 200 (every read model complete), waits 10 s more and reads the resident set
@@ -17,7 +17,7 @@ seed=${2:?usage: memory.sh SVC_BIN SEED_FILE}
 dir=$(mktemp -d)
 trap 'kill $pid 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
 port=${PORT:-3931}
-"$bin" seed --data-dir "$dir/data" "$seed" >/dev/null 2>&1
+"$bin" seed --data-dir "$dir/data" ${SEED_ARGS:-} "$seed" >/dev/null 2>&1
 
 measure() {
   local label=$1 started
