@@ -130,7 +130,12 @@ fn apply_to_all(projections: &mut [Box<dyn Projection>], batch: &EventBatch) -> 
             let started = Instant::now();
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| p.apply_batch(batch)))
                 .unwrap_or_else(|_| Err(ProjectionError::Panicked("projection thread panicked".into())));
-            tracing::trace!(model = p.model(), events = batch.len(), elapsed_ms = started.elapsed().as_millis() as u64, "applied a batch to a model");
+            tracing::trace!(
+                model = p.model(),
+                events = batch.len(),
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "applied a batch to a model"
+            );
             result
         })
         .collect();
