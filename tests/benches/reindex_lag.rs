@@ -3,7 +3,8 @@
 //! backend over a seeded data directory, submissions written one after another, each polled
 //! (every 2 ms) on `getSubmission` until it answers 200; then `admin.triggerFullReindex`,
 //! and the same writes until the reindex has ended. Prints p50, p90 and max of each and
-//! their ratio (docs/performance.md, "Reindex").
+//! their ratio (docs/performance.md, "Reindex"), and the resident set before the reindex and
+//! 10 s after it.
 //!
 //! `SVC_BIN=target/release/svc cargo bench -p tests --bench reindex_lag`; `LAG_PAPERS`: a
 //! JSON-lines file (gzip or plain) to seed, default the committed sample;
@@ -86,6 +87,7 @@ async fn main() -> anyhow::Result<()> {
     for i in 0..writes {
         before.push(probe(&pds, &svc, &alice, 100 + i).await?);
     }
+    let resident_before = svc.resident_mb();
     let (status, started) = svc.post("/xrpc/pub.svc.admin.triggerFullReindex", Some(&token), &json!({})).await?;
     anyhow::ensure!(status == 200, "triggerFullReindex: {started}");
     let id = started["operationId"].as_str().unwrap_or_default().to_owned();
@@ -107,5 +109,7 @@ async fn main() -> anyhow::Result<()> {
     println!("write lag before the reindex ({} writes), ms: p50 {b50:.1}  p90 {b90:.1}  max {bmax:.1}", before.len());
     println!("write lag during the reindex ({} writes over {reindex:.1} s), ms: p50 {d50:.1}  p90 {d90:.1}  max {dmax:.1}", during.len());
     println!("during / before: p50 {:.2}×  p90 {:.2}×  max {:.2}×", d50 / b50, d90 / b90, dmax / bmax);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    println!("resident before the reindex {resident_before:?} MB, 10 s after it ended {:?} MB", svc.resident_mb());
     Ok(())
 }

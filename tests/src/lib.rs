@@ -323,6 +323,13 @@ impl Service {
         Ok((r.status().as_u16(), r.bytes().await?.to_vec()))
     }
 
+    /// Its resident set in MB (`VmRSS`; Linux).
+    pub fn resident_mb(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        let kb: u64 = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?.trim().trim_end_matches("kB").trim().parse().ok()?;
+        Some(kb / 1024)
+    }
+
     /// Kills the process at once (SIGKILL), as a crash would.
     pub fn kill9(mut self) {
         let _ = self.child.kill();

@@ -360,14 +360,6 @@ impl Runner {
                 }
                 !me.cancel_requested()
             });
-            // What the rebuild cached (its pages, its rows) would stay for the process's
-            // life: let it go, as after the first catch-up.
-            let node = (!std::sync::Arc::ptr_eq(&ctx.store, &ctx.node)).then_some(&ctx.node);
-            for store in std::iter::once(&ctx.store).chain(node) {
-                if let Err(e) = store.release_caches() {
-                    warn!(error = %e, "could not release the store's caches after the reindex");
-                }
-            }
             match result {
                 Ok(_) => Ok(Stopped::Done),
                 Err(replay::ReplayError::Projection { source: projections::ProjectionError::Cancelled, .. }) => Ok(Stopped::Cancelled),
