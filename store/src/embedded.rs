@@ -83,18 +83,25 @@ const MAX_YIELD: Duration = Duration::from_millis(500);
 impl LivePriority {
     /// Runs a live batch's `write`, counted as pending meanwhile.
     fn live<T>(&self, write: impl FnOnce() -> T) -> T {
+        /// Ends the pending live batch however its write ends (a panic included, which the
+        /// worker catches: a count left up would hold every later deferred batch back).
+        struct Pending<'a>(&'a LivePriority);
+        impl Drop for Pending<'_> {
+            fn drop(&mut self) {
+                if let Ok(mut n) = self.0.pending.lock() {
+                    *n -= 1;
+                }
+                if let Ok(mut last) = self.0.last.lock() {
+                    *last = Some(Instant::now());
+                }
+                self.0.done.notify_all();
+            }
+        }
         if let Ok(mut n) = self.pending.lock() {
             *n += 1;
         }
-        let out = write();
-        if let Ok(mut n) = self.pending.lock() {
-            *n -= 1;
-        }
-        if let Ok(mut last) = self.last.lock() {
-            *last = Some(Instant::now());
-        }
-        self.done.notify_all();
-        out
+        let _pending = Pending(self);
+        write()
     }
 
     /// Whether a live batch was written within [`LIVE_WINDOW`].
@@ -529,6 +536,17 @@ mod tests {
         let store = EmbeddedStore::open(dir.path()).unwrap();
         assert_eq!(store.get(&t, "p", &[]).unwrap(), Some(columns));
         assert_eq!(store.checkpoints("m.v1").unwrap(), BTreeMap::from([(0, 2)]));
+    }
+
+    #[test]
+    fn a_live_write_that_panics_does_not_hold_deferred_batches_back() {
+        let live = LivePriority::default();
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| live.live(|| panic!("a bug in a write"))));
+        assert!(panicked.is_err());
+        assert_eq!(*live.pending.lock().unwrap(), 0);
+        let waited = Instant::now();
+        live.yield_to_live();
+        assert!(waited.elapsed() < MAX_YIELD, "a deferred batch waited {:?}", waited.elapsed());
     }
 
     #[test]

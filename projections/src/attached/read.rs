@@ -174,9 +174,7 @@ impl<'a> AttachedReader<'a> {
 
     /// How many records a listing holds.
     pub fn count(&self, list: &Listing) -> Result<u64, ProjectionError> {
-        let Some(v) = self.version else { return Ok(0) };
-        let row = self.store.get(&sizes(v), &list.0, &[])?;
-        Ok(row.and_then(|c| c.get("n").and_then(Value::as_int)).unwrap_or(0).max(0) as u64)
+        Ok(self.counts(std::slice::from_ref(list))?[0])
     }
 
     /// How many records each of several listings holds, read at one snapshot, in order.

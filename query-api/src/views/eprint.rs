@@ -72,16 +72,12 @@ fn attached_of(reader: &AttachedReader, uri: &str) -> Result<Attached, Projectio
         [Kind::Review, Kind::Annotation, Kind::Endorsement, Kind::Tag, Kind::Citation, Kind::RelatedWork, Kind::Version, Kind::Changelog];
     let mut lists: Vec<Listing> = KINDS.iter().map(|k| Listing::on_eprint(*k, uri)).collect();
     lists.push(Listing::pointing_at(Kind::Citation, uri));
-    let n = reader.counts(&lists)?;
-    let counts = AttachedCounts {
-        reviews: n[0],
-        annotations: n[1],
-        endorsements: n[2],
-        tags: n[3],
-        citations: n[4],
-        related_works: n[5],
-        cited_by: n[8],
+    let Ok([reviews, annotations, endorsements, tags, citations, related_works, versions, changelogs, cited_by]) =
+        <[u64; 9]>::try_from(reader.counts(&lists)?)
+    else {
+        unreachable!("one count per listing")
     };
+    let counts = AttachedCounts { reviews, annotations, endorsements, tags, citations, related_works, cited_by };
     let history = |list: &Listing, size: u64| -> Result<Vec<Value>, ProjectionError> {
         if size == 0 {
             return Ok(Vec::new());
@@ -90,7 +86,7 @@ fn attached_of(reader: &AttachedReader, uri: &str) -> Result<Attached, Projectio
         items.reverse();
         Ok(items.iter().map(|i| super::attached::view(i, "author")).collect())
     };
-    Ok(Attached { counts, versions: history(&lists[6], n[6])?, changelogs: history(&lists[7], n[7])? })
+    Ok(Attached { counts, versions: history(&lists[6], versions)?, changelogs: history(&lists[7], changelogs)? })
 }
 
 /// The eprint detail of `uri` (the `getSubmission` answer).
