@@ -25,7 +25,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::events::{
-    AccessChange, AccountChange, AdminCommand, BacklinkChange, IdentityChange, RecordDelete, RecordWrite, Rejected, UserCommand,
+    AccessChange, AccountChange, AdminCommand, BacklinkChange, IdentityChange, RecordDelete, RecordWrite, Rejected, UsageEvent, UserCommand,
 };
 use crate::{CodecError, Envelope, EventKind, NewEvent, Payload, Position, Source, CURRENT_SCHEMA_VERSION};
 
@@ -103,6 +103,7 @@ impl<'de> Deserialize<'de> for StoredRead {
                                 Some(EventKind::Access) => PayloadRead::Current(Payload::Access(map.next_value()?)),
                                 Some(EventKind::Admin) => PayloadRead::Current(Payload::Admin(map.next_value()?)),
                                 Some(EventKind::User) => PayloadRead::Current(Payload::User(map.next_value()?)),
+                                Some(EventKind::Usage) => PayloadRead::Current(Payload::Usage(map.next_value()?)),
                                 None => PayloadRead::Raw(map.next_value()?),
                             });
                         }
@@ -200,6 +201,7 @@ fn decode_v1(kind: &str, payload: ciborium::Value) -> Result<Payload, CodecError
         EventKind::Access => Payload::Access(de::<AccessChange>(payload)?),
         EventKind::Admin => Payload::Admin(de::<AdminCommand>(payload)?),
         EventKind::User => Payload::User(de::<UserCommand>(payload)?),
+        EventKind::Usage => Payload::Usage(de::<UsageEvent>(payload)?),
     })
 }
 
@@ -261,6 +263,16 @@ mod tests {
                     status: Some(AccountStatus::Other("throttled".into())),
                 }),
             ),
+            NewEvent {
+                key: "at://did:plc:aaaa/pub.svc.eprint.submission/3k".into(),
+                source: src.clone(),
+                payload: Payload::Usage(crate::UsageEvent {
+                    viewer: "0f".repeat(16),
+                    robot: false,
+                    uri: "at://did:plc:aaaa/pub.svc.eprint.submission/3k".into(),
+                    action: crate::UsageAction::SearchClick { impression_id: Some("i1".into()), query: None, position: 2 },
+                }),
+            },
         ]
     }
 

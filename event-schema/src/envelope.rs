@@ -94,11 +94,13 @@ pub enum EventKind {
     Admin,
     /// A signed-in user's own action through the API.
     User,
+    /// A reader's use of an eprint, recorded through the API.
+    Usage,
 }
 
 impl EventKind {
     /// Every kind, in a stable order.
-    pub const ALL: [EventKind; 10] = [
+    pub const ALL: [EventKind; 11] = [
         EventKind::RecordCreate,
         EventKind::RecordUpdate,
         EventKind::RecordDelete,
@@ -109,6 +111,7 @@ impl EventKind {
         EventKind::Access,
         EventKind::Admin,
         EventKind::User,
+        EventKind::Usage,
     ];
 
     /// The kind's name on the wire and in the JSON view.
@@ -124,6 +127,7 @@ impl EventKind {
             EventKind::Access => "command.access",
             EventKind::Admin => "command.admin",
             EventKind::User => "command.user",
+            EventKind::Usage => "command.usage",
         }
     }
 

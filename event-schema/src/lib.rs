@@ -25,7 +25,7 @@ pub use envelope::{Envelope, EventKind, NewEvent, Position, Source};
 pub use error::{ClassifiedError, CodecError, ErrorClass};
 pub use events::{
     AccessAction, AccessChange, AccountChange, AccountStatus, AdminAction, AdminCommand, BacklinkChange, IdentityChange, OnceProof,
-    Payload, RecordDelete, RecordWrite, Rejected, UserAction, UserCommand, OPERATIONS_KEY,
+    Payload, RecordDelete, RecordWrite, Rejected, UsageAction, UsageEvent, UserAction, UserCommand, OPERATIONS_KEY,
 };
 
 /// The schema version this build writes.

@@ -23,6 +23,7 @@ use crate::attached::{self, AttachedProjection};
 use crate::eprints::{self, EprintsProjection};
 use crate::inbox::{self, InboxProjection};
 use crate::search::{self, SearchIndexes, SearchProjection};
+use crate::usage::{self, UsageProjection};
 use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
 
 /// Where a read model lives.
@@ -64,6 +65,7 @@ pub const CATALOG: &[ModelSpec] = &[
     // 2: take-downs and reports kept as violations.
     ModelSpec { name: admin::MODEL, place: Place::Shared, tables: admin::TABLES, open: open_admin, format: 2 },
     ModelSpec { name: inbox::MODEL, place: Place::Shared, tables: inbox::TABLES, open: open_inbox, format: 1 },
+    ModelSpec { name: usage::MODEL, place: Place::Shared, tables: usage::TABLES, open: open_usage, format: 1 },
     // 2: documents carry their eprint's citation count.
     ModelSpec { name: search::MODEL, place: Place::Node, tables: search::TABLES, open: open_search, format: 3 },
 ];
@@ -86,6 +88,10 @@ fn open_admin(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Project
 
 fn open_inbox(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
     Ok(Box::new(InboxProjection::new(ctx.store.clone(), ctx.lexicons.clone(), version, mode)))
+}
+
+fn open_usage(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
+    Ok(Box::new(UsageProjection::new(ctx.store.clone(), ctx.lexicons.clone(), version, mode)))
 }
 
 fn open_search(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {

@@ -12,6 +12,8 @@
 //!   and the other records attached to eprints and accounts, in the store.
 //! - [`access::AccessProjection`]: roles, sessions, second factors and the audit trail.
 //! - [`admin::AdminProjection`]: backfill operations, event sources, repository hosts.
+//! - [`inbox::InboxProjection`]: per account, the reviews and endorsements on its papers.
+//! - [`usage::UsageProjection`]: views, downloads and trending, by COUNTER's rules.
 //! - [`search::SearchProjection`]: the tantivy full-text index.
 //!
 //! Every read model is versioned: a rebuild builds version N+1 beside N (see the `replay`
@@ -34,6 +36,7 @@ pub mod rows;
 pub mod search;
 mod staged;
 pub mod submission;
+pub mod usage;
 mod worker;
 
 pub use batch::{BatchEvent, EventBatch};

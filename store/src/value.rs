@@ -39,6 +39,15 @@ impl Value {
         }
     }
 
+    /// The number, if this is a float (or an integer) value.
+    pub fn as_float(&self) -> Option<f64> {
+        match self {
+            Value::Float(f) => Some(*f),
+            Value::Int(i) => Some(*i as f64),
+            _ => None,
+        }
+    }
+
     /// The boolean, if this is a boolean value.
     pub fn as_bool(&self) -> Option<bool> {
         match self {

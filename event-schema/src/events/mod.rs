@@ -7,6 +7,7 @@ mod backlink;
 mod identity;
 mod record;
 mod rejected;
+mod usage;
 mod user;
 
 pub use access::{AccessAction, AccessChange, OnceProof};
@@ -16,6 +17,7 @@ pub use backlink::BacklinkChange;
 pub use identity::IdentityChange;
 pub use record::{RecordDelete, RecordWrite};
 pub use rejected::Rejected;
+pub use usage::{UsageAction, UsageEvent};
 pub use user::{UserAction, UserCommand};
 
 use serde::Serialize;
@@ -46,6 +48,8 @@ pub enum Payload {
     Admin(AdminCommand),
     /// A signed-in user's own action through the API (a command).
     User(UserCommand),
+    /// A reader's use of an eprint: a view, a download, a search click (a command).
+    Usage(UsageEvent),
 }
 
 impl Payload {
@@ -62,6 +66,7 @@ impl Payload {
             Payload::Access(_) => EventKind::Access,
             Payload::Admin(_) => EventKind::Admin,
             Payload::User(_) => EventKind::User,
+            Payload::Usage(_) => EventKind::Usage,
         }
     }
 
@@ -77,6 +82,8 @@ impl Payload {
             Payload::Access(a) => &a.subject,
             Payload::Admin(a) => &a.actor,
             Payload::User(u) => &u.caller,
+            // The repository of the eprint used.
+            Payload::Usage(u) => u.uri.strip_prefix("at://").and_then(|r| r.split('/').next()).unwrap_or_default(),
         }
     }
 }

@@ -243,7 +243,12 @@ impl Projection for EprintsProjection {
                     }
                 }
                 Payload::RecordDelete(d) if d.collection == PROFILE && d.rkey == "self" => self.profile(&mut st, &d.did, None, position)?,
-                Payload::RecordCreate(_) | Payload::RecordUpdate(_) | Payload::Backlink(_) | Payload::Access(_) | Payload::User(_) => {}
+                Payload::RecordCreate(_)
+                | Payload::RecordUpdate(_)
+                | Payload::Backlink(_)
+                | Payload::Access(_)
+                | Payload::User(_)
+                | Payload::Usage(_) => {}
                 Payload::Admin(AdminCommand { action, .. }) => {
                     self.parking().release(&mut st, event.envelope)?;
                     if let AdminAction::ContentDeleted { uri, collection, .. } = action {

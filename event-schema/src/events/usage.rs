@@ -1,0 +1,78 @@
+use serde::{Deserialize, Serialize};
+
+/// A reader's use of an eprint, recorded through the API (`pub.svc.metrics.record*`, a
+/// command): a view, a download, a click or download from a search's results, or the time
+/// spent on a result. Keyed by the eprint's URI, so the uses of one eprint are applied in
+/// order (the 30-second double-click rule compares neighbours).
+///
+/// The viewer is a pseudonym: a keyed hash of the caller's DID, or of an anonymous
+/// client's address and user agent (COUNTER's session identity), never either itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageEvent {
+    /// The viewer's pseudonym (32 hex digits).
+    pub viewer: String,
+    /// Whether the client's user agent is on the COUNTER-Robots list: the use is kept in
+    /// the log but not counted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub robot: bool,
+    /// The eprint used.
+    pub uri: String,
+    /// What the viewer did.
+    pub action: UsageAction,
+}
+
+/// The actions of [`UsageEvent`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum UsageAction {
+    /// `recordView`: the eprint's page was shown.
+    View {
+        /// Where the viewer came from, as the client says (`search`, `feed`…).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        source: Option<String>,
+    },
+    /// `recordDownload`: the eprint's document was downloaded.
+    Download {
+        /// The document's format (a `pub.svc.defs#documentFormat` value).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        format: Option<String>,
+    },
+    /// `recordSearchClick`: a search result was opened.
+    SearchClick {
+        /// The displayed result list, when the client names it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        impression_id: Option<String>,
+        /// The query, when the client sends it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        query: Option<String>,
+        /// The result's position in the list (0 is the first).
+        position: u32,
+    },
+    /// `recordSearchDownload`: a search result's document was downloaded from the list.
+    SearchDownload {
+        /// The displayed result list.
+        impression_id: String,
+    },
+    /// `recordDwellTime`: how long the viewer stayed on the eprint.
+    DwellTime {
+        /// The displayed result list the eprint was opened from, when the client names it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        impression_id: Option<String>,
+        /// Milliseconds.
+        duration_ms: u64,
+    },
+}
+
+impl UsageAction {
+    /// The action's name in the log (`view`, `download`…).
+    pub fn name(&self) -> &'static str {
+        match self {
+            UsageAction::View { .. } => "view",
+            UsageAction::Download { .. } => "download",
+            UsageAction::SearchClick { .. } => "searchClick",
+            UsageAction::SearchDownload { .. } => "searchDownload",
+            UsageAction::DwellTime { .. } => "dwellTime",
+        }
+    }
+}

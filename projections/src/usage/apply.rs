@@ -1,0 +1,227 @@
+//! Applying events to the usage read model.
+
+use std::sync::Arc;
+
+use event_schema::{AdminAction, AdminCommand, Payload, UsageAction, UsageEvent};
+use lexicons::{Lexicons, SUBMISSION};
+use serde::{Deserialize, Serialize};
+use store::{consumer_name, Columns, Store, Value};
+
+use super::sketch::Viewers;
+use super::{day_key, day_of, history_key, ln_add, ranking_key, ranking_partition, table, Window, DOUBLE_CLICK_MICROS, MODEL};
+use crate::catalog::Mode;
+use crate::rows::{is_stale, text, TAKEN_DOWN_REV};
+use crate::staged::Staged;
+use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
+
+/// Builds the usage read model (see the [module docs](super)).
+pub struct UsageProjection {
+    store: Arc<dyn Store>,
+    lexicons: Arc<Lexicons>,
+    version: u32,
+    /// Rebuild mode: batches are made durable together when the projection is flushed.
+    defer_durability: bool,
+}
+
+/// One use of the last 30 s: who, what, when (µs).
+#[derive(Serialize, Deserialize)]
+struct Recent(String, String, i64);
+
+/// What a use adds to an eprint's totals.
+enum Counted {
+    View,
+    Download,
+    /// Counted in its own total only (`searchClicks`, `dwells`…), not in the score.
+    Other,
+}
+
+fn int(c: &Columns, k: &str) -> i64 {
+    c.get(k).and_then(Value::as_int).unwrap_or(0)
+}
+
+fn float(c: &Columns, k: &str) -> f64 {
+    c.get(k).and_then(Value::as_float).unwrap_or(f64::NEG_INFINITY)
+}
+
+fn add(c: &mut Columns, k: &str, by: i64) {
+    let n = int(c, k);
+    c.insert(k.to_owned(), Value::Int(n + by));
+}
+
+fn fields_of(c: &Columns) -> Vec<String> {
+    text(c, "fields").and_then(|f| serde_json::from_str(&f).ok()).unwrap_or_default()
+}
+
+/// Whether an eprint holds a place in the rankings: indexed, and used at least once.
+fn ranked(c: &Columns) -> bool {
+    c.get("live").and_then(Value::as_bool) == Some(true) && float(c, Window::Month.column()).is_finite()
+}
+
+impl UsageProjection {
+    /// A projection that builds `version` of the model in `store`.
+    pub fn new(store: Arc<dyn Store>, lexicons: Arc<Lexicons>, version: u32, mode: Mode) -> UsageProjection {
+        UsageProjection { store, lexicons, version, defer_durability: mode == Mode::Rebuild }
+    }
+
+    fn paper(&self, st: &mut Staged, uri: &str) -> Result<Columns, ProjectionError> {
+        Ok(st.get(self.store.as_ref(), &table(self.version, "papers"), uri, &[])?.unwrap_or_default())
+    }
+
+    /// Takes the eprint out of the rankings (`by` false) or puts it in (`by` true), as `c` says.
+    fn rank(&self, st: &mut Staged, uri: &str, c: &Columns, put: bool, position: u64) {
+        if !ranked(c) {
+            return;
+        }
+        let fields = fields_of(c);
+        let mut row = Columns::new();
+        row.insert("fields".into(), Value::Text(serde_json::to_string(&fields).unwrap_or_default()));
+        for window in Window::ALL {
+            let key = ranking_key(float(c, window.column()), uri);
+            let partitions = std::iter::once(None).chain(fields.iter().map(|f| Some(f.as_str())));
+            for partition in partitions.map(|f| ranking_partition(window, f)) {
+                if put {
+                    st.put(&table(self.version, "ranking"), &partition, key.clone(), row.clone(), position);
+                } else {
+                    st.delete(&table(self.version, "ranking"), &partition, key.clone(), position);
+                }
+            }
+        }
+    }
+
+    /// A submission at `rev`: live with its fields, or gone (deleted, taken down).
+    fn eprint(&self, st: &mut Staged, uri: &str, rev: &str, fields: Option<Vec<String>>, position: u64) -> Result<(), ProjectionError> {
+        let mut c = self.paper(st, uri)?;
+        if is_stale(Some(&c).filter(|c| c.contains_key("rev")), rev) {
+            return Ok(());
+        }
+        self.rank(st, uri, &c, false, position);
+        c.insert("rev".into(), Value::Text(rev.to_owned()));
+        c.insert("live".into(), Value::Bool(fields.is_some()));
+        c.insert("fields".into(), Value::Text(serde_json::to_string(&fields.unwrap_or_default()).unwrap_or_default()));
+        self.rank(st, uri, &c, true, position);
+        st.put(&table(self.version, "papers"), uri, Vec::new(), c, position);
+        Ok(())
+    }
+
+    /// One use of an eprint at `appended_at` (µs), counted by the rules of the module docs.
+    fn used(&self, st: &mut Staged, u: &UsageEvent, appended_at: i64, position: u64) -> Result<(), ProjectionError> {
+        let mut c = self.paper(st, &u.uri)?;
+        // Uses of one eprint are applied in log order; their times never go back.
+        let at = appended_at.max(int(&c, "lastAt"));
+        c.insert("lastAt".into(), Value::Int(at));
+        if u.robot {
+            add(&mut c, "robots", 1);
+            st.put(&table(self.version, "papers"), &u.uri, Vec::new(), c, position);
+            return Ok(());
+        }
+        let (counted, total) = match &u.action {
+            UsageAction::View { .. } => (Counted::View, "views"),
+            UsageAction::Download { .. } => (Counted::Download, "downloads"),
+            UsageAction::SearchDownload { .. } => (Counted::Download, "downloads"),
+            UsageAction::SearchClick { .. } => (Counted::Other, "searchClicks"),
+            UsageAction::DwellTime { duration_ms, .. } => {
+                add(&mut c, "dwellMs", *duration_ms as i64);
+                (Counted::Other, "dwells")
+            }
+        };
+        if let UsageAction::SearchDownload { .. } = u.action {
+            add(&mut c, "searchDownloads", 1);
+        }
+        // The double-click rule: the uses of the last 30 s, this one's replacing its viewer's.
+        let mut recent: Vec<Recent> = text(&c, "recent").and_then(|r| serde_json::from_str(&r).ok()).unwrap_or_default();
+        recent.retain(|r| at - r.2 < DOUBLE_CLICK_MICROS);
+        let action = match counted {
+            Counted::View => "view",
+            Counted::Download => "download",
+            Counted::Other => u.action.name(),
+        };
+        let double = recent.iter().any(|r| r.0 == u.viewer && r.1 == action);
+        recent.retain(|r| !(r.0 == u.viewer && r.1 == action));
+        recent.push(Recent(u.viewer.clone(), action.to_owned(), at));
+        c.insert("recent".into(), Value::Text(serde_json::to_string(&recent).unwrap_or_default()));
+        if double {
+            add(&mut c, "doubleClicks", 1);
+            st.put(&table(self.version, "papers"), &u.uri, Vec::new(), c, position);
+            return Ok(());
+        }
+        add(&mut c, total, 1);
+        if matches!(counted, Counted::Other) {
+            st.put(&table(self.version, "papers"), &u.uri, Vec::new(), c, position);
+            return Ok(());
+        }
+        self.rank(st, &u.uri, &c, false, position);
+        for window in Window::ALL {
+            let kept = ln_add(float(&c, window.column()), window.exponent(at));
+            c.insert(window.column().into(), Value::Float(kept));
+        }
+        // Distinct viewers: of all time, and of the day.
+        let day = day_key(day_of(at));
+        let mut daily = st.get(self.store.as_ref(), &table(self.version, "daily"), &u.uri, &day)?.unwrap_or_default();
+        add(&mut daily, total, 1);
+        if matches!(counted, Counted::View) {
+            for row in [&mut c, &mut daily] {
+                let mut viewers = Viewers::from_text(row.get("viewers").and_then(Value::as_text));
+                viewers.insert(&u.viewer);
+                row.insert("viewers".into(), Value::Text(viewers.to_text()));
+            }
+        }
+        st.put(&table(self.version, "daily"), &u.uri, day, daily, position);
+        let mut point = Columns::new();
+        for k in ["views", "downloads"] {
+            point.insert(k.into(), Value::Int(int(&c, k)));
+        }
+        for window in Window::ALL {
+            point.insert(window.column().into(), Value::Float(float(&c, window.column())));
+        }
+        st.put(&table(self.version, "history"), &u.uri, history_key(at, position), point, position);
+        self.rank(st, &u.uri, &c, true, position);
+        st.put(&table(self.version, "papers"), &u.uri, Vec::new(), c, position);
+        Ok(())
+    }
+}
+
+impl Projection for UsageProjection {
+    fn model(&self) -> &'static str {
+        MODEL
+    }
+
+    fn version(&self) -> u32 {
+        self.version
+    }
+
+    fn checkpoints(&self) -> Result<Checkpoints, ProjectionError> {
+        Ok(self.store.checkpoints(&consumer_name(MODEL, self.version))?)
+    }
+
+    fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError> {
+        let mut st = Staged::default();
+        for event in batch.iter() {
+            let e = event.envelope;
+            let position = e.position.ordinal();
+            match &e.payload {
+                Payload::RecordCreate(w) | Payload::RecordUpdate(w) if w.collection == SUBMISSION => {
+                    if let Some((w, Ok(s))) = event.submission(&self.lexicons) {
+                        self.eprint(&mut st, &w.uri(), &w.rev, Some(s.fields.clone()), position)?;
+                    }
+                }
+                Payload::RecordDelete(d) if d.collection == SUBMISSION => self.eprint(&mut st, &d.uri(), &d.rev, None, position)?,
+                Payload::Admin(AdminCommand { action: AdminAction::ContentDeleted { uri, collection, .. }, .. })
+                    if collection == SUBMISSION =>
+                {
+                    self.eprint(&mut st, uri, TAKEN_DOWN_REV, None, position)?
+                }
+                Payload::Usage(u) => self.used(&mut st, u, e.appended_at.timestamp_micros(), position)?,
+                _ => {}
+            }
+        }
+        st.commit(self.store.as_ref(), &consumer_name(MODEL, self.version), batch.next(), self.defer_durability)?;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), ProjectionError> {
+        if self.defer_durability {
+            self.store.sync()?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,197 @@
+//! The usage read model: how eprints are read, counted by the rules of the COUNTER Code of
+//! Practice (release 5), from the `command.usage` events `pub.svc.metrics.record*` append.
+//!
+//! - Only what svc accepted is in the log (a view of an eprint it does not index is refused
+//!   before); a use by a robot (a user agent on the COUNTER-Robots list, flagged by the API)
+//!   is kept in the log and counted apart, never as a view or download.
+//! - Double clicks: a view (or download) by the same viewer of the same eprint within 30 s
+//!   of that viewer's previous one is not counted again; a run of such clicks counts once.
+//! - Totals and distinct viewers are kept apart: distinct viewers per UTC day in a
+//!   HyperLogLog++ sketch ([`sketch`]), merged over any run of days, and one for all time.
+//! - Trending is forward decay (Cormode, Shkapenyuk, Srivastava and Xu, ICDE 2009) with an
+//!   exponential: an eprint's score at time `t` for a window of mean lifetime `τ` is
+//!   `Σ exp(−(t − tᵢ)/τ)` over its counted views and downloads `tᵢ ≤ t`. It is kept as
+//!   `ln Σ exp((tᵢ − L)/τ)` from a fixed landmark `L`, which only grows: ordering eprints by
+//!   it orders them by score at any time after their last use, and the score at `t` is
+//!   `exp(kept − (t − L)/τ)`. Each use also writes the eprint's running totals at its time
+//!   (`history`), so every figure can be read as of any past instant.
+//! - Viewers are pseudonyms (keyed hashes made by the API); rows hold no address and no DID.
+//!
+//! Tables of model `usage` (partition key → clustering key: columns):
+//! - `papers`: eprint URI → ∅: the eprint as the model knows it (`rev`, `live`, `fields`),
+//!   its totals (`views`, `downloads`, `robots`, `doubleClicks`, `searchClicks`,
+//!   `searchDownloads`, `dwells`, `dwellMs`), its decayed sums (`decay24h`, `decay7d`,
+//!   `decay30d`), its all-time `viewers` sketch, `lastAt` (µs) and `recent` (the uses of the
+//!   last 30 s, for the double-click rule).
+//! - `history`: eprint URI → time (µs) ‖ log ordinal: the totals and decayed sums after
+//!   each counted view or download.
+//! - `daily`: eprint URI → UTC day number: `views`, `downloads`, `viewers` (sketch).
+//! - `ranking`: `{window}` and `{window} {field}` → decayed sum (descending) ‖ eprint URI:
+//!   `fields`. The live eprints with a counted use, best first.
+
+mod apply;
+pub mod read;
+pub mod sketch;
+
+pub use apply::UsageProjection;
+
+use store::TableRef;
+
+/// The model name.
+pub const MODEL: &str = "usage";
+
+/// The tables of the model, for dropping a version.
+pub const TABLES: &[&str] = &["papers", "history", "daily", "ranking"];
+
+pub(crate) fn table(version: u32, name: &'static str) -> TableRef {
+    TableRef::new(MODEL, version, name)
+}
+
+/// The landmark of the decayed sums: 2020-01-01T00:00:00Z, in seconds.
+pub const LANDMARK: i64 = 1_577_836_800;
+
+/// Two uses by one viewer closer than this (µs) are one click (COUNTER's double-click rule).
+pub const DOUBLE_CLICK_MICROS: i64 = 30_000_000;
+
+/// A trending window: the mean lifetime of a use's weight in the score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Window {
+    /// 24 hours.
+    Day,
+    /// 7 days.
+    Week,
+    /// 30 days.
+    Month,
+}
+
+impl Window {
+    /// Every window.
+    pub const ALL: [Window; 3] = [Window::Day, Window::Week, Window::Month];
+
+    /// Its name in the API (`24h`, `7d`, `30d`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Window::Day => "24h",
+            Window::Week => "7d",
+            Window::Month => "30d",
+        }
+    }
+
+    /// The window of a name: `24h`, `7d`, `30d`, or the contract's `day`, `week`, `month`.
+    pub fn parse(s: &str) -> Option<Window> {
+        match s {
+            "24h" | "day" => Some(Window::Day),
+            "7d" | "week" => Some(Window::Week),
+            "30d" | "month" => Some(Window::Month),
+            _ => None,
+        }
+    }
+
+    /// Its length in seconds.
+    pub fn seconds(self) -> i64 {
+        match self {
+            Window::Day => 86_400,
+            Window::Week => 7 * 86_400,
+            Window::Month => 30 * 86_400,
+        }
+    }
+
+    /// The column of `papers` and `history` holding this window's decayed sum.
+    pub fn column(self) -> &'static str {
+        match self {
+            Window::Day => "decay24h",
+            Window::Week => "decay7d",
+            Window::Month => "decay30d",
+        }
+    }
+
+    /// The exponent of one use at `at` (µs): `(at − L)/τ`.
+    pub fn exponent(self, at: i64) -> f64 {
+        (at as f64 / 1e6 - LANDMARK as f64) / self.seconds() as f64
+    }
+
+    /// The score at `at` (µs) of a decayed sum `kept`.
+    pub fn score(self, kept: f64, at: i64) -> f64 {
+        (kept - self.exponent(at)).exp()
+    }
+}
+
+/// `ln(eᵃ + eᵇ)`, without overflow.
+pub(crate) fn ln_add(a: f64, b: f64) -> f64 {
+    if a == f64::NEG_INFINITY {
+        return b;
+    }
+    let (hi, lo) = if a > b { (a, b) } else { (b, a) };
+    hi + (lo - hi).exp().ln_1p()
+}
+
+/// The partition of `ranking` for `window`, and for one field.
+pub(crate) fn ranking_partition(window: Window, field: Option<&str>) -> String {
+    match field {
+        Some(f) => format!("{} {f}", window.as_str()),
+        None => window.as_str().to_owned(),
+    }
+}
+
+/// The clustering key of an eprint in `ranking`: its decayed sum, highest first, then its URI.
+pub(crate) fn ranking_key(kept: f64, uri: &str) -> Vec<u8> {
+    let bits = kept.to_bits();
+    let ascending = if bits >> 63 == 1 { !bits } else { bits | (1 << 63) };
+    let mut k = (!ascending).to_be_bytes().to_vec();
+    k.extend_from_slice(uri.as_bytes());
+    k
+}
+
+/// The decayed sum and URI of a `ranking` key.
+pub(crate) fn parse_ranking_key(key: &[u8]) -> Option<(f64, &str)> {
+    let ascending = !u64::from_be_bytes(key.get(..8)?.try_into().ok()?);
+    let bits = if ascending >> 63 == 1 { ascending & !(1 << 63) } else { !ascending };
+    Some((f64::from_bits(bits), std::str::from_utf8(&key[8..]).ok()?))
+}
+
+/// The clustering key of a `history` row: the time (µs), then the log ordinal.
+pub(crate) fn history_key(at: i64, ordinal: u64) -> Vec<u8> {
+    let mut k = ((at as u64) ^ (1 << 63)).to_be_bytes().to_vec();
+    k.extend_from_slice(&ordinal.to_be_bytes());
+    k
+}
+
+/// The `history` key just after every row at or before `at`.
+pub(crate) fn history_after(at: i64) -> Vec<u8> {
+    history_key(at.saturating_add(1), 0)
+}
+
+/// The UTC day (days since the epoch) of a time in µs.
+pub fn day_of(at: i64) -> i64 {
+    at.div_euclid(86_400_000_000)
+}
+
+/// The clustering key of a `daily` row.
+pub(crate) fn day_key(day: i64) -> Vec<u8> {
+    ((day as u64) ^ (1 << 63)).to_be_bytes().to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranking_keys_order_by_decayed_sum_highest_first_and_parse_back() {
+        let sums = [2500.5, 3.0, 0.0, -1.5, -700.0];
+        let mut keys: Vec<Vec<u8>> = sums.iter().map(|s| ranking_key(*s, "at://x")).collect();
+        keys.sort();
+        let back: Vec<f64> = keys.iter().map(|k| parse_ranking_key(k).unwrap().0).collect();
+        assert_eq!(back, sums);
+        assert_eq!(parse_ranking_key(&ranking_key(1.25, "at://did:plc:a/c/r")).unwrap(), (1.25, "at://did:plc:a/c/r"));
+    }
+
+    #[test]
+    fn a_score_is_the_sum_of_its_uses_decayed_to_the_time_asked() {
+        let w = Window::Day;
+        let t0 = 1_780_000_000_000_000;
+        let kept = ln_add(ln_add(f64::NEG_INFINITY, w.exponent(t0)), w.exponent(t0 + 86_400_000_000));
+        // At the second use: e^-1 + 1.
+        assert!((w.score(kept, t0 + 86_400_000_000) - (1.0 + (-1.0f64).exp())).abs() < 1e-9);
+        assert!((w.score(kept, t0 + 2 * 86_400_000_000) - ((-1.0f64).exp() + (-2.0f64).exp())).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,373 @@
+//! Reading the usage read model (its active version): an eprint's counts as of any time, and
+//! the trending eprints now or as of a past time. Every read is bounded: a few rows per
+//! eprint (its totals, four points of its history, 30 days of sketches), one page of a
+//! ranking per page asked, except the ranking as of a past time (see [`UsageReader::trending`]).
+
+use std::collections::BTreeSet;
+
+use store::{Columns, Scan, Store, Value};
+
+use super::sketch::Viewers;
+use super::{day_key, day_of, history_after, parse_ranking_key, ranking_partition, table, Window, MODEL};
+use crate::ProjectionError;
+
+/// An eprint's totals of all time (as `getSubmission` and `getViewCount` report them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Counted views.
+    pub views: u64,
+    /// Counted downloads.
+    pub downloads: u64,
+}
+
+/// An eprint's usage as of one time (`getMetrics`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Usage {
+    /// Counted views up to then.
+    pub views: u64,
+    /// Counted downloads up to then.
+    pub downloads: u64,
+    /// Distinct viewers of all time (estimated; now only: the sketch of all time is not
+    /// kept per instant, so as of a past time it is the distinct viewers of the days up
+    /// to then, merged).
+    pub unique_views: u64,
+    /// Views in the 24 hours, 7 days and 30 days up to then.
+    pub views_in: [u64; 3],
+    /// Downloads in the same windows.
+    pub downloads_in: [u64; 3],
+    /// Distinct viewers on the UTC days the windows touch (1, 7 and 30 days up to and with
+    /// the day of the time asked), merged from daily sketches.
+    pub unique_in: [u64; 3],
+    /// Uses by robots, not counted (now).
+    pub robots: u64,
+    /// Clicks within 30 s of the same viewer's last, not counted again (now).
+    pub double_clicks: u64,
+    /// Search results opened (now).
+    pub search_clicks: u64,
+    /// Mean time on the eprint, in ms (now; 0 when none was recorded).
+    pub mean_dwell_ms: u64,
+    /// Views per UTC day, the 30 days up to and with the day asked: `(day, views)`, days
+    /// since the epoch, oldest first, days without views left out.
+    pub daily_views: Vec<(i64, u64)>,
+}
+
+/// An entry of a trending list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trending {
+    /// The eprint.
+    pub uri: String,
+    /// Its score at the time asked: its views and downloads, each weighted by
+    /// `exp(−age/τ)`.
+    pub score: f64,
+    /// Whether it is in one of the fields asked for.
+    pub in_fields: bool,
+}
+
+/// A page of a trending list.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TrendingPage {
+    /// The entries, best first.
+    pub entries: Vec<Trending>,
+    /// Where the next page starts, if there may be one.
+    pub cursor: Option<Vec<u8>>,
+}
+
+/// Reads the active version of the usage model.
+pub struct UsageReader<'a> {
+    store: &'a dyn Store,
+    version: Option<u32>,
+}
+
+fn int(c: &Columns, k: &str) -> u64 {
+    c.get(k).and_then(Value::as_int).unwrap_or(0).max(0) as u64
+}
+
+/// A cursor of a trending list: `0` then a ranking key (in the fields asked), `1` then a
+/// ranking key (the rest), or `2` then a count of entries given (as of a past time).
+const IN_FIELDS: u8 = 0;
+const REST: u8 = 1;
+const OFFSET: u8 = 2;
+
+/// Decides a walk's [`Step`] for an eprint from its ranking key and fields.
+type StepFn<'s> = dyn FnMut(&[u8], &[String]) -> Result<Step, ProjectionError> + 's;
+
+/// What a walk over a ranking does with an eprint.
+enum Step {
+    Take,
+    Skip,
+    Stop,
+}
+
+impl<'a> UsageReader<'a> {
+    /// A reader of the model's active version at this moment.
+    pub fn new(store: &'a dyn Store) -> Result<UsageReader<'a>, ProjectionError> {
+        Ok(UsageReader { store, version: store.active_version(MODEL)? })
+    }
+
+    /// Whether the model has an active version.
+    pub fn is_built(&self) -> bool {
+        self.version.is_some()
+    }
+
+    /// The totals of `uri` now: one row read.
+    pub fn totals(&self, uri: &str) -> Result<Totals, ProjectionError> {
+        let Some(v) = self.version else { return Ok(Totals::default()) };
+        let c = self.store.get(&table(v, "papers"), uri, &[])?.unwrap_or_default();
+        Ok(Totals { views: int(&c, "views"), downloads: int(&c, "downloads") })
+    }
+
+    /// The running totals of `uri` at `at` (µs): its last `history` row at or before then.
+    fn point(&self, v: u32, uri: &str, at: i64) -> Result<Option<Columns>, ProjectionError> {
+        let scan = Scan { after: Some(history_after(at)), limit: 1, reverse: true };
+        Ok(self.store.scan(&table(v, "history"), uri, &scan)?.rows.into_iter().next().map(|r| r.columns))
+    }
+
+    /// The usage of `uri` as of `at` (µs), now included.
+    pub fn usage(&self, uri: &str, at: i64) -> Result<Usage, ProjectionError> {
+        let Some(v) = self.version else { return Ok(Usage::default()) };
+        let paper = self.store.get(&table(v, "papers"), uri, &[])?.unwrap_or_default();
+        let then = self.point(v, uri, at)?.unwrap_or_default();
+        let mut out = Usage {
+            views: int(&then, "views"),
+            downloads: int(&then, "downloads"),
+            robots: int(&paper, "robots"),
+            double_clicks: int(&paper, "doubleClicks"),
+            search_clicks: int(&paper, "searchClicks"),
+            mean_dwell_ms: int(&paper, "dwellMs").checked_div(int(&paper, "dwells")).unwrap_or(0),
+            ..Usage::default()
+        };
+        for (i, window) in Window::ALL.into_iter().enumerate() {
+            let before = self.point(v, uri, at - window.seconds() * 1_000_000)?.unwrap_or_default();
+            out.views_in[i] = out.views.saturating_sub(int(&before, "views"));
+            out.downloads_in[i] = out.downloads.saturating_sub(int(&before, "downloads"));
+        }
+        // Thirty days of sketches, up to and with the day of `at`: one scan.
+        let last = day_of(at);
+        let scan = Scan { after: Some(day_key(last + 1)), limit: 30, reverse: true };
+        let days = self.store.scan(&table(v, "daily"), uri, &scan)?.rows;
+        let mut merged = [Viewers::default(), Viewers::default(), Viewers::default()];
+        let mut all = Viewers::default();
+        for row in &days {
+            let day = last - (0..30).find(|d| day_key(last - d) == row.clustering).unwrap_or(30);
+            if day < last - 29 {
+                continue;
+            }
+            let sketch = Viewers::from_text(row.columns.get("viewers").and_then(Value::as_text));
+            for (i, window) in Window::ALL.into_iter().enumerate() {
+                if last - day < window.seconds() / 86_400 {
+                    merged[i].merge(&sketch);
+                }
+            }
+            all.merge(&sketch);
+            let views = int(&row.columns, "views");
+            if views > 0 {
+                out.daily_views.push((day, views));
+            }
+        }
+        out.daily_views.reverse();
+        for (i, m) in merged.iter_mut().enumerate() {
+            out.unique_in[i] = m.count();
+        }
+        let now_or_later = self.point(v, uri, i64::MAX - 1)?.is_none_or(|latest| latest == then);
+        out.unique_views =
+            if now_or_later { Viewers::from_text(paper.get("viewers").and_then(Value::as_text)).count() } else { all.count() };
+        Ok(out)
+    }
+
+    /// The decayed sum of `uri` for `window` at `at` (µs), from its history.
+    fn kept_at(&self, v: u32, uri: &str, window: Window, at: i64) -> Result<f64, ProjectionError> {
+        let point = self.point(v, uri, at)?;
+        Ok(point.and_then(|c| c.get(window.column()).and_then(Value::as_float)).unwrap_or(f64::NEG_INFINITY))
+    }
+
+    /// A page of the trending eprints for `window`, best first, that `keep` accepts (the
+    /// caller drops eprints it does not show, such as those of hidden accounts). With
+    /// `fields`, the eprints in any of them come first, marked.
+    ///
+    /// `at` is `None` for now: one page of the kept ranking per page asked. As of a past
+    /// time, the ranking kept now bounds every eprint's sum then from above (sums only grow),
+    /// so the eprints are read in today's order, each one's sum then looked up in its
+    /// history, until the next one's sum today cannot enter the page (Fagin's threshold
+    /// algorithm): exact, and reading as far down today's ranking as the past's leaders sit.
+    pub fn trending(
+        &self,
+        window: Window,
+        at: Option<i64>,
+        fields: &[String],
+        limit: usize,
+        cursor: Option<&[u8]>,
+        keep: &dyn Fn(&str) -> bool,
+    ) -> Result<TrendingPage, ProjectionError> {
+        let Some(v) = self.version else { return Ok(TrendingPage::default()) };
+        let fields: BTreeSet<&str> = fields.iter().map(String::as_str).collect();
+        match at {
+            None => self.trending_now(v, window, &fields, limit, cursor, keep),
+            Some(at) => self.trending_then(v, window, at, &fields, limit, cursor, keep),
+        }
+    }
+
+    /// Walks the ranking rows of `partitions` after `after`, merged in ranking order, each
+    /// eprint once, asking `step` of each (its key and fields) until it says stop or `want`
+    /// were taken or the rows end; the keys taken.
+    fn merged(
+        &self,
+        v: u32,
+        partitions: &[String],
+        after: Option<Vec<u8>>,
+        want: usize,
+        step: &mut StepFn<'_>,
+    ) -> Result<Vec<Vec<u8>>, ProjectionError> {
+        struct Cursor {
+            rows: std::collections::VecDeque<store::Row>,
+            after: Option<Vec<u8>>,
+            done: bool,
+        }
+        let page = want.clamp(8, 200);
+        let mut cursors: Vec<Cursor> =
+            partitions.iter().map(|_| Cursor { rows: Default::default(), after: after.clone(), done: false }).collect();
+        let mut out = Vec::new();
+        loop {
+            for (c, partition) in cursors.iter_mut().zip(partitions) {
+                if c.rows.is_empty() && !c.done {
+                    let p =
+                        self.store.scan(&table(v, "ranking"), partition, &Scan { after: c.after.clone(), limit: page, reverse: false })?;
+                    c.done = p.rows.len() < page;
+                    if let Some(last) = p.rows.last() {
+                        c.after = Some(last.clustering.clone());
+                    }
+                    c.rows.extend(p.rows);
+                }
+            }
+            // The smallest head is the next in ranking order; an eprint in several of the
+            // partitions heads each of them with the same key.
+            let Some(key) = cursors.iter().filter_map(|c| c.rows.front()).map(|r| r.clustering.clone()).min() else { return Ok(out) };
+            let mut fields = Vec::new();
+            for c in cursors.iter_mut() {
+                if c.rows.front().is_some_and(|r| r.clustering == key) {
+                    let row = c.rows.pop_front().expect("a head");
+                    fields =
+                        row.columns.get("fields").and_then(Value::as_text).and_then(|f| serde_json::from_str(f).ok()).unwrap_or_default();
+                }
+            }
+            match step(&key, &fields)? {
+                Step::Stop => return Ok(out),
+                Step::Skip => {}
+                Step::Take => {
+                    out.push(key);
+                    if out.len() == want {
+                        return Ok(out);
+                    }
+                }
+            }
+        }
+    }
+
+    fn trending_now(
+        &self,
+        v: u32,
+        window: Window,
+        fields: &BTreeSet<&str>,
+        limit: usize,
+        cursor: Option<&[u8]>,
+        keep: &dyn Fn(&str) -> bool,
+    ) -> Result<TrendingPage, ProjectionError> {
+        let now = chrono::Utc::now().timestamp_micros();
+        let (mut phase, mut after) = match cursor {
+            Some([phase @ (IN_FIELDS | REST), key @ ..]) => (*phase, Some(key.to_vec())),
+            _ => (if fields.is_empty() { REST } else { IN_FIELDS }, None),
+        };
+        let mut entries = Vec::new();
+        let mut last: Option<(u8, Vec<u8>)> = None;
+        let mut more = false;
+        while entries.len() <= limit {
+            let (partitions, in_fields): (Vec<String>, bool) = if phase == IN_FIELDS {
+                (fields.iter().map(|f| ranking_partition(window, Some(f))).collect(), true)
+            } else {
+                (vec![ranking_partition(window, None)], false)
+            };
+            let want = limit + 1 - entries.len();
+            let mut take = |key: &[u8], of: &[String]| -> Result<Step, ProjectionError> {
+                let Some((_, uri)) = parse_ranking_key(key) else { return Ok(Step::Skip) };
+                let shown = (in_fields || !of.iter().any(|f| fields.contains(f.as_str()))) && keep(uri);
+                Ok(if shown { Step::Take } else { Step::Skip })
+            };
+            let keys = self.merged(v, &partitions, after.take(), want, &mut take)?;
+            let found = keys.len();
+            for key in keys {
+                if entries.len() == limit {
+                    more = true;
+                    break;
+                }
+                let (kept, uri) = parse_ranking_key(&key).expect("a ranking key");
+                entries.push(Trending { uri: uri.to_owned(), score: window.score(kept, now), in_fields });
+                last = Some((phase, key));
+            }
+            if more || phase == REST {
+                break;
+            }
+            if found < want {
+                phase = REST;
+            }
+        }
+        let cursor = more.then(|| last.map(|(p, k)| [vec![p], k].concat())).flatten();
+        Ok(TrendingPage { entries, cursor })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn trending_then(
+        &self,
+        v: u32,
+        window: Window,
+        at: i64,
+        fields: &BTreeSet<&str>,
+        limit: usize,
+        cursor: Option<&[u8]>,
+        keep: &dyn Fn(&str) -> bool,
+    ) -> Result<TrendingPage, ProjectionError> {
+        let offset = match cursor {
+            Some([OFFSET, n @ ..]) => n.try_into().map(u64::from_be_bytes).unwrap_or(0) as usize,
+            _ => 0,
+        };
+        let want = offset + limit + 1;
+        // The best `want` of one sequence of partitions as of `at`: (sum then, URI).
+        let best_of = |partitions: Vec<String>, in_fields: bool| -> Result<Vec<(f64, String)>, ProjectionError> {
+            let mut best: Vec<(f64, String)> = Vec::new();
+            let mut take = |key: &[u8], of: &[String]| -> Result<Step, ProjectionError> {
+                let Some((today, uri)) = parse_ranking_key(key) else { return Ok(Step::Skip) };
+                // Stop once today's sum cannot beat the last of a full list.
+                if best.len() >= want && best.last().is_some_and(|(then, _)| today <= *then) {
+                    return Ok(Step::Stop);
+                }
+                if !in_fields && of.iter().any(|f| fields.contains(f.as_str())) || !keep(uri) {
+                    return Ok(Step::Skip);
+                }
+                let then = self.kept_at(v, uri, window, at)?;
+                if then.is_finite() {
+                    best.push((then, uri.to_owned()));
+                    best.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+                    best.truncate(want);
+                }
+                Ok(Step::Skip)
+            };
+            self.merged(v, &partitions, None, usize::MAX, &mut take)?;
+            Ok(best)
+        };
+        let mut all: Vec<(f64, String, bool)> = Vec::new();
+        if !fields.is_empty() {
+            let partitions = fields.iter().map(|f| ranking_partition(window, Some(f))).collect();
+            all.extend(best_of(partitions, true)?.into_iter().map(|(k, u)| (k, u, true)));
+        }
+        if all.len() < want {
+            all.extend(best_of(vec![ranking_partition(window, None)], false)?.into_iter().map(|(k, u)| (k, u, false)));
+        }
+        let more = all.len() > offset + limit;
+        let entries = all
+            .into_iter()
+            .skip(offset)
+            .take(limit)
+            .map(|(kept, uri, in_fields)| Trending { uri, score: window.score(kept, at), in_fields })
+            .collect();
+        let cursor = more.then(|| [vec![OFFSET], ((offset + limit) as u64).to_be_bytes().to_vec()].concat());
+        Ok(TrendingPage { entries, cursor })
+    }
+}

@@ -1,0 +1,238 @@
+//! The usage model against the embedded store: COUNTER's rules (robots, double clicks,
+//! totals apart from distinct viewers), counts and trending as of any time, fields first,
+//! deletions, and a rebuild that gives the same answers. Events are given their log times
+//! here, so the rules' clocks are the test's.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use event_schema::{Envelope, NewEvent, Payload, Position, RecordDelete, RecordWrite, Source, UsageAction, UsageEvent};
+use projections::catalog::{self, Context, Mode};
+use projections::usage::read::{Trending, UsageReader};
+use projections::usage::{Window, MODEL};
+use projections::{EventBatch, Projection};
+use serde_json::json;
+use store::{EmbeddedStore, Store};
+
+const ALICE: &str = "did:plc:alice000000000000000000";
+const T0: i64 = 1_780_000_000_000_000;
+const SECOND: i64 = 1_000_000;
+const DAY: i64 = 86_400 * SECOND;
+
+fn uri(rkey: &str) -> String {
+    format!("at://{ALICE}/pub.svc.eprint.submission/{rkey}")
+}
+
+/// A pseudonym as the API makes them (32 hex digits), one per viewer name.
+fn viewer(name: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let h = Sha256::digest(name.as_bytes());
+    h[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+struct Log {
+    events: Vec<Envelope>,
+}
+
+impl Log {
+    fn push(&mut self, at: i64, event: NewEvent) {
+        let offset = self.events.len() as u64;
+        self.events.push(Envelope {
+            position: Position { partition: 0, offset },
+            key: event.key,
+            kind: event.payload.kind().as_str().into(),
+            schema_version: 1,
+            appended_at: DateTime::<Utc>::from_timestamp_micros(at).unwrap(),
+            source: event.source,
+            payload: event.payload,
+        });
+    }
+
+    fn paper(&mut self, at: i64, rkey: &str, fields: &[&str]) {
+        let record = json!({"title": rkey, "abstract": "a", "authors": [{"name": "A", "did": ALICE, "order": 1}], "fields": fields, "createdAt": "2026-01-01T00:00:00Z"});
+        let w = RecordWrite {
+            did: ALICE.into(),
+            collection: "pub.svc.eprint.submission".into(),
+            rkey: rkey.into(),
+            cid: "bafy".into(),
+            rev: format!("3l{at}"),
+            record,
+        };
+        self.push(at, NewEvent::repo(src(), Payload::RecordCreate(w)));
+    }
+
+    fn delete(&mut self, at: i64, rkey: &str) {
+        let d =
+            RecordDelete { did: ALICE.into(), collection: "pub.svc.eprint.submission".into(), rkey: rkey.into(), rev: format!("3l{at}") };
+        self.push(at, NewEvent::repo(src(), Payload::RecordDelete(d)));
+    }
+
+    fn used(&mut self, at: i64, rkey: &str, who: &str, action: UsageAction) {
+        self.push(at, usage(rkey, who, false, action));
+    }
+
+    fn view(&mut self, at: i64, rkey: &str, who: &str) {
+        self.used(at, rkey, who, UsageAction::View { source: None });
+    }
+
+    /// Applies every event not applied yet, in batches of 7.
+    fn apply(&self, p: &mut dyn Projection, from: usize) {
+        for chunk in self.events[from..].chunks(7) {
+            let last = chunk.last().unwrap().position.offset;
+            let next: BTreeMap<u32, u64> = [(0, last + 1)].into();
+            p.apply_batch(&EventBatch::new(chunk.to_vec(), next)).unwrap();
+        }
+        p.flush().unwrap();
+    }
+}
+
+fn src() -> Source {
+    Source::Manual { note: "usage test".into() }
+}
+
+fn usage(rkey: &str, who: &str, robot: bool, action: UsageAction) -> NewEvent {
+    let payload = Payload::Usage(UsageEvent { viewer: viewer(who), robot, uri: uri(rkey), action });
+    NewEvent { key: uri(rkey), source: src(), payload }
+}
+
+fn ranked(page: &[Trending]) -> Vec<(String, bool)> {
+    page.iter().map(|t| (t.uri.rsplit('/').next().unwrap().to_owned(), t.in_fields)).collect()
+}
+
+#[test]
+fn uses_are_counted_by_counters_rules_as_of_any_time_and_a_rebuild_answers_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
+    let ctx = Context::single(store.clone(), &dir.path().join("search"));
+    let version = catalog::ensure_active(&ctx, MODEL).unwrap();
+    let mut p = catalog::open(&ctx, MODEL, version, Mode::Live).unwrap();
+    let mut log = Log { events: Vec::new() };
+
+    log.paper(T0 - 10 * DAY, "p1", &["cs.LG"]);
+    log.paper(T0 - 10 * DAY, "p2", &["math.CO"]);
+    log.paper(T0 - 10 * DAY, "p3", &["cs.LG"]);
+    // Two days ago, five readers of p2.
+    for who in ["v1", "v2", "v3", "v4", "v5"] {
+        log.view(T0 - 2 * DAY, "p2", who);
+    }
+    // Ana clicks p1 at 0, 10 and 35 s, each within 30 s of the one before (one click), and
+    // again at 70 s; Ben once; a robot once. (Log times only grow, as a log's do.)
+    log.view(T0, "p1", "ana");
+    log.view(T0 + SECOND, "p1", "ben");
+    log.push(T0 + 2 * SECOND, usage("p1", "crawler", true, UsageAction::View { source: None }));
+    // A download, and the same viewer's download from a search's list 1 s later: one.
+    log.used(T0 + 5 * SECOND, "p1", "ana", UsageAction::Download { format: Some("pdf".into()) });
+    log.used(T0 + 6 * SECOND, "p1", "ana", UsageAction::SearchDownload { impression_id: "i1".into() });
+    log.used(T0 + 7 * SECOND, "p1", "ana", UsageAction::SearchClick { impression_id: Some("i1".into()), query: None, position: 0 });
+    log.used(T0 + 8 * SECOND, "p1", "ana", UsageAction::DwellTime { impression_id: None, duration_ms: 4_000 });
+    log.used(T0 + 9 * SECOND, "p1", "ben", UsageAction::DwellTime { impression_id: None, duration_ms: 2_000 });
+    log.view(T0 + 10 * SECOND, "p1", "ana");
+    log.view(T0 + 35 * SECOND, "p1", "ana");
+    log.view(T0 + 50 * SECOND, "p3", "ana");
+    log.view(T0 + 70 * SECOND, "p1", "ana");
+    log.apply(p.as_mut(), 0);
+
+    let now = T0 + 100 * SECOND;
+    let answers = |store: &dyn Store| {
+        let r = UsageReader::new(store).unwrap();
+        let p1 = r.usage(&uri("p1"), now).unwrap();
+        let early = r.usage(&uri("p1"), T0 + 2 * SECOND).unwrap();
+        let p2 = r.usage(&uri("p2"), now).unwrap();
+        let trending = |w: Window, at: Option<i64>, fields: &[&str]| {
+            let fields: Vec<String> = fields.iter().map(|f| f.to_string()).collect();
+            ranked(&r.trending(w, at, &fields, 10, None, &|_| true).unwrap().entries)
+        };
+        (
+            format!("{p1:?} {early:?} {p2:?}"),
+            vec![
+                trending(Window::Day, Some(now), &[]),
+                trending(Window::Month, Some(now), &[]),
+                trending(Window::Day, Some(now), &["math.CO"]),
+                trending(Window::Day, Some(T0 - DAY), &[]),
+                trending(Window::Day, Some(T0 + SECOND / 2), &[]),
+                trending(Window::Day, Some(T0 - 3 * DAY), &[]),
+            ],
+        )
+    };
+
+    let r = UsageReader::new(store.as_ref()).unwrap();
+    let p1 = r.usage(&uri("p1"), now).unwrap();
+    assert_eq!((p1.views, p1.downloads, p1.unique_views), (3, 1, 2), "{p1:?}");
+    assert_eq!((p1.robots, p1.double_clicks, p1.search_clicks, p1.mean_dwell_ms), (1, 3, 1, 3_000), "{p1:?}");
+    assert_eq!((p1.views_in, p1.downloads_in, p1.unique_in), ([3, 3, 3], [1, 1, 1], [2, 2, 2]));
+    assert_eq!(p1.daily_views, vec![(projections::usage::day_of(T0), 3)]);
+    assert_eq!(r.totals(&uri("p1")).unwrap().views, 3);
+    // As of T0 + 2 s: Ana's first click and Ben's.
+    let early = r.usage(&uri("p1"), T0 + 2 * SECOND).unwrap();
+    assert_eq!((early.views, early.downloads, early.views_in[0]), (2, 0, 2));
+    let p2 = r.usage(&uri("p2"), now).unwrap();
+    assert_eq!((p2.views, p2.unique_views, p2.views_in, p2.unique_in), (5, 5, [0, 5, 5], [0, 5, 5]), "{p2:?}");
+
+    let (_, lists) = answers(store.as_ref());
+    let names = |v: &[(&str, bool)]| v.iter().map(|(n, f)| (n.to_string(), *f)).collect::<Vec<_>>();
+    // 24 h: p1 (four uses just now) > p3 (one) > p2 (five, two days ago: 5/e² ≈ 0.68).
+    assert_eq!(lists[0], names(&[("p1", false), ("p3", false), ("p2", false)]));
+    // 30 days: p2's five outweigh p1's four.
+    assert_eq!(lists[1], names(&[("p2", false), ("p1", false), ("p3", false)]));
+    assert_eq!(lists[2], names(&[("p2", true), ("p1", false), ("p3", false)]));
+    // As of a day before T0, only p2 was used; as of T0 + 0.5 s, Ana's first click on p1
+    // outweighs p2's older five; before anything, nothing.
+    assert_eq!(lists[3], names(&[("p2", false)]));
+    assert_eq!(lists[4], names(&[("p1", false), ("p2", false)]));
+    assert!(lists[5].is_empty());
+    // The ranking now (kept, not recomputed) gives the same order as the history at now.
+    let kept_now = ranked(&r.trending(Window::Day, None, &[], 10, None, &|_| true).unwrap().entries);
+    assert_eq!(kept_now, lists[0]);
+    // Pages: one entry at a time, then the cursor ends.
+    let first = r.trending(Window::Month, None, &["cs.LG".into()], 1, None, &|_| true).unwrap();
+    assert_eq!(ranked(&first.entries), names(&[("p1", true)]));
+    let second = r.trending(Window::Month, None, &["cs.LG".into()], 1, first.cursor.as_deref(), &|_| true).unwrap();
+    assert_eq!(ranked(&second.entries), names(&[("p3", true)]));
+    let third = r.trending(Window::Month, None, &["cs.LG".into()], 5, second.cursor.as_deref(), &|_| true).unwrap();
+    assert_eq!((ranked(&third.entries), third.cursor), (names(&[("p2", false)]), None));
+    // What the caller does not show does not take a place.
+    let shown = r.trending(Window::Day, None, &[], 2, None, &|u| !u.ends_with("/p1")).unwrap();
+    assert_eq!(ranked(&shown.entries), names(&[("p3", false), ("p2", false)]));
+    // Scores are the decayed sums: p2's five views two days old, for 24 h.
+    let p2_score = r.trending(Window::Day, Some(T0), &["math.CO".into()], 1, None, &|_| true).unwrap().entries[0].score;
+    assert!((p2_score - 5.0 * (-2.0f64).exp()).abs() < 1e-9, "{p2_score}");
+
+    // A rebuild from the log gives the same answers.
+    let before = answers(store.as_ref());
+    let v2 = store.create_version(MODEL).unwrap();
+    let mut rebuilt = catalog::open(&ctx, MODEL, v2, Mode::Rebuild).unwrap();
+    log.apply(rebuilt.as_mut(), 0);
+    store.set_active_version(MODEL, v2).unwrap();
+    assert_eq!(answers(store.as_ref()), before);
+
+    // A deleted eprint leaves the rankings; its counts stay in its history.
+    let from = log.events.len();
+    log.delete(now, "p3");
+    log.apply(rebuilt.as_mut(), from);
+    let r = UsageReader::new(store.as_ref()).unwrap();
+    assert_eq!(ranked(&r.trending(Window::Day, None, &[], 10, None, &|_| true).unwrap().entries), names(&[("p1", false), ("p2", false)]));
+}
+
+#[test]
+fn ten_thousand_views_from_one_viewer_count_by_the_double_click_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
+    let ctx = Context::single(store.clone(), &dir.path().join("search"));
+    let version = catalog::ensure_active(&ctx, MODEL).unwrap();
+    let mut p = catalog::open(&ctx, MODEL, version, Mode::Live).unwrap();
+    let mut log = Log { events: Vec::new() };
+    log.paper(T0 - DAY, "p1", &["cs.LG"]);
+    log.paper(T0 - DAY, "p2", &["cs.LG"]);
+    // Every 10 s on p1: one run of clicks. Every 31 s on p2: each one counts.
+    for i in 0..10_000 {
+        log.view(T0 + i * 10 * SECOND, "p1", "hostile");
+        log.view(T0 + i * 31 * SECOND, "p2", "patient");
+    }
+    log.apply(p.as_mut(), 0);
+    let r = UsageReader::new(store.as_ref()).unwrap();
+    let end = T0 + 400 * DAY;
+    let (p1, p2) = (r.usage(&uri("p1"), end).unwrap(), r.usage(&uri("p2"), end).unwrap());
+    assert_eq!((p1.views, p1.double_clicks, p1.unique_views), (1, 9_999, 1));
+    assert_eq!((p2.views, p2.double_clicks, p2.unique_views), (10_000, 0, 1));
+}
