@@ -31,6 +31,7 @@ use serde_json::Value;
 pub use error::{LexiconError, ValidationError};
 pub use openapi::{format_pattern, ExtraRoute, DID_PATTERN, RECORD_URI_PATTERN};
 pub use params::{ParamValue, Params};
+pub use validate::integral;
 
 /// The NSID of eprint submission records.
 pub const SUBMISSION: &str = "pub.svc.eprint.submission";
@@ -128,7 +129,7 @@ impl Lexicons {
                 return Err(ValidationError::new("$type", format!("must be {collection}, not {t}")).into());
             }
         }
-        validate::Validator { lexicons: self }.value(collection, schema, record, "").map_err(Into::into)
+        validate::Validator { lexicons: self, integral_floats: false }.value(collection, schema, record, "").map_err(Into::into)
     }
 
     /// Validates and types the query-string parameters of a query, applying defaults.
@@ -154,7 +155,7 @@ impl Lexicons {
             .get(nsid)
             .and_then(|d| d.pointer("/defs/main/input/schema"))
             .ok_or_else(|| LexiconError::UnknownLexicon(nsid.to_owned()))?;
-        validate::Validator { lexicons: self }.value(nsid, schema, body, "").map_err(Into::into)
+        validate::Validator { lexicons: self, integral_floats: true }.value(nsid, schema, body, "").map_err(Into::into)
     }
 
     /// Renders the OpenAPI 3.1 document of every method, plus the given non-XRPC routes.

@@ -6,6 +6,10 @@ use crate::{formats, Lexicons, ValidationError};
 
 pub(crate) struct Validator<'a> {
     pub lexicons: &'a Lexicons,
+    /// Whether an integer may come as a float with no fraction (`228.0`): in a method's JSON
+    /// input, as JSON writers print numbers, yes; in a record, whose data model has no
+    /// floats, no.
+    pub integral_floats: bool,
 }
 
 fn join(path: &str, key: &str) -> String {
@@ -33,6 +37,12 @@ fn err<T>(path: &str, message: impl Into<String>) -> Result<T, ValidationError> 
 
 fn int_prop(schema: &Value, key: &str) -> Option<i64> {
     schema.get(key).and_then(Value::as_i64)
+}
+
+/// The integer a JSON number holds: an integer, or a float with no fraction within the
+/// exactly representable range (`228.0`, as some JSON writers print integers).
+pub fn integral(value: &Value) -> Option<i64> {
+    value.as_i64().or_else(|| value.as_f64().filter(|f| f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0).map(|f| f as i64))
 }
 
 impl Validator<'_> {
@@ -77,7 +87,8 @@ impl Validator<'_> {
                 string(schema, s, path)
             }
             "integer" => {
-                let Some(n) = value.as_i64() else { return err(path, format!("expected integer, got {}", type_name(value))) };
+                let n = if self.integral_floats { integral(value) } else { value.as_i64() };
+                let Some(n) = n else { return err(path, format!("expected integer, got {}", type_name(value))) };
                 integer(schema, n, path)
             }
             "boolean" => match value {
@@ -263,6 +274,21 @@ mod tests {
             Err(LexiconError::Invalid(e)) => e.to_string(),
             other => panic!("expected invalid, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn an_integer_may_be_written_with_a_zero_fraction_and_not_with_another() {
+        assert_eq!(crate::integral(&json!(228.0)), Some(228));
+        assert_eq!(crate::integral(&json!(-3)), Some(-3));
+        assert_eq!(crate::integral(&json!(228.5)), None);
+        assert_eq!(crate::integral(&json!(1e300)), None);
+        assert_eq!(crate::integral(&json!("7")), None);
+        // In a method's input, yes; in a record (no floats in its data model), no.
+        let input = json!({"uri": "at://did:plc:abc/pub.svc.eprint.submission/3k", "position": 2.0});
+        assert!(Lexicons::builtin().validate_input("pub.svc.metrics.recordSearchClick", &input).is_ok());
+        let mut record = base();
+        record["authors"][0]["order"] = json!(1.0);
+        assert!(invalid(record).contains("expected integer"));
     }
 
     #[test]

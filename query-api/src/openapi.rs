@@ -141,18 +141,31 @@ pub fn document(lexicons: &Lexicons) -> Value {
         list.push(q("did", did(), "alias of `author` (used when `author` is absent)"));
     }
     // The methods registered as needing a caller: a service-auth token or a session, and 401
-    // without one (403 without the role, for those that need one).
-    for method in crate::xrpc::methods().methods().iter().filter(|m| m.auth != crate::xrpc::Auth::Open) {
+    // without one (403 without the role, for those that need one). Procedures anyone may
+    // call (`metrics.record*`, `sync.registerPDS`) take a credential when one is sent.
+    for method in crate::xrpc::methods().methods() {
         let verb = match method.kind {
             crate::xrpc::Kind::Query => "get",
             crate::xrpc::Kind::Procedure => "post",
         };
-        if let Some(op) = doc.pointer_mut(&format!("/paths/~1xrpc~1{}/{verb}", method.nsid)) {
-            op["security"] = json!([{"serviceAuth": []}, {"session": []}]);
-            let error = |d: &str| json!({"description": d, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/XrpcError"}}}});
-            op["responses"]["401"] = error("AuthRequired, InvalidToken, ExpiredToken or RevokedToken: no valid credential");
-            if let crate::xrpc::Auth::Role(role) = method.auth {
-                op["responses"]["403"] = error(&format!("Forbidden or AuthorizationError: the caller does not hold the {role} role"));
+        let Some(op) = doc.pointer_mut(&format!("/paths/~1xrpc~1{}/{verb}", method.nsid)) else { continue };
+        let error =
+            |d: &str| json!({"description": d, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/XrpcError"}}}});
+        match method.auth {
+            crate::xrpc::Auth::Open if method.kind == crate::xrpc::Kind::Procedure => {
+                op["security"] = json!([{}, {"serviceAuth": []}, {"session": []}]);
+                op["responses"]["401"] = error("InvalidToken, ExpiredToken or RevokedToken: a credential was sent and is not valid");
+                if let Some(responses) = op["responses"].as_object_mut() {
+                    responses.remove("403");
+                }
+            }
+            crate::xrpc::Auth::Open => {}
+            auth => {
+                op["security"] = json!([{"serviceAuth": []}, {"session": []}]);
+                op["responses"]["401"] = error("AuthRequired, InvalidToken, ExpiredToken or RevokedToken: no valid credential");
+                if let crate::xrpc::Auth::Role(role) = auth {
+                    op["responses"]["403"] = error(&format!("Forbidden or AuthorizationError: the caller does not hold the {role} role"));
+                }
             }
         }
     }

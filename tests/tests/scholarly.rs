@@ -39,6 +39,49 @@ async fn get_as(svc: &Service, token: &str, path: &str) -> Value {
     reqwest::Client::new().get(format!("{}{path}", svc.base)).bearer_auth(token).send().await.unwrap().json().await.unwrap()
 }
 
+/// POST a use of `uri` to `pub.svc.metrics.<method>` as a client with `agent`, signed in
+/// with `token` when given; the status.
+async fn record_use(svc: &Service, method: &str, agent: &str, token: Option<&str>, body: Value) -> u16 {
+    let mut request =
+        reqwest::Client::new().post(format!("{}/xrpc/pub.svc.metrics.{method}", svc.base)).header("user-agent", agent).json(&body);
+    if let Some(t) = token {
+        request = request.bearer_auth(t);
+    }
+    request.send().await.unwrap().status().as_u16()
+}
+
+const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
+const CHROME: &str = "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36";
+
+/// Readers use Alice's papers: Bob signed in (a token from his PDS), an anonymous browser,
+/// a robot. Counted by the rules, ranked, and read back; the queries that pin the counts
+/// (as of a fixed time, so a replay must give them byte for byte).
+async fn usage(svc: &Service, pds: &Pds, bob: &Account, paper: &str, other: &str) -> Vec<String> {
+    let token = pds.service_auth(bob, SERVICE_DID, "pub.svc.metrics.recordView", None).await.unwrap();
+    assert_eq!(record_use(svc, "recordView", FIREFOX, Some(&token), json!({"uri": paper, "source": "search"})).await, 200);
+    assert_eq!(record_use(svc, "recordView", CHROME, None, json!({"uri": paper})).await, 200);
+    assert_eq!(record_use(svc, "recordView", CHROME, None, json!({"uri": paper})).await, 200);
+    assert_eq!(record_use(svc, "recordView", "Googlebot/2.1 (+http://www.google.com/bot.html)", None, json!({"uri": paper})).await, 200);
+    assert_eq!(record_use(svc, "recordDownload", CHROME, None, json!({"uri": paper, "format": "pdf"})).await, 200);
+    assert_eq!(record_use(svc, "recordView", CHROME, None, json!({"uri": other})).await, 200);
+    let missing = paper.replace("pub.svc.eprint.submission/", "pub.svc.eprint.submission/zz");
+    assert_eq!(record_use(svc, "recordView", CHROME, None, json!({"uri": missing})).await, 404);
+    let at = enc(&chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true));
+    let metrics = format!("/xrpc/pub.svc.metrics.getMetrics?uri={}&asOf={at}", enc(paper));
+    let (_, _, m) = svc.get(&metrics).await.unwrap();
+    assert_eq!(
+        (&m["views"], &m["uniqueViews"], &m["downloads"], &m["robotRequests"], &m["doubleClicks"], &m["reviews"]),
+        (&json!(2), &json!(2), &json!(1), &json!(1), &json!(1), &json!(2)),
+        "{m}"
+    );
+    let (_, _, detail) = svc.get(&format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(paper))).await.unwrap();
+    assert_eq!((&detail["metrics"]["views"], &detail["metrics"]["downloads"]), (&json!(2), &json!(1)), "{detail}");
+    let trending = format!("/xrpc/pub.svc.metrics.getTrending?window=24h&asOf={at}");
+    let (_, _, t) = svc.get(&trending).await.unwrap();
+    assert_eq!((&t["trending"][0]["uri"], &t["trending"][1]["uri"]), (&json!(paper), &json!(other)), "{t}");
+    vec![metrics, trending, format!("/xrpc/pub.svc.metrics.getTrending?window=7d&fieldUris=cs.LG&asOf={at}")]
+}
+
 fn rich(text: &str) -> Value {
     json!([{"$type": "pub.svc.richtext.defs#textItem", "type": "text", "content": text}])
 }
@@ -112,6 +155,8 @@ struct Ran {
     _dir: tempfile::TempDir,
     queries: Vec<String>,
     answers: Vec<Value>,
+    /// Queries of the uses recorded through this svc (in its log only, not the PDS's).
+    usage: Vec<String>,
 }
 
 /// Alice and Bob write the scholarly layer through the PDS, and a svc on `backend` follows.
@@ -366,9 +411,10 @@ async fn scenario(pds: &Pds, backend: &Backend) -> Ran {
         assert!(*lag < Duration::from_secs(5), "{what} took {lag:?}");
     }
 
+    let usage = usage(&svc, pds, &bob, &paper, &other).await;
     let queries = queries(&paper, &other, &review, &annotation, &bob);
     let answers = answers(&svc, &queries).await;
-    Ran { svc, data, _dir: dir, queries, answers }
+    Ran { svc, data, _dir: dir, queries, answers, usage }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -376,7 +422,9 @@ async fn the_scholarly_layer_from_a_real_pds_on_the_embedded_backend() {
     let _serial = tests::serial().await;
     let pds = Pds::start().unwrap();
     let embedded = following(&pds, Backend::embedded());
-    let Ran { svc, data, _dir, queries, answers: before } = scenario(&pds, &embedded).await;
+    let Ran { svc, data, _dir, mut queries, answers: mut before, usage } = scenario(&pds, &embedded).await;
+    before.extend(answers(&svc, &usage).await);
+    queries.extend(usage);
 
     // A replay gives the same answers, byte for byte.
     svc.stop().unwrap();

@@ -127,6 +127,12 @@ impl UsageProjection {
         if let UsageAction::SearchDownload { .. } = u.action {
             add(&mut c, "searchDownloads", 1);
         }
+        if let UsageAction::DwellTime { .. } = u.action {
+            // A time spent, not a click: every one counts toward the mean.
+            add(&mut c, total, 1);
+            st.put(&table(self.version, "papers"), &u.uri, Vec::new(), c, position);
+            return Ok(());
+        }
         // The double-click rule: the uses of the last 30 s, this one's replacing its viewer's.
         let mut recent: Vec<Recent> = text(&c, "recent").and_then(|r| serde_json::from_str(&r).ok()).unwrap_or_default();
         recent.retain(|r| at - r.2 < DOUBLE_CLICK_MICROS);

@@ -4,7 +4,7 @@
 //! - Only what svc accepted is in the log (a view of an eprint it does not index is refused
 //!   before); a use by a robot (a user agent on the COUNTER-Robots list, flagged by the API)
 //!   is kept in the log and counted apart, never as a view or download.
-//! - Double clicks: a view (or download) by the same viewer of the same eprint within 30 s
+//! - Double clicks: a view, download or search click by the same viewer of the same eprint within 30 s
 //!   of that viewer's previous one is not counted again; a run of such clicks counts once.
 //! - Totals and distinct viewers are kept apart: distinct viewers per UTC day in a
 //!   HyperLogLog++ sketch ([`sketch`]), merged over any run of days, and one for all time.

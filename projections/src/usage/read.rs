@@ -36,7 +36,8 @@ pub struct Usage {
     /// Downloads in the same windows.
     pub downloads_in: [u64; 3],
     /// Distinct viewers on the UTC days the windows touch (1, 7 and 30 days up to and with
-    /// the day of the time asked), merged from daily sketches.
+    /// the day of the time asked), merged from daily sketches. (As of a past time, that day
+    /// counts its viewers up to its end: a sketch is kept per day, not per instant.)
     pub unique_in: [u64; 3],
     /// Uses by robots, not counted (now).
     pub robots: u64,
@@ -159,7 +160,13 @@ impl<'a> UsageReader<'a> {
                 }
             }
             all.merge(&sketch);
-            let views = int(&row.columns, "views");
+            // The day of `at` counts only its views up to `at`, from the history.
+            let views = if day == last {
+                let day_start = last * 86_400_000_000;
+                out.views.saturating_sub(int(&self.point(v, uri, day_start - 1)?.unwrap_or_default(), "views"))
+            } else {
+                int(&row.columns, "views")
+            };
             if views > 0 {
                 out.daily_views.push((day, views));
             }

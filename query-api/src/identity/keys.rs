@@ -9,12 +9,14 @@ use std::path::Path;
 use aes_gcm::aead::{Aead, KeyInit};
 use aes_gcm::{Aes256Gcm, Nonce};
 use data_encoding::BASE64URL_NOPAD;
+use hmac::{Hmac, Mac};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use p256::pkcs8::{DecodePrivateKey, EncodePrivateKey, LineEnding};
 use rand::RngCore;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 
 /// How many signing keys a rotation keeps (the newest signs; the older ones still verify
 /// tokens they signed until those expire).
@@ -69,6 +71,8 @@ pub enum TokenError {
 pub struct KeySet {
     signing: Vec<SigningKey>,
     seal: Aes256Gcm,
+    /// The key of viewers' pseudonyms, derived from the seal key.
+    pseudonyms: [u8; 32],
 }
 
 impl KeySet {
@@ -135,9 +139,10 @@ impl KeySet {
         if signing.is_empty() {
             return Err(KeyError::Invalid("no signing key".into()));
         }
-        let seal = BASE64URL_NOPAD.decode(file.seal.as_bytes()).map_err(|e| bad(&e))?;
-        let seal = Aes256Gcm::new_from_slice(&seal).map_err(|_| KeyError::Invalid("the seal key is not 32 bytes".into()))?;
-        Ok(KeySet { signing, seal })
+        let raw = BASE64URL_NOPAD.decode(file.seal.as_bytes()).map_err(|e| bad(&e))?;
+        let seal = Aes256Gcm::new_from_slice(&raw).map_err(|_| KeyError::Invalid("the seal key is not 32 bytes".into()))?;
+        let pseudonyms = Sha256::new().chain_update(b"svc viewer pseudonyms\0").chain_update(&raw).finalize().into();
+        Ok(KeySet { signing, seal, pseudonyms })
     }
 
     /// The public keys as a JWKS document.
@@ -175,6 +180,15 @@ impl KeySet {
             Err(e) if matches!(e.kind(), jsonwebtoken::errors::ErrorKind::ExpiredSignature) => Err(TokenError::Expired),
             Err(e) => Err(TokenError::Invalid(e.to_string())),
         }
+    }
+
+    /// A pseudonym of `who` (32 hex digits): HMAC-SHA-256 under a key derived from the seal
+    /// key, so it is stable on every node sharing the keys file and cannot be reversed or
+    /// recomputed without it.
+    pub fn pseudonym(&self, who: &[u8]) -> String {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.pseudonyms).expect("HMAC takes any key length");
+        mac.update(who);
+        mac.finalize().into_bytes()[..16].iter().map(|b| format!("{b:02x}")).collect()
     }
 
     /// `plain` encrypted and authenticated with the seal key (AES-256-GCM), base64url.

@@ -1,7 +1,7 @@
 //! Who a caller is and what it may do, without HTTP: svc's own keys and tokens
 //! ([`keys`], [`tokens`]), service-auth verification ([`service`], with its replay ledger
-//! [`replay`]), second factors ([`totp`], [`passkeys`]), rate-limit tiers ([`limits`]), and
-//! the [`Identity`] that holds them for the shared state. The HTTP side (the layer that
+//! [`replay`]), second factors ([`totp`], [`passkeys`]), rate-limit tiers ([`limits`]), the
+//! pseudonyms and limits of eprints' viewers ([`viewers`]), and the [`Identity`] that holds them for the shared state. The HTTP side (the layer that
 //! resolves a request's [`Caller`], the OAuth endpoints) is [`crate::auth`]'s.
 
 pub mod keys;
@@ -11,6 +11,7 @@ pub mod replay;
 pub mod service;
 pub mod tokens;
 pub mod totp;
+pub mod viewers;
 
 use std::sync::Arc;
 
@@ -70,6 +71,8 @@ pub struct Identity {
     pub keys: Arc<KeySet>,
     /// The rate limiters.
     pub limits: RateLimits,
+    /// The viewers of `metrics.record*`: their limit (on when `limits` are).
+    pub viewers: viewers::Viewers,
     /// Services whose callers get the service tier (and may refresh or delete any record).
     pub approved_services: Vec<String>,
     /// Passkey ceremonies (node-local).
@@ -102,6 +105,7 @@ impl Identity {
             service_did: service_did.to_owned(),
             service,
             keys,
+            viewers: viewers::Viewers::new(limits.enabled()),
             limits,
             approved_services,
             passkeys: passkeys::Passkeys::new(public_url),

@@ -5,6 +5,7 @@ use data_encoding::BASE64URL_NOPAD;
 use projections::attached::collections::{Kind, Listing};
 use projections::attached::read::AttachedReader;
 use projections::eprints::read::{Detail, EprintsReader};
+use projections::usage::read::{Totals, UsageReader};
 use projections::ProjectionError;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -28,13 +29,13 @@ struct DetailAuthor<'a> {
 /// Writes the eprint detail around the stored record text, which goes out as the
 /// projection wrote it (valid JSON by construction), neither parsed nor copied twice:
 /// `{uri, cid, author, record, indexedAt, metrics}`.
-fn detail_body(uri: &str, detail: &Detail, attached: &Attached) -> Result<Body, ApiError> {
+fn detail_body(uri: &str, detail: &Detail, attached: &Attached, usage: Totals) -> Result<Body, ApiError> {
     let author =
         DetailAuthor { did: detail.did(), display_name: detail.display_name(), handle: detail.handle().unwrap_or("handle.invalid") };
     let mut w = JsonWriter::object(detail.record().len() + 512);
     w.field("uri", uri)?.field("cid", detail.cid())?.field("author", &author)?;
     w.stored("record", detail.record()).field("indexedAt", detail.indexed_at())?;
-    w.field("metrics", &json!({"citations": attached.counts.cited_by, "downloads": 0, "views": 0}))?;
+    w.field("metrics", &json!({"citations": attached.counts.cited_by, "downloads": usage.downloads, "views": usage.views}))?;
     w.field("counts", &attached.counts)?.field("versions", &attached.versions)?.field("changelogs", &attached.changelogs)?;
     Ok(w.finish())
 }
@@ -92,12 +93,13 @@ fn attached_of(reader: &AttachedReader, uri: &str) -> Result<Attached, Projectio
 /// The eprint detail of `uri` (the `getSubmission` answer).
 pub fn get(state: &AppState, uri: &str, cid: Option<&str>) -> Result<Body, ApiError> {
     parse_record_uri("uri", uri)?;
-    let (detail, attached) = blocking(state, || -> Result<_, ProjectionError> {
+    let (detail, attached, usage) = blocking(state, || -> Result<_, ProjectionError> {
         // One reader of both models (the attached reader reads the eprints model too).
         let reader = AttachedReader::new(state.store.as_ref())?;
         let Some(detail) = reader.eprints().detail(uri)?.filter(|d| !d.hidden()) else { return Ok(None) };
         let attached = attached_of(&reader, uri)?;
-        Ok(Some((detail, attached)))
+        let usage = UsageReader::new(state.store.as_ref())?.totals(uri)?;
+        Ok(Some((detail, attached, usage)))
     })?
     .ok_or_else(|| ApiError::record_not_found(format!("no eprint at {uri}")))?;
     if let Some(cid) = cid {
@@ -105,7 +107,7 @@ pub fn get(state: &AppState, uri: &str, cid: Option<&str>) -> Result<Body, ApiEr
             return Err(ApiError::record_not_found(format!("the indexed record at {uri} has CID {}, not {cid}", detail.cid())));
         }
     }
-    detail_body(uri, &detail, &attached)
+    detail_body(uri, &detail, &attached, usage)
 }
 
 /// A page of an author's eprints: `{eprints, cursor?, total}`.

@@ -1,14 +1,15 @@
 //! One XRPC method as a namespace registers it ([`Routes`]), and the steps every call goes
 //! through before its handler ([`Method::prepare`]): the HTTP method, the parameters
 //! validated against the lexicon (after aliases), the caller, and for a procedure the JSON
-//! body, bounded and validated.
+//! body, bounded and validated, and the client (address, user agent).
 
 use std::borrow::Cow;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, Method as HttpMethod};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
@@ -61,6 +62,18 @@ pub struct Call {
     /// The verified caller (always present unless the method is [`Auth::Open`], where it is
     /// present when a valid credential was sent).
     pub caller: Option<Caller>,
+    /// The client, as a procedure sees it (empty for a query).
+    pub client: Client,
+}
+
+/// The client of a procedure: its address (behind trusted proxies, the forwarded one) and
+/// its user agent.
+#[derive(Debug, Clone, Default)]
+pub struct Client {
+    /// The client's address, when known.
+    pub ip: Option<std::net::IpAddr>,
+    /// The `User-Agent` header.
+    pub user_agent: Option<String>,
 }
 
 impl Call {
@@ -129,11 +142,18 @@ impl Method {
             _ => {}
         }
         let params = parse_params(&state, self.nsid, request.uri().query().unwrap_or_default(), self.aliases)?;
-        let input = match self.kind {
-            Kind::Query => Value::Null,
-            Kind::Procedure => read_input(&state, self.nsid, request).await?,
+        let (input, client) = match self.kind {
+            Kind::Query => (Value::Null, Client::default()),
+            Kind::Procedure => {
+                let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+                let client = Client {
+                    ip: state.auth.limits.client_ip(peer, request.headers()),
+                    user_agent: request.headers().get(header::USER_AGENT).and_then(|v| v.to_str().ok()).map(str::to_owned),
+                };
+                (read_input(&state, self.nsid, request).await?, client)
+            }
         };
-        Ok(Call { state, params, input, caller })
+        Ok(Call { state, params, input, caller, client })
     }
 
     /// Answers a request.

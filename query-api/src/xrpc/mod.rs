@@ -18,6 +18,7 @@ mod discovery;
 mod endorsement;
 mod eprint;
 pub mod method;
+mod metrics;
 mod moderation;
 mod notification;
 mod review;
@@ -45,6 +46,7 @@ pub fn methods() -> Routes {
         .merge(author::routes())
         .merge(backlink::routes())
         .merge(notification::routes())
+        .merge(metrics::routes())
         .merge(moderation::routes())
         .merge(sync::routes())
         .merge(actor::routes())

@@ -189,7 +189,7 @@ async fn dismiss(c: Call) -> Answer {
 /// `retryDLQEntry` and `dismissDLQEntry`: `{success, message}`; `success = false` for an
 /// index out of range.
 async fn one(c: Call, retry: bool) -> Answer {
-    let index = c.input["index"].as_u64().unwrap_or(0) as usize;
+    let index = lexicons::integral(&c.input["index"]).unwrap_or(0).max(0) as usize;
     let all = entries(&c.state, false, index.saturating_add(1)).await?;
     let Some(entry) = all.get(index) else {
         let (open, _) = totals(&c.state).await?;
@@ -219,7 +219,7 @@ async fn retry_all(c: Call) -> Answer {
 /// the log more than `olderThanDays` ago, superseded ones included (those whose time cannot
 /// be read are skipped).
 async fn purge_old(c: Call) -> Answer {
-    let days = c.input["olderThanDays"].as_i64().unwrap_or(7);
+    let days = lexicons::integral(&c.input["olderThanDays"]).unwrap_or(7);
     let cutoff = Utc::now() - chrono::Duration::days(days);
     let all = entries(&c.state, true, usize::MAX).await?;
     let every: Vec<&Entry> = all.iter().collect();

@@ -1,0 +1,244 @@
+//! `pub.svc.metrics.*`: recording how eprints are read, and reading it back. Each `record*`
+//! call is a `command.usage` event appended to the log before it has any effect (principle
+//! 1); the usage model counts it by COUNTER's rules (`projections::usage`), and the call
+//! answers once this node's models applied it. Reads are bounded reads of that model, now or
+//! as of a past time (`asOf`).
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use data_encoding::BASE64URL_NOPAD;
+use event_schema::{NewEvent, Payload, Source, UsageAction, UsageEvent};
+use projections::attached::collections::{Kind, Listing};
+use projections::attached::read::AttachedReader;
+use projections::eprints::read::EprintsReader;
+use projections::usage::read::UsageReader;
+use projections::usage::Window;
+use serde_json::{json, Value};
+
+use super::method::{Answer, Call, Routes};
+use crate::body::Body;
+use crate::error::ApiError;
+use crate::identity::viewers::{is_robot, Viewers};
+use crate::params::parse_record_uri;
+use crate::reads::blocking;
+use crate::xrpc::Auth;
+
+/// How far ahead of this node's clock a client's `asOf` may be.
+const CLOCK_SKEW: chrono::Duration = chrono::Duration::seconds(60);
+
+/// The namespace's methods.
+pub fn routes() -> Routes {
+    Routes::new()
+        .procedure("pub.svc.metrics.recordView", Auth::Open, record_view)
+        .procedure("pub.svc.metrics.recordDownload", Auth::Open, record_download)
+        .procedure("pub.svc.metrics.recordSearchClick", Auth::Open, record_search_click)
+        .procedure("pub.svc.metrics.recordSearchDownload", Auth::Open, record_search_download)
+        .procedure("pub.svc.metrics.recordDwellTime", Auth::Open, record_dwell_time)
+        .query("pub.svc.metrics.getMetrics", Auth::Open, get_metrics)
+        .query("pub.svc.metrics.getViewCount", Auth::Open, get_view_count)
+        .query("pub.svc.metrics.getTrending", Auth::Open, get_trending)
+}
+
+fn input_str(c: &Call, name: &str) -> Option<String> {
+    c.input.get(name).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// An integer of the input, validated by the lexicon (not negative where these are read).
+fn input_u64(c: &Call, name: &str) -> Option<u64> {
+    c.input.get(name).and_then(lexicons::integral).map(|n| n.max(0) as u64)
+}
+
+/// Records one use of the eprint named by the input's `uri` as `nsid`: `NotFound` for an
+/// eprint svc does not index (or hides), `RateLimitExceeded` past the viewer's limit;
+/// otherwise appended, and answered `{success: true}` once applied.
+async fn record(c: Call, nsid: &str, action: UsageAction) -> Answer {
+    let uri = input_str(&c, "uri").unwrap_or_default();
+    shown_eprint(&c, &uri)?;
+    // A `viewerDid` is the caller's own or nothing: anyone could send another's.
+    let caller = c.caller.as_ref().map(|caller| caller.did.as_str());
+    let viewer = Viewers::pseudonym(&c.state.auth.keys, caller, c.client.ip, c.client.user_agent.as_deref());
+    if !c.state.auth.viewers.allow(&viewer) {
+        return Err(ApiError::rate_limited(format!(
+            "this viewer recorded more than {} uses in the last minute",
+            crate::identity::viewers::USES_PER_MINUTE
+        )));
+    }
+    let robot = is_robot(c.client.user_agent.as_deref());
+    let event = NewEvent {
+        key: uri.clone(),
+        // Uses carry no identity: the source names no caller.
+        source: Source::Command { nsid: nsid.into(), caller: "anonymous".into(), host: c.state.identity.public_url.clone() },
+        payload: Payload::Usage(UsageEvent { viewer, robot, uri, action }),
+    };
+    crate::command::append(&c.state, event).await?;
+    Body::json(&json!({"success": true}))
+}
+
+/// `recordView {uri, source?, viewerDid?}`.
+async fn record_view(c: Call) -> Answer {
+    let action = UsageAction::View { source: input_str(&c, "source") };
+    record(c, "pub.svc.metrics.recordView", action).await
+}
+
+/// `recordDownload {uri, format?, viewerDid?}`.
+async fn record_download(c: Call) -> Answer {
+    let action = UsageAction::Download { format: input_str(&c, "format") };
+    record(c, "pub.svc.metrics.recordDownload", action).await
+}
+
+/// `recordSearchClick {uri, position, query?, impressionId?}`.
+async fn record_search_click(c: Call) -> Answer {
+    let position = input_u64(&c, "position").unwrap_or_default() as u32;
+    let action = UsageAction::SearchClick { impression_id: input_str(&c, "impressionId"), query: input_str(&c, "query"), position };
+    record(c, "pub.svc.metrics.recordSearchClick", action).await
+}
+
+/// `recordSearchDownload {impressionId, uri}` (beyond the spec).
+async fn record_search_download(c: Call) -> Answer {
+    let action = UsageAction::SearchDownload { impression_id: input_str(&c, "impressionId").unwrap_or_default() };
+    record(c, "pub.svc.metrics.recordSearchDownload", action).await
+}
+
+/// `recordDwellTime {uri, durationMs | dwellTimeMs, impressionId?}`.
+async fn record_dwell_time(c: Call) -> Answer {
+    let duration = ["durationMs", "dwellTimeMs"].iter().find_map(|k| input_u64(&c, k));
+    let Some(duration_ms) = duration else {
+        return Err(ApiError::invalid_request("durationMs (or dwellTimeMs) is required: milliseconds, not negative"));
+    };
+    let action = UsageAction::DwellTime { impression_id: input_str(&c, "impressionId"), duration_ms };
+    record(c, "pub.svc.metrics.recordDwellTime", action).await
+}
+
+/// The `asOf` parameter in µs (now when absent): 400 for one in the future.
+fn as_of(c: &Call) -> Result<(i64, bool), ApiError> {
+    let now = Utc::now();
+    let Some(raw) = c.params.str("asOf") else { return Ok((now.timestamp_micros(), false)) };
+    let at = DateTime::parse_from_rfc3339(raw).map_err(|_| ApiError::invalid_param("asOf", "must be an RFC 3339 datetime"))?;
+    if at.with_timezone(&Utc) > now + CLOCK_SKEW {
+        return Err(ApiError::invalid_param("asOf", "must not be in the future"));
+    }
+    Ok((at.timestamp_micros().min(now.timestamp_micros()), true))
+}
+
+fn rfc3339(micros: i64) -> String {
+    DateTime::from_timestamp_micros(micros).unwrap_or_default().to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+/// Checks that `uri` names an eprint svc shows: `NotFound` otherwise (a record of another
+/// collection included: svc indexes no eprint there).
+fn shown_eprint(c: &Call, uri: &str) -> Result<(), ApiError> {
+    parse_record_uri("uri", uri)?;
+    let eprint = lexicons::formats::parse_at_uri(uri).and_then(|u| u.collection) == Some(lexicons::SUBMISSION);
+    let shown = eprint
+        && blocking(&c.state, || -> Result<bool, ApiError> {
+            Ok(EprintsReader::new(c.state.store.as_ref())?.detail(uri)?.is_some_and(|d| !d.hidden()))
+        })?;
+    if shown {
+        Ok(())
+    } else {
+        Err(ApiError::not_found(format!("svc indexes no eprint at {uri}")))
+    }
+}
+
+/// `getMetrics {uri, asOf?}`: the contract's fields, the reference's, and svc's own (see
+/// the lexicon).
+fn get_metrics(c: &Call) -> Answer {
+    let uri = c.str("uri");
+    shown_eprint(c, uri)?;
+    let (at, _) = as_of(c)?;
+    let (usage, counts) = blocking(&c.state, || -> Result<_, ApiError> {
+        let usage = UsageReader::new(c.state.store.as_ref())?.usage(uri, at)?;
+        let lists =
+            [Listing::on_eprint(Kind::Review, uri), Listing::on_eprint(Kind::Endorsement, uri), Listing::pointing_at(Kind::Citation, uri)];
+        let counts = AttachedReader::new(c.state.store.as_ref())?.counts(&lists)?;
+        Ok((usage, counts))
+    })?;
+    let history: Vec<Value> =
+        usage.daily_views.iter().map(|(day, n)| json!({"date": rfc3339(day * 86_400_000_000)[..10], "count": n})).collect();
+    let windows = |v: [u64; 3]| json!({"24h": v[0], "7d": v[1], "30d": v[2]});
+    Body::json(&json!({
+        "uri": uri,
+        "views": usage.views,
+        "downloads": usage.downloads,
+        "citations": counts[2],
+        "endorsements": counts[1],
+        "reviews": counts[0],
+        "history": {"views": history},
+        "totalViews": usage.views,
+        "uniqueViews": usage.unique_views,
+        "totalDownloads": usage.downloads,
+        "views24h": usage.views_in[0],
+        "views7d": usage.views_in[1],
+        "views30d": usage.views_in[2],
+        "downloadsIn": windows(usage.downloads_in),
+        "uniqueViewersIn": windows(usage.unique_in),
+        "searchClicks": usage.search_clicks,
+        "meanDwellTimeMs": usage.mean_dwell_ms,
+        "robotRequests": usage.robots,
+        "doubleClicks": usage.double_clicks,
+        "asOf": rfc3339(at),
+    }))
+}
+
+/// `getViewCount {uri}` → `{uri, count}`: the counted views of all time.
+fn get_view_count(c: &Call) -> Answer {
+    let uri = c.str("uri");
+    shown_eprint(c, uri)?;
+    let totals = blocking(&c.state, || UsageReader::new(c.state.store.as_ref())?.totals(uri))?;
+    Body::json(&json!({"uri": uri, "count": totals.views}))
+}
+
+/// `getTrending {window | period, field?, fieldUris?, limit, cursor?, asOf?}` →
+/// `{trending: [{uri, title, score, inUserFields?}], window, cursor?, hasMore}`.
+fn get_trending(c: &Call) -> Answer {
+    let p = &c.params;
+    let window = match (p.str("window"), p.str("period")) {
+        (Some(w), _) | (None, Some(w)) => Window::parse(w).ok_or_else(|| ApiError::invalid_param("window", "must be 24h, 7d or 30d"))?,
+        (None, None) => Window::Week,
+    };
+    let mut fields: Vec<String> =
+        p.strs("fieldUris").iter().flat_map(|f| f.split(',')).map(str::trim).filter(|f| !f.is_empty()).map(str::to_owned).collect();
+    fields.extend(p.str("field").map(str::to_owned));
+    fields.sort();
+    fields.dedup();
+    let (at, asked) = as_of(c)?;
+    let cursor = p
+        .str("cursor")
+        .map(|s| BASE64URL_NOPAD.decode(s.as_bytes()).map_err(|_| ApiError::invalid_param("cursor", "not a cursor of this listing")))
+        .transpose()?;
+    let limit = c.limit(20);
+    let entries = blocking(&c.state, || -> Result<_, ApiError> {
+        let eprints = EprintsReader::new(c.state.store.as_ref())?;
+        let titles = std::cell::RefCell::new(std::collections::HashMap::new());
+        // The eprints svc shows, with their titles.
+        let keep = |uri: &str| -> bool {
+            let Ok(Some(detail)) = eprints.detail(uri) else { return false };
+            if detail.hidden() {
+                return false;
+            }
+            let record: Value = serde_json::from_str(detail.record()).unwrap_or_default();
+            let title = record.get("title").and_then(Value::as_str).unwrap_or_default().to_owned();
+            titles.borrow_mut().insert(uri.to_owned(), title);
+            true
+        };
+        let page =
+            UsageReader::new(c.state.store.as_ref())?.trending(window, asked.then_some(at), &fields, limit, cursor.as_deref(), &keep)?;
+        Ok((page, titles.into_inner()))
+    });
+    let (page, titles) = entries?;
+    let trending: Vec<Value> = page
+        .entries
+        .iter()
+        .map(|t| {
+            let mut e = json!({"uri": t.uri, "title": titles.get(&t.uri).cloned().unwrap_or_default(), "score": t.score});
+            if !fields.is_empty() {
+                e["inUserFields"] = json!(t.in_fields);
+            }
+            e
+        })
+        .collect();
+    let mut out = json!({"trending": trending, "window": window.as_str(), "hasMore": page.cursor.is_some(), "asOf": rfc3339(at)});
+    if let Some(next) = page.cursor {
+        out["cursor"] = json!(BASE64URL_NOPAD.encode(&next));
+    }
+    Body::json(&out)
+}

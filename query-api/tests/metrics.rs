@@ -1,0 +1,236 @@
+//! `pub.svc.metrics.*` in process: uses recorded through the log and counted by COUNTER's
+//! rules (robots apart, double clicks once, viewers by pseudonym), read back as counts,
+//! windows and trending, now and as of a past time; `getSubmission` reports the counts; a
+//! hostile client is held to its limit; bad input is refused in the envelope.
+
+mod support;
+
+use axum::body::Body as HttpBody;
+use axum::http::{Method, Request, StatusCode};
+use serde_json::{json, Value};
+use support::*;
+
+const ALICE: &str = "did:plc:alice000000000000000000";
+const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
+const CHROME: &str = "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36";
+const GOOGLEBOT: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+
+fn paper(rkey: &str) -> String {
+    format!("at://{ALICE}/pub.svc.eprint.submission/{rkey}")
+}
+
+/// `POST /xrpc/pub.svc.metrics.<method>` with `body`, as a client with `agent`.
+async fn record(f: &Fixture, method: &str, agent: &str, token: Option<&str>, body: Value) -> (StatusCode, Value) {
+    let mut request = Request::builder()
+        .method(Method::POST)
+        .uri(format!("/xrpc/pub.svc.metrics.{method}"))
+        .header("content-type", "application/json")
+        .header("user-agent", agent);
+    if let Some(t) = token {
+        request = request.header("authorization", format!("Bearer {t}"));
+    }
+    let (status, _, json) = f.send(request.body(HttpBody::from(body.to_string())).unwrap()).await;
+    (status, json)
+}
+
+async fn view(f: &Fixture, rkey: &str, agent: &str) -> StatusCode {
+    record(f, "recordView", agent, None, json!({"uri": paper(rkey)})).await.0
+}
+
+async fn get(f: &Fixture, path: &str) -> Value {
+    let (status, body) = f.get(path).await;
+    assert_eq!(status, StatusCode::OK, "{path}: {body}");
+    body
+}
+
+fn setup() -> Fixture {
+    let mut f = Fixture::new();
+    let mut maths = submission("Graph Colourings", ALICE, "2025-01-02T00:00:00Z");
+    maths["fields"] = json!(["math.CO"]);
+    f.apply(vec![
+        create(ALICE, "pub.svc.eprint.submission", "p1", "3l0000000000a", submission("Sparse Transformers", ALICE, "2025-01-01T00:00:00Z")),
+        create(ALICE, "pub.svc.eprint.submission", "p2", "3l0000000000b", maths),
+        create(
+            ALICE,
+            "pub.svc.review.comment",
+            "r1",
+            "3l0000000000c",
+            json!({"eprintUri": paper("p1"), "body": [{"type": "text", "content": "Good."}], "createdAt": "2025-01-03T00:00:00Z"}),
+        ),
+    ]);
+    f.live();
+    f
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uses_are_recorded_counted_by_the_rules_and_read_back() {
+    let f = setup();
+    let before = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    let count = |rkey: &'static str| {
+        let f = &f;
+        async move { get(f, &format!("/xrpc/pub.svc.metrics.getViewCount?uri={}", enc(&paper(rkey)))).await["count"].clone() }
+    };
+
+    // A view, the same viewer again (a double click), another browser (another viewer).
+    let (status, body) = record(&f, "recordView", FIREFOX, None, json!({"uri": paper("p1"), "source": "search"})).await;
+    assert_eq!((status, body), (StatusCode::OK, json!({"success": true})));
+    assert_eq!(count("p1").await, json!(1));
+    assert_eq!(view(&f, "p1", FIREFOX).await, StatusCode::OK);
+    assert_eq!(count("p1").await, json!(1));
+    assert_eq!(view(&f, "p1", CHROME).await, StatusCode::OK);
+    assert_eq!(count("p1").await, json!(2));
+    // A robot is recorded and not counted.
+    assert_eq!(view(&f, "p1", GOOGLEBOT).await, StatusCode::OK);
+    assert_eq!(count("p1").await, json!(2));
+    // A signed-in reader is one viewer wherever from; a viewerDid not the caller's is not
+    // believed (it would let anyone mint viewers).
+    let alice = login(&f, ALICE, "alice-1").await;
+    let (status, _) =
+        record(&f, "recordView", FIREFOX, Some(&alice), json!({"uri": paper("p1"), "viewerDid": "did:plc:someoneelse"})).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(count("p1").await, json!(3));
+    let (status, _) = record(&f, "recordView", CHROME, Some(&alice), json!({"uri": paper("p1")})).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(count("p1").await, json!(3));
+
+    for (method, body) in [
+        ("recordDownload", json!({"uri": paper("p1"), "format": "pdf"})),
+        ("recordSearchClick", json!({"uri": paper("p1"), "query": "sparse", "position": 0})),
+        ("recordSearchClick", json!({"uri": paper("p2"), "impressionId": "imp-1", "position": 3})),
+        ("recordSearchDownload", json!({"uri": paper("p2"), "impressionId": "imp-1"})),
+        ("recordDwellTime", json!({"uri": paper("p1"), "durationMs": 3000})),
+        ("recordDwellTime", json!({"uri": paper("p1"), "impressionId": "imp-1", "dwellTimeMs": 1000})),
+    ] {
+        let (status, answer) = record(&f, method, CHROME, None, body.clone()).await;
+        assert_eq!((status, answer), (StatusCode::OK, json!({"success": true})), "{method} {body}");
+    }
+    let m = get(&f, &format!("/xrpc/pub.svc.metrics.getMetrics?uri={}", enc(&paper("p1")))).await;
+    assert_eq!(
+        (&m["views"], &m["totalViews"], &m["uniqueViews"], &m["downloads"], &m["totalDownloads"]),
+        (&json!(3), &json!(3), &json!(3), &json!(1), &json!(1)),
+        "{m}"
+    );
+    assert_eq!(
+        (&m["views24h"], &m["views7d"], &m["views30d"], &m["uniqueViewersIn"]["24h"]),
+        (&json!(3), &json!(3), &json!(3), &json!(3)),
+        "{m}"
+    );
+    assert_eq!((&m["reviews"], &m["endorsements"], &m["citations"]), (&json!(1), &json!(0), &json!(0)), "{m}");
+    assert_eq!(
+        (&m["robotRequests"], &m["doubleClicks"], &m["searchClicks"], &m["meanDwellTimeMs"]),
+        (&json!(1), &json!(2), &json!(1), &json!(2000)),
+        "{m}"
+    );
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    assert_eq!(m["history"]["views"], json!([{"date": today, "count": 3}]), "{m}");
+    assert!(m.get("shares").is_none(), "nothing svc indexes records a share: {m}");
+    // As of before any use: nothing yet.
+    let then = get(&f, &format!("/xrpc/pub.svc.metrics.getMetrics?uri={}&asOf={}", enc(&paper("p1")), enc(&before))).await;
+    assert_eq!((&then["views"], &then["downloads"], &then["history"]["views"]), (&json!(0), &json!(0), &json!([])), "{then}");
+
+    // getSubmission reports the same counts.
+    let detail = get(&f, &format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(&paper("p1")))).await;
+    assert_eq!(detail["metrics"], json!({"views": 3, "downloads": 1, "citations": 0}), "{}", detail["metrics"]);
+
+    // Trending: p1 (three views, a download) before p2 (a download from a search list).
+    let t = get(&f, "/xrpc/pub.svc.metrics.getTrending?window=24h").await;
+    let order: Vec<&str> = t["trending"].as_array().unwrap().iter().map(|e| e["title"].as_str().unwrap()).collect();
+    assert_eq!(
+        (order, &t["window"], &t["hasMore"]),
+        (vec!["Sparse Transformers", "Graph Colourings"], &json!("24h"), &json!(false)),
+        "{t}"
+    );
+    let score = t["trending"][0]["score"].as_f64().unwrap();
+    assert!(score > 3.9 && score <= 4.0, "four uses just now: {t}");
+    let uris = |v: &Value| v["trending"].as_array().unwrap().iter().map(|e| e["uri"].clone()).collect::<Vec<_>>();
+    assert_eq!(uris(&get(&f, "/xrpc/pub.svc.metrics.getTrending?period=day").await), uris(&t));
+    // The reader's fields first, marked; the contract's comma-separated form.
+    let mine = get(&f, "/xrpc/pub.svc.metrics.getTrending?period=week&fieldUris=math.CO,q-bio.NC&limit=1").await;
+    assert_eq!(
+        (&mine["trending"][0]["title"], &mine["trending"][0]["inUserFields"], &mine["hasMore"]),
+        (&json!("Graph Colourings"), &json!(true), &json!(true)),
+        "{mine}"
+    );
+    let next = get(
+        &f,
+        &format!(
+            "/xrpc/pub.svc.metrics.getTrending?period=week&fieldUris=math.CO,q-bio.NC&limit=1&cursor={}",
+            mine["cursor"].as_str().unwrap()
+        ),
+    )
+    .await;
+    assert_eq!(
+        (&next["trending"][0]["title"], &next["trending"][0]["inUserFields"], &next["hasMore"]),
+        (&json!("Sparse Transformers"), &json!(false), &json!(false)),
+        "{next}"
+    );
+    let past = get(&f, &format!("/xrpc/pub.svc.metrics.getTrending?asOf={}", enc(&before))).await;
+    assert_eq!(past["trending"], json!([]), "{past}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_refused_in_the_envelope() {
+    let f = setup();
+    let unknown = format!("at://{ALICE}/pub.svc.eprint.submission/nope");
+    let review = format!("at://{ALICE}/pub.svc.review.comment/r1");
+    let future = (chrono::Utc::now() + chrono::Duration::days(2)).to_rfc3339();
+    for (method, body, status) in [
+        ("recordView", json!({"uri": unknown}), StatusCode::NOT_FOUND),
+        ("recordView", json!({"uri": review}), StatusCode::NOT_FOUND),
+        ("recordView", json!({}), StatusCode::BAD_REQUEST),
+        ("recordView", json!({"uri": "not a uri"}), StatusCode::BAD_REQUEST),
+        ("recordDownload", json!({"uri": paper("p1"), "format": 7}), StatusCode::BAD_REQUEST),
+        ("recordDwellTime", json!({"uri": paper("p1"), "durationMs": -5}), StatusCode::BAD_REQUEST),
+        ("recordDwellTime", json!({"uri": paper("p1")}), StatusCode::BAD_REQUEST),
+        ("recordSearchClick", json!({"uri": paper("p1")}), StatusCode::BAD_REQUEST),
+        ("recordSearchClick", json!({"uri": paper("p1"), "position": -1}), StatusCode::BAD_REQUEST),
+        ("recordSearchDownload", json!({"uri": paper("p1")}), StatusCode::BAD_REQUEST),
+    ] {
+        let (got, answer) = record(&f, method, FIREFOX, None, body.clone()).await;
+        assert_eq!(got, status, "{method} {body}: {answer}");
+        assert!(answer["error"].is_string() && answer["message"].is_string(), "{method} {body}: {answer}");
+    }
+    for (path, status) in [
+        (format!("/xrpc/pub.svc.metrics.getMetrics?uri={}", enc(&unknown)), StatusCode::NOT_FOUND),
+        (format!("/xrpc/pub.svc.metrics.getViewCount?uri={}", enc(&unknown)), StatusCode::NOT_FOUND),
+        ("/xrpc/pub.svc.metrics.getMetrics".into(), StatusCode::BAD_REQUEST),
+        (format!("/xrpc/pub.svc.metrics.getMetrics?uri={}&asOf={}", enc(&paper("p1")), enc(&future)), StatusCode::BAD_REQUEST),
+        (format!("/xrpc/pub.svc.metrics.getMetrics?uri={}&asOf=yesterday", enc(&paper("p1"))), StatusCode::BAD_REQUEST),
+        ("/xrpc/pub.svc.metrics.getTrending?window=5d".into(), StatusCode::BAD_REQUEST),
+        ("/xrpc/pub.svc.metrics.getTrending?limit=0".into(), StatusCode::BAD_REQUEST),
+        ("/xrpc/pub.svc.metrics.getTrending?cursor=%25%25".into(), StatusCode::BAD_REQUEST),
+        (format!("/xrpc/pub.svc.metrics.getTrending?asOf={}", enc(&future)), StatusCode::BAD_REQUEST),
+    ] {
+        let (got, answer) = f.get(&path).await;
+        assert_eq!(got, status, "{path}: {answer}");
+        assert!(answer["error"].is_string(), "{path}: {answer}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_views_from_one_viewer_count_once_and_the_excess_is_refused() {
+    let mut f = Fixture::with_limits(query_api::identity::limits::LimitSettings { tiers: Some([1_000_000; 4]), ..Default::default() });
+    f.apply(vec![create(
+        ALICE,
+        "pub.svc.eprint.submission",
+        "p1",
+        "3l0000000000a",
+        submission("Sparse Transformers", ALICE, "2025-01-01T00:00:00Z"),
+    )]);
+    f.live();
+    let mut answered = std::collections::BTreeMap::new();
+    let started = std::time::Instant::now();
+    for _ in 0..10_000 {
+        *answered.entry(view(&f, "p1", FIREFOX).await).or_insert(0) += 1;
+    }
+    // The limit's burst, and one more per second it refilled while the loop ran.
+    let burst = query_api::identity::viewers::USES_PER_MINUTE as i32;
+    let accepted = answered.get(&StatusCode::OK).copied().unwrap_or(0);
+    assert!(accepted >= burst && accepted <= burst + started.elapsed().as_secs() as i32 + 1, "{answered:?}");
+    assert_eq!(answered.get(&StatusCode::TOO_MANY_REQUESTS), Some(&(10_000 - accepted)), "{answered:?}");
+    // Another viewer is not held back by the first.
+    assert_eq!(view(&f, "p1", CHROME).await, StatusCode::OK);
+    let m = get(&f, &format!("/xrpc/pub.svc.metrics.getMetrics?uri={}", enc(&paper("p1")))).await;
+    // Those recorded came within 30 s of each other: one click, and Chrome's.
+    assert_eq!((&m["views"], &m["doubleClicks"], &m["uniqueViews"]), (&json!(2), &json!(accepted - 1), &json!(2)), "{m}");
+}
