@@ -169,6 +169,22 @@ fn uses_are_counted_by_counters_rules_as_of_any_time_and_a_rebuild_answers_the_s
     let p2 = r.usage(&uri("p2"), now).unwrap();
     assert_eq!((p2.views, p2.unique_views, p2.views_in, p2.unique_in), (5, 5, [0, 5, 5], [0, 5, 5]), "{p2:?}");
 
+    // Time series: the eprint's hour, the site's days (p1's four uses and p3's view at T0;
+    // p2's five two days before), empty buckets included.
+    use projections::usage::read::{Bucket, Granularity};
+    let hour = T0 - T0.rem_euclid(3_600_000_000);
+    assert_eq!(r.series(Some(&uri("p1")), Granularity::Hour, T0, T0).unwrap(), vec![Bucket { start: hour, views: 3, downloads: 1 }]);
+    let day = |d: i64| (T0.div_euclid(DAY) + d) * DAY;
+    let site: Vec<(i64, u64, u64)> =
+        r.series(None, Granularity::Day, T0 - 2 * DAY, now).unwrap().iter().map(|b| (b.start, b.views, b.downloads)).collect();
+    assert_eq!(site, vec![(day(-2), 5, 0), (day(-1), 0, 0), (day(0), 4, 1)]);
+    // Velocity: p1's four uses in the last 24 h against none the day before; p2's five in
+    // the last week against none before.
+    let v = r.velocity(&uri("p1"), Window::Day, now).unwrap();
+    assert_eq!((v.views, v.downloads, v.previous, v.velocity), (3, 1, 0, 4.0));
+    assert_eq!(r.velocity(&uri("p2"), Window::Week, now).unwrap().velocity, 5.0);
+    assert_eq!(r.velocity(&uri("p2"), Window::Week, now + 7 * DAY).unwrap().velocity, -1.0);
+
     let (_, lists) = answers(store.as_ref());
     let names = |v: &[(&str, bool)]| v.iter().map(|(n, f)| (n.to_string(), *f)).collect::<Vec<_>>();
     // 24 h: p1 (four uses just now) > p3 (one) > p2 (five, two days ago: 5/e² ≈ 0.68).

@@ -166,6 +166,38 @@ async fn uses_are_recorded_counted_by_the_rules_and_read_back() {
     );
     let past = get(&f, &format!("/xrpc/pub.svc.metrics.getTrending?asOf={}", enc(&before))).await;
     assert_eq!(past["trending"], json!([]), "{past}");
+
+    // Admins see the same uses: the overview, the velocity, the series.
+    query_api::xrpc::admin::bootstrap(&f.state, &[ALICE.to_owned()]).await.unwrap();
+    let admin = login(&f, ALICE, "alice-admin").await;
+    let admin_get = |path: String| {
+        let (f, admin) = (&f, admin.clone());
+        async move {
+            let (status, body) = f.get_as(&path, &admin).await;
+            assert_eq!(status, StatusCode::OK, "{path}: {body}");
+            body
+        }
+    };
+    let overview = admin_get("/xrpc/pub.svc.admin.getMetricsOverview?days=1".into()).await;
+    assert_eq!((&overview["period"], &overview["periodInfo"]["days"], &overview["trending"][0]["uri"]), (&json!("24h"), &json!(1), &json!(paper("p1"))), "{overview}");
+    assert_eq!(admin_get("/xrpc/pub.svc.admin.getMetricsOverview?days=30".into()).await["period"], json!("30d"));
+    let velocity = admin_get("/xrpc/pub.svc.admin.getTrendingVelocity?window=24h".into()).await;
+    let first = &velocity["items"][0];
+    assert_eq!((&first["uri"], &first["views"], &first["downloads"], &first["velocity"], &first["trend"]), (&json!(paper("p1")), &json!(3), &json!(1), &json!(4.0), &json!("rising")), "{velocity}");
+    let series = admin_get("/xrpc/pub.svc.admin.getViewDownloadTimeSeries".into()).await;
+    assert_eq!((series["series"].as_array().map(Vec::len), &series["totalViews"], &series["totalDownloads"]), (Some(31), &json!(3), &json!(2)), "{series}");
+    let hourly = admin_get(format!("/xrpc/pub.svc.admin.getViewDownloadTimeSeries?uri={}&granularity=hour", enc(&paper("p1")))).await;
+    assert_eq!((&hourly["uri"], &hourly["totalViews"], &hourly["totalDownloads"]), (&json!(paper("p1")), &json!(3), &json!(1)), "{hourly}");
+    for (path, status) in [
+        ("/xrpc/pub.svc.admin.getViewDownloadTimeSeries?granularity=hour&from=2020-01-01T00:00:00Z".to_owned(), StatusCode::BAD_REQUEST),
+        ("/xrpc/pub.svc.admin.getViewDownloadTimeSeries?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z".to_owned(), StatusCode::BAD_REQUEST),
+        (format!("/xrpc/pub.svc.admin.getViewDownloadTimeSeries?uri={}", enc(&format!("at://{ALICE}/pub.svc.eprint.submission/nope"))), StatusCode::NOT_FOUND),
+        ("/xrpc/pub.svc.admin.getTrendingVelocity?window=1y".to_owned(), StatusCode::BAD_REQUEST),
+        ("/xrpc/pub.svc.admin.getMetricsOverview?days=91".to_owned(), StatusCode::BAD_REQUEST),
+    ] {
+        let (got, body) = f.get_as(&path, &admin).await;
+        assert_eq!(got, status, "{path}: {body}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

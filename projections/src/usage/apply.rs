@@ -8,7 +8,10 @@ use serde::{Deserialize, Serialize};
 use store::{consumer_name, Columns, Store, Value};
 
 use super::sketch::Viewers;
-use super::{day_key, day_of, history_key, ln_add, ranking_key, ranking_partition, table, Window, DOUBLE_CLICK_MICROS, MODEL};
+use super::{
+    day_key, day_of, history_key, hour_key, hour_of, ln_add, ranking_key, ranking_partition, table, Window, DOUBLE_CLICK_MICROS, MODEL,
+    SITE,
+};
 use crate::catalog::Mode;
 use crate::rows::{is_stale, text, TAKEN_DOWN_REV};
 use crate::staged::Staged;
@@ -160,7 +163,7 @@ impl UsageProjection {
             let kept = ln_add(float(&c, window.column()), window.exponent(at));
             c.insert(window.column().into(), Value::Float(kept));
         }
-        // Distinct viewers: of all time, and of the day.
+        // The eprint's and the site's buckets; distinct viewers of all time and of the day.
         let day = day_key(day_of(at));
         let mut daily = st.get(self.store.as_ref(), &table(self.version, "daily"), &u.uri, &day)?.unwrap_or_default();
         add(&mut daily, total, 1);
@@ -171,7 +174,13 @@ impl UsageProjection {
                 row.insert("viewers".into(), Value::Text(viewers.to_text()));
             }
         }
-        st.put(&table(self.version, "daily"), &u.uri, day, daily, position);
+        st.put(&table(self.version, "daily"), &u.uri, day.clone(), daily, position);
+        let hour = hour_key(hour_of(at));
+        for (name, partition, key) in [("daily", SITE, &day), ("hourly", SITE, &hour), ("hourly", u.uri.as_str(), &hour)] {
+            let mut bucket = st.get(self.store.as_ref(), &table(self.version, name), partition, key)?.unwrap_or_default();
+            add(&mut bucket, total, 1);
+            st.put(&table(self.version, name), partition, key.clone(), bucket, position);
+        }
         let mut point = Columns::new();
         for k in ["views", "downloads"] {
             point.insert(k.into(), Value::Int(int(&c, k)));

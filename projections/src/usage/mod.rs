@@ -25,7 +25,9 @@
 //!   last 30 s, for the double-click rule).
 //! - `history`: eprint URI → time (µs) ‖ log ordinal: the totals and decayed sums after
 //!   each counted view or download.
-//! - `daily`: eprint URI → UTC day number: `views`, `downloads`, `viewers` (sketch).
+//! - `daily`: eprint URI → UTC day number: `views`, `downloads`, `viewers` (sketch); and
+//!   [`SITE`] → day: `views`, `downloads` of every eprint.
+//! - `hourly`: eprint URI, and [`SITE`] → hours since the epoch: `views`, `downloads`.
 //! - `ranking`: `{window}` and `{window} {field}` → decayed sum (descending) ‖ eprint URI:
 //!   `fields`. The live eprints with a counted use, best first.
 
@@ -41,7 +43,10 @@ use store::TableRef;
 pub const MODEL: &str = "usage";
 
 /// The tables of the model, for dropping a version.
-pub const TABLES: &[&str] = &["papers", "history", "daily", "ranking"];
+pub const TABLES: &[&str] = &["papers", "history", "daily", "hourly", "ranking"];
+
+/// The partition of `daily` and `hourly` that counts every eprint (no URI starts with `*`).
+pub const SITE: &str = "*";
 
 pub(crate) fn table(version: u32, name: &'static str) -> TableRef {
     TableRef::new(MODEL, version, name)
@@ -169,6 +174,21 @@ pub fn day_of(at: i64) -> i64 {
 /// The clustering key of a `daily` row.
 pub(crate) fn day_key(day: i64) -> Vec<u8> {
     ((day as u64) ^ (1 << 63)).to_be_bytes().to_vec()
+}
+
+/// The hour (hours since the epoch) of a time in µs.
+pub fn hour_of(at: i64) -> i64 {
+    at.div_euclid(3_600_000_000)
+}
+
+/// The clustering key of an `hourly` row.
+pub(crate) fn hour_key(hour: i64) -> Vec<u8> {
+    day_key(hour)
+}
+
+/// The bucket number of a `daily` or `hourly` key.
+pub(crate) fn parse_bucket_key(key: &[u8]) -> Option<i64> {
+    Some((u64::from_be_bytes(key.try_into().ok()?) ^ (1 << 63)) as i64)
 }
 
 #[cfg(test)]

@@ -8,7 +8,9 @@ use std::collections::BTreeSet;
 use store::{Columns, Scan, Store, Value};
 
 use super::sketch::Viewers;
-use super::{day_key, day_of, history_after, parse_ranking_key, ranking_partition, table, Window, MODEL};
+use super::{
+    day_key, day_of, history_after, hour_key, hour_of, parse_bucket_key, parse_ranking_key, ranking_partition, table, Window, MODEL, SITE,
+};
 use crate::ProjectionError;
 
 /// An eprint's totals of all time (as `getSubmission` and `getViewCount` report them).
@@ -71,6 +73,50 @@ pub struct TrendingPage {
     pub entries: Vec<Trending>,
     /// Where the next page starts, if there may be one.
     pub cursor: Option<Vec<u8>>,
+}
+
+/// The width of a time series' buckets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Granularity {
+    /// An hour.
+    Hour,
+    /// A UTC day.
+    Day,
+}
+
+impl Granularity {
+    /// The bucket's length in µs.
+    pub fn micros(self) -> i64 {
+        match self {
+            Granularity::Hour => 3_600_000_000,
+            Granularity::Day => 86_400_000_000,
+        }
+    }
+}
+
+/// One bucket of a time series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bucket {
+    /// When it starts (µs).
+    pub start: i64,
+    /// Counted views in it.
+    pub views: u64,
+    /// Counted downloads in it.
+    pub downloads: u64,
+}
+
+/// How an eprint's use moves: its counted views and downloads in a window up to a time,
+/// against the window before.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Velocity {
+    /// Views in the window.
+    pub views: u64,
+    /// Downloads in the window.
+    pub downloads: u64,
+    /// Views and downloads in the window before.
+    pub previous: u64,
+    /// `(uses − previous) / max(previous, 1)`: 1.0 is twice the uses of the window before.
+    pub velocity: f64,
 }
 
 /// Reads the active version of the usage model.
@@ -149,10 +195,7 @@ impl<'a> UsageReader<'a> {
         let mut merged = [Viewers::default(), Viewers::default(), Viewers::default()];
         let mut all = Viewers::default();
         for row in &days {
-            let day = last - (0..30).find(|d| day_key(last - d) == row.clustering).unwrap_or(30);
-            if day < last - 29 {
-                continue;
-            }
+            let Some(day) = parse_bucket_key(&row.clustering).filter(|d| *d > last - 30) else { continue };
             let sketch = Viewers::from_text(row.columns.get("viewers").and_then(Value::as_text));
             for (i, window) in Window::ALL.into_iter().enumerate() {
                 if last - day < window.seconds() / 86_400 {
@@ -179,6 +222,43 @@ impl<'a> UsageReader<'a> {
         out.unique_views =
             if now_or_later { Viewers::from_text(paper.get("viewers").and_then(Value::as_text)).count() } else { all.count() };
         Ok(out)
+    }
+
+    /// The views and downloads of `uri` (or of every eprint) per bucket, from the bucket
+    /// holding `from` to the one holding `to` (µs), empty buckets included: one scan.
+    pub fn series(&self, uri: Option<&str>, granularity: Granularity, from: i64, to: i64) -> Result<Vec<Bucket>, ProjectionError> {
+        let (first, last) = match granularity {
+            Granularity::Hour => (hour_of(from), hour_of(to)),
+            Granularity::Day => (day_of(from), day_of(to)),
+        };
+        let mut out: Vec<Bucket> = (first..=last).map(|b| Bucket { start: b * granularity.micros(), views: 0, downloads: 0 }).collect();
+        let Some(v) = self.version else { return Ok(out) };
+        let (name, key) = match granularity {
+            Granularity::Hour => ("hourly", hour_key as fn(i64) -> Vec<u8>),
+            Granularity::Day => ("daily", day_key as fn(i64) -> Vec<u8>),
+        };
+        let scan = Scan { after: Some(key(first - 1)), limit: out.len(), reverse: false };
+        for row in self.store.scan(&table(v, name), uri.unwrap_or(SITE), &scan)?.rows {
+            let Some(b) = parse_bucket_key(&row.clustering).filter(|b| (first..=last).contains(b)) else { continue };
+            let bucket = &mut out[(b - first) as usize];
+            bucket.views = int(&row.columns, "views");
+            bucket.downloads = int(&row.columns, "downloads");
+        }
+        Ok(out)
+    }
+
+    /// How the use of `uri` moves in `window` up to `at` (µs): four history reads.
+    pub fn velocity(&self, uri: &str, window: Window, at: i64) -> Result<Velocity, ProjectionError> {
+        let Some(v) = self.version else { return Ok(Velocity { views: 0, downloads: 0, previous: 0, velocity: 0.0 }) };
+        let w = window.seconds() * 1_000_000;
+        let [now, start, before] = [at, at - w, at - 2 * w].map(|t| self.point(v, uri, t).map(Option::unwrap_or_default));
+        let (now, start, before) = (now?, start?, before?);
+        let uses = |c: &Columns| int(c, "views") + int(c, "downloads");
+        let views = int(&now, "views").saturating_sub(int(&start, "views"));
+        let downloads = int(&now, "downloads").saturating_sub(int(&start, "downloads"));
+        let previous = uses(&start).saturating_sub(uses(&before));
+        let velocity = ((views + downloads) as f64 - previous as f64) / previous.max(1) as f64;
+        Ok(Velocity { views, downloads, previous, velocity })
     }
 
     /// The decayed sum of `uri` for `window` at `at` (µs), from its history.

@@ -2,7 +2,8 @@
 //! one concern a file: [`roles`] (and the bootstrap of the first admins), [`audit`],
 //! [`alpha`] applications, system [`health`], the [`node`]'s metrics, [`content`] (counts,
 //! users, listings, take-downs), the [`dlq`], backfill [`operations`], [`hosts`] (event
-//! sources and repository hosts) and [`moderation`] (warnings and violations).
+//! sources and repository hosts), [`moderation`] (warnings and violations) and [`usage`]
+//! analytics.
 
 mod alpha;
 mod audit;
@@ -14,6 +15,7 @@ mod moderation;
 mod node;
 mod operations;
 mod roles;
+mod usage;
 
 use projections::access::Role;
 
@@ -36,6 +38,9 @@ pub fn routes() -> Routes {
         .query("pub.svc.admin.getAlphaApplication", admin, alpha::get_alpha)
         .procedure("pub.svc.admin.updateAlphaApplication", admin, alpha::update_alpha)
         .query("pub.svc.admin.getAlphaStats", admin, alpha::alpha_stats)
+        .query("pub.svc.admin.getMetricsOverview", admin, usage::metrics_overview)
+        .query("pub.svc.admin.getTrendingVelocity", admin, usage::trending_velocity)
+        .query("pub.svc.admin.getViewDownloadTimeSeries", admin, usage::view_download_time_series)
         .merge(content::routes())
         .merge(dlq::routes())
         .merge(operations::routes())
