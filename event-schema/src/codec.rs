@@ -271,6 +271,7 @@ mod tests {
                     robot: false,
                     uri: "at://did:plc:aaaa/pub.svc.eprint.submission/3k".into(),
                     action: crate::UsageAction::SearchClick { impression_id: Some("i1".into()), query: None, position: 2 },
+                    at: Some(at()),
                 }),
             },
         ]

@@ -22,6 +22,7 @@ mod revs;
 pub mod seed;
 pub mod social;
 pub mod testing;
+pub mod usage;
 pub mod verify;
 
 pub use atproto::{car, data_model, handle, identity};

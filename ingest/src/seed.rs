@@ -38,6 +38,7 @@ use tracing::warn;
 pub use crate::arxiv::Paper;
 use crate::repo::{record_cid, tid};
 use crate::social::{SeededPaper, SocialGenerator};
+use crate::usage::UsageGenerator;
 use crate::IngestError;
 
 /// The most authors a submission record may list.
@@ -296,6 +297,7 @@ pub fn seed_file(
     let lexicons = Lexicons::builtin();
     let mut seen = HashSet::new();
     let mut social = options.social.then(|| SocialGenerator::new(source.clone()));
+    let mut usage = options.social.then(|| UsageGenerator::new(source.clone()));
     let mut report = SeedReport::default();
     let mut pending = Vec::new();
     let mut pending_papers = 0;
@@ -320,9 +322,10 @@ pub fn seed_file(
         }
         let events = Paper::from_line(&line).map_err(|e| SkipReason::not_a_paper(&e)).and_then(|paper| {
             let mut events = paper_events(&paper, &source, &lexicons, &mut seen)?;
-            if let Some(generator) = social.as_mut() {
+            if let (Some(generator), Some(usage)) = (social.as_mut(), usage.as_mut()) {
                 if let Some(seeded) = seeded_paper(&paper, &events) {
                     events.extend(generator.events_for(&paper, &seeded));
+                    events.extend(usage.events_for(&seeded));
                 }
             }
             Ok(events)
@@ -349,6 +352,9 @@ pub fn seed_file(
     flush(&mut pending, &mut pending_papers, &mut report)?;
     if let Some(generator) = social {
         report.layer = generator.counts.into_iter().map(|(c, n)| (c.to_owned(), n)).collect();
+    }
+    if let Some(usage) = usage {
+        report.layer.insert("command.usage".into(), usage.events);
     }
     Ok(report)
 }

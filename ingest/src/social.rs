@@ -61,15 +61,15 @@ const STOPWORDS: &[&str] = &[
 ];
 
 /// A deterministic stream of numbers (SplitMix64) seeded from a string.
-struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    fn new(seed: &str) -> Rng {
+    pub(crate) fn new(seed: &str) -> Rng {
         let d = Sha256::digest(format!("svc-social/{seed}").as_bytes());
         Rng(u64::from_be_bytes(d[..8].try_into().unwrap_or_default()))
     }
 
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -78,12 +78,12 @@ impl Rng {
     }
 
     /// Uniform in `0..n` (`n` > 0).
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
     }
 
     /// True with probability `percent` / 100.
-    fn chance(&mut self, percent: u64) -> bool {
+    pub(crate) fn chance(&mut self, percent: u64) -> bool {
         self.below(100) < percent
     }
 

@@ -63,6 +63,8 @@ pub struct Shared {
     /// How long a running backfill operation may go without a report before it is taken
     /// for interrupted (its node stopped) and reported failed.
     pub operation_stale_after: std::time::Duration,
+    /// Writes procedures' command events to the log, gathering concurrent calls.
+    pub appender: crate::command::Appender,
 }
 
 /// Two search slots per core. A search is almost all CPU work: running many more at once

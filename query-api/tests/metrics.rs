@@ -66,9 +66,13 @@ fn setup() -> Fixture {
 async fn uses_are_recorded_counted_by_the_rules_and_read_back() {
     let f = setup();
     let before = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    // Uses answer once in the log; the counts follow.
     let count = |rkey: &'static str| {
         let f = &f;
-        async move { get(f, &format!("/xrpc/pub.svc.metrics.getViewCount?uri={}", enc(&paper(rkey)))).await["count"].clone() }
+        async move {
+            f.settled("usage").await;
+            get(f, &format!("/xrpc/pub.svc.metrics.getViewCount?uri={}", enc(&paper(rkey)))).await["count"].clone()
+        }
     };
 
     // A view, the same viewer again (a double click), another browser (another viewer).
@@ -104,6 +108,7 @@ async fn uses_are_recorded_counted_by_the_rules_and_read_back() {
         let (status, answer) = record(&f, method, CHROME, None, body.clone()).await;
         assert_eq!((status, answer), (StatusCode::OK, json!({"success": true})), "{method} {body}");
     }
+    f.settled("usage").await;
     let m = get(&f, &format!("/xrpc/pub.svc.metrics.getMetrics?uri={}", enc(&paper("p1")))).await;
     assert_eq!(
         (&m["views"], &m["totalViews"], &m["uniqueViews"], &m["downloads"], &m["totalDownloads"]),
@@ -179,19 +184,37 @@ async fn uses_are_recorded_counted_by_the_rules_and_read_back() {
         }
     };
     let overview = admin_get("/xrpc/pub.svc.admin.getMetricsOverview?days=1".into()).await;
-    assert_eq!((&overview["period"], &overview["periodInfo"]["days"], &overview["trending"][0]["uri"]), (&json!("24h"), &json!(1), &json!(paper("p1"))), "{overview}");
+    assert_eq!(
+        (&overview["period"], &overview["periodInfo"]["days"], &overview["trending"][0]["uri"]),
+        (&json!("24h"), &json!(1), &json!(paper("p1"))),
+        "{overview}"
+    );
     assert_eq!(admin_get("/xrpc/pub.svc.admin.getMetricsOverview?days=30".into()).await["period"], json!("30d"));
     let velocity = admin_get("/xrpc/pub.svc.admin.getTrendingVelocity?window=24h".into()).await;
     let first = &velocity["items"][0];
-    assert_eq!((&first["uri"], &first["views"], &first["downloads"], &first["velocity"], &first["trend"]), (&json!(paper("p1")), &json!(3), &json!(1), &json!(4.0), &json!("rising")), "{velocity}");
+    assert_eq!(
+        (&first["uri"], &first["views"], &first["downloads"], &first["velocity"], &first["trend"]),
+        (&json!(paper("p1")), &json!(3), &json!(1), &json!(4.0), &json!("rising")),
+        "{velocity}"
+    );
     let series = admin_get("/xrpc/pub.svc.admin.getViewDownloadTimeSeries".into()).await;
-    assert_eq!((series["series"].as_array().map(Vec::len), &series["totalViews"], &series["totalDownloads"]), (Some(31), &json!(3), &json!(2)), "{series}");
+    assert_eq!(
+        (series["series"].as_array().map(Vec::len), &series["totalViews"], &series["totalDownloads"]),
+        (Some(31), &json!(3), &json!(2)),
+        "{series}"
+    );
     let hourly = admin_get(format!("/xrpc/pub.svc.admin.getViewDownloadTimeSeries?uri={}&granularity=hour", enc(&paper("p1")))).await;
     assert_eq!((&hourly["uri"], &hourly["totalViews"], &hourly["totalDownloads"]), (&json!(paper("p1")), &json!(3), &json!(1)), "{hourly}");
     for (path, status) in [
         ("/xrpc/pub.svc.admin.getViewDownloadTimeSeries?granularity=hour&from=2020-01-01T00:00:00Z".to_owned(), StatusCode::BAD_REQUEST),
-        ("/xrpc/pub.svc.admin.getViewDownloadTimeSeries?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z".to_owned(), StatusCode::BAD_REQUEST),
-        (format!("/xrpc/pub.svc.admin.getViewDownloadTimeSeries?uri={}", enc(&format!("at://{ALICE}/pub.svc.eprint.submission/nope"))), StatusCode::NOT_FOUND),
+        (
+            "/xrpc/pub.svc.admin.getViewDownloadTimeSeries?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z".to_owned(),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            format!("/xrpc/pub.svc.admin.getViewDownloadTimeSeries?uri={}", enc(&format!("at://{ALICE}/pub.svc.eprint.submission/nope"))),
+            StatusCode::NOT_FOUND,
+        ),
         ("/xrpc/pub.svc.admin.getTrendingVelocity?window=1y".to_owned(), StatusCode::BAD_REQUEST),
         ("/xrpc/pub.svc.admin.getMetricsOverview?days=91".to_owned(), StatusCode::BAD_REQUEST),
     ] {
@@ -262,6 +285,7 @@ async fn ten_thousand_views_from_one_viewer_count_once_and_the_excess_is_refused
     assert_eq!(answered.get(&StatusCode::TOO_MANY_REQUESTS), Some(&(10_000 - accepted)), "{answered:?}");
     // Another viewer is not held back by the first.
     assert_eq!(view(&f, "p1", CHROME).await, StatusCode::OK);
+    f.settled("usage").await;
     let m = get(&f, &format!("/xrpc/pub.svc.metrics.getMetrics?uri={}", enc(&paper("p1")))).await;
     // Those recorded came within 30 s of each other: one click, and Chrome's.
     assert_eq!((&m["views"], &m["doubleClicks"], &m["uniqueViews"]), (&json!(2), &json!(accepted - 1), &json!(2)), "{m}");

@@ -146,6 +146,7 @@ impl Supervisor {
             started: std::time::Instant::now(),
             complete_models: Default::default(),
             operation_stale_after: std::time::Duration::from_secs(args.operation_stale_seconds),
+            appender: Default::default(),
         });
         let admins = args.auth.admins();
         if !admins.is_empty() {

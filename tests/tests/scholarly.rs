@@ -66,6 +66,13 @@ async fn usage(svc: &Service, pds: &Pds, bob: &Account, paper: &str, other: &str
     assert_eq!(record_use(svc, "recordView", CHROME, None, json!({"uri": other})).await, 200);
     let missing = paper.replace("pub.svc.eprint.submission/", "pub.svc.eprint.submission/zz");
     assert_eq!(record_use(svc, "recordView", CHROME, None, json!({"uri": missing})).await, 404);
+    // Uses answer once in the log; the counts follow.
+    until(svc, &format!("/xrpc/pub.svc.metrics.getViewCount?uri={}", enc(other)), "the other paper's view", |s, b| {
+        s == 200 && b["count"] == 1
+    })
+    .await;
+    let now = format!("/xrpc/pub.svc.metrics.getMetrics?uri={}", enc(paper));
+    until(svc, &now, "the counts", |s, b| s == 200 && b["views"] == 2 && b["downloads"] == 1 && b["robotRequests"] == 1).await;
     let at = enc(&chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true));
     let metrics = format!("/xrpc/pub.svc.metrics.getMetrics?uri={}&asOf={at}", enc(paper));
     let (_, _, m) = svc.get(&metrics).await.unwrap();

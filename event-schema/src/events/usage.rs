@@ -1,3 +1,4 @@
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 /// A reader's use of an eprint, recorded through the API (`pub.svc.metrics.record*`, a
@@ -20,6 +21,10 @@ pub struct UsageEvent {
     pub uri: String,
     /// What the viewer did.
     pub action: UsageAction,
+    /// When, if not when the log accepted the event: uses written after the fact (`svc seed
+    /// --social` generates 60 days of them). The API never sets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<DateTime<Utc>>,
 }
 
 /// The actions of [`UsageEvent`].

@@ -78,6 +78,7 @@ impl UsageProjection {
         let fields = fields_of(c);
         let mut row = Columns::new();
         row.insert("fields".into(), Value::Text(serde_json::to_string(&fields).unwrap_or_default()));
+        row.insert("title".into(), Value::Text(text(c, "title").unwrap_or_default()));
         for window in Window::ALL {
             let key = ranking_key(float(c, window.column()), uri);
             let partitions = std::iter::once(None).chain(fields.iter().map(|f| Some(f.as_str())));
@@ -91,26 +92,28 @@ impl UsageProjection {
         }
     }
 
-    /// A submission at `rev`: live with its fields, or gone (deleted, taken down).
-    fn eprint(&self, st: &mut Staged, uri: &str, rev: &str, fields: Option<Vec<String>>, position: u64) -> Result<(), ProjectionError> {
+    /// A submission at `rev`: live with its title and fields, or gone (deleted, taken down).
+    fn eprint(&self, st: &mut Staged, uri: &str, rev: &str, live: Option<(&str, &[String])>, position: u64) -> Result<(), ProjectionError> {
         let mut c = self.paper(st, uri)?;
         if is_stale(Some(&c).filter(|c| c.contains_key("rev")), rev) {
             return Ok(());
         }
         self.rank(st, uri, &c, false, position);
         c.insert("rev".into(), Value::Text(rev.to_owned()));
-        c.insert("live".into(), Value::Bool(fields.is_some()));
-        c.insert("fields".into(), Value::Text(serde_json::to_string(&fields.unwrap_or_default()).unwrap_or_default()));
+        c.insert("live".into(), Value::Bool(live.is_some()));
+        let (title, fields) = live.unwrap_or_default();
+        c.insert("title".into(), Value::Text(title.to_owned()));
+        c.insert("fields".into(), Value::Text(serde_json::to_string(fields).unwrap_or_default()));
         self.rank(st, uri, &c, true, position);
         st.put(&table(self.version, "papers"), uri, Vec::new(), c, position);
         Ok(())
     }
 
-    /// One use of an eprint at `appended_at` (µs), counted by the rules of the module docs.
-    fn used(&self, st: &mut Staged, u: &UsageEvent, appended_at: i64, position: u64) -> Result<(), ProjectionError> {
+    /// One use of an eprint at `time` (µs), counted by the rules of the module docs.
+    fn used(&self, st: &mut Staged, u: &UsageEvent, time: i64, position: u64) -> Result<(), ProjectionError> {
         let mut c = self.paper(st, &u.uri)?;
         // Uses of one eprint are applied in log order; their times never go back.
-        let at = appended_at.max(int(&c, "lastAt"));
+        let at = time.max(int(&c, "lastAt"));
         c.insert("lastAt".into(), Value::Int(at));
         if u.robot {
             add(&mut c, "robots", 1);
@@ -216,7 +219,7 @@ impl Projection for UsageProjection {
             match &e.payload {
                 Payload::RecordCreate(w) | Payload::RecordUpdate(w) if w.collection == SUBMISSION => {
                     if let Some((w, Ok(s))) = event.submission(&self.lexicons) {
-                        self.eprint(&mut st, &w.uri(), &w.rev, Some(s.fields.clone()), position)?;
+                        self.eprint(&mut st, &w.uri(), &w.rev, Some((&s.title, &s.fields)), position)?;
                     }
                 }
                 Payload::RecordDelete(d) if d.collection == SUBMISSION => self.eprint(&mut st, &d.uri(), &d.rev, None, position)?,
@@ -225,7 +228,7 @@ impl Projection for UsageProjection {
                 {
                     self.eprint(&mut st, uri, TAKEN_DOWN_REV, None, position)?
                 }
-                Payload::Usage(u) => self.used(&mut st, u, e.appended_at.timestamp_micros(), position)?,
+                Payload::Usage(u) => self.used(&mut st, u, u.at.unwrap_or(e.appended_at).timestamp_micros(), position)?,
                 _ => {}
             }
         }

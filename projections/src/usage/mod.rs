@@ -18,7 +18,8 @@
 //! - Viewers are pseudonyms (keyed hashes made by the API); rows hold no address and no DID.
 //!
 //! Tables of model `usage` (partition key → clustering key: columns):
-//! - `papers`: eprint URI → ∅: the eprint as the model knows it (`rev`, `live`, `fields`),
+//! - `papers`: eprint URI → ∅: the eprint as the model knows it (`rev`, `live`, `title`,
+//!   `fields`),
 //!   its totals (`views`, `downloads`, `robots`, `doubleClicks`, `searchClicks`,
 //!   `searchDownloads`, `dwells`, `dwellMs`), its decayed sums (`decay24h`, `decay7d`,
 //!   `decay30d`), its all-time `viewers` sketch, `lastAt` (µs) and `recent` (the uses of the
@@ -29,7 +30,7 @@
 //!   [`SITE`] → day: `views`, `downloads` of every eprint.
 //! - `hourly`: eprint URI, and [`SITE`] → hours since the epoch: `views`, `downloads`.
 //! - `ranking`: `{window}` and `{window} {field}` → decayed sum (descending) ‖ eprint URI:
-//!   `fields`. The live eprints with a counted use, best first.
+//!   `title`, `fields`. The live eprints with a counted use, best first.
 
 mod apply;
 pub mod read;

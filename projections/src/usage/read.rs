@@ -59,6 +59,8 @@ pub struct Usage {
 pub struct Trending {
     /// The eprint.
     pub uri: String,
+    /// Its title.
+    pub title: String,
     /// Its score at the time asked: its views and downloads, each weighted by
     /// `exp(−age/τ)`.
     pub score: f64,
@@ -136,7 +138,14 @@ const REST: u8 = 1;
 const OFFSET: u8 = 2;
 
 /// Decides a walk's [`Step`] for an eprint from its ranking key and fields.
-type StepFn<'s> = dyn FnMut(&[u8], &[String]) -> Result<Step, ProjectionError> + 's;
+type StepFn<'s> = dyn FnMut(&[u8], &Ranked) -> Result<Step, ProjectionError> + 's;
+
+/// What a ranking row holds of its eprint.
+#[derive(Debug, Clone, Default)]
+struct Ranked {
+    title: String,
+    fields: Vec<String>,
+}
 
 /// What a walk over a ranking does with an eprint.
 enum Step {
@@ -303,7 +312,7 @@ impl<'a> UsageReader<'a> {
         after: Option<Vec<u8>>,
         want: usize,
         step: &mut StepFn<'_>,
-    ) -> Result<Vec<Vec<u8>>, ProjectionError> {
+    ) -> Result<Vec<(Vec<u8>, Ranked)>, ProjectionError> {
         struct Cursor {
             rows: std::collections::VecDeque<store::Row>,
             after: Option<Vec<u8>>,
@@ -328,19 +337,22 @@ impl<'a> UsageReader<'a> {
             // The smallest head is the next in ranking order; an eprint in several of the
             // partitions heads each of them with the same key.
             let Some(key) = cursors.iter().filter_map(|c| c.rows.front()).map(|r| r.clustering.clone()).min() else { return Ok(out) };
-            let mut fields = Vec::new();
+            let mut ranked = Ranked::default();
             for c in cursors.iter_mut() {
                 if c.rows.front().is_some_and(|r| r.clustering == key) {
                     let row = c.rows.pop_front().expect("a head");
-                    fields =
-                        row.columns.get("fields").and_then(Value::as_text).and_then(|f| serde_json::from_str(f).ok()).unwrap_or_default();
+                    let text = |k: &str| row.columns.get(k).and_then(Value::as_text);
+                    ranked = Ranked {
+                        title: text("title").unwrap_or_default().to_owned(),
+                        fields: text("fields").and_then(|f| serde_json::from_str(f).ok()).unwrap_or_default(),
+                    };
                 }
             }
-            match step(&key, &fields)? {
+            match step(&key, &ranked)? {
                 Step::Stop => return Ok(out),
                 Step::Skip => {}
                 Step::Take => {
-                    out.push(key);
+                    out.push((key, ranked));
                     if out.len() == want {
                         return Ok(out);
                     }
@@ -373,20 +385,20 @@ impl<'a> UsageReader<'a> {
                 (vec![ranking_partition(window, None)], false)
             };
             let want = limit + 1 - entries.len();
-            let mut take = |key: &[u8], of: &[String]| -> Result<Step, ProjectionError> {
+            let mut take = |key: &[u8], of: &Ranked| -> Result<Step, ProjectionError> {
                 let Some((_, uri)) = parse_ranking_key(key) else { return Ok(Step::Skip) };
-                let shown = (in_fields || !of.iter().any(|f| fields.contains(f.as_str()))) && keep(uri);
+                let shown = (in_fields || !of.fields.iter().any(|f| fields.contains(f.as_str()))) && keep(uri);
                 Ok(if shown { Step::Take } else { Step::Skip })
             };
             let keys = self.merged(v, &partitions, after.take(), want, &mut take)?;
             let found = keys.len();
-            for key in keys {
+            for (key, ranked) in keys {
                 if entries.len() == limit {
                     more = true;
                     break;
                 }
                 let (kept, uri) = parse_ranking_key(&key).expect("a ranking key");
-                entries.push(Trending { uri: uri.to_owned(), score: window.score(kept, now), in_fields });
+                entries.push(Trending { uri: uri.to_owned(), title: ranked.title, score: window.score(kept, now), in_fields });
                 last = Some((phase, key));
             }
             if more || phase == REST {
@@ -416,21 +428,21 @@ impl<'a> UsageReader<'a> {
             _ => 0,
         };
         let want = offset + limit + 1;
-        // The best `want` of one sequence of partitions as of `at`: (sum then, URI).
-        let best_of = |partitions: Vec<String>, in_fields: bool| -> Result<Vec<(f64, String)>, ProjectionError> {
-            let mut best: Vec<(f64, String)> = Vec::new();
-            let mut take = |key: &[u8], of: &[String]| -> Result<Step, ProjectionError> {
+        // The best `want` of one sequence of partitions as of `at`: (sum then, URI, title).
+        let best_of = |partitions: Vec<String>, in_fields: bool| -> Result<Vec<(f64, String, String)>, ProjectionError> {
+            let mut best: Vec<(f64, String, String)> = Vec::new();
+            let mut take = |key: &[u8], of: &Ranked| -> Result<Step, ProjectionError> {
                 let Some((today, uri)) = parse_ranking_key(key) else { return Ok(Step::Skip) };
                 // Stop once today's sum cannot beat the last of a full list.
-                if best.len() >= want && best.last().is_some_and(|(then, _)| today <= *then) {
+                if best.len() >= want && best.last().is_some_and(|(then, ..)| today <= *then) {
                     return Ok(Step::Stop);
                 }
-                if !in_fields && of.iter().any(|f| fields.contains(f.as_str())) || !keep(uri) {
+                if !in_fields && of.fields.iter().any(|f| fields.contains(f.as_str())) || !keep(uri) {
                     return Ok(Step::Skip);
                 }
                 let then = self.kept_at(v, uri, window, at)?;
                 if then.is_finite() {
-                    best.push((then, uri.to_owned()));
+                    best.push((then, uri.to_owned(), of.title.clone()));
                     best.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
                     best.truncate(want);
                 }
@@ -439,20 +451,20 @@ impl<'a> UsageReader<'a> {
             self.merged(v, &partitions, None, usize::MAX, &mut take)?;
             Ok(best)
         };
-        let mut all: Vec<(f64, String, bool)> = Vec::new();
+        let mut all: Vec<(f64, String, String, bool)> = Vec::new();
         if !fields.is_empty() {
             let partitions = fields.iter().map(|f| ranking_partition(window, Some(f))).collect();
-            all.extend(best_of(partitions, true)?.into_iter().map(|(k, u)| (k, u, true)));
+            all.extend(best_of(partitions, true)?.into_iter().map(|(k, u, t)| (k, u, t, true)));
         }
         if all.len() < want {
-            all.extend(best_of(vec![ranking_partition(window, None)], false)?.into_iter().map(|(k, u)| (k, u, false)));
+            all.extend(best_of(vec![ranking_partition(window, None)], false)?.into_iter().map(|(k, u, t)| (k, u, t, false)));
         }
         let more = all.len() > offset + limit;
         let entries = all
             .into_iter()
             .skip(offset)
             .take(limit)
-            .map(|(kept, uri, in_fields)| Trending { uri, score: window.score(kept, at), in_fields })
+            .map(|(kept, uri, title, in_fields)| Trending { uri, title, score: window.score(kept, at), in_fields })
             .collect();
         let cursor = more.then(|| [vec![OFFSET], ((offset + limit) as u64).to_be_bytes().to_vec()].concat());
         Ok(TrendingPage { entries, cursor })

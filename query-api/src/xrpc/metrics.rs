@@ -1,8 +1,9 @@
 //! `pub.svc.metrics.*`: recording how eprints are read, and reading it back. Each `record*`
 //! call is a `command.usage` event appended to the log before it has any effect (principle
-//! 1); the usage model counts it by COUNTER's rules (`projections::usage`), and the call
-//! answers once this node's models applied it. Reads are bounded reads of that model, now or
-//! as of a past time (`asOf`).
+//! 1); the usage model counts it by COUNTER's rules (`projections::usage`). The call answers
+//! once the event is in the log, without waiting for the model: nobody reads a use back, and
+//! a burst of them is written together (docs/decisions.md, "Usage is recorded, not read
+//! back"). Reads are bounded reads of that model, now or as of a past time (`asOf`).
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use data_encoding::BASE64URL_NOPAD;
@@ -10,7 +11,7 @@ use event_schema::{NewEvent, Payload, Source, UsageAction, UsageEvent};
 use projections::attached::collections::{Kind, Listing};
 use projections::attached::read::AttachedReader;
 use projections::eprints::read::EprintsReader;
-use projections::usage::read::UsageReader;
+use projections::usage::read::{TrendingPage, UsageReader};
 use projections::usage::Window;
 use serde_json::{json, Value};
 
@@ -49,7 +50,7 @@ fn input_u64(c: &Call, name: &str) -> Option<u64> {
 
 /// Records one use of the eprint named by the input's `uri` as `nsid`: `NotFound` for an
 /// eprint svc does not index (or hides), `RateLimitExceeded` past the viewer's limit;
-/// otherwise appended, and answered `{success: true}` once applied.
+/// otherwise appended, and answered `{success: true}` once in the log.
 async fn record(c: Call, nsid: &str, action: UsageAction) -> Answer {
     let uri = input_str(&c, "uri").unwrap_or_default();
     shown_eprint(&c, &uri)?;
@@ -67,9 +68,10 @@ async fn record(c: Call, nsid: &str, action: UsageAction) -> Answer {
         key: uri.clone(),
         // Uses carry no identity: the source names no caller.
         source: Source::Command { nsid: nsid.into(), caller: "anonymous".into(), host: c.state.identity.public_url.clone() },
-        payload: Payload::Usage(UsageEvent { viewer, robot, uri, action }),
+        payload: Payload::Usage(UsageEvent { viewer, robot, uri, action, at: None }),
     };
-    crate::command::append(&c.state, event).await?;
+    // Appended durably; the counts follow within about a second (docs/metrics.md).
+    crate::command::append_unwaited(&c.state, event).await?;
     Body::json(&json!({"success": true}))
 }
 
@@ -205,31 +207,12 @@ fn get_trending(c: &Call) -> Answer {
         .str("cursor")
         .map(|s| BASE64URL_NOPAD.decode(s.as_bytes()).map_err(|_| ApiError::invalid_param("cursor", "not a cursor of this listing")))
         .transpose()?;
-    let limit = c.limit(20);
-    let entries = blocking(&c.state, || -> Result<_, ApiError> {
-        let eprints = EprintsReader::new(c.state.store.as_ref())?;
-        let titles = std::cell::RefCell::new(std::collections::HashMap::new());
-        // The eprints svc shows, with their titles.
-        let keep = |uri: &str| -> bool {
-            let Ok(Some(detail)) = eprints.detail(uri) else { return false };
-            if detail.hidden() {
-                return false;
-            }
-            let record: Value = serde_json::from_str(detail.record()).unwrap_or_default();
-            let title = record.get("title").and_then(Value::as_str).unwrap_or_default().to_owned();
-            titles.borrow_mut().insert(uri.to_owned(), title);
-            true
-        };
-        let page =
-            UsageReader::new(c.state.store.as_ref())?.trending(window, asked.then_some(at), &fields, limit, cursor.as_deref(), &keep)?;
-        Ok((page, titles.into_inner()))
-    });
-    let (page, titles) = entries?;
+    let page = trending_page(c, window, asked.then_some(at), &fields, c.limit(20), cursor.as_deref())?;
     let trending: Vec<Value> = page
         .entries
         .iter()
         .map(|t| {
-            let mut e = json!({"uri": t.uri, "title": titles.get(&t.uri).cloned().unwrap_or_default(), "score": t.score});
+            let mut e = json!({"uri": t.uri, "title": t.title, "score": t.score});
             if !fields.is_empty() {
                 e["inUserFields"] = json!(t.in_fields);
             }
@@ -241,4 +224,30 @@ fn get_trending(c: &Call) -> Answer {
         out["cursor"] = json!(BASE64URL_NOPAD.encode(&next));
     }
     Body::json(&out)
+}
+
+/// A page of the trending eprints (see `UsageReader::trending`), without those of hidden
+/// accounts: one account row read per repository on the page.
+pub(crate) fn trending_page(
+    c: &Call,
+    window: Window,
+    at: Option<i64>,
+    fields: &[String],
+    limit: usize,
+    cursor: Option<&[u8]>,
+) -> Result<TrendingPage, ApiError> {
+    blocking(&c.state, || {
+        let eprints = EprintsReader::new(c.state.store.as_ref())?;
+        let hidden = std::cell::RefCell::new(std::collections::HashMap::<String, bool>::new());
+        let keep = |uri: &str| {
+            let repo = uri.strip_prefix("at://").and_then(|r| r.split('/').next()).unwrap_or_default();
+            if let Some(h) = hidden.borrow().get(repo) {
+                return !h;
+            }
+            let h = eprints.account(repo).map(|a| a.hidden).unwrap_or(true);
+            hidden.borrow_mut().insert(repo.to_owned(), h);
+            !h
+        };
+        Ok(UsageReader::new(c.state.store.as_ref())?.trending(window, at, fields, limit, cursor, &keep)?)
+    })
 }

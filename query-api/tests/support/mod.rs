@@ -97,6 +97,7 @@ impl Fixture {
             started: std::time::Instant::now(),
             complete_models: Default::default(),
             operation_stale_after: Duration::from_secs(2),
+            appender: Default::default(),
         });
         Fixture { _dir: dir, log, ctx, projections, state, stop: Default::default() }
     }
@@ -125,6 +126,22 @@ impl Fixture {
                 std::thread::sleep(Duration::from_millis(5));
             }
         });
+    }
+
+    /// Waits (up to 10 s) until `model` has applied every event in the log: for procedures
+    /// that answer before the read models apply them.
+    pub async fn settled(&self, model: &str) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let ends: Vec<u64> = (0..self.log.partitions()).map(|p| self.log.end_offset(p).unwrap()).collect();
+            let version = self.ctx.store.active_version(model).unwrap().unwrap();
+            let checkpoints = self.ctx.store.checkpoints(&store::consumer_name(model, version)).unwrap();
+            if projections::events_behind(&ends, &checkpoints) == 0 {
+                return;
+            }
+            assert!(std::time::Instant::now() < deadline, "{model} did not catch up");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
     }
 
     /// Sends a request; answers the status, the headers and the body (JSON, or the text).

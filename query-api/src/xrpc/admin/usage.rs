@@ -20,26 +20,10 @@ fn rfc3339(micros: i64) -> String {
     DateTime::from_timestamp_micros(micros).unwrap_or_default().to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
-/// The trending eprints of `window` now, best first, with titles: `(uri, title, score)`.
+/// The trending eprints of `window` now, best first: `(uri, title, score)`.
 fn trending(c: &Call, window: Window, limit: usize) -> Result<Vec<(String, String, f64)>, ApiError> {
-    blocking(&c.state, || {
-        let eprints = EprintsReader::new(c.state.store.as_ref())?;
-        let titles = std::cell::RefCell::new(std::collections::HashMap::new());
-        let keep = |uri: &str| {
-            let Ok(Some(d)) = eprints.detail(uri) else { return false };
-            let record: Value = serde_json::from_str(d.record()).unwrap_or_default();
-            titles.borrow_mut().insert(uri.to_owned(), record["title"].as_str().unwrap_or_default().to_owned());
-            !d.hidden()
-        };
-        let page = UsageReader::new(c.state.store.as_ref())?.trending(window, None, &[], limit, None, &keep)?;
-        let titles = titles.into_inner();
-        Ok(page
-            .entries
-            .into_iter()
-            .map(|t| (titles.get(&t.uri).cloned().unwrap_or_default(), t))
-            .map(|(title, t)| (t.uri, title, t.score))
-            .collect())
-    })
+    let page = crate::xrpc::metrics::trending_page(c, window, None, &[], limit, None)?;
+    Ok(page.entries.into_iter().map(|t| (t.uri, t.title, t.score)).collect())
 }
 
 /// `getMetricsOverview {days}` → `{trending: [{uri, title, score}], periodInfo: {days,

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Usage metrics' figures in docs/performance.md, in one run: requests/s and latency under wrk
+# of getSubmission beside getMetrics, getTrending (first pages of each window, with and
+# without fields) and recordView (through the log: each answer waits for the read models),
+# and how long after the last recordView the counters have caught up.
+# Usage: scripts/loadtest/usage.sh DATA_DIR [DURATION] [CONNECTIONS]
+#   DATA_DIR: a data directory seeded with `svc seed --social` (60 days of generated usage).
+#   (SVC_BIN: the svc to run; by default a release build.)
+# Needs: wrk, python3, curl. Sends traffic to 127.0.0.1 only.
+# Load tests measure the service, not its rate limiter: limits (and the per-viewer limit) are off.
+export SVC_RATE_LIMITS=off
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+DATA=$1
+DURATION=${2:-10s}
+CONNS=${3:-32}
+PORT=${SVC_LOADTEST_PORT:-3313}
+command -v wrk >/dev/null || { echo "wrk not found: apt-get install wrk" >&2; exit 1; }
+if [ -z "${SVC_BIN:-}" ]; then cargo build --release --bin svc -p svc >/dev/null 2>&1; fi
+SVC=${SVC_BIN:-target/release/svc}
+WORK=$(mktemp -d)
+cleanup() { kill "${SVC_PID:-}" 2>/dev/null || true; rm -rf "$WORK"; }
+trap cleanup EXIT
+lag() {
+  curl -sf "http://127.0.0.1:$PORT/health/readiness" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(p["lag"] for p in d["projections"] if p["model"] == "usage"))'
+}
+RUST_LOG=warn $SVC up --data-dir "$DATA" --listen "127.0.0.1:$PORT" 2>>"$WORK/svc.log" & SVC_PID=$!
+until curl -sf "http://127.0.0.1:$PORT/health/readiness" 2>/dev/null |
+  python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if all(p["caughtUp"] for p in d["projections"]) else 1)' 2>/dev/null; do
+  sleep 0.1
+done
+python3 scripts/loadtest/mixes.py "$PORT" "$WORK"
+python3 - "$PORT" "$WORK" <<'PY'
+import sys, urllib.parse
+port, work = sys.argv[1], sys.argv[2]
+uris = [urllib.parse.unquote(l.strip().split("uri=", 1)[1]) for l in open(f"{work}/get.txt")]
+q = lambda u: urllib.parse.quote(u, safe="")
+open(f"{work}/metrics.txt", "w").write("".join(f"/xrpc/pub.svc.metrics.getMetrics?uri={q(u)}\n" for u in uris))
+fields = ["cs.LG", "cs.CV", "cs.CL", "math.CO", "quant-ph", "hep-th", "astro-ph.GA", "cond-mat.mtrl-sci"]
+trending = [f"/xrpc/pub.svc.metrics.getTrending?window={w}&limit={n}" for w in ["24h", "7d", "30d"] for n in [10, 20, 50]]
+trending += [f"/xrpc/pub.svc.metrics.getTrending?window=7d&limit=20&fieldUris={f}" for f in fields]
+open(f"{work}/trending.txt", "w").write("\n".join(trending) + "\n")
+open(f"{work}/views.txt", "w").write("\n".join(uris) + "\n")
+PY
+. scripts/loadtest/wrk.sh
+echo "## usage metrics under wrk (-t2 -c$CONNS -d$DURATION, same machine as the server)"
+echo
+echo "| target | requests/s | p50 ms | p99 ms | non-2xx |"
+echo "|---|---|---|---|---|"
+run_wrk getSubmission "$PORT" "$WORK/get.txt"
+run_wrk metrics.getMetrics "$PORT" "$WORK/metrics.txt"
+run_wrk metrics.getTrending "$PORT" "$WORK/trending.txt"
+# recordView: POSTs through the log.
+WRK_PATHS="$WORK/views.txt" wrk -t2 -c"$CONNS" -d"$DURATION" --latency -s scripts/loadtest/post.lua "http://127.0.0.1:$PORT" >"$WORK/metrics.recordView.wrk"
+ended=$(date +%s.%N)
+until [ "$(lag)" = 0 ]; do sleep 0.02; done
+caught=$(date +%s.%N)
+python3 - "metrics.recordView" "$WORK/metrics.recordView.wrk" <<'PY'
+import re, sys
+name, text = sys.argv[1], open(sys.argv[2]).read()
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+def pct(p):
+    m = re.search(rf"\s{p}%\s+([\d.]+)(us|ms|s)", text)
+    v, u = float(m.group(1)), m.group(2)
+    return v / 1000 if u == "us" else v * 1000 if u == "s" else v
+non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+print(f"| {name} | {rps:,.0f} | {pct(50):.2f} | {pct(99):.2f} | {non2xx.group(1) if non2xx else 0} |")
+open(sys.argv[2] + ".rps", "w").write(str(rps))
+PY
+python3 - "$WORK" "$ended" "$caught" <<'PY'
+import sys
+w, ended, caught = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+rps = lambda n: float(open(f"{w}/{n}.wrk.rps").read())
+g = rps("getSubmission")
+print()
+for n in ["metrics.getMetrics", "metrics.getTrending", "metrics.recordView"]:
+    print(f"- {n} at {100 * rps(n) / g:.0f}% of getSubmission's requests/s")
+print(f"- the usage model had applied every view {caught - ended:.2f} s after the last recordView answered")
+PY
