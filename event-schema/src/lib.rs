@@ -24,8 +24,8 @@ pub mod events;
 pub use envelope::{Envelope, EventKind, NewEvent, Position, Source};
 pub use error::{ClassifiedError, CodecError, ErrorClass};
 pub use events::{
-    AccessAction, AccessChange, AccountChange, AccountStatus, AdminAction, AdminCommand, BacklinkChange, IdentityChange, OnceProof,
-    Payload, RecordDelete, RecordWrite, Rejected, UsageAction, UsageEvent, UserAction, UserCommand, OPERATIONS_KEY,
+    AccessAction, AccessChange, AccountChange, AccountStatus, AdminAction, AdminCommand, BacklinkChange, IdentityChange, LoggedActivity,
+    OnceProof, Payload, RecordDelete, RecordWrite, Rejected, UsageAction, UsageEvent, UserAction, UserCommand, OPERATIONS_KEY,
 };
 
 /// The schema version this build writes.

@@ -18,6 +18,7 @@ use store::{Store, TableRef};
 use tracing::info;
 
 use crate::access::{self, AccessProjection};
+use crate::activity::{self, ActivityProjection};
 use crate::admin::{self, AdminProjection};
 use crate::attached::{self, AttachedProjection};
 use crate::eprints::{self, EprintsProjection};
@@ -66,6 +67,7 @@ pub const CATALOG: &[ModelSpec] = &[
     ModelSpec { name: admin::MODEL, place: Place::Shared, tables: admin::TABLES, open: open_admin, format: 2 },
     ModelSpec { name: inbox::MODEL, place: Place::Shared, tables: inbox::TABLES, open: open_inbox, format: 1 },
     ModelSpec { name: usage::MODEL, place: Place::Shared, tables: usage::TABLES, open: open_usage, format: 1 },
+    ModelSpec { name: activity::MODEL, place: Place::Shared, tables: activity::TABLES, open: open_activity, format: 1 },
     // 2: documents carry their eprint's citation count.
     ModelSpec { name: search::MODEL, place: Place::Node, tables: search::TABLES, open: open_search, format: 3 },
 ];
@@ -92,6 +94,10 @@ fn open_inbox(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Project
 
 fn open_usage(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
     Ok(Box::new(UsageProjection::new(ctx.store.clone(), ctx.lexicons.clone(), version, mode)))
+}
+
+fn open_activity(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
+    Ok(Box::new(ActivityProjection::new(ctx.store.clone(), version, mode)))
 }
 
 fn open_search(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {

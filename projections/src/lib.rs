@@ -14,6 +14,7 @@
 //! - [`admin::AdminProjection`]: backfill operations, event sources, repository hosts.
 //! - [`inbox::InboxProjection`]: per account, the reviews and endorsements on its papers.
 //! - [`usage::UsageProjection`]: views, downloads and trending, by COUNTER's rules.
+//! - [`activity::ActivityProjection`]: the writes users announce, and whether they arrived.
 //! - [`search::SearchProjection`]: the tantivy full-text index.
 //!
 //! Every read model is versioned: a rebuild builds version N+1 beside N (see the `replay`
@@ -21,6 +22,7 @@
 #![warn(missing_docs)]
 
 pub mod access;
+pub mod activity;
 pub mod admin;
 pub mod attached;
 mod batch;

@@ -323,12 +323,32 @@ async fn scenario(pds: &Pds, backend: &Backend) -> Ran {
     let (graph, _) =
         until(&svc, &format!("/xrpc/pub.svc.discovery.getCitations?uri={p}&direction=cited"), "the citation graph", |s, _| s == 200).await;
     assert_eq!(graph["counts"]["cited"], 1, "{graph}");
+    // Bob announces the profile write (activity.log), then makes it: the firehose confirms it.
+    let token = pds.service_auth(&bob, SERVICE_DID, "pub.svc.activity.log", None).await.unwrap();
+    let announced = json!({"collection": "pub.svc.actor.profile", "rkey": "self", "action": "update", "category": "profile_update"});
+    let (status, logged) = svc.post("/xrpc/pub.svc.activity.log", Some(&token), &announced).await.unwrap();
+    assert_eq!(status, 200, "{logged}");
     pds.put_record(&bob, "pub.svc.actor.profile", "self", &json!({"displayName": "Bob B.", "bio": "GNN reviewer"})).await.unwrap();
     let (profile, _) = until(&svc, &format!("/xrpc/pub.svc.author.getProfile?did={}", bob.did), "the profile", |s, b| {
         s == 200 && b["profile"]["displayName"] == "Bob B."
     })
     .await;
     assert_eq!(profile["metrics"]["reviewCount"], 1);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let activity = loop {
+        let token = pds.service_auth(&bob, SERVICE_DID, "pub.svc.activity.getFeed", None).await.unwrap();
+        let feed = get_as(&svc, &token, "/xrpc/pub.svc.activity.getFeed").await;
+        let first = feed["activities"][0].clone();
+        if first["status"] == "confirmed" || Instant::now() > deadline {
+            break first;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        (&activity["id"], &activity["status"], &activity["firehoseUri"]),
+        (&logged["activityId"], &json!("confirmed"), &json!(format!("at://{}/pub.svc.actor.profile/self", bob.did))),
+        "{activity}"
+    );
     // Author search (beyond the contract) finds him by his handle and by his profile's name.
     let (found, _) = until(&svc, "/xrpc/pub.svc.author.searchAuthors?q=b.%20bob", "the author search", |s, b| {
         s == 200 && b["authors"].as_array().is_some_and(|a| a.len() == 1)

@@ -18,7 +18,7 @@ pub use identity::IdentityChange;
 pub use record::{RecordDelete, RecordWrite};
 pub use rejected::Rejected;
 pub use usage::{UsageAction, UsageEvent};
-pub use user::{UserAction, UserCommand};
+pub use user::{LoggedActivity, UserAction, UserCommand};
 
 use serde::Serialize;
 

@@ -34,4 +34,47 @@ pub enum UserAction {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         description: Option<String>,
     },
+    /// `pub.svc.activity.log`: the caller is about to write a record to their repository;
+    /// the record's arrival confirms it.
+    ActivityLogged(Box<LoggedActivity>),
+    /// `pub.svc.activity.markFailed`: the write the caller logged for this record failed.
+    ActivityFailed {
+        /// The record's collection.
+        collection: String,
+        /// The record's key.
+        rkey: String,
+        /// The client's error code.
+        error_code: String,
+        /// The client's error message.
+        error_message: String,
+    },
+}
+
+/// What `pub.svc.activity.log` announces (see [`UserAction::ActivityLogged`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LoggedActivity {
+    /// The record's collection.
+    pub collection: String,
+    /// The record's key.
+    pub rkey: String,
+    /// `create`, `update` or `delete`.
+    pub write: String,
+    /// What kind of activity (`eprint_submit`, `review_create`…).
+    pub category: String,
+    /// What the record is about, when the client says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_uri: Option<String>,
+    /// Its title, when the client says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_title: Option<String>,
+    /// The client's trace, span and UI context, kept as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+    /// See `trace_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub span_id: Option<String>,
+    /// See `trace_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ui_context: Option<String>,
 }

@@ -7,6 +7,7 @@
 //! `NotImplemented`; anything else is 404 `NotFound`. The served set is what is
 //! registered ([`served`]), so nothing lists it by hand.
 
+mod activity;
 mod actor;
 pub mod admin;
 mod alpha;
@@ -49,6 +50,7 @@ pub fn methods() -> Routes {
         .merge(metrics::routes())
         .merge(moderation::routes())
         .merge(sync::routes())
+        .merge(activity::routes())
         .merge(actor::routes())
         .merge(admin::routes())
         .merge(alpha::routes())
