@@ -25,7 +25,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::events::{
-    AccessChange, AccountChange, AdminCommand, BacklinkChange, IdentityChange, RecordDelete, RecordWrite, Rejected, UsageEvent, UserCommand,
+    AccessChange, AccountChange, AdminCommand, BacklinkChange, IdentityChange, RecordDelete, RecordWrite, Rejected, SearchImpression,
+    UsageEvent, UserCommand,
 };
 use crate::{CodecError, Envelope, EventKind, NewEvent, Payload, Position, Source, CURRENT_SCHEMA_VERSION};
 
@@ -104,6 +105,7 @@ impl<'de> Deserialize<'de> for StoredRead {
                                 Some(EventKind::Admin) => PayloadRead::Current(Payload::Admin(map.next_value()?)),
                                 Some(EventKind::User) => PayloadRead::Current(Payload::User(map.next_value()?)),
                                 Some(EventKind::Usage) => PayloadRead::Current(Payload::Usage(map.next_value()?)),
+                                Some(EventKind::Search) => PayloadRead::Current(Payload::Search(map.next_value()?)),
                                 None => PayloadRead::Raw(map.next_value()?),
                             });
                         }
@@ -202,6 +204,7 @@ fn decode_v1(kind: &str, payload: ciborium::Value) -> Result<Payload, CodecError
         EventKind::Admin => Payload::Admin(de::<AdminCommand>(payload)?),
         EventKind::User => Payload::User(de::<UserCommand>(payload)?),
         EventKind::Usage => Payload::Usage(de::<UsageEvent>(payload)?),
+        EventKind::Search => Payload::Search(de::<SearchImpression>(payload)?),
     })
 }
 

@@ -96,11 +96,13 @@ pub enum EventKind {
     User,
     /// A reader's use of an eprint, recorded through the API.
     Usage,
+    /// A search's results shown.
+    Search,
 }
 
 impl EventKind {
     /// Every kind, in a stable order.
-    pub const ALL: [EventKind; 11] = [
+    pub const ALL: [EventKind; 12] = [
         EventKind::RecordCreate,
         EventKind::RecordUpdate,
         EventKind::RecordDelete,
@@ -112,6 +114,7 @@ impl EventKind {
         EventKind::Admin,
         EventKind::User,
         EventKind::Usage,
+        EventKind::Search,
     ];
 
     /// The kind's name on the wire and in the JSON view.
@@ -128,6 +131,7 @@ impl EventKind {
             EventKind::Admin => "command.admin",
             EventKind::User => "command.user",
             EventKind::Usage => "command.usage",
+            EventKind::Search => "command.search",
         }
     }
 

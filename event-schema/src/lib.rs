@@ -25,7 +25,8 @@ pub use envelope::{Envelope, EventKind, NewEvent, Position, Source};
 pub use error::{ClassifiedError, CodecError, ErrorClass};
 pub use events::{
     AccessAction, AccessChange, AccountChange, AccountStatus, AdminAction, AdminCommand, BacklinkChange, IdentityChange, LoggedActivity,
-    OnceProof, Payload, RecordDelete, RecordWrite, Rejected, UsageAction, UsageEvent, UserAction, UserCommand, OPERATIONS_KEY,
+    OnceProof, Payload, RecordDelete, RecordWrite, Rejected, SearchImpression, UsageAction, UsageEvent, UserAction, UserCommand,
+    OPERATIONS_KEY,
 };
 
 /// The schema version this build writes.

@@ -253,3 +253,38 @@ fn ten_thousand_views_from_one_viewer_count_by_the_double_click_rule() {
     assert_eq!((p1.views, p1.double_clicks, p1.unique_views), (1, 9_999, 1));
     assert_eq!((p2.views, p2.double_clicks, p2.unique_views), (10_000, 0, 1));
 }
+
+#[test]
+fn a_click_applied_before_its_impression_still_counts_it_clicked() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
+    let ctx = Context::single(store.clone(), &dir.path().join("search"));
+    let version = catalog::ensure_active(&ctx, MODEL).unwrap();
+    let mut p = catalog::open(&ctx, MODEL, version, Mode::Live).unwrap();
+    let mut log = Log { events: Vec::new() };
+    let shown = |id: &str, query: &str, hits: u64| NewEvent {
+        key: id.into(),
+        source: src(),
+        payload: Payload::Search(event_schema::SearchImpression {
+            impression_id: id.into(),
+            viewer: String::new(),
+            query: query.into(),
+            hits,
+        }),
+    };
+    log.paper(T0, "p1", &["cs.LG"]);
+    // Keyed apart, a click may come first: impression i1 clicked at its second result.
+    log.used(T0 + SECOND, "p1", "ana", UsageAction::SearchClick { impression_id: Some("i1".into()), query: None, position: 1 });
+    log.push(T0 + 2 * SECOND, shown("i1", "sparse", 4));
+    // i2 clicked at its first, after it was shown; i3 found nothing, like i4 (same words).
+    log.push(T0 + 3 * SECOND, shown("i2", "sparse models", 9));
+    log.used(T0 + 4 * SECOND, "p1", "ben", UsageAction::SearchClick { impression_id: Some("i2".into()), query: None, position: 0 });
+    log.push(T0 + 5 * SECOND, shown("i3", "Quantum  gravity", 0));
+    log.push(T0 + 6 * SECOND, shown("i4", "quantum gravity", 0));
+    log.push(T0 + 7 * SECOND, shown("i5", "dark matter", 0));
+    log.apply(p.as_mut(), 0);
+    let s = UsageReader::new(store.as_ref()).unwrap().searches(10).unwrap();
+    assert_eq!((s.impressions, s.clicks, s.clicked_impressions, s.zero_results), (5, 2, 2, 3));
+    assert!((s.mean_reciprocal_rank - 0.75).abs() < 1e-9, "{s:?}");
+    assert_eq!(s.zero_queries, vec![("quantum gravity".to_owned(), 2), ("dark matter".to_owned(), 1)]);
+}

@@ -92,6 +92,9 @@ pub struct SearchPage {
     pub facets: Option<Value>,
     /// The matched words of each hit, when asked for (svc's extension).
     pub highlights: Option<Vec<Highlight>>,
+    /// The id of this result list, which clicks on it name (svc's extension, as the
+    /// reference's `browseFaceted` answers one), when it was recorded.
+    pub impression_id: Option<String>,
 }
 
 impl SearchPage {
@@ -108,6 +111,9 @@ impl SearchPage {
         }
         if let Some(highlights) = &self.highlights {
             w.field("highlights", highlights)?;
+        }
+        if let Some(id) = &self.impression_id {
+            w.field("impressionId", id)?;
         }
         Ok(w.finish())
     }
@@ -145,7 +151,7 @@ pub async fn search(state: &AppState, args: SearchArgs) -> Result<SearchPage, Ap
         .as_deref()
         .map(|c| SearchCursor::decode(c, &request).map_err(|e| ApiError::invalid_param("cursor", e.to_string())))
         .transpose()?;
-    let empty = || SearchPage { hits: Vec::new(), cursor: None, total: 0, facets: None, highlights: None };
+    let empty = || SearchPage { hits: Vec::new(), cursor: None, total: 0, facets: None, highlights: None, impression_id: None };
     let Some(index) = state.search_index()? else { return Ok(empty()) };
     let _slot = state.searches.acquire().await.map_err(|_| ApiError::internal("the search slots are closed"))?;
     let (facets, highlight) = (args.facets, args.highlight);
@@ -158,7 +164,14 @@ pub async fn search(state: &AppState, args: SearchArgs) -> Result<SearchPage, Ap
     .await
     .map_err(|e| ApiError::internal(format!("the search task failed: {e}")))??;
     let facets = facets.map(|f| with_author_names(state, f)).transpose()?;
-    Ok(SearchPage { hits: results.hits, cursor: results.next.map(|c| c.encode()), total: results.total, facets, highlights })
+    Ok(SearchPage {
+        hits: results.hits,
+        cursor: results.next.map(|c| c.encode()),
+        total: results.total,
+        facets,
+        highlights,
+        impression_id: None,
+    })
 }
 
 /// Adds each author facet value's handle and display name, from the accounts.

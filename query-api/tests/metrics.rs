@@ -205,6 +205,50 @@ async fn uses_are_recorded_counted_by_the_rules_and_read_back() {
     );
     let hourly = admin_get(format!("/xrpc/pub.svc.admin.getViewDownloadTimeSeries?uri={}&granularity=hour", enc(&paper("p1")))).await;
     assert_eq!((&hourly["uri"], &hourly["totalViews"], &hourly["totalDownloads"]), (&json!(paper("p1")), &json!(3), &json!(1)), "{hourly}");
+    // Searches: each result list is an impression; a click names it; queries that found
+    // nothing are counted.
+    let search = |q: &'static str| {
+        let f = &f;
+        async move { get(f, &format!("/xrpc/pub.svc.eprint.searchSubmissions?impression=true&query={}", enc(q))).await }
+    };
+    // Without impression=true, a search records nothing and answers no id.
+    assert!(get(&f, "/xrpc/pub.svc.eprint.searchSubmissions?query=sparse").await.get("impressionId").is_none());
+    let found = search("sparse transformers").await;
+    let impression = found["impressionId"].as_str().unwrap().to_owned();
+    assert_eq!(found["total"], json!(1), "{found}");
+    search("xyzzy  Nothing").await;
+    let again = search("XYZZY nothing").await;
+    assert_ne!(again["impressionId"], json!(impression));
+    let (status, _) =
+        record(&f, "recordSearchClick", FIREFOX, None, json!({"uri": paper("p1"), "impressionId": impression, "position": 2})).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = record(&f, "recordSearchDownload", FIREFOX, None, json!({"uri": paper("p1"), "impressionId": impression})).await;
+    assert_eq!(status, StatusCode::OK);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let analytics = loop {
+        let a = admin_get("/xrpc/pub.svc.admin.getSearchAnalytics".into()).await;
+        if a["impressions"].as_u64() >= Some(3) && a["clickedImpressions"] == 1 || std::time::Instant::now() > deadline {
+            break a;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    // Two clicks before (no impression named) and this one; one of three impressions
+    // clicked, at rank 3.
+    assert_eq!(
+        (
+            &analytics["impressions"],
+            &analytics["clicks"],
+            &analytics["clickedImpressions"],
+            &analytics["searchDownloads"],
+            &analytics["zeroResults"]
+        ),
+        (&json!(3), &json!(3), &json!(1), &json!(2), &json!(2)),
+        "{analytics}"
+    );
+    assert!((analytics["meanReciprocalRank"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-6, "{analytics}");
+    assert!((analytics["clickThroughRate"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-9, "{analytics}");
+    assert_eq!(analytics["zeroResultQueries"], json!([{"query": "xyzzy nothing", "count": 2}]), "{analytics}");
+
     for (path, status) in [
         ("/xrpc/pub.svc.admin.getViewDownloadTimeSeries?granularity=hour&from=2020-01-01T00:00:00Z".to_owned(), StatusCode::BAD_REQUEST),
         (

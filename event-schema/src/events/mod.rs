@@ -17,7 +17,7 @@ pub use backlink::BacklinkChange;
 pub use identity::IdentityChange;
 pub use record::{RecordDelete, RecordWrite};
 pub use rejected::Rejected;
-pub use usage::{UsageAction, UsageEvent};
+pub use usage::{SearchImpression, UsageAction, UsageEvent};
 pub use user::{LoggedActivity, UserAction, UserCommand};
 
 use serde::Serialize;
@@ -50,6 +50,8 @@ pub enum Payload {
     User(UserCommand),
     /// A reader's use of an eprint: a view, a download, a search click (a command).
     Usage(UsageEvent),
+    /// A search's results shown (a command).
+    Search(SearchImpression),
 }
 
 impl Payload {
@@ -67,6 +69,7 @@ impl Payload {
             Payload::Admin(_) => EventKind::Admin,
             Payload::User(_) => EventKind::User,
             Payload::Usage(_) => EventKind::Usage,
+            Payload::Search(_) => EventKind::Search,
         }
     }
 
@@ -84,6 +87,8 @@ impl Payload {
             Payload::User(u) => &u.caller,
             // The repository of the eprint used.
             Payload::Usage(u) => u.uri.strip_prefix("at://").and_then(|r| r.split('/').next()).unwrap_or_default(),
+            // No account: a searcher is a pseudonym.
+            Payload::Search(_) => "",
         }
     }
 }

@@ -81,3 +81,18 @@ impl UsageAction {
         }
     }
 }
+
+/// A search's results shown (`searchSubmissions`): the impression that later clicks and
+/// downloads name. Keyed by the impression's id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchImpression {
+    /// The id the search answered (`impressionId`).
+    pub impression_id: String,
+    /// The searcher's pseudonym (as [`UsageEvent::viewer`]).
+    pub viewer: String,
+    /// The query, as sent.
+    pub query: String,
+    /// How many eprints matched.
+    pub hits: u64,
+}

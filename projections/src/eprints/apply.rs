@@ -248,7 +248,8 @@ impl Projection for EprintsProjection {
                 | Payload::Backlink(_)
                 | Payload::Access(_)
                 | Payload::User(_)
-                | Payload::Usage(_) => {}
+                | Payload::Usage(_)
+                | Payload::Search(_) => {}
                 Payload::Admin(AdminCommand { action, .. }) => {
                     self.parking().release(&mut st, event.envelope)?;
                     if let AdminAction::ContentDeleted { uri, collection, .. } = action {

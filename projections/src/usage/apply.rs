@@ -2,15 +2,15 @@
 
 use std::sync::Arc;
 
-use event_schema::{AdminAction, AdminCommand, Payload, UsageAction, UsageEvent};
+use event_schema::{AdminAction, AdminCommand, Payload, SearchImpression, UsageAction, UsageEvent};
 use lexicons::{Lexicons, SUBMISSION};
 use serde::{Deserialize, Serialize};
 use store::{consumer_name, Columns, Store, Value};
 
 use super::sketch::Viewers;
 use super::{
-    day_key, day_of, history_key, hour_key, hour_of, ln_add, ranking_key, ranking_partition, table, Window, DOUBLE_CLICK_MICROS, MODEL,
-    SITE,
+    day_key, day_of, history_key, hour_key, hour_of, ln_add, ranking_key, ranking_partition, table, zero_key, Window, DOUBLE_CLICK_MICROS,
+    MODEL, SITE,
 };
 use crate::catalog::Mode;
 use crate::rows::{is_stale, text, TAKEN_DOWN_REV};
@@ -157,6 +157,13 @@ impl UsageProjection {
             return Ok(());
         }
         add(&mut c, total, 1);
+        match &u.action {
+            UsageAction::SearchClick { impression_id, position: rank, .. } => {
+                self.clicked(st, impression_id.as_deref(), *rank, position)?
+            }
+            UsageAction::SearchDownload { .. } => self.searched(st, "searchDownloads", 1, position)?,
+            _ => {}
+        }
         if matches!(counted, Counted::Other) {
             st.put(&table(self.version, "papers"), &u.uri, Vec::new(), c, position);
             return Ok(());
@@ -198,6 +205,66 @@ impl UsageProjection {
     }
 }
 
+impl UsageProjection {
+    /// Adds `by` to one of the site's search counts.
+    fn searched(&self, st: &mut Staged, column: &str, by: i64, position: u64) -> Result<(), ProjectionError> {
+        let mut c = st.get(self.store.as_ref(), &table(self.version, "searches"), SITE, &[])?.unwrap_or_default();
+        add(&mut c, column, by);
+        st.put(&table(self.version, "searches"), SITE, Vec::new(), c, position);
+        Ok(())
+    }
+
+    /// Counts an impression clicked once both it and its first click are in.
+    fn join(&self, st: &mut Staged, row: &Columns, position: u64) -> Result<(), ProjectionError> {
+        if row.get("shown").and_then(Value::as_bool) == Some(true) && int(row, "firstRank") > 0 {
+            self.searched(st, "clickedImpressions", 1, position)?;
+            // The reciprocal ranks are kept in millionths, summed as integers.
+            self.searched(st, "reciprocalRanks", 1_000_000 / int(row, "firstRank"), position)?;
+        }
+        Ok(())
+    }
+
+    /// A click on a search result at `rank` (0-based), of an impression when named.
+    fn clicked(&self, st: &mut Staged, impression: Option<&str>, rank: u32, position: u64) -> Result<(), ProjectionError> {
+        self.searched(st, "clicks", 1, position)?;
+        let Some(id) = impression.filter(|i| !i.is_empty()) else { return Ok(()) };
+        let mut row = st.get(self.store.as_ref(), &table(self.version, "impressions"), id, &[])?.unwrap_or_default();
+        if int(&row, "firstRank") > 0 {
+            return Ok(());
+        }
+        row.insert("firstRank".into(), Value::Int(i64::from(rank) + 1));
+        self.join(st, &row, position)?;
+        st.put(&table(self.version, "impressions"), id, Vec::new(), row, position);
+        Ok(())
+    }
+
+    /// A search's results shown.
+    fn impression(&self, st: &mut Staged, s: &SearchImpression, position: u64) -> Result<(), ProjectionError> {
+        let mut row = st.get(self.store.as_ref(), &table(self.version, "impressions"), &s.impression_id, &[])?.unwrap_or_default();
+        if row.get("shown").and_then(Value::as_bool) == Some(true) {
+            return Ok(());
+        }
+        row.insert("shown".into(), Value::Bool(true));
+        row.insert("hits".into(), Value::Int(s.hits as i64));
+        self.searched(st, "impressions", 1, position)?;
+        self.join(st, &row, position)?;
+        st.put(&table(self.version, "impressions"), &s.impression_id, Vec::new(), row, position);
+        if s.hits == 0 {
+            self.searched(st, "zeroResults", 1, position)?;
+            let query = s.query.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+            let query: String = query.chars().take(200).collect();
+            let counted = format!("q:{query}");
+            let mut zero = st.get(self.store.as_ref(), &table(self.version, "zero"), &counted, &[])?.unwrap_or_default();
+            let n = int(&zero, "n");
+            st.delete(&table(self.version, "zero"), SITE, zero_key(n, &query), position);
+            zero.insert("n".into(), Value::Int(n + 1));
+            st.put(&table(self.version, "zero"), &counted, Vec::new(), zero, position);
+            st.put(&table(self.version, "zero"), SITE, zero_key(n + 1, &query), Columns::new(), position);
+        }
+        Ok(())
+    }
+}
+
 impl Projection for UsageProjection {
     fn model(&self) -> &'static str {
         MODEL
@@ -229,6 +296,7 @@ impl Projection for UsageProjection {
                     self.eprint(&mut st, uri, TAKEN_DOWN_REV, None, position)?
                 }
                 Payload::Usage(u) => self.used(&mut st, u, u.at.unwrap_or(e.appended_at).timestamp_micros(), position)?,
+                Payload::Search(s) => self.impression(&mut st, s, position)?,
                 _ => {}
             }
         }

@@ -31,6 +31,13 @@
 //! - `hourly`: eprint URI, and [`SITE`] → hours since the epoch: `views`, `downloads`.
 //! - `ranking`: `{window}` and `{window} {field}` → decayed sum (descending) ‖ eprint URI:
 //!   `title`, `fields`. The live eprints with a counted use, best first.
+//! - `searches`: [`SITE`] → ∅: `impressions`, `zeroResults`, `clicks`, `clickedImpressions`,
+//!   `reciprocalRanks` (the sum of 1/rank of each impression's first click), `searchDownloads`.
+//! - `impressions`: impression id → ∅: `shown` (its `command.search` was applied), `hits`,
+//!   `firstRank` (of its first click, 1-based). A click may be applied before its
+//!   impression (they are keyed apart): an impression is counted clicked when both are in.
+//! - `zero`: `q:{normalized query}` → ∅: `n`, how often it found nothing; and [`SITE`] → count
+//!   (descending) ‖ query: ∅, the zero-result queries, most frequent first.
 
 mod apply;
 pub mod read;
@@ -44,7 +51,7 @@ use store::TableRef;
 pub const MODEL: &str = "usage";
 
 /// The tables of the model, for dropping a version.
-pub const TABLES: &[&str] = &["papers", "history", "daily", "hourly", "ranking"];
+pub const TABLES: &[&str] = &["papers", "history", "daily", "hourly", "ranking", "searches", "impressions", "zero"];
 
 /// The partition of `daily` and `hourly` that counts every eprint (no URI starts with `*`).
 pub const SITE: &str = "*";
@@ -185,6 +192,13 @@ pub fn hour_of(at: i64) -> i64 {
 /// The clustering key of an `hourly` row.
 pub(crate) fn hour_key(hour: i64) -> Vec<u8> {
     day_key(hour)
+}
+
+/// The clustering key of a zero-result query in `zero`: its count, highest first, then it.
+pub(crate) fn zero_key(count: i64, query: &str) -> Vec<u8> {
+    let mut k = (!(count as u64)).to_be_bytes().to_vec();
+    k.extend_from_slice(query.as_bytes());
+    k
 }
 
 /// The bucket number of a `daily` or `hourly` key.

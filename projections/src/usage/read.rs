@@ -121,6 +121,25 @@ pub struct Velocity {
     pub velocity: f64,
 }
 
+/// How searches went, over every search svc recorded.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SearchAnalytics {
+    /// Result lists shown.
+    pub impressions: u64,
+    /// Of them, those that found nothing.
+    pub zero_results: u64,
+    /// Clicks on results (with or without an impression named).
+    pub clicks: u64,
+    /// Impressions with at least one click.
+    pub clicked_impressions: u64,
+    /// The mean over clicked impressions of 1 / the rank of their first click.
+    pub mean_reciprocal_rank: f64,
+    /// Downloads from result lists.
+    pub search_downloads: u64,
+    /// The queries that found nothing, most frequent first: `(query, times)`.
+    pub zero_queries: Vec<(String, u64)>,
+}
+
 /// Reads the active version of the usage model.
 pub struct UsageReader<'a> {
     store: &'a dyn Store,
@@ -268,6 +287,30 @@ impl<'a> UsageReader<'a> {
         let previous = uses(&start).saturating_sub(uses(&before));
         let velocity = ((views + downloads) as f64 - previous as f64) / previous.max(1) as f64;
         Ok(Velocity { views, downloads, previous, velocity })
+    }
+
+    /// How searches went, with the `top` most frequent zero-result queries: two reads.
+    pub fn searches(&self, top: usize) -> Result<SearchAnalytics, ProjectionError> {
+        let Some(v) = self.version else { return Ok(SearchAnalytics::default()) };
+        let c = self.store.get(&table(v, "searches"), SITE, &[])?.unwrap_or_default();
+        let clicked = int(&c, "clickedImpressions");
+        let zero = self.store.scan(&table(v, "zero"), SITE, &Scan::first(top))?.rows;
+        let zero_queries = zero
+            .iter()
+            .filter_map(|r| {
+                let n = !u64::from_be_bytes(r.clustering.get(..8)?.try_into().ok()?);
+                Some((String::from_utf8(r.clustering[8..].to_vec()).ok()?, n))
+            })
+            .collect();
+        Ok(SearchAnalytics {
+            impressions: int(&c, "impressions"),
+            zero_results: int(&c, "zeroResults"),
+            clicks: int(&c, "clicks"),
+            clicked_impressions: clicked,
+            mean_reciprocal_rank: if clicked == 0 { 0.0 } else { int(&c, "reciprocalRanks") as f64 / 1e6 / clicked as f64 },
+            search_downloads: int(&c, "searchDownloads"),
+            zero_queries,
+        })
     }
 
     /// The decayed sum of `uri` for `window` at `at` (µs), from its history.

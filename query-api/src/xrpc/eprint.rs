@@ -181,7 +181,8 @@ fn list_by_author(c: &Call) -> Answer {
     Body::json(&eprint::list_by_author(&c.state, c.str("author"), c.limit(25), c.params.str("cursor"))?)
 }
 
-/// `pub.svc.eprint.searchSubmissions`: `sortBy` wins over `sort` when both are sent.
+/// `pub.svc.eprint.searchSubmissions`: `sortBy` wins over `sort` when both are sent;
+/// `impression=true` records the result list (`metrics::record_impression`).
 async fn search_submissions(c: Call) -> Answer {
     let p = &c.params;
     let sort = match (p.str("sortBy"), p.str("sort")) {
@@ -202,5 +203,10 @@ async fn search_submissions(c: Call) -> Answer {
         facets: search::facets(&p.strs("facets"))?,
         highlight: p.bool("highlight") == Some(true),
     };
-    search::search(&c.state, args).await?.into_body("submissions")
+    let query = args.query.clone();
+    let mut page = search::search(&c.state, args).await?;
+    if p.bool("impression") == Some(true) {
+        page.impression_id = Some(crate::xrpc::metrics::record_impression(&c, query, page.total as u64));
+    }
+    page.into_body("submissions")
 }

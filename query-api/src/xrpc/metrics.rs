@@ -7,7 +7,7 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use data_encoding::BASE64URL_NOPAD;
-use event_schema::{NewEvent, Payload, Source, UsageAction, UsageEvent};
+use event_schema::{NewEvent, Payload, SearchImpression, Source, UsageAction, UsageEvent};
 use projections::attached::collections::{Kind, Listing};
 use projections::attached::read::AttachedReader;
 use projections::eprints::read::EprintsReader;
@@ -250,4 +250,28 @@ pub(crate) fn trending_page(
         };
         Ok(UsageReader::new(c.state.store.as_ref())?.trending(window, at, fields, limit, cursor, &keep)?)
     })
+}
+
+/// Records that a search's results were shown, as a `command.search` event appended in the
+/// background (the search does not wait for the log); the impression's id, which the
+/// client names in `recordSearchClick` and `recordSearchDownload`.
+pub(crate) fn record_impression(c: &Call, query: String, hits: u64) -> String {
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let viewer = c.caller.as_ref().map(|caller| Viewers::pseudonym(&c.state.auth.keys, Some(&caller.did), None, None)).unwrap_or_default();
+    let event = NewEvent {
+        key: id.clone(),
+        source: Source::Command {
+            nsid: "pub.svc.eprint.searchSubmissions".into(),
+            caller: "anonymous".into(),
+            host: c.state.identity.public_url.clone(),
+        },
+        payload: Payload::Search(SearchImpression { impression_id: id.clone(), viewer, query, hits }),
+    };
+    let state = c.state.clone();
+    tokio::spawn(async move {
+        if let Err(e) = state.appender.append(&state.log, vec![event]).await {
+            tracing::warn!(error = e.message(), "a search impression was not recorded");
+        }
+    });
+    id
 }

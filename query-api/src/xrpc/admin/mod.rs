@@ -42,6 +42,7 @@ pub fn routes() -> Routes {
         .query("pub.svc.admin.getTrendingVelocity", admin, usage::trending_velocity)
         .query("pub.svc.admin.getViewDownloadTimeSeries", admin, usage::view_download_time_series)
         .query("pub.svc.admin.getActivityCorrelation", admin, crate::xrpc::activity::admin_correlation)
+        .query("pub.svc.admin.getSearchAnalytics", admin, usage::search_analytics)
         .merge(content::routes())
         .merge(dlq::routes())
         .merge(operations::routes())

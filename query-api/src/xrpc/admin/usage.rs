@@ -127,3 +127,22 @@ pub(super) fn view_download_time_series(c: &Call) -> Answer {
     }
     Body::json(&out)
 }
+
+/// `getSearchAnalytics` → `{impressions, clicks, clickedImpressions, clickThroughRate,
+/// meanReciprocalRank, searchDownloads, zeroResults, zeroResultRate, zeroResultQueries}`.
+pub(super) fn search_analytics(c: &Call) -> Answer {
+    let s = blocking(&c.state, || UsageReader::new(c.state.store.as_ref())?.searches(20))?;
+    let rate = |n: u64| if s.impressions == 0 { 0.0 } else { n as f64 / s.impressions as f64 };
+    let zero: Vec<Value> = s.zero_queries.iter().map(|(q, n)| json!({"query": q, "count": n})).collect();
+    Body::json(&json!({
+        "impressions": s.impressions,
+        "clicks": s.clicks,
+        "clickedImpressions": s.clicked_impressions,
+        "clickThroughRate": rate(s.clicked_impressions),
+        "meanReciprocalRank": s.mean_reciprocal_rank,
+        "searchDownloads": s.search_downloads,
+        "zeroResults": s.zero_results,
+        "zeroResultRate": rate(s.zero_results),
+        "zeroResultQueries": zero,
+    }))
+}
