@@ -323,6 +323,10 @@ async fn scenario(pds: &Pds, backend: &Backend) -> Ran {
     let (graph, _) =
         until(&svc, &format!("/xrpc/pub.svc.discovery.getCitations?uri={p}&direction=cited"), "the citation graph", |s, _| s == 200).await;
     assert_eq!(graph["counts"]["cited"], 1, "{graph}");
+    // Alice's other paper shares her as author: getSimilar finds it.
+    let (status, _, similar) = svc.get(&format!("/xrpc/pub.svc.discovery.getSimilar?uri={p}&limit=10")).await.unwrap();
+    let found = similar["related"].as_array().and_then(|r| r.iter().find(|e| e["uri"] == other.as_str()).cloned());
+    assert!(status == 200 && found.is_some_and(|e| e["reasons"].as_array().is_some_and(|r| r.contains(&json!("author")))), "{similar}");
     // Bob announces the profile write (activity.log), then makes it: the firehose confirms it.
     let token = pds.service_auth(&bob, SERVICE_DID, "pub.svc.activity.log", None).await.unwrap();
     let announced = json!({"collection": "pub.svc.actor.profile", "rkey": "self", "action": "update", "category": "profile_update"});

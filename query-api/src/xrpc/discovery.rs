@@ -1,5 +1,6 @@
 //! `pub.svc.discovery.*`: the citation graph around an eprint, from the citation records
-//! svc indexes.
+//! svc indexes, and the eprints like it (`getSimilar`), from the search index, the citation
+//! graph and the author network.
 
 use projections::attached::collections::{Kind, Listing};
 use projections::attached::read::Item;
@@ -10,10 +11,16 @@ use crate::body::Body;
 use crate::error::ApiError;
 use crate::params::{cursor, uri_param};
 use crate::reads;
+use crate::search::{self, SearchArgs};
+use projections::search::SortOrder;
 
 /// The namespace's methods.
 pub fn routes() -> Routes {
-    Routes::new().query("pub.svc.discovery.getCitations", Auth::Open, get_citations)
+    Routes::new().query("pub.svc.discovery.getCitations", Auth::Open, get_citations).query_async(
+        "pub.svc.discovery.getSimilar",
+        Auth::Open,
+        get_similar,
+    )
 }
 
 /// One edge of the citation graph.
@@ -77,4 +84,199 @@ fn get_citations(c: &Call) -> Answer {
     })?;
     let answer = answer.ok_or_else(|| ApiError::not_found(format!("no eprint at {uri}")))?;
     Body::json(&answer)
+}
+
+/// The signals `getSimilar` combines, by their `includeTypes` names, with the weight
+/// parameter of each and its default weight.
+const SIGNALS: [(&str, &str, i64); 7] = [
+    ("semantic", "weightSemantic", 40),
+    ("topic", "weightConceptOverlap", 15),
+    ("author", "weightAuthorNetwork", 25),
+    ("citation", "weightCoCitation", 20),
+    ("co-citation", "weightCoCitation", 20),
+    ("bibliographic-coupling", "weightCoCitation", 20),
+    ("collaborative", "weightCollaborative", 0),
+];
+
+/// How far each signal looks: text matches considered, citations and author papers read.
+const NEIGHBOURS: usize = 50;
+
+/// Significant words of a title: what the text signal searches for (any of them).
+fn title_words(title: &str) -> Vec<String> {
+    const STOP: &[&str] = &[
+        "with", "from", "that", "this", "using", "into", "over", "under", "between", "towards", "their", "based", "approach", "study",
+        "analysis", "via", "and", "for", "the",
+    ];
+    let mut words: Vec<String> = title
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 4)
+        .map(str::to_lowercase)
+        .filter(|w| !STOP.contains(&w.as_str()))
+        .collect();
+    words.sort();
+    words.dedup();
+    words.truncate(16);
+    words
+}
+
+/// `pub.svc.discovery.getSimilar {uri, limit, includeTypes?, weight*?}` → `{eprint,
+/// related: [{uri, title, score, reasons, signals}], signals}`: eprints like this one by the
+/// signals svc can compute from what it indexes, each normalized to 0–1 and combined by the
+/// request's weights (0–100). `collaborative` needs reading histories, which svc does not
+/// keep per reader (viewers are pseudonymous counts): it is reported as unavailable.
+async fn get_similar(c: Call) -> Answer {
+    let uri = uri_param(&c.params, "uri")?.to_owned();
+    let limit = c.limit(5);
+    let asked: Vec<String> = c.params.strs("includeTypes");
+    let wanted = |s: &str| asked.is_empty() || asked.iter().any(|a| a == s);
+    let weight = |s: &str| {
+        let (_, param, default) = SIGNALS.iter().find(|(n, ..)| *n == s).expect("a signal");
+        if !wanted(s) {
+            return 0.0;
+        }
+        c.params.int(param).unwrap_or(*default) as f64
+    };
+    // The eprint, its fields and its authors' DIDs.
+    let Some(detail) = reads::blocking(&c.state, || projections::eprints::read::EprintsReader::new(c.state.store.as_ref())?.detail(&uri))?
+        .filter(|d| !d.hidden())
+    else {
+        return Err(ApiError::not_found(format!("no eprint at {uri}")));
+    };
+    let record: Value = serde_json::from_str(detail.record()).unwrap_or_default();
+    let title = record["title"].as_str().unwrap_or_default().to_owned();
+    let fields: Vec<String> =
+        record["fields"].as_array().map(|f| f.iter().filter_map(Value::as_str).map(str::to_owned).collect()).unwrap_or_default();
+    let mut authors: Vec<String> =
+        record["authors"].as_array().map(|a| a.iter().filter_map(|a| a["did"].as_str()).map(str::to_owned).collect()).unwrap_or_default();
+    authors.push(detail.did().to_owned());
+    authors.sort();
+    authors.dedup();
+
+    // Per candidate: its raw score per signal.
+    let mut raw: std::collections::BTreeMap<String, std::collections::BTreeMap<&'static str, f64>> = Default::default();
+    let mut add = |candidate: &str, signal: &'static str, score: f64| {
+        if candidate != uri && candidate.starts_with("at://") {
+            *raw.entry(candidate.to_owned()).or_default().entry(signal).or_insert(0.0) += score;
+        }
+    };
+    // Text: the title's words, any of them, by BM25 (rank order, the best 1.0).
+    if wanted("semantic") || wanted("topic") {
+        let words = title_words(&title);
+        if !words.is_empty() {
+            let args = SearchArgs {
+                query: words.join(" OR "),
+                fields: Vec::new(),
+                authors: Vec::new(),
+                from: None,
+                to: None,
+                sort: Some(SortOrder::Relevance),
+                limit: NEIGHBOURS,
+                cursor: None,
+                tags: Vec::new(),
+                facets: Vec::new(),
+                highlight: false,
+            };
+            let page = search::search(&c.state, args).await?;
+            let n = page.hits.len().max(1) as f64;
+            for (rank, hit) in page.hits.iter().enumerate() {
+                let hit: Value = serde_json::from_str(hit).unwrap_or_default();
+                let Some(found) = hit["uri"].as_str() else { continue };
+                add(found, "semantic", 1.0 - rank as f64 / n);
+                // Topic: the share of this eprint's fields the candidate has.
+                let theirs: Vec<&str> = hit["fields"].as_array().map(|f| f.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+                let shared = fields.iter().filter(|f| theirs.contains(&f.as_str())).count();
+                if shared > 0 && !fields.is_empty() {
+                    add(found, "topic", shared as f64 / fields.len() as f64);
+                }
+            }
+        }
+    }
+    // The citation graph and the author network, from the attached and eprints models.
+    let graph = reads::attached(&c.state, |r| {
+        let mut edges: Vec<(String, &'static str, f64)> = Vec::new();
+        let target = |i: &Item| i.view["citedWork"]["svcUri"].as_str().map(str::to_owned);
+        let citing_eprint = |i: &Item| i.view["eprintUri"].as_str().map(str::to_owned);
+        let references = r.page(&Listing::on_eprint(Kind::Citation, &uri), NEIGHBOURS, None)?.items;
+        let cited_by = r.page(&Listing::pointing_at(Kind::Citation, &uri), NEIGHBOURS, None)?.items;
+        // Direct citation, either way.
+        edges.extend(references.iter().filter_map(target).map(|t| (t, "citation", 1.0)));
+        edges.extend(cited_by.iter().filter_map(citing_eprint).map(|t| (t, "citation", 1.0)));
+        // Co-citation: cited together with this one by the same papers.
+        for citing in cited_by.iter().filter_map(citing_eprint) {
+            for other in r.page(&Listing::on_eprint(Kind::Citation, &citing), NEIGHBOURS, None)?.items.iter().filter_map(target) {
+                edges.push((other, "co-citation", 1.0));
+            }
+        }
+        // Bibliographic coupling: citing the same works as this one.
+        for reference in references.iter().filter_map(target) {
+            for other in r.page(&Listing::pointing_at(Kind::Citation, &reference), NEIGHBOURS, None)?.items.iter().filter_map(citing_eprint)
+            {
+                edges.push((other, "bibliographic-coupling", 1.0));
+            }
+        }
+        // Shared authors: each author's other papers, one point per shared author.
+        for did in &authors {
+            for paper in r.eprints().by_author(did, NEIGHBOURS, None)?.eprints {
+                if let Some(other) = paper["uri"].as_str() {
+                    edges.push((other.to_owned(), "author", 1.0));
+                }
+            }
+        }
+        Ok(edges)
+    })?;
+    for (candidate, signal, score) in graph {
+        add(&candidate, signal, score);
+    }
+    // Normalize each signal by its best candidate, then weigh.
+    let mut best: std::collections::BTreeMap<&str, f64> = Default::default();
+    for scores in raw.values() {
+        for (s, v) in scores {
+            let b = best.entry(s).or_insert(0.0);
+            *b = b.max(*v);
+        }
+    }
+    let total_weight: f64 = SIGNALS.iter().filter(|(n, ..)| *n != "collaborative").map(|(n, ..)| weight(n)).sum::<f64>().max(1.0);
+    let mut ranked: Vec<(f64, String, Value, Vec<&str>)> = raw
+        .into_iter()
+        .map(|(candidate, scores)| {
+            let mut combined = 0.0;
+            let mut signals = serde_json::Map::new();
+            let mut reasons = Vec::new();
+            for (s, v) in &scores {
+                let normalized = v / best.get(s).copied().unwrap_or(1.0).max(f64::MIN_POSITIVE);
+                combined += weight(s) * normalized;
+                signals.insert((*s).to_owned(), json!(normalized));
+                if weight(s) > 0.0 {
+                    reasons.push(*s);
+                }
+            }
+            (combined / total_weight, candidate, Value::Object(signals), reasons)
+        })
+        .filter(|(score, ..)| *score > 0.0)
+        .collect();
+    ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    // Titles, and hidden or deleted eprints left out, for the best until the page is full.
+    let related = reads::attached(&c.state, |r| {
+        let mut out = Vec::new();
+        for (score, candidate, signals, reasons) in &ranked {
+            if out.len() == limit {
+                break;
+            }
+            let Some(title) = r.eprint_title(candidate)? else { continue };
+            out.push(json!({"uri": candidate, "title": title, "score": score, "reasons": reasons, "signals": signals}));
+        }
+        Ok(out)
+    })?;
+    let mut report = serde_json::Map::new();
+    for (name, ..) in SIGNALS {
+        let state = if name == "collaborative" {
+            "unavailable: svc keeps no reading history per reader (viewers are pseudonymous counts)"
+        } else if weight(name) > 0.0 {
+            "computed"
+        } else {
+            "not asked"
+        };
+        report.insert(name.to_owned(), json!(state));
+    }
+    Body::json(&json!({"eprint": {"uri": uri, "title": title}, "related": related, "signals": report}))
 }
