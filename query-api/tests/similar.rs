@@ -104,3 +104,54 @@ async fn each_signal_finds_its_eprint_and_the_weights_choose() {
         assert_eq!(got, status, "{query}: {body}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recommendations_follow_what_the_caller_engaged_with_and_a_dismissal_holds() {
+    let mut f = Fixture::new();
+    let sub = "pub.svc.eprint.submission";
+    const CAROL: &str = "did:plc:carol0000000000000000000";
+    f.apply(vec![
+        create(ALICE, sub, "p1", "3l0000000000a", paper("Sparse Attention Transformers", ALICE, "cs.LG")),
+        create(BOB, sub, "p2", "3l0000000000a", paper("Sparse Attention for Long Documents", BOB, "cs.LG")),
+        create(BOB, sub, "p3", "3l0000000000b", paper("Efficient Sparse Attention Kernels", BOB, "cs.LG")),
+        create(BOB, sub, "p4", "3l0000000000c", paper("Protein Folding Dynamics", BOB, "q-bio.BM")),
+        create(CAROL, sub, "c1", "3l0000000000a", paper("Notes on Graph Colourings", CAROL, "math.CO")),
+    ]);
+    f.live();
+    let carol = login(&f, CAROL, "carol-1").await;
+    let recommended = |token: String| {
+        let f = &f;
+        async move {
+            let (status, body) = f.get_as("/xrpc/pub.svc.discovery.getRecommendations?limit=10", &token).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            body["recommendations"].as_array().unwrap().iter().map(|r| r["uri"].as_str().unwrap().to_owned()).collect::<Vec<_>>()
+        }
+    };
+    // Carol views p1: its likes come, p1 itself and her own paper do not.
+    let (status, answer) =
+        f.post_as("/xrpc/pub.svc.discovery.recordInteraction", Some(&carol), json!({"eprintUri": uri(ALICE, "p1"), "type": "view"})).await;
+    assert_eq!((status, answer), (StatusCode::OK, json!({"recorded": true})));
+    let first = recommended(carol.clone()).await;
+    assert!(first.contains(&uri(BOB, "p2")) && first.contains(&uri(BOB, "p3")), "{first:?}");
+    assert!(!first.contains(&uri(ALICE, "p1")) && !first.contains(&uri(CAROL, "c1")), "{first:?}");
+    let (_, body) = f.get_as("/xrpc/pub.svc.discovery.getRecommendations?limit=1", &carol).await;
+    assert!(body["recommendations"][0]["reason"].as_str().unwrap().contains("Sparse Attention Transformers"), "{body}");
+    assert_eq!(body["cursor"], json!("1"));
+    // Dismissed (the contract's `uri`): it does not come back.
+    let (status, _) =
+        f.post_as("/xrpc/pub.svc.discovery.recordInteraction", Some(&carol), json!({"uri": uri(BOB, "p2"), "type": "dismiss"})).await;
+    assert_eq!(status, StatusCode::OK);
+    let after = recommended(carol.clone()).await;
+    assert!(!after.contains(&uri(BOB, "p2")) && after.contains(&uri(BOB, "p3")), "{after:?}");
+    // Bad input and no credential.
+    for (body, status) in [
+        (json!({"eprintUri": uri(BOB, "nope"), "type": "view"}), StatusCode::NOT_FOUND),
+        (json!({"eprintUri": uri(BOB, "p3"), "type": "stare"}), StatusCode::BAD_REQUEST),
+        (json!({"type": "view"}), StatusCode::BAD_REQUEST),
+    ] {
+        let (got, answer) = f.post_as("/xrpc/pub.svc.discovery.recordInteraction", Some(&carol), body.clone()).await;
+        assert_eq!(got, status, "{body}: {answer}");
+    }
+    assert_eq!(f.get("/xrpc/pub.svc.discovery.getRecommendations").await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(f.get_as("/xrpc/pub.svc.discovery.getRecommendations?cursor=x", &carol).await.0, StatusCode::BAD_REQUEST);
+}

@@ -37,6 +37,16 @@ pub enum UserAction {
     /// `pub.svc.activity.log`: the caller is about to write a record to their repository;
     /// the record's arrival confirms it.
     ActivityLogged(Box<LoggedActivity>),
+    /// `pub.svc.discovery.recordInteraction`: the caller acted on a recommended eprint.
+    Interacted {
+        /// The eprint.
+        eprint_uri: String,
+        /// `view`, `click`, `endorse`, `dismiss` or `claim`.
+        kind: String,
+        /// The recommendation acted on, when the client names it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        recommendation_id: Option<String>,
+    },
     /// `pub.svc.activity.markFailed`: the write the caller logged for this record failed.
     ActivityFailed {
         /// The record's collection.

@@ -12,15 +12,17 @@ use crate::error::ApiError;
 use crate::params::{cursor, uri_param};
 use crate::reads;
 use crate::search::{self, SearchArgs};
+use event_schema::{NewEvent, Payload, Source, UserAction, UserCommand};
+use projections::interactions::read::InteractionsReader;
 use projections::search::SortOrder;
 
 /// The namespace's methods.
 pub fn routes() -> Routes {
-    Routes::new().query("pub.svc.discovery.getCitations", Auth::Open, get_citations).query_async(
-        "pub.svc.discovery.getSimilar",
-        Auth::Open,
-        get_similar,
-    )
+    Routes::new()
+        .query("pub.svc.discovery.getCitations", Auth::Open, get_citations)
+        .query_async("pub.svc.discovery.getSimilar", Auth::Open, get_similar)
+        .query_async("pub.svc.discovery.getRecommendations", Auth::Required, get_recommendations)
+        .procedure("pub.svc.discovery.recordInteraction", Auth::Required, record_interaction)
 }
 
 /// One edge of the citation graph.
@@ -119,28 +121,24 @@ fn title_words(title: &str) -> Vec<String> {
     words
 }
 
-/// `pub.svc.discovery.getSimilar {uri, limit, includeTypes?, weight*?}` → `{eprint,
-/// related: [{uri, title, score, reasons, signals}], signals}`: eprints like this one by the
-/// signals svc can compute from what it indexes, each normalized to 0–1 and combined by the
-/// request's weights (0–100). `collaborative` needs reading histories, which svc does not
-/// keep per reader (viewers are pseudonymous counts): it is reported as unavailable.
-async fn get_similar(c: Call) -> Answer {
-    let uri = uri_param(&c.params, "uri")?.to_owned();
-    let limit = c.limit(5);
-    let asked: Vec<String> = c.params.strs("includeTypes");
-    let wanted = |s: &str| asked.is_empty() || asked.iter().any(|a| a == s);
-    let weight = |s: &str| {
-        let (_, param, default) = SIGNALS.iter().find(|(n, ..)| *n == s).expect("a signal");
-        if !wanted(s) {
-            return 0.0;
-        }
-        c.params.int(param).unwrap_or(*default) as f64
-    };
+/// An eprint found like another, with its combined score, each signal's normalized score,
+/// and the signals that counted.
+struct Similar {
+    score: f64,
+    uri: String,
+    signals: Value,
+    reasons: Vec<&'static str>,
+}
+
+/// The eprints like `uri` by every signal `weight` gives a weight (0–100) above 0, best
+/// first, with the eprint's title; `None` when svc shows no eprint at `uri`.
+async fn similar_to(c: &Call, uri: &str, weight: &(dyn Fn(&str) -> f64 + Sync)) -> Result<Option<(String, Vec<Similar>)>, ApiError> {
+    let wanted = |s: &str| weight(s) > 0.0;
     // The eprint, its fields and its authors' DIDs.
-    let Some(detail) = reads::blocking(&c.state, || projections::eprints::read::EprintsReader::new(c.state.store.as_ref())?.detail(&uri))?
+    let Some(detail) = reads::blocking(&c.state, || projections::eprints::read::EprintsReader::new(c.state.store.as_ref())?.detail(uri))?
         .filter(|d| !d.hidden())
     else {
-        return Err(ApiError::not_found(format!("no eprint at {uri}")));
+        return Ok(None);
     };
     let record: Value = serde_json::from_str(detail.record()).unwrap_or_default();
     let title = record["title"].as_str().unwrap_or_default().to_owned();
@@ -155,7 +153,7 @@ async fn get_similar(c: Call) -> Answer {
     // Per candidate: its raw score per signal.
     let mut raw: std::collections::BTreeMap<String, std::collections::BTreeMap<&'static str, f64>> = Default::default();
     let mut add = |candidate: &str, signal: &'static str, score: f64| {
-        if candidate != uri && candidate.starts_with("at://") {
+        if candidate != uri && candidate.starts_with("at://") && wanted(signal) {
             *raw.entry(candidate.to_owned()).or_default().entry(signal).or_insert(0.0) += score;
         }
     };
@@ -196,29 +194,36 @@ async fn get_similar(c: Call) -> Answer {
         let mut edges: Vec<(String, &'static str, f64)> = Vec::new();
         let target = |i: &Item| i.view["citedWork"]["svcUri"].as_str().map(str::to_owned);
         let citing_eprint = |i: &Item| i.view["eprintUri"].as_str().map(str::to_owned);
-        let references = r.page(&Listing::on_eprint(Kind::Citation, &uri), NEIGHBOURS, None)?.items;
-        let cited_by = r.page(&Listing::pointing_at(Kind::Citation, &uri), NEIGHBOURS, None)?.items;
+        let references = r.page(&Listing::on_eprint(Kind::Citation, uri), NEIGHBOURS, None)?.items;
+        let cited_by = r.page(&Listing::pointing_at(Kind::Citation, uri), NEIGHBOURS, None)?.items;
         // Direct citation, either way.
         edges.extend(references.iter().filter_map(target).map(|t| (t, "citation", 1.0)));
         edges.extend(cited_by.iter().filter_map(citing_eprint).map(|t| (t, "citation", 1.0)));
         // Co-citation: cited together with this one by the same papers.
-        for citing in cited_by.iter().filter_map(citing_eprint) {
-            for other in r.page(&Listing::on_eprint(Kind::Citation, &citing), NEIGHBOURS, None)?.items.iter().filter_map(target) {
-                edges.push((other, "co-citation", 1.0));
+        if wanted("co-citation") {
+            for citing in cited_by.iter().filter_map(citing_eprint) {
+                for other in r.page(&Listing::on_eprint(Kind::Citation, &citing), NEIGHBOURS, None)?.items.iter().filter_map(target) {
+                    edges.push((other, "co-citation", 1.0));
+                }
             }
         }
         // Bibliographic coupling: citing the same works as this one.
-        for reference in references.iter().filter_map(target) {
-            for other in r.page(&Listing::pointing_at(Kind::Citation, &reference), NEIGHBOURS, None)?.items.iter().filter_map(citing_eprint)
-            {
-                edges.push((other, "bibliographic-coupling", 1.0));
+        if wanted("bibliographic-coupling") {
+            for reference in references.iter().filter_map(target) {
+                for other in
+                    r.page(&Listing::pointing_at(Kind::Citation, &reference), NEIGHBOURS, None)?.items.iter().filter_map(citing_eprint)
+                {
+                    edges.push((other, "bibliographic-coupling", 1.0));
+                }
             }
         }
         // Shared authors: each author's other papers, one point per shared author.
-        for did in &authors {
-            for paper in r.eprints().by_author(did, NEIGHBOURS, None)?.eprints {
-                if let Some(other) = paper["uri"].as_str() {
-                    edges.push((other.to_owned(), "author", 1.0));
+        if wanted("author") {
+            for did in &authors {
+                for paper in r.eprints().by_author(did, NEIGHBOURS, None)?.eprints {
+                    if let Some(other) = paper["uri"].as_str() {
+                        edges.push((other.to_owned(), "author", 1.0));
+                    }
                 }
             }
         }
@@ -236,7 +241,7 @@ async fn get_similar(c: Call) -> Answer {
         }
     }
     let total_weight: f64 = SIGNALS.iter().filter(|(n, ..)| *n != "collaborative").map(|(n, ..)| weight(n)).sum::<f64>().max(1.0);
-    let mut ranked: Vec<(f64, String, Value, Vec<&str>)> = raw
+    let mut ranked: Vec<Similar> = raw
         .into_iter()
         .map(|(candidate, scores)| {
             let mut combined = 0.0;
@@ -246,27 +251,31 @@ async fn get_similar(c: Call) -> Answer {
                 let normalized = v / best.get(s).copied().unwrap_or(1.0).max(f64::MIN_POSITIVE);
                 combined += weight(s) * normalized;
                 signals.insert((*s).to_owned(), json!(normalized));
-                if weight(s) > 0.0 {
-                    reasons.push(*s);
-                }
+                reasons.push(*s);
             }
-            (combined / total_weight, candidate, Value::Object(signals), reasons)
+            Similar { score: combined / total_weight, uri: candidate, signals: Value::Object(signals), reasons }
         })
-        .filter(|(score, ..)| *score > 0.0)
+        .filter(|s| s.score > 0.0)
         .collect();
-    ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-    // Titles, and hidden or deleted eprints left out, for the best until the page is full.
-    let related = reads::attached(&c.state, |r| {
-        let mut out = Vec::new();
-        for (score, candidate, signals, reasons) in &ranked {
-            if out.len() == limit {
-                break;
-            }
-            let Some(title) = r.eprint_title(candidate)? else { continue };
-            out.push(json!({"uri": candidate, "title": title, "score": score, "reasons": reasons, "signals": signals}));
+    ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.uri.cmp(&b.uri)));
+    Ok(Some((title, ranked)))
+}
+
+/// The weight of each signal a request asks for: its `weight*` parameter or the default,
+/// 0 for a signal `includeTypes` leaves out.
+fn weights(c: &Call) -> impl Fn(&str) -> f64 + Sync + '_ {
+    let asked: Vec<String> = c.params.strs("includeTypes");
+    move |s: &str| {
+        let Some((_, param, default)) = SIGNALS.iter().find(|(n, ..)| *n == s) else { return 0.0 };
+        if !asked.is_empty() && !asked.iter().any(|a| a == s) {
+            return 0.0;
         }
-        Ok(out)
-    })?;
+        c.params.int(param).unwrap_or(*default) as f64
+    }
+}
+
+/// Each signal's state in an answer: computed, not asked, or unavailable with why.
+fn signal_report(weight: &dyn Fn(&str) -> f64) -> Value {
     let mut report = serde_json::Map::new();
     for (name, ..) in SIGNALS {
         let state = if name == "collaborative" {
@@ -278,5 +287,130 @@ async fn get_similar(c: Call) -> Answer {
         };
         report.insert(name.to_owned(), json!(state));
     }
-    Body::json(&json!({"eprint": {"uri": uri, "title": title}, "related": related, "signals": report}))
+    Value::Object(report)
+}
+
+/// `pub.svc.discovery.getSimilar {uri, limit, includeTypes?, weight*?}` → `{eprint,
+/// related: [{uri, title, score, reasons, signals}], signals}`: eprints like this one by the
+/// signals svc can compute from what it indexes, each normalized to 0–1 and combined by the
+/// request's weights (0–100). `collaborative` needs reading histories, which svc does not
+/// keep per reader (viewers are pseudonymous counts): it is reported as unavailable.
+async fn get_similar(c: Call) -> Answer {
+    let uri = uri_param(&c.params, "uri")?.to_owned();
+    let limit = c.limit(5);
+    let weight = weights(&c);
+    let Some((title, ranked)) = similar_to(&c, &uri, &weight).await? else {
+        return Err(ApiError::not_found(format!("no eprint at {uri}")));
+    };
+    // Titles, and hidden or deleted eprints left out, for the best until the page is full.
+    let related = reads::attached(&c.state, |r| {
+        let mut out = Vec::new();
+        for s in &ranked {
+            if out.len() == limit {
+                break;
+            }
+            let Some(title) = r.eprint_title(&s.uri)? else { continue };
+            out.push(json!({"uri": s.uri, "title": title, "score": s.score, "reasons": s.reasons, "signals": s.signals}));
+        }
+        Ok(out)
+    })?;
+    Body::json(&json!({"eprint": {"uri": uri, "title": title}, "related": related, "signals": signal_report(&weight)}))
+}
+
+/// How many of the caller's eprints seed their recommendations: the last they engaged with,
+/// and their own newest.
+const SEEDS: usize = 5;
+/// The most recommendations one caller's list holds (pages of it).
+const MAX_RECOMMENDATIONS: usize = 100;
+
+/// `pub.svc.discovery.getRecommendations {limit, cursor?}` → `{recommendations: [{uri, title,
+/// reason, score, signals}], cursor?}`: eprints like those the caller engaged with last
+/// (viewed, clicked, endorsed, claimed, through `recordInteraction`) and like their own,
+/// each scored by its best seed, without the seeds, the caller's own eprints and what they
+/// dismissed. The cursor is the count already given.
+async fn get_recommendations(c: Call) -> Answer {
+    let did = c.caller()?.did.clone();
+    let limit = c.limit(20);
+    let offset = match c.params.str("cursor") {
+        Some(s) => s.parse::<usize>().map_err(|_| ApiError::invalid_param("cursor", "not a cursor of this list"))?,
+        None => 0,
+    };
+    let (engaged, dismissed, own) = reads::blocking(&c.state, || -> Result<_, ApiError> {
+        let i = InteractionsReader::new(c.state.store.as_ref())?;
+        let own = projections::eprints::read::EprintsReader::new(c.state.store.as_ref())?.by_author(&did, SEEDS, None)?;
+        let own: Vec<String> = own.eprints.iter().filter_map(|e| e["uri"].as_str()).map(str::to_owned).collect();
+        Ok((i.engaged(&did, SEEDS)?, i.dismissed(&did, 10_000)?, own))
+    })?;
+    let weight = |s: &str| SIGNALS.iter().find(|(n, ..)| *n == s).map_or(0.0, |(.., d)| *d as f64);
+    let mut best: std::collections::BTreeMap<String, (f64, String, Value)> = Default::default();
+    for seed in engaged.iter().chain(own.iter()) {
+        let Some((seed_title, similar)) = similar_to(&c, seed, &weight).await? else { continue };
+        for s in similar.into_iter().take(MAX_RECOMMENDATIONS) {
+            if engaged.contains(&s.uri) || own.contains(&s.uri) || dismissed.contains(&s.uri) {
+                continue;
+            }
+            let reason = format!("like “{seed_title}” ({})", s.reasons.join(", "));
+            let entry = best.entry(s.uri).or_insert((0.0, String::new(), Value::Null));
+            if s.score > entry.0 {
+                *entry = (s.score, reason, s.signals);
+            }
+        }
+    }
+    let mut ranked: Vec<(String, (f64, String, Value))> = best.into_iter().collect();
+    ranked.sort_by(|a, b| b.1 .0.total_cmp(&a.1 .0).then_with(|| a.0.cmp(&b.0)));
+    ranked.truncate(MAX_RECOMMENDATIONS);
+    let page = reads::attached(&c.state, |r| {
+        let mut out = Vec::new();
+        let mut shown = 0;
+        for (uri, (score, reason, signals)) in &ranked {
+            let Some(title) = r.eprint_title(uri)? else { continue };
+            shown += 1;
+            if shown <= offset {
+                continue;
+            }
+            if out.len() == limit {
+                return Ok((out, true));
+            }
+            out.push(json!({"uri": uri, "title": title, "reason": reason, "score": score, "signals": signals}));
+        }
+        Ok((out, false))
+    })?;
+    let (recommendations, more) = page;
+    let mut answer = json!({"recommendations": recommendations});
+    if more {
+        answer["cursor"] = json!((offset + limit).to_string());
+    }
+    Body::json(&answer)
+}
+
+/// `pub.svc.discovery.recordInteraction {eprintUri (or uri), type, recommendationId?,
+/// context?}` → `{recorded}`: a `command.user` event; a dismissal keeps the eprint out of
+/// the caller's recommendations from then on. Answers once applied.
+async fn record_interaction(c: Call) -> Answer {
+    let caller = c.caller()?.did.clone();
+    let eprint = ["eprintUri", "uri"].iter().find_map(|k| c.input.get(*k).and_then(Value::as_str)).unwrap_or_default().to_owned();
+    if eprint.is_empty() {
+        return Err(ApiError::invalid_request("eprintUri (or uri) is required"));
+    }
+    crate::params::parse_record_uri("eprintUri", &eprint)?;
+    let known = reads::attached(&c.state, |r| Ok(r.eprint_title(&eprint)?.is_some()))?;
+    if !known {
+        return Err(ApiError::not_found(format!("no eprint at {eprint}")));
+    }
+    let action = UserAction::Interacted {
+        eprint_uri: eprint,
+        kind: c.input["type"].as_str().unwrap_or_default().to_owned(),
+        recommendation_id: c.input.get("recommendationId").and_then(Value::as_str).map(str::to_owned),
+    };
+    let event = NewEvent {
+        key: caller.clone(),
+        source: Source::Command {
+            nsid: "pub.svc.discovery.recordInteraction".into(),
+            caller: caller.clone(),
+            host: c.state.identity.public_url.clone(),
+        },
+        payload: Payload::User(UserCommand { caller, action }),
+    };
+    crate::command::append(&c.state, event).await?;
+    Body::json(&json!({"recorded": true}))
 }
