@@ -227,7 +227,9 @@ async fn uses_are_recorded_counted_by_the_rules_and_read_back() {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let analytics = loop {
         let a = admin_get("/xrpc/pub.svc.admin.getSearchAnalytics".into()).await;
-        if a["impressions"].as_u64() >= Some(3) && a["clickedImpressions"] == 1 || std::time::Instant::now() > deadline {
+        // Uses and impressions answer before they are applied: wait for all of them.
+        let applied = a["impressions"] == 3 && a["clickedImpressions"] == 1 && a["searchDownloads"] == 2;
+        if applied || std::time::Instant::now() > deadline {
             break a;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
