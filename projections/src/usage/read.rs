@@ -246,7 +246,8 @@ impl<'a> UsageReader<'a> {
         for (i, m) in merged.iter_mut().enumerate() {
             out.unique_in[i] = m.count();
         }
-        let now_or_later = self.point(v, uri, i64::MAX - 1)?.is_none_or(|latest| latest == then);
+        // Nothing used after `at`: the sketch of all time is the one asked for (no history read).
+        let now_or_later = at >= paper.get("lastAt").and_then(Value::as_int).unwrap_or(i64::MIN);
         out.unique_views =
             if now_or_later { Viewers::from_text(paper.get("viewers").and_then(Value::as_text)).count() } else { all.count() };
         Ok(out)
