@@ -326,7 +326,26 @@ async fn scenario(pds: &Pds, backend: &Backend) -> Ran {
     // Alice's other paper shares her as author: getSimilar finds it.
     let (status, _, similar) = svc.get(&format!("/xrpc/pub.svc.discovery.getSimilar?uri={p}&limit=10")).await.unwrap();
     let found = similar["related"].as_array().and_then(|r| r.iter().find(|e| e["uri"] == other.as_str()).cloned());
-    assert!(status == 200 && found.is_some_and(|e| e["reasons"].as_array().is_some_and(|r| r.contains(&json!("author")))), "{similar}");
+    let reasons = found.as_ref().and_then(|e| e["reasons"].as_array().cloned()).unwrap_or_default();
+    assert!(status == 200 && reasons.contains(&json!("author")) && reasons.contains(&json!("citation")), "{similar}");
+    // Bob engages with the paper: the other comes recommended (it shares the author and the
+    // citation); once he dismisses it, it does not come back.
+    let recommendations = "/xrpc/pub.svc.discovery.getRecommendations?limit=20";
+    let token = pds.service_auth(&bob, SERVICE_DID, "pub.svc.discovery.recordInteraction", None).await.unwrap();
+    let (status, body) =
+        svc.post("/xrpc/pub.svc.discovery.recordInteraction", Some(&token), &json!({"eprintUri": paper, "type": "view"})).await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    let token = pds.service_auth(&bob, SERVICE_DID, "pub.svc.discovery.getRecommendations", None).await.unwrap();
+    let before = get_as(&svc, &token, recommendations).await;
+    let listed = |v: &Value| v["recommendations"].as_array().is_some_and(|r| r.iter().any(|e| e["uri"] == other.as_str()));
+    assert!(listed(&before), "{before}");
+    let token = pds.service_auth(&bob, SERVICE_DID, "pub.svc.discovery.recordInteraction", None).await.unwrap();
+    let (status, body) =
+        svc.post("/xrpc/pub.svc.discovery.recordInteraction", Some(&token), &json!({"eprintUri": other, "type": "dismiss"})).await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    let token = pds.service_auth(&bob, SERVICE_DID, "pub.svc.discovery.getRecommendations", None).await.unwrap();
+    let after = get_as(&svc, &token, recommendations).await;
+    assert!(!listed(&after) && after["recommendations"].is_array(), "{after}");
     // Bob announces the profile write (activity.log), then makes it: the firehose confirms it.
     let token = pds.service_auth(&bob, SERVICE_DID, "pub.svc.activity.log", None).await.unwrap();
     let announced = json!({"collection": "pub.svc.actor.profile", "rkey": "self", "action": "update", "category": "profile_update"});
