@@ -174,6 +174,17 @@ pub async fn search(state: &AppState, args: SearchArgs) -> Result<SearchPage, Ap
     })
 }
 
+/// The summaries of the `n` eprints that best match any of `words`
+/// ([`projections::search::SearchIndex::like`]), in one of the node's search slots.
+pub async fn like(state: &AppState, words: Vec<String>, n: usize) -> Result<Vec<String>, ApiError> {
+    let Some(index) = state.search_index()? else { return Ok(Vec::new()) };
+    let _slot = state.searches.acquire().await.map_err(|_| ApiError::internal("the search slots are closed"))?;
+    let hits = tokio::task::spawn_blocking(move || index.like(&words, n))
+        .await
+        .map_err(|e| ApiError::internal(format!("the search task failed: {e}")))??;
+    Ok(hits)
+}
+
 /// Adds each author facet value's handle and display name, from the accounts.
 fn with_author_names(state: &AppState, mut facets: Value) -> Result<Value, ApiError> {
     let Some(authors) = facets.get_mut("author").and_then(Value::as_array_mut) else { return Ok(facets) };

@@ -2,7 +2,8 @@
 # Usage metrics' figures in docs/performance.md, in one run: requests/s and latency under wrk
 # of getSubmission beside getMetrics, getTrending (first pages of each window, with and
 # without fields) and recordView (through the log: each answer waits for the read models),
-# and how long after the last recordView the counters have caught up.
+# and how long after the last recordView the counters have caught up; getSimilar's latency
+# on the same papers.
 # Usage: scripts/loadtest/usage.sh DATA_DIR [DURATION] [CONNECTIONS]
 #   DATA_DIR: a data directory seeded with `svc seed --social` (60 days of generated usage).
 #   (SVC_BIN: the svc to run; by default a release build.)
@@ -41,6 +42,7 @@ trending = [f"/xrpc/pub.svc.metrics.getTrending?window={w}&limit={n}" for w in [
 trending += [f"/xrpc/pub.svc.metrics.getTrending?window=7d&limit=20&fieldUris={f}" for f in fields]
 open(f"{work}/trending.txt", "w").write("\n".join(trending) + "\n")
 open(f"{work}/views.txt", "w").write("\n".join(uris) + "\n")
+open(f"{work}/similar.txt", "w").write("".join(f"/xrpc/pub.svc.discovery.getSimilar?uri={q(u)}&limit=10\n" for u in uris))
 PY
 . scripts/loadtest/wrk.sh
 echo "## usage metrics under wrk (-t2 -c$CONNS -d$DURATION, same machine as the server)"
@@ -50,6 +52,7 @@ echo "|---|---|---|---|---|"
 run_wrk getSubmission "$PORT" "$WORK/get.txt"
 run_wrk metrics.getMetrics "$PORT" "$WORK/metrics.txt"
 run_wrk metrics.getTrending "$PORT" "$WORK/trending.txt"
+run_wrk discovery.getSimilar "$PORT" "$WORK/similar.txt"
 # recordView: POSTs through the log.
 WRK_PATHS="$WORK/views.txt" wrk -t2 -c"$CONNS" -d"$DURATION" --latency -s scripts/loadtest/post.lua "http://127.0.0.1:$PORT" >"$WORK/metrics.recordView.wrk"
 ended=$(date +%s.%N)
@@ -73,7 +76,7 @@ w, ended, caught = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 rps = lambda n: float(open(f"{w}/{n}.wrk.rps").read())
 g = rps("getSubmission")
 print()
-for n in ["metrics.getMetrics", "metrics.getTrending", "metrics.recordView"]:
+for n in ["metrics.getMetrics", "metrics.getTrending", "discovery.getSimilar", "metrics.recordView"]:
     print(f"- {n} at {100 * rps(n) / g:.0f}% of getSubmission's requests/s")
 print(f"- the usage model had applied every view {caught - ended:.2f} s after the last recordView answered")
 PY

@@ -230,6 +230,14 @@ impl<'a> EprintsReader<'a> {
         Ok(AuthorPage { eprints, next: page.next, total })
     }
 
+    /// The URIs of up to `limit` eprints `did` is an author of, newest first (hidden ones
+    /// included: the caller shows only what it reads back).
+    pub fn uris_by_author(&self, did: &str, limit: usize) -> Result<Vec<String>, ProjectionError> {
+        let Some(v) = self.version else { return Ok(Vec::new()) };
+        let page = self.store.scan(&by_author(v), did, &Scan { after: None, limit, reverse: true })?;
+        Ok(page.rows.iter().filter_map(|r| text(&r.columns, "uri")).map(str::to_owned).collect())
+    }
+
     /// When the index first saw `did` (RFC 3339), or `None` for a DID it does not know.
     pub fn user_first_seen(&self, did: &str) -> Result<Option<String>, ProjectionError> {
         let Some(v) = self.version else { return Ok(None) };

@@ -291,6 +291,67 @@ impl SearchIndex {
     }
 }
 
+/// How many of the words given to [`SearchIndex::like`] it looks up: the rarest.
+const LIKE_WORDS: usize = 5;
+
+impl SearchIndex {
+    /// The summaries of the `n` documents that best match any of `words` (say a title's
+    /// significant words), by BM25 in all text, looking up only the [`LIKE_WORDS`] rarest
+    /// of them. The query
+    /// is a bare union of terms, so tantivy's block-max WAND skips every document that
+    /// cannot reach the top `n` instead of scoring each match; hidden accounts' documents
+    /// are dropped after, so fewer than `n` may come back.
+    ///
+    /// # Errors
+    /// [`ProjectionError::Search`] when the index cannot be read.
+    pub fn like(&self, words: &[String], n: usize) -> Result<Vec<String>, ProjectionError> {
+        let f = self.fields;
+        let mut tokens = Vec::new();
+        let mut analyzer = self.index.tokenizer_for_field(f.all)?;
+        for word in words {
+            let mut stream = analyzer.token_stream(word);
+            while stream.advance() {
+                tokens.push(stream.token().text.clone());
+            }
+        }
+        tokens.sort();
+        tokens.dedup();
+        // The rarest words say most about a text, and a common word's long posting list is
+        // most of a union's cost: only the `LIKE_WORDS` rarest are looked up.
+        let searcher = self.reader.searcher();
+        let mut terms = Vec::with_capacity(tokens.len());
+        for t in &tokens {
+            let term = Term::from_field_text(f.all, t);
+            let df = searcher.doc_freq(&term)?;
+            if df > 0 {
+                terms.push((df, term));
+            }
+        }
+        terms.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        terms.truncate(LIKE_WORDS);
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let clauses: Vec<(Occur, Box<dyn Query>)> = terms
+            .into_iter()
+            .map(|(_, term)| (Occur::Should, Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs)) as Box<dyn Query>))
+            .collect();
+        let hidden = self.hidden();
+        let top = searcher.search(&BooleanQuery::new(clauses), &TopDocs::with_limit(n + hidden.len().min(n)))?;
+        let mut hits = Vec::with_capacity(n);
+        for (_, addr) in top {
+            let doc: TantivyDocument = searcher.doc(addr)?;
+            let uri = doc.get_first(f.uri).and_then(|v| v.as_str()).unwrap_or_default();
+            let repo = uri.strip_prefix("at://").and_then(|u| u.split('/').next()).unwrap_or_default();
+            if hidden.contains(repo) || hits.len() == n {
+                continue;
+            }
+            hits.push(doc.get_first(f.summary).and_then(|v| v.as_str()).unwrap_or("{}").to_owned());
+        }
+        Ok(hits)
+    }
+}
+
 /// Hits in order with their sort keys, and how many documents match in all.
 type Found = (Vec<(SortKey, DocAddress)>, usize);
 

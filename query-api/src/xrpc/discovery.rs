@@ -11,10 +11,9 @@ use crate::body::Body;
 use crate::error::ApiError;
 use crate::params::{cursor, uri_param};
 use crate::reads;
-use crate::search::{self, SearchArgs};
+use crate::search;
 use event_schema::{NewEvent, Payload, Source, UserAction, UserCommand};
 use projections::interactions::read::InteractionsReader;
-use projections::search::SortOrder;
 
 /// The namespace's methods.
 pub fn routes() -> Routes {
@@ -161,22 +160,9 @@ async fn similar_to(c: &Call, uri: &str, weight: &(dyn Fn(&str) -> f64 + Sync)) 
     if wanted("semantic") || wanted("topic") {
         let words = title_words(&title);
         if !words.is_empty() {
-            let args = SearchArgs {
-                query: words.join(" OR "),
-                fields: Vec::new(),
-                authors: Vec::new(),
-                from: None,
-                to: None,
-                sort: Some(SortOrder::Relevance),
-                limit: NEIGHBOURS,
-                cursor: None,
-                tags: Vec::new(),
-                facets: Vec::new(),
-                highlight: false,
-            };
-            let page = search::search(&c.state, args).await?;
-            let n = page.hits.len().max(1) as f64;
-            for (rank, hit) in page.hits.iter().enumerate() {
+            let hits = search::like(&c.state, words, NEIGHBOURS).await?;
+            let n = hits.len().max(1) as f64;
+            for (rank, hit) in hits.iter().enumerate() {
                 let hit: Value = serde_json::from_str(hit).unwrap_or_default();
                 let Some(found) = hit["uri"].as_str() else { continue };
                 add(found, "semantic", 1.0 - rank as f64 / n);
@@ -220,10 +206,8 @@ async fn similar_to(c: &Call, uri: &str, weight: &(dyn Fn(&str) -> f64 + Sync)) 
         // Shared authors: each author's other papers, one point per shared author.
         if wanted("author") {
             for did in &authors {
-                for paper in r.eprints().by_author(did, NEIGHBOURS, None)?.eprints {
-                    if let Some(other) = paper["uri"].as_str() {
-                        edges.push((other.to_owned(), "author", 1.0));
-                    }
+                for other in r.eprints().uris_by_author(did, NEIGHBOURS)? {
+                    edges.push((other, "author", 1.0));
                 }
             }
         }
