@@ -25,6 +25,10 @@ pub enum IngestError {
     /// A record could not be encoded as DAG-CBOR.
     #[error("failed to encode record: {0}")]
     Encode(String),
+    /// A record svc writes itself (the seeded taxonomy) fails its lexicon: a fault in the
+    /// committed data.
+    #[error("invalid built-in record: {0}")]
+    BadRecord(String),
     /// A repository could not be backfilled.
     #[error("backfill of {did}: {reason}")]
     Backfill {
@@ -46,7 +50,7 @@ impl ClassifiedError for IngestError {
         match self {
             IngestError::Read { .. } | IngestError::BadPaper { .. } => ErrorClass::InvalidRequest,
             IngestError::Backfill { .. } => ErrorClass::Unavailable,
-            IngestError::Encode(_) | IngestError::Stream(_) => ErrorClass::Internal,
+            IngestError::Encode(_) | IngestError::BadRecord(_) | IngestError::Stream(_) => ErrorClass::Internal,
             IngestError::Log(e) => e.error_class(),
         }
     }

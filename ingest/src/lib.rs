@@ -21,6 +21,7 @@ pub mod repo;
 mod revs;
 pub mod seed;
 pub mod social;
+pub mod taxonomy;
 pub mod testing;
 pub mod usage;
 pub mod verify;

@@ -229,11 +229,14 @@ pub struct SeedOptions {
     /// Also write a scholarly layer (reviews, annotations, endorsements, tags, citations…)
     /// by made-up accounts ([`crate::social`]).
     pub social: bool,
+    /// Write the arXiv taxonomy ([`crate::taxonomy`]) to this governance repository first,
+    /// so the papers' fields resolve to graph nodes.
+    pub taxonomy: Option<String>,
 }
 
 impl Default for SeedOptions {
     fn default() -> Self {
-        SeedOptions { batch_papers: 1000, limit: None, strict: false, social: false }
+        SeedOptions { batch_papers: 1000, limit: None, strict: false, social: false, taxonomy: None }
     }
 }
 
@@ -300,6 +303,11 @@ pub fn seed_file(
     let mut usage = options.social.then(|| UsageGenerator::new(source.clone()));
     let mut report = SeedReport::default();
     let mut pending = Vec::new();
+    if let Some(governance) = &options.taxonomy {
+        pending = crate::taxonomy::Taxonomy::arxiv().events(governance, &source, &lexicons)?;
+        report.layer.insert(crate::taxonomy::NODE.into(), pending.iter().filter(|e| is_write_of(e, crate::taxonomy::NODE)).count());
+        report.layer.insert(crate::taxonomy::EDGE.into(), pending.iter().filter(|e| is_write_of(e, crate::taxonomy::EDGE)).count());
+    }
     let mut pending_papers = 0;
     let mut flush = |pending: &mut Vec<NewEvent>, pending_papers: &mut usize, report: &mut SeedReport| -> Result<(), IngestError> {
         if !pending.is_empty() {
@@ -351,12 +359,16 @@ pub fn seed_file(
     }
     flush(&mut pending, &mut pending_papers, &mut report)?;
     if let Some(generator) = social {
-        report.layer = generator.counts.into_iter().map(|(c, n)| (c.to_owned(), n)).collect();
+        report.layer.extend(generator.counts.into_iter().map(|(c, n)| (c.to_owned(), n)));
     }
     if let Some(usage) = usage {
         report.layer.insert("command.usage".into(), usage.events);
     }
     Ok(report)
+}
+
+fn is_write_of(event: &NewEvent, collection: &str) -> bool {
+    matches!(&event.payload, Payload::RecordCreate(w) if w.collection == collection)
 }
 
 /// The seeded submission among a paper's events, as the scholarly layer refers to it.

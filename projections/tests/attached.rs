@@ -17,6 +17,8 @@ use store::{EmbeddedStore, Store};
 
 const DID: &str = "did:plc:writer000000000000000000";
 const EPRINT: &str = "at://did:plc:author000000000000000000/pub.svc.eprint.submission/3l0000000000a";
+const NODE_A: &str = "at://did:plc:governance0000000000000/pub.svc.graph.node/a";
+const NODE_B: &str = "at://did:plc:governance0000000000000/pub.svc.graph.node/b";
 
 fn event(collection: &str, rkey: &str, rev: &str, record: Option<Value>) -> NewEvent {
     event_by(DID, collection, rkey, rev, record)
@@ -141,6 +143,30 @@ fn cases() -> Vec<Case> {
             invalid: json!({"eprintUri": EPRINT, "sections": [], "createdAt": at("1")}),
             listing: Listing::on_eprint(Kind::Changelog, EPRINT),
             field: "version",
+        },
+        Case {
+            collection: "pub.svc.graph.node",
+            valid: json!({"id": "n1", "kind": "type", "subkind": "field", "label": "Graph Theory", "status": "established", "createdAt": at("1")}),
+            changed: json!({"id": "n1", "kind": "type", "subkind": "field", "label": "Graph Theory", "status": "deprecated", "createdAt": at("1")}),
+            invalid: json!({"kind": "type", "label": "No id", "status": "established", "createdAt": at("1")}),
+            listing: Listing::filtered(&Listing::by_author(Kind::GraphNode, DID), &collections::graph::prefix_filter("gra")),
+            field: "status",
+        },
+        Case {
+            collection: "pub.svc.graph.edge",
+            valid: json!({"id": "e1", "sourceUri": NODE_A, "targetUri": NODE_B, "relationSlug": "broader", "status": "established", "createdAt": at("1")}),
+            changed: json!({"id": "e1", "sourceUri": NODE_A, "targetUri": NODE_B, "relationSlug": "broader", "status": "deprecated", "createdAt": at("1")}),
+            invalid: json!({"id": "e1", "sourceUri": NODE_A, "targetUri": NODE_A, "relationSlug": "broader", "status": "established", "createdAt": at("1")}),
+            listing: collections::graph::edges_to(NODE_B, Some("broader")),
+            field: "status",
+        },
+        Case {
+            collection: "pub.svc.graph.reconciliation",
+            valid: json!({"sourceUri": NODE_A, "targetSystem": "wikidata", "targetId": "Q1", "confidence": 900, "status": "proposed", "createdAt": at("1")}),
+            changed: json!({"sourceUri": NODE_A, "targetSystem": "wikidata", "targetId": "Q1", "confidence": 900, "status": "verified", "createdAt": at("1")}),
+            invalid: json!({"targetSystem": "wikidata", "targetId": "Q1", "confidence": 900, "status": "proposed", "createdAt": at("1")}),
+            listing: Listing::pointing_at(Kind::Reconciliation, NODE_A),
+            field: "status",
         },
     ]
 }

@@ -89,13 +89,16 @@ pub struct SyncSettings {
     pub approved: Vec<String>,
 }
 
-/// The service's DID and the address clients reach it at.
+/// The service's DID, the address clients reach it at, and its governance repository.
 #[derive(Debug, Clone)]
 pub struct ServiceIdentity {
     /// The service DID, e.g. `did:web:svc.example.com`.
     pub did: String,
     /// The public base URL, e.g. `https://svc.example.com`.
     pub public_url: String,
+    /// The governance repository's DID: its graph nodes and edges are the shared knowledge
+    /// graph (anyone else's are their personal graph).
+    pub governance_did: String,
 }
 
 impl Shared {

@@ -97,7 +97,13 @@ fn require_log(data: &DataArgs, what: &str) -> anyhow::Result<()> {
 pub fn seed(args: SeedArgs) -> anyhow::Result<()> {
     let log = open_log(&args.data)?;
     let started = Instant::now();
-    let options = ingest::seed::SeedOptions { batch_papers: args.batch, limit: args.limit, strict: args.strict, social: args.social };
+    let options = ingest::seed::SeedOptions {
+        batch_papers: args.batch,
+        limit: args.limit,
+        strict: args.strict,
+        social: args.social,
+        taxonomy: (args.taxonomy || args.social).then(|| args.governance.governance_did.clone()),
+    };
     let mut progress: Option<crate::progress::Progress> = None;
     let report = ingest::seed::seed_file(&args.file, log.as_ref(), &options, &mut |p| {
         progress.get_or_insert_with(|| crate::progress::Progress::new("seeding", "bytes", p.total_bytes)).set(p.bytes);

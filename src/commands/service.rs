@@ -138,7 +138,11 @@ impl Supervisor {
             search: ctx.search.clone(),
             openapi: Arc::new(query_api::openapi::document(&ctx.lexicons)),
             lexicons: ctx.lexicons.clone(),
-            identity: Arc::new(ServiceIdentity { did: args.service_did.clone(), public_url: public_url.clone() }),
+            identity: Arc::new(ServiceIdentity {
+                did: args.service_did.clone(),
+                public_url: public_url.clone(),
+                governance_did: args.governance.governance_did.clone(),
+            }),
             progress: Arc::new(progress),
             auth: Arc::new(identity(args, ctx, &resolver, &public_url)?),
             sync: Arc::new(sync_settings(args, resolver)),

@@ -74,7 +74,16 @@ pub async fn serve(args: UpArgs) -> anyhow::Result<()> {
 /// with none configured it is done.
 pub async fn ingest(args: IngestArgs) -> anyhow::Result<()> {
     if let Some(file) = args.seed.clone() {
-        let seed = SeedArgs { data: args.data.clone(), file, limit: args.limit, batch: args.batch, strict: false, social: args.social };
+        let seed = SeedArgs {
+            data: args.data.clone(),
+            file,
+            limit: args.limit,
+            batch: args.batch,
+            strict: false,
+            social: args.social,
+            taxonomy: args.social,
+            governance: args.governance.clone(),
+        };
         tokio::task::spawn_blocking(move || super::seed(seed)).await??;
     }
     if args.source.firehose.is_none() && args.source.jetstream.is_none() {

@@ -94,6 +94,9 @@ pub enum ConfigError {
     /// A DID argument is not a DID.
     #[error("{0:?} is not a valid DID")]
     Did(String),
+    /// The governance repository's DID is not a DID.
+    #[error("--governance-did {0:?} is not a valid DID")]
+    GovernanceDid(String),
     /// A size must be positive.
     #[error("{0} must be at least 1")]
     Zero(&'static str),
@@ -130,6 +133,7 @@ impl Cli {
                 if !lexicons::formats::is_did(&up.service_did) {
                     return Err(ConfigError::ServiceDid(up.service_did.clone()));
                 }
+                up.governance.validate()?;
                 if let Some(bad) = up.approved_services.iter().chain(&up.auth.admins()).find(|d| !lexicons::formats::is_did(d)) {
                     return Err(ConfigError::Did(bad.clone()));
                 }
@@ -139,8 +143,10 @@ impl Cli {
                 up.http.validate()?;
             }
             Command::Seed(seed) if seed.batch == 0 => return Err(ConfigError::Zero("--batch")),
+            Command::Seed(seed) => seed.governance.validate()?,
             Command::Ingest(ingest) => {
                 ingest.source.validate()?;
+                ingest.governance.validate()?;
                 if ingest.batch == 0 {
                     return Err(ConfigError::Zero("--batch"));
                 }

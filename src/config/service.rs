@@ -63,6 +63,26 @@ pub struct NetworkArgs {
     pub handle_resolver: Option<String>,
 }
 
+/// The shared knowledge graph's governance repository.
+#[derive(Debug, Clone, Args)]
+pub struct GovernanceArgs {
+    /// The DID of the governance repository: its `pub.svc.graph.node` and `pub.svc.graph.edge`
+    /// records are the shared knowledge graph, anyone else's are their personal graph; the
+    /// seeded taxonomy is written to it.
+    #[arg(long, env = "SVC_GOVERNANCE_DID", default_value = "did:web:localhost")]
+    pub governance_did: String,
+}
+
+impl GovernanceArgs {
+    /// Checks that the governance repository is named by a DID.
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        if !lexicons::formats::is_did(&self.governance_did) {
+            return Err(ConfigError::GovernanceDid(self.governance_did.clone()));
+        }
+        Ok(())
+    }
+}
+
 /// `svc up` and `svc serve`.
 #[derive(Debug, Clone, Args)]
 pub struct UpArgs {
@@ -103,6 +123,9 @@ pub struct UpArgs {
 
     #[command(flatten)]
     pub auth: AuthArgs,
+
+    #[command(flatten)]
+    pub governance: GovernanceArgs,
 }
 
 /// The identity layer: keys, the first admins, rate limits.

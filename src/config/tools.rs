@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use super::service::{DataArgs, NetworkArgs, SourceArgs};
+use super::service::{DataArgs, GovernanceArgs, NetworkArgs, SourceArgs};
 
 /// `svc admin …`.
 #[derive(Debug, Args)]
@@ -87,9 +87,17 @@ pub struct SeedArgs {
 
     /// Also write a scholarly layer for the papers: reviews with replies, annotations,
     /// endorsements, tags, citations, related works, versions and profiles by made-up
-    /// accounts, deterministically (docs/seeding.md).
+    /// accounts, deterministically (docs/seeding.md). Implies `--taxonomy`.
     #[arg(long)]
     pub social: bool,
+
+    /// Also write the arXiv category taxonomy to the governance repository, as knowledge
+    /// graph nodes and edges the papers' fields resolve to (docs/seeding.md).
+    #[arg(long)]
+    pub taxonomy: bool,
+
+    #[command(flatten)]
+    pub governance: GovernanceArgs,
 }
 
 /// `svc ingest`.
@@ -116,6 +124,9 @@ pub struct IngestArgs {
     /// With the seed, the scholarly layer about its papers, as `svc seed --social` writes it.
     #[arg(long, requires = "seed")]
     pub social: bool,
+
+    #[command(flatten)]
+    pub governance: GovernanceArgs,
 }
 
 /// `svc project`.

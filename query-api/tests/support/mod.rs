@@ -25,6 +25,8 @@ pub const PUBLIC_URL: &str = "https://svc.test";
 
 /// The service DID of the fixture.
 pub const SERVICE_DID: &str = "did:web:svc.test";
+/// The governance repository of the tests' service: its graph records are the shared graph.
+pub const GOVERNANCE_DID: &str = "did:plc:governance0000000000000";
 
 /// A fixed CID for records a test writes.
 pub const CID: &str = "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm";
@@ -85,7 +87,11 @@ impl Fixture {
             search: ctx.search.clone(),
             openapi: Arc::new(query_api::openapi::document(&ctx.lexicons)),
             lexicons: ctx.lexicons.clone(),
-            identity: Arc::new(ServiceIdentity { did: SERVICE_DID.into(), public_url: PUBLIC_URL.into() }),
+            identity: Arc::new(ServiceIdentity {
+                did: SERVICE_DID.into(),
+                public_url: PUBLIC_URL.into(),
+                governance_did: GOVERNANCE_DID.into(),
+            }),
             progress: Arc::new(Vec::new()),
             auth,
             sync: Arc::new(SyncSettings {

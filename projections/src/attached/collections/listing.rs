@@ -24,6 +24,12 @@ pub enum Kind {
     Changelog,
     /// Author profiles.
     Profile,
+    /// Knowledge graph nodes.
+    GraphNode,
+    /// Knowledge graph edges.
+    GraphEdge,
+    /// Reconciliations with external authorities.
+    Reconciliation,
 }
 
 impl Kind {
@@ -40,6 +46,9 @@ impl Kind {
             Kind::Version => "version",
             Kind::Changelog => "changelog",
             Kind::Profile => "profile",
+            Kind::GraphNode => "node",
+            Kind::GraphEdge => "edge",
+            Kind::Reconciliation => "reconciliation",
         }
     }
 }

@@ -7,6 +7,7 @@ mod citation;
 mod comment;
 pub mod endorsement;
 mod entity_link;
+pub mod graph;
 mod history;
 mod listing;
 mod profile;
@@ -40,6 +41,12 @@ pub const VERSION: &str = "pub.svc.eprint.version";
 pub const CHANGELOG: &str = "pub.svc.eprint.changelog";
 /// Author profiles (record key `self`).
 pub const PROFILE: &str = "pub.svc.actor.profile";
+/// Knowledge graph nodes.
+pub const GRAPH_NODE: &str = "pub.svc.graph.node";
+/// Knowledge graph edges.
+pub const GRAPH_EDGE: &str = "pub.svc.graph.edge";
+/// Reconciliations of graph nodes with external authorities.
+pub const RECONCILIATION: &str = "pub.svc.graph.reconciliation";
 
 /// A collection of the model.
 #[derive(Debug)]
@@ -89,6 +96,9 @@ pub static COLLECTIONS: &[Collection] = &[
     Collection { nsid: VERSION, kind: Kind::Version, deletable: false, normalize: history::history, placeholder: None },
     Collection { nsid: CHANGELOG, kind: Kind::Changelog, deletable: false, normalize: history::history, placeholder: None },
     Collection { nsid: PROFILE, kind: Kind::Profile, deletable: false, normalize: profile::profile, placeholder: None },
+    Collection { nsid: GRAPH_NODE, kind: Kind::GraphNode, deletable: true, normalize: graph::node, placeholder: None },
+    Collection { nsid: GRAPH_EDGE, kind: Kind::GraphEdge, deletable: true, normalize: graph::edge, placeholder: None },
+    Collection { nsid: RECONCILIATION, kind: Kind::Reconciliation, deletable: true, normalize: graph::reconciliation, placeholder: None },
 ];
 
 impl Collection {
