@@ -18,6 +18,7 @@ pub mod catalog;
 mod discovery;
 mod endorsement;
 mod eprint;
+mod graph;
 pub mod method;
 mod metrics;
 mod moderation;
@@ -44,6 +45,7 @@ pub fn methods() -> Routes {
         .merge(endorsement::routes())
         .merge(tag::routes())
         .merge(discovery::routes())
+        .merge(graph::routes())
         .merge(author::routes())
         .merge(backlink::routes())
         .merge(notification::routes())

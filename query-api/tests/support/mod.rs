@@ -26,7 +26,7 @@ pub const PUBLIC_URL: &str = "https://svc.test";
 /// The service DID of the fixture.
 pub const SERVICE_DID: &str = "did:web:svc.test";
 /// The governance repository of the tests' service: its graph records are the shared graph.
-pub const GOVERNANCE_DID: &str = "did:plc:governance0000000000000";
+pub const GOVERNANCE_DID: &str = "did:plc:governance22222222222222";
 
 /// A fixed CID for records a test writes.
 pub const CID: &str = "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm";
