@@ -31,6 +31,7 @@ pub mod deadletter;
 pub mod eprints;
 mod error;
 mod fanout;
+pub mod governance;
 pub mod inbox;
 pub mod interactions;
 mod projection;

@@ -372,6 +372,26 @@ async fn scenario(pds: &Pds, backend: &Backend) -> Ran {
         (&logged["activityId"], &json!("confirmed"), &json!(format!("at://{}/pub.svc.actor.profile/self", bob.did))),
         "{activity}"
     );
+    // Alice's personal graph: a collection and a topic, an edge between them (graph records
+    // keyed by their UUID); her credential lists them, and getNode shows the edge.
+    let (collection_id, topic_id) = ("0b7c3a52-6a1e-4c1f-9d4e-2f6a8b1c0d01", "0b7c3a52-6a1e-4c1f-9d4e-2f6a8b1c0d02");
+    let node_uri = |id: &str| format!("at://{}/pub.svc.graph.node/{id}", alice.did);
+    for (id, subkind, label) in [(collection_id, "collection", "Reading list"), (topic_id, "topic", "Message passing")] {
+        let node = json!({"id": id, "kind": "object", "subkind": subkind, "label": label, "status": "established", "createdAt": now()});
+        pds.put_record(&alice, "pub.svc.graph.node", id, &node).await.unwrap();
+    }
+    let edge_id = "0b7c3a52-6a1e-4c1f-9d4e-2f6a8b1c0d03";
+    let edge = json!({"id": edge_id, "sourceUri": node_uri(collection_id), "targetUri": node_uri(topic_id), "relationSlug": "contains",
+                      "status": "established", "createdAt": now()});
+    pds.put_record(&alice, "pub.svc.graph.edge", edge_id, &edge).await.unwrap();
+    let graph_node = format!("/xrpc/pub.svc.graph.getNode?id={}&includeEdges=true", enc(&node_uri(collection_id)));
+    let (node, lag) =
+        until(&svc, &graph_node, "the personal graph", |s, b| s == 200 && b["edges"].as_array().is_some_and(|e| e.len() == 1)).await;
+    lags.push(("graph edge", lag));
+    assert_eq!((node["label"].as_str(), node["edges"][0]["targetUri"].as_str()), (Some("Reading list"), Some(node_uri(topic_id).as_str())));
+    let token = pds.service_auth(&alice, SERVICE_DID, "pub.svc.graph.listPersonalNodes", None).await.unwrap();
+    let mine = get_as(&svc, &token, "/xrpc/pub.svc.graph.listPersonalNodes?subkind=collection").await;
+    assert_eq!(mine["nodes"].as_array().map(|n| n.len()), Some(1), "{mine}");
     // Author search (beyond the contract) finds him by his handle and by his profile's name.
     let (found, _) = until(&svc, "/xrpc/pub.svc.author.searchAuthors?q=b.%20bob", "the author search", |s, b| {
         s == 200 && b["authors"].as_array().is_some_and(|a| a.len() == 1)
@@ -462,7 +482,9 @@ async fn scenario(pds: &Pds, backend: &Backend) -> Ran {
     }
 
     let usage = usage(&svc, pds, &bob, &paper, &other).await;
-    let queries = queries(&paper, &other, &review, &annotation, &bob);
+    let mut queries = queries(&paper, &other, &review, &annotation, &bob);
+    // (The last query is the one the embedded comparison waits on.)
+    queries.insert(queries.len() - 1, graph_node);
     let answers = answers(&svc, &queries).await;
     Ran { svc, data, _dir: dir, queries, answers, usage }
 }

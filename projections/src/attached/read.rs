@@ -304,6 +304,41 @@ impl<'a> AttachedReader<'a> {
         Ok(crate::rows::scan_partition(self.store, &table(v), partition, max)?.iter().map(|r| Backlink::of(&r.columns)).collect())
     }
 
+    /// A page of the records of `list` that `keep` keeps (all of them when `None`), newest
+    /// first, after `after`: reads on until the page is full or `max` rows were read; the
+    /// total counts the kept records among the first `max` (exact below that).
+    pub fn page_where(
+        &self,
+        list: &Listing,
+        limit: usize,
+        after: Option<Vec<u8>>,
+        keep: Option<&dyn Fn(&Item) -> bool>,
+        max: usize,
+    ) -> Result<Page, ProjectionError> {
+        let Some(keep) = keep else { return self.page(list, limit, after) };
+        let mut items = Vec::new();
+        let (mut scan, mut read, mut next) = (after, 0, None);
+        'pages: loop {
+            let page = self.page(list, 200, scan)?;
+            read += page.items.len();
+            for item in page.items {
+                if keep(&item) {
+                    if items.len() == limit {
+                        next = items.last().map(Item::listing_key);
+                        break 'pages;
+                    }
+                    items.push(item);
+                }
+            }
+            match page.next {
+                Some(n) if read < max => scan = Some(n),
+                _ => break,
+            }
+        }
+        let total = self.all(list, max)?.iter().filter(|i| keep(i)).count() as u64;
+        Ok(Page { items, next, total })
+    }
+
     /// Every record of a listing, newest first, up to `max`.
     pub fn all(&self, list: &Listing, max: usize) -> Result<Vec<Item>, ProjectionError> {
         let mut out = Vec::new();

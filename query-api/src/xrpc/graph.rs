@@ -81,42 +81,6 @@ fn resolve_node(r: &AttachedReader, gov: &str, id: &str) -> Result<Option<Item>,
     Ok(r.page(&by_slug, 1, None)?.items.into_iter().next())
 }
 
-/// Up to `limit` items of `list` after `after` that `keep` keeps, newest first; the cursor
-/// after the last one when more may follow; and how many the listing holds that `keep`
-/// keeps (every row read, up to [`MAX_SCAN`], when it filters).
-fn filtered_page(
-    r: &AttachedReader,
-    list: &Listing,
-    limit: usize,
-    after: Option<Vec<u8>>,
-    keep: Option<&dyn Fn(&Item) -> bool>,
-) -> Result<Page, ProjectionError> {
-    let Some(keep) = keep else { return r.page(list, limit, after) };
-    let mut out = Vec::new();
-    let mut scan = after;
-    let mut read = 0;
-    loop {
-        let page = r.page(list, 200, scan)?;
-        read += page.items.len();
-        for item in page.items {
-            if keep(&item) {
-                if out.len() == limit {
-                    let next = out.last().map(Item::listing_key);
-                    let total = r.all(list, MAX_SCAN)?.iter().filter(|i| keep(i)).count() as u64;
-                    return Ok(Page { items: out, next, total });
-                }
-                out.push(item);
-            }
-        }
-        match page.next {
-            Some(next) if read < MAX_SCAN => scan = Some(next),
-            _ => break,
-        }
-    }
-    let total = r.all(list, MAX_SCAN)?.iter().filter(|i| keep(i)).count() as u64;
-    Ok(Page { items: out, next: None, total })
-}
-
 /// `{<name>: views, cursor?, hasMore, total}`.
 fn list_answer(name: &str, page: &Page) -> Value {
     let mut out = json!({name: page.items.iter().map(view).collect::<Vec<_>>(), "hasMore": page.next.is_some(), "total": page.total});
@@ -176,7 +140,7 @@ fn list_nodes(c: &Call) -> Answer {
     };
     let after = cursor(&c.params)?;
     let answer = reads::attached(&c.state, |r| {
-        let page = filtered_page(r, &list, c.limit(50), after, filtered.then_some(&keep as &dyn Fn(&Item) -> bool))?;
+        let page = r.page_where(&list, c.limit(50), after, filtered.then_some(&keep as &dyn Fn(&Item) -> bool), MAX_SCAN)?;
         Ok(list_answer("nodes", &page))
     })?;
     Body::json(&answer)
@@ -214,7 +178,7 @@ fn search_words(
         return Ok(Page { items: Vec::new(), next: None, total: 0 });
     };
     let all = |i: &Item| matches_words(i, &words) && keep(i);
-    filtered_page(r, &rarest, limit, after, Some(&all))
+    r.page_where(&rarest, limit, after, Some(&all), MAX_SCAN)
 }
 
 /// `pub.svc.graph.searchNodes {query, kind?, subkind?, status?, limit, cursor?}` → `{nodes,
@@ -274,7 +238,7 @@ fn list_edges(c: &Call) -> Answer {
                 && keep_target.as_deref().is_none_or(|t| source.is_none() || text(e, "targetUri") == t)
         };
         let filtered = status.is_some() || (source.is_some() && target.is_some());
-        let page = filtered_page(r, &list, c.limit(50), after, filtered.then_some(&keep as &dyn Fn(&Item) -> bool))?;
+        let page = r.page_where(&list, c.limit(50), after, filtered.then_some(&keep as &dyn Fn(&Item) -> bool), MAX_SCAN)?;
         Ok(Some(list_answer("edges", &page)))
     })?;
     Body::json(&answer.ok_or_else(|| ApiError::not_found(format!("no knowledge graph node {}", c.str("nodeId"))))?)

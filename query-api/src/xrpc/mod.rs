@@ -18,6 +18,7 @@ pub mod catalog;
 mod discovery;
 mod endorsement;
 mod eprint;
+mod governance;
 mod graph;
 pub mod method;
 mod metrics;
@@ -46,6 +47,7 @@ pub fn methods() -> Routes {
         .merge(tag::routes())
         .merge(discovery::routes())
         .merge(graph::routes())
+        .merge(governance::routes())
         .merge(author::routes())
         .merge(backlink::routes())
         .merge(notification::routes())

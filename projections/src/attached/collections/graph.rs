@@ -29,6 +29,11 @@ pub fn prefix_filter(prefix: &str) -> String {
     format!("prefix:{prefix}")
 }
 
+/// The nodes and edges made from a proposal (their `proposalUri`), in any repository.
+pub fn by_proposal(proposal: &str) -> Listing {
+    Listing(format!("graph@proposal:{proposal}"))
+}
+
 /// The listing of every node with an external identifier, in any repository.
 pub fn by_external_id(system: &str, identifier: &str) -> Listing {
     Listing(format!("node@external:{system}:{identifier}"))
@@ -106,6 +111,9 @@ pub(super) fn node(rec: &Record) -> Result<Normalized, String> {
             lists.push(by_external_id(system, identifier));
         }
     }
+    if let Some(proposal) = text(r, "proposalUri") {
+        lists.push(by_proposal(proposal));
+    }
     lists.push(mine);
     Ok(Normalized { view, created_at: created_at(r)?, lists, sets: Vec::new() })
 }
@@ -133,7 +141,7 @@ pub(super) fn edge(rec: &Record) -> Result<Normalized, String> {
         ("createdBy", get(r, "createdBy")),
         ("updatedAt", get(r, "updatedAt")),
     ]);
-    let lists = vec![
+    let mut lists = vec![
         Listing::by_author(Kind::GraphEdge, did),
         edges_of(did, relation),
         edges_from(source, None),
@@ -141,6 +149,9 @@ pub(super) fn edge(rec: &Record) -> Result<Normalized, String> {
         edges_to(target, None),
         edges_to(target, Some(relation)),
     ];
+    if let Some(proposal) = text(r, "proposalUri") {
+        lists.push(by_proposal(proposal));
+    }
     Ok(Normalized { view, created_at: created_at(r)?, lists, sets: Vec::new() })
 }
 

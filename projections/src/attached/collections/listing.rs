@@ -30,6 +30,10 @@ pub enum Kind {
     GraphEdge,
     /// Reconciliations with external authorities.
     Reconciliation,
+    /// Governance proposals, of nodes and of edges.
+    Proposal,
+    /// Votes on proposals.
+    Vote,
 }
 
 impl Kind {
@@ -49,6 +53,8 @@ impl Kind {
             Kind::GraphNode => "node",
             Kind::GraphEdge => "edge",
             Kind::Reconciliation => "reconciliation",
+            Kind::Proposal => "proposal",
+            Kind::Vote => "vote",
         }
     }
 }

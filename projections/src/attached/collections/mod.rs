@@ -7,6 +7,7 @@ mod citation;
 mod comment;
 pub mod endorsement;
 mod entity_link;
+pub mod governance;
 pub mod graph;
 mod history;
 mod listing;
@@ -47,6 +48,12 @@ pub const GRAPH_NODE: &str = "pub.svc.graph.node";
 pub const GRAPH_EDGE: &str = "pub.svc.graph.edge";
 /// Reconciliations of graph nodes with external authorities.
 pub const RECONCILIATION: &str = "pub.svc.graph.reconciliation";
+/// Proposals to change a node of the shared graph.
+pub const NODE_PROPOSAL: &str = "pub.svc.graph.nodeProposal";
+/// Proposals to change an edge of the shared graph.
+pub const EDGE_PROPOSAL: &str = "pub.svc.graph.edgeProposal";
+/// Votes on proposals.
+pub const VOTE: &str = "pub.svc.graph.vote";
 
 /// A collection of the model.
 #[derive(Debug)]
@@ -99,6 +106,9 @@ pub static COLLECTIONS: &[Collection] = &[
     Collection { nsid: GRAPH_NODE, kind: Kind::GraphNode, deletable: true, normalize: graph::node, placeholder: None },
     Collection { nsid: GRAPH_EDGE, kind: Kind::GraphEdge, deletable: true, normalize: graph::edge, placeholder: None },
     Collection { nsid: RECONCILIATION, kind: Kind::Reconciliation, deletable: true, normalize: graph::reconciliation, placeholder: None },
+    Collection { nsid: NODE_PROPOSAL, kind: Kind::Proposal, deletable: true, normalize: governance::node_proposal, placeholder: None },
+    Collection { nsid: EDGE_PROPOSAL, kind: Kind::Proposal, deletable: true, normalize: governance::edge_proposal, placeholder: None },
+    Collection { nsid: VOTE, kind: Kind::Vote, deletable: true, normalize: governance::vote, placeholder: None },
 ];
 
 impl Collection {

@@ -1,0 +1,238 @@
+//! `pub.svc.governance.*`: proposals to change the shared knowledge graph and the votes on
+//! them, from the attached model. A proposal's status is the tally of its indexed votes by
+//! the one consensus rule ([`projections::governance`]), computed when read.
+
+use projections::attached::collections::governance::{all_proposals, proposals_about, proposals_of_type, votes_by, votes_on};
+use projections::attached::collections::graph::by_proposal;
+use projections::attached::collections::{Kind, Listing, EDGE_PROPOSAL, NODE_PROPOSAL};
+use projections::attached::read::{AttachedReader, Item, Page};
+use projections::governance::{tally, Ballot, Status, Tally, RULE};
+use projections::ProjectionError;
+use serde_json::{json, Value};
+
+use super::method::{Answer, Auth, Call, Routes};
+use crate::body::Body;
+use crate::error::ApiError;
+use crate::params::{check_did, cursor};
+use crate::reads;
+use crate::views::attached::next_cursor;
+
+/// The namespace's methods.
+pub fn routes() -> Routes {
+    Routes::new()
+        .query("pub.svc.governance.listProposals", Auth::Open, list_proposals)
+        .query("pub.svc.governance.getProposal", Auth::Open, get_proposal)
+        .aliases(&[("proposalId", "id")])
+        .query("pub.svc.governance.listVotes", Auth::Open, list_votes)
+        .query("pub.svc.governance.getUserVote", Auth::Required, get_user_vote)
+        .query("pub.svc.governance.getPendingCount", Auth::Open, get_pending_count)
+}
+
+/// The most votes a proposal's tally reads, and the most proposals a filtered listing reads.
+const MAX_SCAN: usize = 10_000;
+
+fn text<'a>(item: &'a Item, field: &str) -> &'a str {
+    item.view[field].as_str().unwrap_or_default()
+}
+
+/// The governance repository's DID.
+fn governance(c: &Call) -> &str {
+    &c.state.identity.governance_did
+}
+
+fn is_proposal(item: &Item) -> bool {
+    item.collection == NODE_PROPOSAL || item.collection == EDGE_PROPOSAL
+}
+
+/// The record key of a URI.
+fn rkey(uri: &str) -> &str {
+    uri.rsplit('/').next().unwrap_or_default()
+}
+
+/// The proposal `id` names: its AT-URI or its record key.
+fn resolve(r: &AttachedReader, id: &str) -> Result<Option<Item>, ProjectionError> {
+    if id.starts_with("at://") {
+        return Ok(r.get(id)?.filter(is_proposal));
+    }
+    Ok(r.page(&Listing::filtered(&all_proposals(), &format!("id:{id}")), 1, None)?.items.into_iter().next())
+}
+
+/// The tally of a proposal's votes.
+fn tally_of(r: &AttachedReader, proposal: &str) -> Result<Tally, ProjectionError> {
+    let votes = r.all(&votes_on(proposal), MAX_SCAN)?;
+    let ballots: Vec<Ballot> =
+        votes.iter().map(|v| Ballot { voter: &v.did, vote: text(v, "vote"), at: v.created_at, uri: &v.uri }).collect();
+    Ok(tally(&ballots))
+}
+
+/// A proposal's view (`#proposalView`): its record's view, its tally and the rule. Its
+/// `nodeUri` is the node or edge it changes, or the one the governance repository `gov`
+/// made from it.
+fn proposal_view(r: &AttachedReader, gov: &str, item: &Item) -> Result<Value, ProjectionError> {
+    let t = tally_of(r, &item.uri)?;
+    let made = r.page(&by_proposal(&item.uri), 20, None)?.items.into_iter().find(|i| i.did == gov).map(|i| i.uri);
+    let decided = t.approve + t.reject;
+    let share = if decided == 0 { Value::Null } else { json!(t.approve as f64 / decided as f64) };
+    let mut out = json!({
+        "id": rkey(&item.uri),
+        "uri": item.uri,
+        "cid": item.cid,
+        "proposalKind": item.view["proposalKind"],
+        "type": item.view["type"],
+        "label": item.view["label"],
+        "changes": item.view["changes"],
+        "rationale": item.view["rationale"],
+        "status": t.status.as_str(),
+        "proposedBy": item.did,
+        "votes": {"approve": t.approve, "reject": t.reject, "abstain": t.abstain, "total": t.total},
+        "consensus": {
+            "rule": RULE.rule, "minVotes": RULE.min_votes, "approveThreshold": RULE.approve_percent as f64 / 100.0,
+            "rejectThreshold": RULE.reject_percent as f64 / 100.0, "weighted": RULE.weighted,
+            "approveShare": share, "reached": t.status != Status::Pending,
+        },
+        "createdAt": item.view["createdAt"],
+        "indexedAt": item.indexed_at,
+    });
+    if let Some(node) = item.view["targetUri"].as_str().map(str::to_owned).or(made) {
+        out["nodeUri"] = json!(node);
+    }
+    for field in ["kind", "subkind", "mergeIntoUri", "evidence"] {
+        if !item.view[field].is_null() {
+            out[field] = item.view[field].clone();
+        }
+    }
+    if let Some(name) = &item.account.display_name {
+        out["proposerName"] = json!(name);
+    }
+    Ok(out)
+}
+
+/// `pub.svc.governance.listProposals {status?, type?, kind?, subkind?, nodeUri?,
+/// proposedBy?, limit, cursor?}` → `{proposals, cursor?, hasMore, total}`, newest first.
+/// `status` is each proposal's tally (pending, approved, rejected; `expired` and the
+/// contract's `voting` match none: no rule produces them).
+fn list_proposals(c: &Call) -> Answer {
+    let p = &c.params;
+    if let Some(did) = p.str("proposedBy") {
+        check_did("proposedBy", did)?;
+    }
+    let list = match (p.str("proposedBy"), p.str("nodeUri"), p.str("type")) {
+        (Some(did), ..) => Listing::by_author(Kind::Proposal, did),
+        (None, Some(node), _) => proposals_about(node),
+        (None, None, Some(t)) => proposals_of_type(t),
+        (None, None, None) => all_proposals(),
+    };
+    let status = p.str("status");
+    let filtered = status.is_some()
+        || p.str("kind").is_some()
+        || p.str("subkind").is_some()
+        || (p.str("type").is_some() && list != proposals_of_type(p.str("type").unwrap_or_default()));
+    let after = cursor(p)?;
+    let answer = reads::attached(&c.state, |r| {
+        let keep = |i: &Item| {
+            is_proposal(i)
+                && p.str("type").is_none_or(|t| text(i, "type") == t)
+                && p.str("kind").is_none_or(|k| text(i, "kind") == k)
+                && p.str("subkind").is_none_or(|s| text(i, "subkind") == s)
+                && p.str("nodeUri").is_none_or(|n| text(i, "targetUri") == n || text(i, "mergeIntoUri") == n)
+                && status.is_none_or(|s| tally_of(r, &i.uri).is_ok_and(|t| t.status.as_str() == s))
+        };
+        let page = r.page_where(&list, c.limit(50), after, filtered.then_some(&keep as &dyn Fn(&Item) -> bool), MAX_SCAN)?;
+        answer_of(r, governance(c), &page)
+    })?;
+    Body::json(&answer)
+}
+
+fn answer_of(r: &AttachedReader, gov: &str, page: &Page) -> Result<Value, ProjectionError> {
+    let proposals = page.items.iter().map(|i| proposal_view(r, gov, i)).collect::<Result<Vec<_>, _>>()?;
+    let mut out = json!({"proposals": proposals, "hasMore": page.next.is_some(), "total": page.total});
+    if let Some(c) = next_cursor(page) {
+        out["cursor"] = json!(c);
+    }
+    Ok(out)
+}
+
+/// `pub.svc.governance.getProposal {id (or proposalId)}` → the proposal, or `NotFound`.
+fn get_proposal(c: &Call) -> Answer {
+    let id = c.str("id");
+    if id.is_empty() {
+        return Err(ApiError::invalid_request("id (or proposalId) is required"));
+    }
+    let view = reads::attached(&c.state, |r| resolve(r, id)?.map(|p| proposal_view(r, governance(c), &p)).transpose())?;
+    Body::json(&view.ok_or_else(|| ApiError::not_found(format!("no proposal {id}")))?)
+}
+
+/// A vote's view (`#voteView`): `counted` says whether it is its voter's newest vote on the
+/// proposal, the one the tally counts.
+fn vote_view(item: &Item, counted: bool) -> Value {
+    let mut out = json!({
+        "id": rkey(&item.uri), "uri": item.uri, "cid": item.cid, "proposalUri": item.view["proposalUri"],
+        "voterDid": item.did, "voterRole": "community-member", "vote": item.view["vote"], "weight": 1,
+        "counted": counted, "createdAt": item.view["createdAt"],
+    });
+    if let Some(name) = &item.account.display_name {
+        out["voterName"] = json!(name);
+    }
+    if let Some(comment) = item.view["comment"].as_str() {
+        out["rationale"] = json!(comment);
+    }
+    out
+}
+
+/// `pub.svc.governance.listVotes {proposalId, limit, cursor?}` → `{votes, cursor?, hasMore,
+/// total}`, newest first, every vote record (each marked `counted` or not).
+fn list_votes(c: &Call) -> Answer {
+    let id = c.str("proposalId");
+    let after = cursor(&c.params)?;
+    let answer = reads::attached(&c.state, |r| {
+        let Some(proposal) = resolve(r, id)? else { return Ok(None) };
+        let page = r.page(&votes_on(&proposal.uri), c.limit(100), after)?;
+        let mut votes = Vec::with_capacity(page.items.len());
+        for v in &page.items {
+            let newest = r.page(&votes_by(&proposal.uri, &v.did), 1, None)?.items.into_iter().next().map(|n| n.uri);
+            votes.push(vote_view(v, newest.as_deref() == Some(v.uri.as_str())));
+        }
+        let mut out = json!({"votes": votes, "hasMore": page.next.is_some(), "total": page.total});
+        if let Some(c) = next_cursor(&page) {
+            out["cursor"] = json!(c);
+        }
+        Ok(Some(out))
+    })?;
+    Body::json(&answer.ok_or_else(|| ApiError::not_found(format!("no proposal {id}")))?)
+}
+
+/// `pub.svc.governance.getUserVote {proposalId, userDid?}` (auth) → `{vote}`: the newest
+/// vote of `userDid` (the caller's by default) on the proposal, or `NotFound`.
+fn get_user_vote(c: &Call) -> Answer {
+    let id = c.str("proposalId");
+    let did = match c.params.str("userDid") {
+        Some(d) => d.to_owned(),
+        None => c.caller()?.did.clone(),
+    };
+    check_did("userDid", &did)?;
+    let vote = reads::attached(&c.state, |r| {
+        let Some(proposal) = resolve(r, id)? else { return Ok(None) };
+        Ok(r.page(&votes_by(&proposal.uri, &did), 1, None)?.items.into_iter().next())
+    })?;
+    let vote = vote.ok_or_else(|| ApiError::not_found(format!("{did} has not voted on {id}")))?;
+    Body::json(&json!({"vote": vote_view(&vote, true)}))
+}
+
+/// `pub.svc.governance.getPendingCount {kind?, subkind?}` → `{count}`: the proposals whose
+/// tally is pending.
+fn get_pending_count(c: &Call) -> Answer {
+    let (kind, subkind) = (c.params.str("kind"), c.params.str("subkind"));
+    let count = reads::attached(&c.state, |r| {
+        let mut n = 0u64;
+        for p in r.all(&all_proposals(), MAX_SCAN)? {
+            if kind.is_none_or(|k| text(&p, "kind") == k)
+                && subkind.is_none_or(|s| text(&p, "subkind") == s)
+                && tally_of(r, &p.uri)?.status == Status::Pending
+            {
+                n += 1;
+            }
+        }
+        Ok(n)
+    })?;
+    Body::json(&json!({"count": count}))
+}
