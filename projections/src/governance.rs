@@ -8,6 +8,8 @@
 //! otherwise. Shares are compared in integers (`100·approve ≥ 67·(approve + reject)`), so
 //! a threshold is met exactly, never by a rounding.
 
+use petgraph::algo::astar;
+use petgraph::graphmap::DiGraphMap;
 use serde::Serialize;
 
 /// The vote values a vote record may carry (the lexicon's known values, and abstain, which
@@ -114,6 +116,20 @@ pub fn tally_by(rule: &Rule, ballots: &[Ballot]) -> Tally {
     Tally { approve, reject, abstain, total, status }
 }
 
+/// The cycle a new broader edge `narrower → broader` would close among `edges` (pairs
+/// narrower → broader): the path from `broader` back up to `narrower` that already exists,
+/// or `None` when the edge closes none. An edge from a node to itself is a cycle of one.
+pub fn broader_cycle<'a>(edges: &[(&'a str, &'a str)], narrower: &'a str, broader: &'a str) -> Option<Vec<&'a str>> {
+    if narrower == broader {
+        return Some(vec![narrower]);
+    }
+    let graph: DiGraphMap<&str, ()> = DiGraphMap::from_edges(edges.iter().copied());
+    if !(graph.contains_node(narrower) && graph.contains_node(broader)) {
+        return None;
+    }
+    astar(&graph, broader, |n| n == narrower, |_| 1u32, |_| 0).map(|(_, path)| path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,6 +169,16 @@ mod tests {
         // A voter's newest vote counts, once.
         assert_eq!(status(&[("a", "reject", 1), ("a", "approve", 2), ("b", "approve", 1), ("c", "approve", 1)]), Status::Approved);
         assert_eq!(status(&[("a", "approve", 1), ("a", "approve", 2), ("a", "approve", 3)]), Status::Pending, "one voter is one vote");
+    }
+
+    #[test]
+    fn a_broader_edge_that_closes_a_cycle_is_found_with_its_path() {
+        let edges = [("cs.LG", "cs"), ("cs", "science"), ("math.CO", "math")];
+        assert_eq!(broader_cycle(&edges, "science", "cs.LG"), Some(vec!["cs.LG", "cs", "science"]));
+        assert_eq!(broader_cycle(&edges, "cs", "cs"), Some(vec!["cs"]));
+        assert_eq!(broader_cycle(&edges, "math", "cs"), None, "joining two trees closes nothing");
+        assert_eq!(broader_cycle(&edges, "cs.LG", "science"), None, "a shortcut along the same direction is no cycle");
+        assert_eq!(broader_cycle(&edges, "new", "cs"), None);
     }
 
     /// The rule written out the long way: shares as exact fractions, the voter's newest vote

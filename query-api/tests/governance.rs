@@ -66,6 +66,19 @@ async fn proposals_are_tallied_from_their_votes_by_the_rule() {
         vote(CAROL, "v7", &p2, "reject", &t(21)),
         vote(DAVE, "v8", &p2, "approve", &t(22)),
         vote(ERIN, "v9", &p2, "reject", &t(23)),
+        // The shared graph holds cs-lg broader cs; a proposal of cs broader cs-lg would close
+        // a cycle: rejected with the reason, whatever the votes. One of stat-ml broader cs
+        // closes none.
+        create(GOVERNANCE_DID, "pub.svc.graph.edge", "e1", "3l0000000000a", json!({
+            "id": "e1", "sourceUri": field, "targetUri": field.replace("cs-lg", "cs"), "relationSlug": "broader",
+            "status": "established", "createdAt": t(4)})),
+        create(CAROL, "pub.svc.graph.edgeProposal", "p4", "3l0000000000a", json!({
+            "proposalType": "create", "rationale": "Upside down.", "createdAt": t(5),
+            "proposedEdge": {"sourceUri": field.replace("cs-lg", "cs"), "targetUri": field, "relationSlug": "broader"}})),
+        create(CAROL, "pub.svc.graph.edgeProposal", "p5", "3l0000000000a", json!({
+            "proposalType": "create", "rationale": "Fine.", "createdAt": t(6),
+            "proposedEdge": {"sourceUri": field.replace("cs-lg", "stat-ml"), "targetUri": field.replace("cs-lg", "cs"), "relationSlug": "broader"}})),
+        vote(ALICE, "v10", &proposal_uri(CAROL, "p4", true), "approve", &t(24)),
         // The governance repository writes the approved node, naming the proposal.
         create(GOVERNANCE_DID, "pub.svc.graph.node", "qml", "3l0000000000a", json!({
             "id": "qml", "kind": "type", "subkind": "field", "label": "Quantum Machine Learning", "status": "established",
@@ -73,16 +86,27 @@ async fn proposals_are_tallied_from_their_votes_by_the_rule() {
     ]);
 
     let all = ok(&f, "/xrpc/pub.svc.governance.listProposals").await;
-    assert_eq!(all["total"], 3);
-    assert_eq!(
-        statuses(&all),
-        [("p1".into(), "approved".into()), ("p2".into(), "rejected".into()), ("p3".into(), "pending".into())],
-        "{all}"
-    );
-    let pending = ok(&f, "/xrpc/pub.svc.governance.listProposals?status=pending").await;
-    assert_eq!((statuses(&pending), pending["total"].as_u64()), (vec![("p3".to_owned(), "pending".to_owned())], Some(1)));
-    assert_eq!(ok(&f, "/xrpc/pub.svc.governance.getPendingCount").await["count"], 1);
-    assert_eq!(ok(&f, "/xrpc/pub.svc.governance.getPendingCount?kind=type").await["count"], 0, "p3 is an edge proposal");
+    assert_eq!(all["total"], 5);
+    let expected: Vec<(String, String)> =
+        [("p1", "approved"), ("p2", "rejected"), ("p3", "pending"), ("p4", "rejected"), ("p5", "pending")]
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+    assert_eq!(statuses(&all), expected, "{all}");
+    let pending = ok(&f, "/xrpc/pub.svc.governance.listProposals?status=pending&limit=1").await;
+    assert_eq!((pending["total"].as_u64(), pending["hasMore"].as_bool()), (Some(2), Some(true)), "{pending}");
+    let rest =
+        ok(&f, &format!("/xrpc/pub.svc.governance.listProposals?status=pending&limit=1&cursor={}", pending["cursor"].as_str().unwrap()))
+            .await;
+    let mut both = statuses(&pending);
+    both.extend(statuses(&rest));
+    both.sort();
+    assert_eq!(both, [("p3".to_owned(), "pending".to_owned()), ("p5".to_owned(), "pending".to_owned())]);
+    assert_eq!(ok(&f, "/xrpc/pub.svc.governance.getPendingCount").await["count"], 2);
+    assert_eq!(ok(&f, "/xrpc/pub.svc.governance.getPendingCount?kind=type").await["count"], 0, "p3 and p5 are edge proposals");
+    let cycle = ok(&f, "/xrpc/pub.svc.governance.getProposal?id=p4").await;
+    let reason = cycle["rejectionReason"].as_str().unwrap_or_default();
+    assert!(reason.contains("cycle") && reason.contains(field), "{cycle}");
     let deprecations = ok(&f, "/xrpc/pub.svc.governance.listProposals?type=deprecate").await;
     assert_eq!(statuses(&deprecations), [("p2".to_owned(), "rejected".to_owned())]);
     let about = ok(&f, &format!("/xrpc/pub.svc.governance.listProposals?nodeUri={}", enc(field))).await;

@@ -4,9 +4,10 @@
 
 use projections::attached::collections::governance::{all_proposals, proposals_about, proposals_of_type, votes_by, votes_on};
 use projections::attached::collections::graph::by_proposal;
+use projections::attached::collections::graph::edges_of;
 use projections::attached::collections::{Kind, Listing, EDGE_PROPOSAL, NODE_PROPOSAL};
 use projections::attached::read::{AttachedReader, Item, Page};
-use projections::governance::{tally, Ballot, Status, Tally, RULE};
+use projections::governance::{broader_cycle, tally, Ballot, Status, Tally, RULE};
 use projections::ProjectionError;
 use serde_json::{json, Value};
 
@@ -71,6 +72,7 @@ fn tally_of(r: &AttachedReader, proposal: &str) -> Result<Tally, ProjectionError
 fn proposal_view(r: &AttachedReader, gov: &str, item: &Item) -> Result<Value, ProjectionError> {
     let t = tally_of(r, &item.uri)?;
     let made = r.page(&by_proposal(&item.uri), 20, None)?.items.into_iter().find(|i| i.did == gov).map(|i| i.uri);
+    let cycle = closes_cycle(r, gov, item)?;
     let decided = t.approve + t.reject;
     let share = if decided == 0 { Value::Null } else { json!(t.approve as f64 / decided as f64) };
     let mut out = json!({
@@ -82,7 +84,7 @@ fn proposal_view(r: &AttachedReader, gov: &str, item: &Item) -> Result<Value, Pr
         "label": item.view["label"],
         "changes": item.view["changes"],
         "rationale": item.view["rationale"],
-        "status": t.status.as_str(),
+        "status": if cycle.is_some() { "rejected" } else { t.status.as_str() },
         "proposedBy": item.did,
         "votes": {"approve": t.approve, "reject": t.reject, "abstain": t.abstain, "total": t.total},
         "consensus": {
@@ -104,7 +106,38 @@ fn proposal_view(r: &AttachedReader, gov: &str, item: &Item) -> Result<Value, Pr
     if let Some(name) = &item.account.display_name {
         out["proposerName"] = json!(name);
     }
+    if let Some(path) = cycle {
+        out["rejectionReason"] = json!(format!("the edge would close a cycle of broader edges: {}", path.join(" → ")));
+    }
     Ok(out)
+}
+
+/// For a proposal of a broader (or narrower) edge: the cycle it would close in the shared
+/// graph's broader edges (narrower edges read the other way), which rejects it whatever the
+/// votes.
+fn closes_cycle(r: &AttachedReader, gov: &str, item: &Item) -> Result<Option<Vec<String>>, ProjectionError> {
+    let edge = &item.view["changes"];
+    if item.collection != EDGE_PROPOSAL || !matches!(text(item, "type"), "create" | "update") {
+        return Ok(None);
+    }
+    let (source, target) = (edge["sourceUri"].as_str().unwrap_or_default(), edge["targetUri"].as_str().unwrap_or_default());
+    let (narrower, broader) = match edge["relationSlug"].as_str() {
+        Some("broader") => (source, target),
+        Some("narrower") => (target, source),
+        _ => return Ok(None),
+    };
+    let mut held = Vec::new();
+    for relation in ["broader", "narrower"] {
+        for e in r.all(&edges_of(gov, relation), MAX_SCAN)? {
+            if text(&e, "status") == "deprecated" {
+                continue;
+            }
+            let (from, to) = (text(&e, "sourceUri").to_owned(), text(&e, "targetUri").to_owned());
+            held.push(if relation == "broader" { (from, to) } else { (to, from) });
+        }
+    }
+    let pairs: Vec<(&str, &str)> = held.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    Ok(broader_cycle(&pairs, narrower, broader).map(|path| path.into_iter().map(str::to_owned).collect()))
 }
 
 /// `pub.svc.governance.listProposals {status?, type?, kind?, subkind?, nodeUri?,
@@ -128,6 +161,7 @@ fn list_proposals(c: &Call) -> Answer {
         || p.str("subkind").is_some()
         || (p.str("type").is_some() && list != proposals_of_type(p.str("type").unwrap_or_default()));
     let after = cursor(p)?;
+    let gov = governance(c);
     let answer = reads::attached(&c.state, |r| {
         let keep = |i: &Item| {
             is_proposal(i)
@@ -135,10 +169,10 @@ fn list_proposals(c: &Call) -> Answer {
                 && p.str("kind").is_none_or(|k| text(i, "kind") == k)
                 && p.str("subkind").is_none_or(|s| text(i, "subkind") == s)
                 && p.str("nodeUri").is_none_or(|n| text(i, "targetUri") == n || text(i, "mergeIntoUri") == n)
-                && status.is_none_or(|s| tally_of(r, &i.uri).is_ok_and(|t| t.status.as_str() == s))
+                && status.is_none_or(|s| proposal_view(r, gov, i).is_ok_and(|v| v["status"] == s))
         };
         let page = r.page_where(&list, c.limit(50), after, filtered.then_some(&keep as &dyn Fn(&Item) -> bool), MAX_SCAN)?;
-        answer_of(r, governance(c), &page)
+        answer_of(r, gov, &page)
     })?;
     Body::json(&answer)
 }
@@ -227,7 +261,7 @@ fn get_pending_count(c: &Call) -> Answer {
         for p in r.all(&all_proposals(), MAX_SCAN)? {
             if kind.is_none_or(|k| text(&p, "kind") == k)
                 && subkind.is_none_or(|s| text(&p, "subkind") == s)
-                && tally_of(r, &p.uri)?.status == Status::Pending
+                && proposal_view(r, governance(c), &p)?["status"] == "pending"
             {
                 n += 1;
             }
