@@ -13,7 +13,7 @@ use projections::ProjectionError;
 use serde_json::{json, Map, Value};
 
 use super::method::{Answer, Auth, Call, Routes};
-use crate::body::Body;
+use crate::body::{Body, JsonWriter};
 use crate::error::ApiError;
 use crate::params::cursor;
 use crate::reads;
@@ -427,12 +427,14 @@ async fn get_field_eprints(c: Call) -> Answer {
         _ => SortOrder::Date,
     };
     let page = search::search(&c.state, field_search(codes.clone(), sort, c.limit(20), c.params.str("cursor").map(str::to_owned))).await?;
-    let eprints: Vec<Value> = page.hits.iter().map(|h| serde_json::from_str(h).unwrap_or(Value::Null)).collect();
-    let mut out = json!({"eprints": eprints, "fields": codes, "hasMore": page.cursor.is_some(), "total": page.total});
-    if let Some(cursor) = page.cursor {
-        out["cursor"] = json!(cursor);
+    // The stored summaries are written as they are, unparsed (as searchSubmissions does).
+    let mut w = JsonWriter::object(128 + page.hits.iter().map(|h| h.len() + 1).sum::<usize>());
+    if let Some(cursor) = &page.cursor {
+        w.field("cursor", cursor)?;
     }
-    Body::json(&out)
+    w.stored_array("eprints", page.hits.iter().map(String::as_str));
+    w.field("fields", &codes)?.field("hasMore", &page.cursor.is_some())?.field("total", &page.total)?;
+    Ok(w.finish())
 }
 
 /// `pub.svc.graph.getAuthorityReconciliations {id, limit, cursor?}` → `{reconciliations,
