@@ -186,6 +186,11 @@ async fn the_graph_answers_from_the_seeded_taxonomy_and_what_users_wrote() {
     assert_eq!((status, body["error"].as_str()), (StatusCode::UNAUTHORIZED, Some("AuthRequired")));
     f.live();
     let token = login(&f, ALICE, "graph-1").await;
+    // The admin overview counts collections: Alice's one.
+    query_api::xrpc::admin::bootstrap(&f.state, &[BOB.to_owned()]).await.unwrap();
+    let admin = login(&f, BOB, "graph-admin").await;
+    let (status, overview) = f.get_as("/xrpc/pub.svc.admin.getOverview", &admin).await;
+    assert_eq!((status, overview["collections"].as_u64()), (StatusCode::OK, Some(1)), "{overview}");
     let (status, mine) = f.get_as("/xrpc/pub.svc.graph.listPersonalNodes?subkind=collection", &token).await;
     assert_eq!((status, mine["nodes"][0]["label"].as_str()), (StatusCode::OK, Some("Reading list")), "{mine}");
     let (_, types) = f.get_as("/xrpc/pub.svc.graph.listPersonalEdgeTypes", &token).await;

@@ -29,6 +29,11 @@ pub fn prefix_filter(prefix: &str) -> String {
     format!("prefix:{prefix}")
 }
 
+/// Every node of one subkind, in any repository (the collections, for the admin overview).
+pub fn nodes_of_subkind(subkind: &str) -> Listing {
+    Listing(format!("node@subkind:{subkind}"))
+}
+
 /// The nodes and edges made from a proposal (their `proposalUri`), in any repository.
 pub fn by_proposal(proposal: &str) -> Listing {
     Listing(format!("graph@proposal:{proposal}"))
@@ -113,6 +118,9 @@ pub(super) fn node(rec: &Record) -> Result<Normalized, String> {
     }
     if let Some(proposal) = text(r, "proposalUri") {
         lists.push(by_proposal(proposal));
+    }
+    if let Some(subkind) = text(r, "subkind") {
+        lists.push(nodes_of_subkind(subkind));
     }
     lists.push(mine);
     Ok(Normalized { view, created_at: created_at(r)?, lists, sets: Vec::new() })

@@ -37,21 +37,22 @@ pub(super) fn routes() -> Routes {
 /// `getOverview`: `{eprints, authors, reviews, endorsements, collections, tags, reports}`
 /// (`reports`: the users' reports, `moderation.createReport`). `authors`
 /// counts the users the index knows (every DID that wrote a record); `collections` the
-/// collection records, which svc does not index yet (the knowledge-graph issue), so 0.
+/// knowledge graph nodes of subkind `collection`, in every repository (docs/graph.md).
 async fn overview(c: Call) -> Answer {
     let eprints = match c.state.search_index().map_err(ApiError::from_error)? {
         Some(index) => index.num_docs(),
         None => 0,
     };
-    let (authors, reviews, endorsements, tags, reports) = blocking(&c.state, || -> Result<_, ApiError> {
+    let (authors, reviews, endorsements, tags, reports, collections) = blocking(&c.state, || -> Result<_, ApiError> {
         let users = EprintsReader::new(c.state.store.as_ref())?.user_count()?;
         let r = AttachedReader::new(c.state.store.as_ref())?;
         let count = |collection: &str| r.count(&Listing::collection(collection));
         let reports = projections::admin::read::AdminReader::new(c.state.store.as_ref())?.report_count()?;
-        Ok((users, count(REVIEW)?, count(ENDORSEMENT)?, count(USER_TAG)?, reports))
+        let collections = r.count(&projections::attached::collections::graph::nodes_of_subkind("collection"))?;
+        Ok((users, count(REVIEW)?, count(ENDORSEMENT)?, count(USER_TAG)?, reports, collections))
     })?;
     Body::json(&json!({
-        "eprints": eprints, "authors": authors, "reviews": reviews, "endorsements": endorsements, "collections": 0, "tags": tags,
+        "eprints": eprints, "authors": authors, "reviews": reviews, "endorsements": endorsements, "collections": collections, "tags": tags,
         "reports": reports,
     }))
 }
