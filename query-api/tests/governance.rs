@@ -113,6 +113,8 @@ async fn proposals_are_tallied_from_their_votes_by_the_rule() {
     assert_eq!(about["total"], 1);
     let by_bob = ok(&f, &format!("/xrpc/pub.svc.governance.listProposals?proposedBy={BOB}")).await;
     assert_eq!(statuses(&by_bob), [("p2".to_owned(), "rejected".to_owned())]);
+    let by_carol_about = ok(&f, &format!("/xrpc/pub.svc.governance.listProposals?proposedBy={CAROL}&nodeUri={}", enc(field))).await;
+    assert_eq!(by_carol_about["total"], 0, "Carol's proposals are about edges, not the node: {by_carol_about}");
 
     // One proposal, by record key and by URI (and the reference's parameter name).
     let one = ok(&f, "/xrpc/pub.svc.governance.getProposal?id=p1").await;

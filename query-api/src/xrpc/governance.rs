@@ -66,13 +66,27 @@ fn tally_of(r: &AttachedReader, proposal: &str) -> Result<Tally, ProjectionError
     Ok(tally(&ballots))
 }
 
+/// Where a proposal stands: its tally, and its status, which a cycle it would close makes
+/// `rejected` whatever the votes.
+struct Standing {
+    tally: Tally,
+    status: &'static str,
+    cycle: Option<Vec<String>>,
+}
+
+fn standing(r: &AttachedReader, gov: &str, item: &Item) -> Result<Standing, ProjectionError> {
+    let tally = tally_of(r, &item.uri)?;
+    let cycle = closes_cycle(r, gov, item)?;
+    let status = if cycle.is_some() { "rejected" } else { tally.status.as_str() };
+    Ok(Standing { tally, status, cycle })
+}
+
 /// A proposal's view (`#proposalView`): its record's view, its tally and the rule. Its
 /// `nodeUri` is the node or edge it changes, or the one the governance repository `gov`
 /// made from it.
 fn proposal_view(r: &AttachedReader, gov: &str, item: &Item) -> Result<Value, ProjectionError> {
-    let t = tally_of(r, &item.uri)?;
+    let Standing { tally: t, status, cycle } = standing(r, gov, item)?;
     let made = r.page(&by_proposal(&item.uri), 20, None)?.items.into_iter().find(|i| i.did == gov).map(|i| i.uri);
-    let cycle = closes_cycle(r, gov, item)?;
     let decided = t.approve + t.reject;
     let share = if decided == 0 { Value::Null } else { json!(t.approve as f64 / decided as f64) };
     let mut out = json!({
@@ -84,7 +98,7 @@ fn proposal_view(r: &AttachedReader, gov: &str, item: &Item) -> Result<Value, Pr
         "label": item.view["label"],
         "changes": item.view["changes"],
         "rationale": item.view["rationale"],
-        "status": if cycle.is_some() { "rejected" } else { t.status.as_str() },
+        "status": status,
         "proposedBy": item.did,
         "votes": {"approve": t.approve, "reject": t.reject, "abstain": t.abstain, "total": t.total},
         "consensus": {
@@ -149,17 +163,15 @@ fn list_proposals(c: &Call) -> Answer {
     if let Some(did) = p.str("proposedBy") {
         check_did("proposedBy", did)?;
     }
-    let list = match (p.str("proposedBy"), p.str("nodeUri"), p.str("type")) {
-        (Some(did), ..) => Listing::by_author(Kind::Proposal, did),
-        (None, Some(node), _) => proposals_about(node),
-        (None, None, Some(t)) => proposals_of_type(t),
-        (None, None, None) => all_proposals(),
+    // The narrowest listing a parameter names; every other parameter given filters it.
+    let (list, listed_by) = match (p.str("proposedBy"), p.str("nodeUri"), p.str("type")) {
+        (Some(did), ..) => (Listing::by_author(Kind::Proposal, did), "proposedBy"),
+        (None, Some(node), _) => (proposals_about(node), "nodeUri"),
+        (None, None, Some(t)) => (proposals_of_type(t), "type"),
+        (None, None, None) => (all_proposals(), ""),
     };
     let status = p.str("status");
-    let filtered = status.is_some()
-        || p.str("kind").is_some()
-        || p.str("subkind").is_some()
-        || (p.str("type").is_some() && list != proposals_of_type(p.str("type").unwrap_or_default()));
+    let filtered = ["status", "type", "kind", "subkind", "nodeUri"].iter().any(|k| *k != listed_by && p.str(k).is_some());
     let after = cursor(p)?;
     let gov = governance(c);
     let answer = reads::attached(&c.state, |r| {
@@ -169,7 +181,7 @@ fn list_proposals(c: &Call) -> Answer {
                 && p.str("kind").is_none_or(|k| text(i, "kind") == k)
                 && p.str("subkind").is_none_or(|s| text(i, "subkind") == s)
                 && p.str("nodeUri").is_none_or(|n| text(i, "targetUri") == n || text(i, "mergeIntoUri") == n)
-                && status.is_none_or(|s| proposal_view(r, gov, i).is_ok_and(|v| v["status"] == s))
+                && status.is_none_or(|s| standing(r, gov, i).is_ok_and(|st| st.status == s))
         };
         let page = r.page_where(&list, c.limit(50), after, filtered.then_some(&keep as &dyn Fn(&Item) -> bool), MAX_SCAN)?;
         answer_of(r, gov, &page)
@@ -261,7 +273,7 @@ fn get_pending_count(c: &Call) -> Answer {
         for p in r.all(&all_proposals(), MAX_SCAN)? {
             if kind.is_none_or(|k| text(&p, "kind") == k)
                 && subkind.is_none_or(|s| text(&p, "subkind") == s)
-                && proposal_view(r, governance(c), &p)?["status"] == "pending"
+                && standing(r, governance(c), &p)?.status == "pending"
             {
                 n += 1;
             }

@@ -226,18 +226,16 @@ fn list_edges(c: &Call) -> Answer {
             (Some(n), _) => (Some(n.to_owned()), None),
             (None, _) => (c.params.str("sourceUri").map(str::to_owned), c.params.str("targetUri").map(str::to_owned)),
         };
-        let keep_target = target.clone();
         let list = match (&source, &target, relation) {
             (Some(s), _, rel) => lists::edges_from(s, rel),
             (None, Some(t), rel) => lists::edges_to(t, rel),
             (None, None, Some(rel)) => lists::edges_of(governance(c), rel),
             (None, None, None) => Listing::by_author(Kind::GraphEdge, governance(c)),
         };
-        let keep = |e: &Item| {
-            status.is_none_or(|s| text(e, "status") == s)
-                && keep_target.as_deref().is_none_or(|t| source.is_none() || text(e, "targetUri") == t)
-        };
-        let filtered = status.is_some() || (source.is_some() && target.is_some());
+        // A listing by source with a target named too is filtered by the target.
+        let by_target = source.is_some().then_some(target.as_deref()).flatten();
+        let keep = |e: &Item| status.is_none_or(|s| text(e, "status") == s) && by_target.is_none_or(|t| text(e, "targetUri") == t);
+        let filtered = status.is_some() || by_target.is_some();
         let page = r.page_where(&list, c.limit(50), after, filtered.then_some(&keep as &dyn Fn(&Item) -> bool), MAX_SCAN)?;
         Ok(Some(list_answer("edges", &page)))
     })?;
@@ -260,25 +258,26 @@ fn field_ref(item: &Item) -> Value {
     out
 }
 
-/// The fields one step narrower than `uri` in the shared graph: the sources of the
-/// governance repository's `broader` edges to it, by label.
+/// The fields one step narrower than `uri` in the shared graph (the sources of the
+/// governance repository's live `broader` edges to it), by label.
 fn children(r: &AttachedReader, gov: &str, uri: &str) -> Result<Vec<Item>, ProjectionError> {
-    let mut out = Vec::new();
-    for edge in r.all(&lists::edges_to(uri, Some("broader")), MAX_SCAN)? {
-        if edge.did == gov && text(&edge, "status") != "deprecated" {
-            out.extend(r.get(text(&edge, "sourceUri"))?.filter(|n| n.collection == GRAPH_NODE));
-        }
-    }
+    let mut out = broader_neighbours(r, gov, &lists::edges_to(uri, Some("broader")), "sourceUri")?;
     out.sort_by(|a, b| text(a, "label").cmp(text(b, "label")));
     Ok(out)
 }
 
 /// The fields one step broader than `uri` in the shared graph.
 fn parents(r: &AttachedReader, gov: &str, uri: &str) -> Result<Vec<Item>, ProjectionError> {
+    broader_neighbours(r, gov, &lists::edges_from(uri, Some("broader")), "targetUri")
+}
+
+/// The nodes at the `end` (sourceUri or targetUri) of the governance repository's live
+/// edges in `edges`.
+fn broader_neighbours(r: &AttachedReader, gov: &str, edges: &Listing, end: &str) -> Result<Vec<Item>, ProjectionError> {
     let mut out = Vec::new();
-    for edge in r.all(&lists::edges_from(uri, Some("broader")), MAX_SCAN)? {
+    for edge in r.all(edges, MAX_SCAN)? {
         if edge.did == gov && text(&edge, "status") != "deprecated" {
-            out.extend(r.get(text(&edge, "targetUri"))?.filter(|n| n.collection == GRAPH_NODE));
+            out.extend(r.get(text(&edge, end))?.filter(|n| n.collection == GRAPH_NODE));
         }
     }
     Ok(out)
