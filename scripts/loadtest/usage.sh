@@ -25,11 +25,8 @@ trap cleanup EXIT
 lag() {
   curl -sf "http://127.0.0.1:$PORT/health/readiness" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(p["lag"] for p in d["projections"] if p["model"] == "usage"))'
 }
-RUST_LOG=warn $SVC up --data-dir "$DATA" --listen "127.0.0.1:$PORT" 2>>"$WORK/svc.log" & SVC_PID=$!
-until curl -sf "http://127.0.0.1:$PORT/health/readiness" 2>/dev/null |
-  python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if all(p["caughtUp"] for p in d["projections"]) else 1)' 2>/dev/null; do
-  sleep 0.1
-done
+. scripts/loadtest/serve.sh
+serve "$DATA" "$PORT"
 python3 scripts/loadtest/mixes.py "$PORT" "$WORK"
 python3 - "$PORT" "$WORK" <<'PY'
 import sys, urllib.parse
