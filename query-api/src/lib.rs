@@ -22,6 +22,7 @@ pub mod identity;
 pub mod metrics;
 pub mod openapi;
 pub mod params;
+pub mod publish;
 pub mod reads;
 pub mod rest;
 pub mod search;

@@ -87,6 +87,9 @@ pub struct SyncSettings {
     pub collections: Vec<String>,
     /// The DIDs of services allowed to refresh and delete any repository's records.
     pub approved: Vec<String>,
+    /// svc's governance repository, written as its owner, when its host and credentials
+    /// are configured ([`crate::publish`]).
+    pub publisher: Option<Arc<crate::publish::Publisher>>,
 }
 
 /// The service's DID, the address clients reach it at, and its governance repository.

@@ -294,7 +294,7 @@ async fn a_full_reindex_completes_and_trigger_backfill_starts_the_work_it_names(
     assert_eq!(f.get(&p2).await, before, "the same answer from the rebuilt models");
 
     // triggerBackfill starts the work it names.
-    let (status, e) = f.post_as("/xrpc/pub.svc.admin.triggerBackfill", Some(&admin), json!({"type": "governanceSync"})).await;
+    let (status, e) = f.post_as("/xrpc/pub.svc.admin.triggerBackfill", Some(&admin), json!({"type": "citationExtraction"})).await;
     assert_eq!((status, e["error"].as_str()), (StatusCode::NOT_IMPLEMENTED, Some("NotImplemented")), "{e}");
     let (status, e) = f.post_as("/xrpc/pub.svc.admin.triggerBackfill", Some(&admin), json!({"type": "didSync", "did": "x"})).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{e}");
@@ -318,6 +318,26 @@ async fn a_full_reindex_completes_and_trigger_backfill_starts_the_work_it_names(
     assert_eq!(ids, vec![other.as_str(), id.as_str()], "newest first: {history}");
     let (status, e) = f.get_as("/xrpc/pub.svc.admin.getBackfillStatus?id=nope", &admin).await;
     assert_eq!((status, e["error"].as_str()), (StatusCode::NOT_FOUND, Some("NotFoundError")));
+}
+
+/// A governance sync reads the governance repository from its host first: one that cannot
+/// be reached fails the operation, with the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_governance_sync_whose_repository_cannot_be_read_fails_with_the_reason() {
+    let (f, admin, _) = fixture().await;
+    let (status, started) = f.post_as("/xrpc/pub.svc.admin.triggerGovernanceSync", Some(&admin), json!({})).await;
+    assert_eq!((status, started["status"].as_str()), (StatusCode::OK, Some("running")), "{started}");
+    let id = started["operationId"].as_str().unwrap();
+    let mut op = Value::Null;
+    for _ in 0..400 {
+        op = op_status(&f, &admin, id).await;
+        if op["status"] != "running" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!((op["status"].as_str(), op["type"].as_str()), (Some("failed"), Some("governanceSync")), "{op}");
+    assert!(op["error"].as_str().is_some_and(|e| e.contains("governance repository")), "{op}");
 }
 
 async fn op_status(f: &Fixture, admin: &str, id: &str) -> Value {

@@ -191,6 +191,21 @@ async fn the_graph_answers_from_the_seeded_taxonomy_and_what_users_wrote() {
     let admin = login(&f, BOB, "graph-admin").await;
     let (status, overview) = f.get_as("/xrpc/pub.svc.admin.getOverview", &admin).await;
     assert_eq!((status, overview["collections"].as_u64()), (StatusCode::OK, Some(1)), "{overview}");
+    // The graph's statistics count the shared graph only, as its listings do.
+    let (status, stats) = f.get_as("/xrpc/pub.svc.admin.getGraphStats", &admin).await;
+    assert_eq!(status, StatusCode::OK, "{stats}");
+    let all = ok(&f, "/xrpc/pub.svc.graph.listNodes?limit=1").await;
+    let fields = ok(&f, "/xrpc/pub.svc.graph.listNodes?subkind=field&limit=1").await;
+    let edges = ok(&f, "/xrpc/pub.svc.graph.listEdges?limit=1").await;
+    assert_eq!(
+        (&stats["totalNodes"], &stats["fieldNodes"], &stats["totalEdges"], &stats["pendingProposals"]),
+        (&all["total"], &fields["total"], &edges["total"], &json!(0)),
+        "{stats}"
+    );
+    assert!(stats["fieldNodes"].as_u64() > Some(140) && stats["totalEdges"].as_u64() > Some(140), "the taxonomy: {stats}");
+    assert_eq!((&stats["nodeCount"], &stats["edgeCount"]), (&stats["totalNodes"], &stats["totalEdges"]));
+    let (status, _) = f.get_as("/xrpc/pub.svc.admin.getGraphStats", &token).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "admins only");
     let (status, mine) = f.get_as("/xrpc/pub.svc.graph.listPersonalNodes?subkind=collection", &token).await;
     assert_eq!((status, mine["nodes"][0]["label"].as_str()), (StatusCode::OK, Some("Reading list")), "{mine}");
     let (_, types) = f.get_as("/xrpc/pub.svc.graph.listPersonalEdgeTypes", &token).await;

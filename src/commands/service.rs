@@ -158,6 +158,13 @@ impl Supervisor {
                 .await
                 .map_err(|e| anyhow::anyhow!("failed to grant the admin role to ADMIN_DIDS: {}", e.message()))?;
         }
+        if let Some(publisher) = state.sync.publisher.clone() {
+            let state = state.clone();
+            self.spawn(|token| async move {
+                query_api::publish::run(state, publisher, async move { token.cancelled().await }).await;
+                Ok(())
+            });
+        }
         let app = query_api::app(state);
         let limits = args.http.limits();
         self.spawn(|token| async move {
@@ -207,7 +214,20 @@ fn sync_settings(args: &UpArgs, resolver: Arc<atproto::identity::Resolver>) -> S
         fetcher: ingest::fetch::RecordFetcher::new(resolver),
         collections: args.source.network.collections.clone(),
         approved: args.approved_services.clone(),
+        publisher: publisher(args),
     }
+}
+
+/// svc's governance repository on its host, when one is configured.
+fn publisher(args: &UpArgs) -> Option<Arc<query_api::publish::Publisher>> {
+    let p = &args.publish;
+    let (host, password) = (p.governance_pds.as_deref()?, p.governance_password.as_deref()?);
+    let did = &args.governance.governance_did;
+    let identifier = p.governance_identifier.as_deref().unwrap_or(did);
+    Some(Arc::new(query_api::publish::Publisher {
+        writer: atproto::repo_writer::RepoWriter::new(host, did, identifier, password),
+        every: Duration::from_secs(p.governance_publish_seconds),
+    }))
 }
 
 /// The identity layer: service auth (its used-token ledger in this node's own store), the

@@ -97,6 +97,9 @@ pub enum ConfigError {
     /// The governance repository's DID is not a DID.
     #[error("--governance-did {0:?} is not a valid DID")]
     GovernanceDid(String),
+    /// A governance host without the password to sign in there.
+    #[error("--governance-pds needs the governance account's password in SVC_GOVERNANCE_PASSWORD")]
+    GovernancePassword,
     /// A size must be positive.
     #[error("{0} must be at least 1")]
     Zero(&'static str),
@@ -134,6 +137,7 @@ impl Cli {
                     return Err(ConfigError::ServiceDid(up.service_did.clone()));
                 }
                 up.governance.validate()?;
+                up.publish.validate()?;
                 if let Some(bad) = up.approved_services.iter().chain(&up.auth.admins()).find(|d| !lexicons::formats::is_did(d)) {
                     return Err(ConfigError::Did(bad.clone()));
                 }

@@ -83,6 +83,41 @@ impl GovernanceArgs {
     }
 }
 
+/// Publishing approved proposals to the governance repository on its host: the only
+/// writes svc makes to a repository. Unset, svc publishes nothing (the shared graph changes
+/// only by what the governance repository's owner writes).
+#[derive(Debug, Clone, Args)]
+pub struct PublishArgs {
+    /// The `http(s)://` base URL of the governance repository's host (PDS): svc signs in
+    /// there and writes each approved node or edge to the repository.
+    #[arg(long, env = "SVC_GOVERNANCE_PDS")]
+    pub governance_pds: Option<String>,
+    /// The account svc signs in as on that host (its handle or DID); default: the
+    /// governance DID.
+    #[arg(long, env = "SVC_GOVERNANCE_IDENTIFIER")]
+    pub governance_identifier: Option<String>,
+    /// The account's password or app password. Give it in the environment, not as a flag.
+    #[arg(long, env = "SVC_GOVERNANCE_PASSWORD", hide_env_values = true)]
+    pub governance_password: Option<String>,
+    /// Seconds between two publishing passes (each also runs on `triggerGovernanceSync`).
+    #[arg(long, env = "SVC_GOVERNANCE_PUBLISH_SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub governance_publish_seconds: u64,
+}
+
+impl PublishArgs {
+    /// Checks that a host comes with a password and is an HTTP URL.
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        let Some(url) = &self.governance_pds else { return Ok(()) };
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(ConfigError::SourceUrl { flag: "--governance-pds", url: url.clone(), schemes: "http:// or https://" });
+        }
+        if self.governance_password.as_deref().is_none_or(str::is_empty) {
+            return Err(ConfigError::GovernancePassword);
+        }
+        Ok(())
+    }
+}
+
 /// `svc up` and `svc serve`.
 #[derive(Debug, Clone, Args)]
 pub struct UpArgs {
@@ -126,6 +161,9 @@ pub struct UpArgs {
 
     #[command(flatten)]
     pub governance: GovernanceArgs,
+
+    #[command(flatten)]
+    pub publish: PublishArgs,
 }
 
 /// The identity layer: keys, the first admins, rate limits.

@@ -251,6 +251,25 @@ impl Pds {
     }
 }
 
+impl Pds {
+    /// The records of one collection of a repository (`com.atproto.repo.listRecords`, up to
+    /// 100): their values.
+    pub async fn list_records(&self, did: &str, collection: &str) -> Result<Vec<Value>> {
+        let response = self
+            .http
+            .get(format!("{}/xrpc/com.atproto.repo.listRecords", self.url))
+            .query(&[("repo", did), ("collection", collection), ("limit", "100")])
+            .send()
+            .await?;
+        let status = response.status();
+        let out: Value = response.json().await?;
+        if !status.is_success() {
+            bail!("listRecords: HTTP {status}: {out}");
+        }
+        Ok(out["records"].as_array().cloned().unwrap_or_default().into_iter().map(|r| r["value"].clone()).collect())
+    }
+}
+
 impl Drop for Pds {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -145,13 +145,98 @@ async fn answers(svc: &Service, queries: &[String]) -> Vec<Value> {
 }
 
 /// A backend with the peers every svc of these tests follows: the PDS's firehose, its
-/// PLC directory and handles.
-fn following(pds: &Pds, backend: Backend) -> Backend {
+/// PLC directory and handles; and the governance repository `gov` on the PDS, which svc
+/// publishes approved proposals to (a pass a second).
+fn following(pds: &Pds, gov: &Account, backend: Backend) -> Backend {
     backend
         .with_env("SVC_FIREHOSE", &pds.ws_url())
         .with_env("SVC_PLC_URL", &pds.plc_url)
         .with_env("SVC_HANDLE_RESOLVER", &pds.url)
         .with_env("SVC_SERVICE_DID", SERVICE_DID)
+        .with_env("SVC_GOVERNANCE_DID", &gov.did)
+        .with_env("SVC_GOVERNANCE_PDS", &pds.url)
+        .with_env("SVC_GOVERNANCE_PASSWORD", "password")
+        .with_env("SVC_GOVERNANCE_PUBLISH_SECONDS", "1")
+}
+
+/// Governance through the PDS. Alice proposes a field; Bob votes reject, then changes his
+/// mind (his newer vote counts, once), Carol approves, Dave abstains: consensus. svc writes
+/// the node to its governance repository on the PDS, and it is served once it comes back
+/// through the firehose. An edge proposal that would close a cycle of broader edges is
+/// rejected whatever the votes. The queries the replay and the other backend compare.
+async fn governance(svc: &Service, pds: &Pds, gov: &Account, alice: &Account, bob: &Account) -> Vec<String> {
+    let carol = pds.create_account("carol").await.unwrap();
+    let dave = pds.create_account("dave").await.unwrap();
+    let proposal = json!({
+        "proposalType": "create", "kind": "type", "subkind": "field",
+        "proposedNode": {"label": "Quantum Machine Learning", "description": "Learning with quantum computers."},
+        "rationale": "A growing field with its own venues.", "createdAt": now(),
+    });
+    let (proposal_uri, _) = pds.create_record(alice, "pub.svc.graph.nodeProposal", &proposal).await.unwrap();
+    let get = format!("/xrpc/pub.svc.governance.getProposal?id={}", rkey(&proposal_uri));
+    until(svc, &get, "the proposal", |s, b| s == 200 && b["status"] == "pending").await;
+    let vote = |v: &str| json!({"proposalUri": proposal_uri, "vote": v, "createdAt": now()});
+    pds.create_record(bob, "pub.svc.graph.vote", &vote("reject")).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    pds.create_record(bob, "pub.svc.graph.vote", &vote("approve")).await.unwrap();
+    pds.create_record(&carol, "pub.svc.graph.vote", &vote("approve")).await.unwrap();
+    pds.create_record(&dave, "pub.svc.graph.vote", &vote("abstain")).await.unwrap();
+    let published =
+        |_: u16, b: &Value| b["nodeUri"].as_str().is_some_and(|u| u.starts_with(&format!("at://{}/pub.svc.graph.node/", gov.did)));
+    let (decided, lag) =
+        until(svc, &get, "the approved node, published and back through the firehose", |s, b| s == 200 && published(s, b)).await;
+    println!("approved node: served {} ms after the deciding vote", lag.as_millis());
+    assert_eq!(decided["status"], "approved", "{decided}");
+    assert_eq!(decided["votes"], json!({"approve": 2, "reject": 0, "abstain": 1, "total": 3}), "{decided}");
+    let node_uri = decided["nodeUri"].as_str().unwrap().to_owned();
+    let get_node = format!("/xrpc/pub.svc.graph.getNode?id={}", enc(&node_uri));
+    let (_, _, node) = svc.get(&get_node).await.unwrap();
+    assert_eq!(
+        (node["label"].as_str(), node["subkind"].as_str(), node["status"].as_str(), node["proposalUri"].as_str()),
+        (Some("Quantum Machine Learning"), Some("field"), Some("established"), Some(proposal_uri.as_str())),
+        "{node}"
+    );
+    let written = pds.list_records(&gov.did, "pub.svc.graph.node").await.unwrap();
+    assert_eq!(written.len(), 1, "one node written for the proposal: {written:?}");
+    let token = pds.service_auth(bob, SERVICE_DID, "pub.svc.governance.getUserVote", None).await.unwrap();
+    let mine = get_as(svc, &token, &format!("/xrpc/pub.svc.governance.getUserVote?proposalId={}", enc(&proposal_uri))).await;
+    assert_eq!(mine["vote"]["vote"], "approve", "{mine}");
+
+    // The governance account files the new field under physics (its owner may write to it
+    // too); an edge proposal putting physics under it would close a cycle.
+    let physics_id = "0b7c3a52-6a1e-4c1f-9d4e-2f6a8b1c0e01";
+    let physics = format!("at://{}/pub.svc.graph.node/{physics_id}", gov.did);
+    let node = json!({"id": physics_id, "slug": "physics", "kind": "type", "subkind": "field", "label": "Physics", "status": "established", "createdAt": now()});
+    pds.put_record(gov, "pub.svc.graph.node", physics_id, &node).await.unwrap();
+    let edge_id = "0b7c3a52-6a1e-4c1f-9d4e-2f6a8b1c0e02";
+    let edge = json!({"id": edge_id, "sourceUri": node_uri, "targetUri": physics, "relationSlug": "broader", "status": "established", "createdAt": now()});
+    pds.put_record(gov, "pub.svc.graph.edge", edge_id, &edge).await.unwrap();
+    let cyclic = json!({
+        "proposalType": "create", "rationale": "Physics is a kind of QML.", "createdAt": now(),
+        "proposedEdge": {"sourceUri": physics, "targetUri": node_uri, "relationSlug": "broader"},
+    });
+    let (cyclic_uri, _) = pds.create_record(alice, "pub.svc.graph.edgeProposal", &cyclic).await.unwrap();
+    let get_cyclic = format!("/xrpc/pub.svc.governance.getProposal?id={}", rkey(&cyclic_uri));
+    let (refused, _) = until(svc, &get_cyclic, "the cyclic edge proposal", |s, b| s == 200 && b["status"] == "rejected").await;
+    assert!(refused["rejectionReason"].as_str().is_some_and(|r| r.contains("cycle")), "{refused}");
+    let edges = pds.list_records(&gov.did, "pub.svc.graph.edge").await.unwrap();
+    assert_eq!(edges.len(), 1, "the cyclic edge is not written: {edges:?}");
+    vec![
+        get,
+        get_cyclic,
+        get_node,
+        format!("/xrpc/pub.svc.governance.listVotes?proposalId={}", enc(&proposal_uri)),
+        "/xrpc/pub.svc.governance.listProposals".into(),
+        format!("/xrpc/pub.svc.graph.getNode?id={}&includeEdges=true", enc(&physics)),
+    ]
+}
+
+/// What svc wrote to the governance repository: still the one node and the owner's edge
+/// after a publishing pass or two of `svc` (whose log may or may not hold the marks).
+async fn published_once(pds: &Pds, gov: &Account) {
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(pds.list_records(&gov.did, "pub.svc.graph.node").await.unwrap().len(), 2, "QML and physics");
+    assert_eq!(pds.list_records(&gov.did, "pub.svc.graph.edge").await.unwrap().len(), 1);
 }
 
 /// What a scenario leaves: the svc that ran it (and its data directory), the queries the
@@ -167,7 +252,7 @@ struct Ran {
 }
 
 /// Alice and Bob write the scholarly layer through the PDS, and a svc on `backend` follows.
-async fn scenario(pds: &Pds, backend: &Backend) -> Ran {
+async fn scenario(pds: &Pds, gov: &Account, backend: &Backend) -> Ran {
     let alice = pds.create_account("alice").await.unwrap();
     let bob = pds.create_account("bob").await.unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -481,8 +566,10 @@ async fn scenario(pds: &Pds, backend: &Backend) -> Ran {
         assert!(*lag < Duration::from_secs(5), "{what} took {lag:?}");
     }
 
+    let governed = governance(&svc, pds, gov, &alice, &bob).await;
     let usage = usage(&svc, pds, &bob, &paper, &other).await;
     let mut queries = queries(&paper, &other, &review, &annotation, &bob);
+    queries.splice(0..0, governed);
     // (The last query is the one the embedded comparison waits on.)
     queries.insert(queries.len() - 1, graph_node);
     let answers = answers(&svc, &queries).await;
@@ -493,8 +580,9 @@ async fn scenario(pds: &Pds, backend: &Backend) -> Ran {
 async fn the_scholarly_layer_from_a_real_pds_on_the_embedded_backend() {
     let _serial = tests::serial().await;
     let pds = Pds::start().unwrap();
-    let embedded = following(&pds, Backend::embedded());
-    let Ran { svc, data, _dir, mut queries, answers: mut before, usage } = scenario(&pds, &embedded).await;
+    let gov = pds.create_account("governance").await.unwrap();
+    let embedded = following(&pds, &gov, Backend::embedded());
+    let Ran { svc, data, _dir, mut queries, answers: mut before, usage } = scenario(&pds, &gov, &embedded).await;
     before.extend(answers(&svc, &usage).await);
     queries.extend(usage);
 
@@ -507,6 +595,8 @@ async fn the_scholarly_layer_from_a_real_pds_on_the_embedded_backend() {
     for ((q, a), b) in queries.iter().zip(&before).zip(&after) {
         assert_eq!(a.to_string(), b.to_string(), "{q} changed across the replay");
     }
+    // The replayed log marks the proposal published: svc writes nothing again.
+    published_once(&pds, &gov).await;
     svc.stop().unwrap();
 }
 
@@ -515,20 +605,26 @@ async fn the_scholarly_layer_from_a_real_pds_on_kafka_and_cql() {
     let _serial = tests::serial().await;
     let pds = Pds::start().unwrap();
     // (The backend owns the broker and the CQL server: they live as long as the service.)
-    let kafka = following(&pds, Backend::kafka_scylla());
-    let Ran { svc, queries, answers: on_kafka, .. } = scenario(&pds, &kafka).await;
+    let gov = pds.create_account("governance").await.unwrap();
+    let kafka = following(&pds, &gov, Backend::kafka_scylla());
+    let Ran { svc, queries, answers: on_kafka, .. } = scenario(&pds, &gov, &kafka).await;
     svc.stop().unwrap();
 
     // A svc on the embedded backend, following the same PDS from cursor 0, answers the same.
     let other_dir = tempfile::tempdir().unwrap();
     let embedded =
-        Service::start_with(&other_dir.path().join("data"), tests::free_port(), &following(&pds, Backend::embedded())).await.unwrap();
+        Service::start_with(&other_dir.path().join("data"), tests::free_port(), &following(&pds, &gov, Backend::embedded())).await.unwrap();
     let last = queries.last().unwrap().clone();
     until(&embedded, &last, "the embedded svc catching up", |s, b| s == 200 && b["profile"]["displayName"] == "Bob B.").await;
-    until(&embedded, &queries[8], "the deleted tag on the embedded svc", |_, b| b["tags"].as_array().is_some_and(|t| t.len() == 1)).await;
+    until(&embedded, &queries[0], "the approved proposal on the embedded svc", |_, b| b["status"] == "approved").await;
+    let tags = queries.iter().find(|q| q.contains("tag.listForEprint")).unwrap();
+    until(&embedded, tags, "the deleted tag on the embedded svc", |_, b| b["tags"].as_array().is_some_and(|t| t.len() == 1)).await;
     let on_embedded = answers(&embedded, &queries).await;
     for ((q, a), b) in queries.iter().zip(&on_kafka).zip(&on_embedded) {
         assert_eq!(without_times(a), without_times(b), "{q} differs between Kafka + CQL and the embedded backend");
     }
+    // Its log holds no mark of the approved proposal: it finds the node already written
+    // (it names the proposal) and marks it, writing nothing.
+    published_once(&pds, &gov).await;
     embedded.stop().unwrap();
 }

@@ -82,6 +82,23 @@ pub enum AdminAction {
         /// The operation's id.
         id: String,
     },
+    /// svc published an approved governance proposal to its governance repository (or
+    /// found it could not): the one record of that repository it wrote (or found written)
+    /// for the proposal. Keyed by the governance repository's DID; the publisher publishes
+    /// each proposal once, and a second report of one changes nothing.
+    GovernancePublished {
+        /// The proposal's AT URI.
+        proposal: String,
+        /// The node or edge record written for it.
+        uri: String,
+        /// The CID written, when it was.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cid: Option<String>,
+        /// Why it could not be published (a target outside the governance repository, a
+        /// proposed node without a label…), when it could not.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     /// An operation ends: `completed`, `failed` or `cancelled`.
     OperationEnded {
         /// The operation's id.

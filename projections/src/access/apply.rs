@@ -261,6 +261,9 @@ fn admin_audit_row(st: &mut Staged, version: u32, event: &Envelope, cmd: &AdminC
             ("backfill_end", "", json!({"id": id, "status": status, "recordsProcessed": processed, "error": error}))
         }
         AdminAction::HostRegistered { url } => ("rescan", "", json!({"pdsUrl": url})),
+        AdminAction::GovernancePublished { proposal, uri, cid, error } => {
+            ("governance_publish", proposal.as_str(), json!({"uri": uri, "cid": cid, "error": error}))
+        }
         AdminAction::OperationProgressed { .. } => return,
     };
     audit(st, version, event, (&cmd.actor, subject), &at, action, details);

@@ -92,6 +92,33 @@ impl AdminProjection {
         Ok(())
     }
 
+    /// Keeps the first report of a governance proposal's publication.
+    #[allow(clippy::too_many_arguments)]
+    fn published(
+        &self,
+        st: &mut Staged,
+        event: &Envelope,
+        actor: &str,
+        proposal: &str,
+        uri: &str,
+        cid: Option<&str>,
+        error: Option<&str>,
+    ) -> Result<(), ProjectionError> {
+        let published = table(self.version, "published");
+        if st.get(self.store.as_ref(), &published, proposal, &[])?.is_some() {
+            return Ok(());
+        }
+        let text = |s: Option<&str>| s.map_or(Value::Null, |s| Value::Text(s.to_owned()));
+        let mut c = Columns::new();
+        c.insert("uri".into(), Value::Text(uri.to_owned()));
+        c.insert("cid".into(), text(cid));
+        c.insert("error".into(), text(error));
+        c.insert("at".into(), Value::Text(event.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true)));
+        c.insert("actor".into(), Value::Text(actor.to_owned()));
+        st.put(&published, proposal, Vec::new(), c, event.position.ordinal());
+        Ok(())
+    }
+
     /// A projection that builds `version` of the model in `store`.
     pub fn new(store: Arc<dyn Store>, version: u32, mode: Mode) -> AdminProjection {
         AdminProjection { store, version, defer_durability: mode == Mode::Rebuild }
@@ -277,6 +304,9 @@ impl Projection for AdminProjection {
             if let Payload::Admin(cmd) = &event.payload {
                 if let AdminAction::HostRegistered { url } = &cmd.action {
                     self.register(&mut st, event, url)?;
+                }
+                if let AdminAction::GovernancePublished { proposal, uri, cid, error } = &cmd.action {
+                    self.published(&mut st, event, &cmd.actor, proposal, uri, cid.as_deref(), error.as_deref())?;
                 }
                 if let AdminAction::ContentDeleted { uri, collection, reason } = &cmd.action {
                     let taken_down =

@@ -16,6 +16,9 @@
 //!   did (the record's repository), reason, description, createdAt.
 //! - `violations_by_did`: the record's repository DID → log position: the same row.
 //! - `violation_counts`: a type → ∅: n.
+//! - `published`: a governance proposal's AT URI → ∅: uri (the record svc wrote for it to
+//!   the governance repository), cid, error (why it could not), at, actor; the first
+//!   report of a proposal (`command.admin` `governancePublished`).
 
 mod apply;
 pub mod read;
@@ -28,7 +31,8 @@ use store::TableRef;
 pub const MODEL: &str = "admin";
 
 /// The tables of the model, for dropping a version.
-pub const TABLES: &[&str] = &["operations", "sources", "hosts", "host_users", "violations", "violations_by_did", "violation_counts"];
+pub const TABLES: &[&str] =
+    &["operations", "sources", "hosts", "host_users", "violations", "violations_by_did", "violation_counts", "published"];
 
 pub(crate) fn table(version: u32, name: &'static str) -> TableRef {
     TableRef::new(MODEL, version, name)

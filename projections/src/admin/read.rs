@@ -89,6 +89,21 @@ impl<'a> AdminReader<'a> {
         Ok(self.store.get(&table(v, "operations"), ALL, id.as_bytes())?.map(|c| operation_of(&c)))
     }
 
+    /// What svc published to the governance repository for `proposal`, if it did (or found
+    /// it could not): `{uri, cid?, error?, at}`.
+    pub fn published(&self, proposal: &str) -> Result<Option<Json>, ProjectionError> {
+        let Some(v) = self.version else { return Ok(None) };
+        Ok(self.store.get(&table(v, "published"), proposal, &[])?.map(|c| {
+            let mut out = json!({"uri": text(&c, "uri"), "at": text(&c, "at")});
+            for field in ["cid", "error"] {
+                if let Some(value) = text(&c, field) {
+                    out[field] = Json::String(value);
+                }
+            }
+            out
+        }))
+    }
+
     /// Every operation, newest start first.
     pub fn operations(&self) -> Result<Vec<Operation>, ProjectionError> {
         let Some(v) = self.version else { return Ok(Vec::new()) };

@@ -68,13 +68,15 @@ fn tally_of(r: &AttachedReader, proposal: &str) -> Result<Tally, ProjectionError
 
 /// Where a proposal stands: its tally, and its status, which a cycle it would close makes
 /// `rejected` whatever the votes.
-struct Standing {
+pub(crate) struct Standing {
     tally: Tally,
-    status: &'static str,
+    /// pending, approved or rejected.
+    pub(crate) status: &'static str,
     cycle: Option<Vec<String>>,
 }
 
-fn standing(r: &AttachedReader, gov: &str, item: &Item) -> Result<Standing, ProjectionError> {
+/// Where the proposal `item` stands in the shared graph of the repository `gov`.
+pub(crate) fn standing(r: &AttachedReader, gov: &str, item: &Item) -> Result<Standing, ProjectionError> {
     let tally = tally_of(r, &item.uri)?;
     let cycle = closes_cycle(r, gov, item)?;
     let status = if cycle.is_some() { "rejected" } else { tally.status.as_str() };
@@ -268,17 +270,21 @@ fn get_user_vote(c: &Call) -> Answer {
 /// tally is pending.
 fn get_pending_count(c: &Call) -> Answer {
     let (kind, subkind) = (c.params.str("kind"), c.params.str("subkind"));
-    let count = reads::attached(&c.state, |r| {
-        let mut n = 0u64;
-        for p in r.all(&all_proposals(), MAX_SCAN)? {
-            if kind.is_none_or(|k| text(&p, "kind") == k)
-                && subkind.is_none_or(|s| text(&p, "subkind") == s)
-                && standing(r, governance(c), &p)?.status == "pending"
-            {
-                n += 1;
-            }
-        }
-        Ok(n)
-    })?;
+    let count = reads::attached(&c.state, |r| pending_count(r, governance(c), kind, subkind))?;
     Body::json(&json!({"count": count}))
+}
+
+/// The proposals (of one kind and subkind, when given) still pending in the shared graph of
+/// the repository `gov`.
+pub(crate) fn pending_count(r: &AttachedReader, gov: &str, kind: Option<&str>, subkind: Option<&str>) -> Result<u64, ProjectionError> {
+    let mut n = 0u64;
+    for p in r.all(&all_proposals(), MAX_SCAN)? {
+        if kind.is_none_or(|k| text(&p, "kind") == k)
+            && subkind.is_none_or(|s| text(&p, "subkind") == s)
+            && standing(r, gov, &p)?.status == "pending"
+        {
+            n += 1;
+        }
+    }
+    Ok(n)
 }

@@ -18,7 +18,7 @@ pub mod catalog;
 mod discovery;
 mod endorsement;
 mod eprint;
-mod governance;
+pub(crate) mod governance;
 mod graph;
 pub mod method;
 mod metrics;

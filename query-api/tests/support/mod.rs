@@ -98,6 +98,7 @@ impl Fixture {
                 fetcher: ingest::fetch::RecordFetcher::new(resolver.clone()),
                 collections: vec!["pub.svc.".into()],
                 approved: Vec::new(),
+                publisher: None,
             }),
             searches: query_api::state::search_slots(),
             started: std::time::Instant::now(),

@@ -32,6 +32,27 @@ pub(super) fn routes() -> Routes {
         .query("pub.svc.admin.listReviews", admin, list_reviews)
         .query("pub.svc.admin.listEndorsements", admin, list_endorsements)
         .procedure("pub.svc.admin.deleteContent", admin, delete_content)
+        .query("pub.svc.admin.getGraphStats", admin, graph_stats)
+}
+
+/// `getGraphStats`: the shared knowledge graph's (the governance repository's) nodes and
+/// edges, its nodes of the field, author and institution subkinds, and the pending
+/// proposals; `nodeCount` and `edgeCount` repeat the totals under the reference's names.
+fn graph_stats(c: &Call) -> Answer {
+    use projections::attached::collections::graph::node_filter;
+    let gov = c.state.identity.governance_did.as_str();
+    let stats = crate::reads::attached(&c.state, |r| {
+        let nodes = Listing::by_author(Kind::GraphNode, gov);
+        let of_subkind = |s: &str| r.count(&Listing::filtered(&nodes, &node_filter("subkind", s)));
+        let (total_nodes, total_edges) = (r.count(&nodes)?, r.count(&Listing::by_author(Kind::GraphEdge, gov))?);
+        Ok(json!({
+            "totalNodes": total_nodes, "totalEdges": total_edges,
+            "fieldNodes": of_subkind("field")?, "authorNodes": of_subkind("author")?, "institutionNodes": of_subkind("institution")?,
+            "pendingProposals": crate::xrpc::governance::pending_count(r, gov, None, None)?,
+            "nodeCount": total_nodes, "edgeCount": total_edges,
+        }))
+    })?;
+    Body::json(&stats)
 }
 
 /// `getOverview`: `{eprints, authors, reviews, endorsements, collections, tags, reports}`

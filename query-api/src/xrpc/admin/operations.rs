@@ -8,6 +8,8 @@
 //! - `didSync` backfills one repository, `pdsScan` every repository of the known hosts;
 //! - `freshnessScan` compares every indexed record with its repository and refreshes
 //!   those that changed or went away;
+//! - `governanceSync` reads the governance repository from its host and publishes the
+//!   approved proposals to it ([`crate::publish`]);
 //! - `triggerBackfill` starts the work of the type it names (the reference only records it).
 //!
 //! `cancelBackfill` appends a cancel request; the running node sees it within a second and
@@ -54,6 +56,7 @@ pub(super) fn routes() -> Routes {
         .procedure("pub.svc.admin.triggerPDSScan", admin, trigger_pds_scan)
         .procedure("pub.svc.admin.triggerFreshnessScan", admin, trigger_freshness_scan)
         .procedure("pub.svc.admin.triggerDIDSync", admin, trigger_did_sync)
+        .procedure("pub.svc.admin.triggerGovernanceSync", admin, trigger_governance_sync)
         .procedure("pub.svc.admin.triggerBackfill", admin, trigger_backfill)
         .query_async("pub.svc.admin.getBackfillStatus", admin, status)
         .query_async("pub.svc.admin.getBackfillHistory", admin, history)
@@ -73,6 +76,12 @@ async fn trigger_pds_scan(c: Call) -> Answer {
 /// `triggerFreshnessScan`: every indexed record compared with its repository.
 async fn trigger_freshness_scan(c: Call) -> Answer {
     trigger(c, "freshnessScan", json!({})).await
+}
+
+/// `triggerGovernanceSync`: the governance repository read from its host, and the approved
+/// proposals published to it.
+async fn trigger_governance_sync(c: Call) -> Answer {
+    trigger(c, "governanceSync", json!({})).await
 }
 
 /// `triggerDIDSync`: one account's records indexed from its repository.
@@ -144,12 +153,12 @@ async fn launch(c: &Call, nsid: &str, kind: &'static str, metadata: &Value) -> R
 }
 
 /// The operation types a node can run.
-const RUNNABLE: &[&str] = &["fullReindex", "didSync", "pdsScan", "freshnessScan"];
+const RUNNABLE: &[&str] = &["fullReindex", "didSync", "pdsScan", "freshnessScan", "governanceSync"];
 
 /// `triggerBackfill`: `{operation}`: starts the work of `type` (unlike the reference, which
 /// only records it), with the rest of the input as its metadata (`did` for a `didSync`).
-/// The types whose work is not built yet (`citationExtraction`, `governanceSync`) answer
-/// 501, as their own triggers do.
+/// The type whose work is not built yet (`citationExtraction`) answers 501, as its own
+/// trigger does.
 async fn trigger_backfill(c: Call) -> Answer {
     let kind = c.input["type"].as_str().unwrap_or_default().to_owned();
     let Some(kind) = RUNNABLE.iter().copied().find(|k| *k == kind) else {
@@ -324,6 +333,7 @@ impl Runner {
             "fullReindex" => self.reindex().await,
             "didSync" => self.did_sync(metadata["did"].as_str().unwrap_or_default()).await,
             "freshnessScan" => self.freshness_scan().await,
+            "governanceSync" => self.governance_sync().await,
             _ => self.pds_scan().await,
         };
         beat.abort();
@@ -378,6 +388,28 @@ impl Runner {
             .await
             .map_err(|e| e.to_string())?;
         self.processed.store((report.records + report.deletes) as u64, Ordering::Relaxed);
+        Ok(Stopped::Done)
+    }
+
+    /// One governance sync cycle: the governance repository backfilled from its host (its
+    /// records indexed, what it deleted dropped), then, when svc may write to it, the
+    /// approved proposals not yet published written to it ([`crate::publish`]). Progress
+    /// counts the repository, then each proposal.
+    async fn governance_sync(&self) -> Result<Stopped, String> {
+        let gov = self.state.identity.governance_did.clone();
+        *self.total.lock().expect("total") = Some(1);
+        let resolver = self.state.sync.fetcher.resolver().clone();
+        ingest::backfill::backfill_repo(self.state.log.clone(), &resolver, &gov, &self.state.sync.collections)
+            .await
+            .map_err(|e| format!("the governance repository {gov} could not be read: {e}"))?;
+        self.processed.store(1, Ordering::Relaxed);
+        let Some(publisher) = self.state.sync.publisher.clone() else { return Ok(Stopped::Done) };
+        let pass = crate::publish::publish(&self.state, &publisher.writer, &|done, total| {
+            *self.total.lock().expect("total") = Some(1 + total);
+            self.processed.store(1 + done, Ordering::Relaxed);
+        })
+        .await?;
+        info!(id = self.id, ?pass, "governance sync: publishing pass done");
         Ok(Stopped::Done)
     }
 
