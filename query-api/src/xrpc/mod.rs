@@ -15,6 +15,7 @@ mod annotation;
 mod author;
 mod backlink;
 pub mod catalog;
+mod collection;
 mod discovery;
 mod endorsement;
 mod eprint;
@@ -47,6 +48,7 @@ pub fn methods() -> Routes {
         .merge(tag::routes())
         .merge(discovery::routes())
         .merge(graph::routes())
+        .merge(collection::routes())
         .merge(governance::routes())
         .merge(author::routes())
         .merge(backlink::routes())

@@ -1,0 +1,138 @@
+//! `pub.svc.collection.*` in process: Alice's collection of two eprints with a subcollection,
+//! an edge between two of its items, a foreign edge claiming to add to it (ignored), Bob's
+//! review of an item and his follow; every operation answers from what was written.
+
+mod support;
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+use support::*;
+
+const ALICE: &str = "did:plc:alice000000000000000000";
+const BOB: &str = "did:plc:bob00000000000000000000";
+const NODE: &str = "pub.svc.graph.node";
+const EDGE: &str = "pub.svc.graph.edge";
+
+fn node(did: &str, id: &str, subkind: &str, label: &str, at: &str) -> event_schema::NewEvent {
+    let record = json!({"id": id, "kind": "object", "subkind": subkind, "label": label, "status": "established", "createdAt": at});
+    create(did, NODE, id, "3l0000000000a", record)
+}
+
+fn edge(did: &str, id: &str, source: &str, target: &str, relation: &str, at: &str) -> event_schema::NewEvent {
+    let record =
+        json!({"id": id, "sourceUri": source, "targetUri": target, "relationSlug": relation, "status": "established", "createdAt": at});
+    create(did, EDGE, id, "3l0000000000a", record)
+}
+
+async fn ok(f: &Fixture, path: &str) -> Value {
+    let (status, body) = f.get(path).await;
+    assert_eq!(status, StatusCode::OK, "{path}: {body}");
+    body
+}
+
+fn uris(list: &Value, key: &str) -> Vec<String> {
+    list[key].as_array().unwrap().iter().map(|n| n["uri"].as_str().unwrap().to_owned()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn collections_answer_from_the_owners_nodes_and_edges() {
+    let mut f = Fixture::new();
+    let at = |rkey: &str| format!("at://{ALICE}/{NODE}/{rkey}");
+    let (list, sub) = (at("c1"), at("c2"));
+    let (p1, p2, p3) = (
+        format!("at://{ALICE}/pub.svc.eprint.submission/p1"),
+        format!("at://{ALICE}/pub.svc.eprint.submission/p2"),
+        format!("at://{BOB}/pub.svc.eprint.submission/p3"),
+    );
+    f.apply(vec![
+        create(ALICE, "pub.svc.eprint.submission", "p1", "3l0000000000a", submission("Sparse Attention", ALICE, "2025-01-01T00:00:00Z")),
+        create(ALICE, "pub.svc.eprint.submission", "p2", "3l0000000000a", submission("Planning Agents", ALICE, "2025-01-02T00:00:00Z")),
+        create(BOB, "pub.svc.eprint.submission", "p3", "3l0000000000a", submission("Graph Colourings", BOB, "2025-01-03T00:00:00Z")),
+        node(ALICE, "c1", "collection", "Reading list: attention", "2025-02-01T00:00:00Z"),
+        node(ALICE, "c2", "collection", "Agents", "2025-02-02T00:00:00Z"),
+        node(ALICE, "t1", "topic", "Not a collection", "2025-02-02T00:00:00Z"),
+        edge(ALICE, "e1", &list, &p1, "contains", "2025-02-03T00:00:00Z"),
+        edge(ALICE, "e2", &sub, &p2, "contains", "2025-02-04T00:00:00Z"),
+        edge(ALICE, "e3", &sub, &list, "subcollection-of", "2025-02-05T00:00:00Z"),
+        edge(ALICE, "e4", &p1, &p2, "related", "2025-02-06T00:00:00Z"),
+        // Bob cannot add to Alice's collection from his repository.
+        edge(BOB, "x1", &list, &p3, "contains", "2025-02-07T00:00:00Z"),
+        edge(BOB, "f1", &format!("at://{BOB}"), &list, "follows", "2025-02-08T00:00:00Z"),
+        create(
+            BOB,
+            "pub.svc.review.comment",
+            "r1",
+            "3l0000000000b",
+            json!({"eprintUri": p1, "body": [{"$type": "pub.svc.richtext.defs#textItem", "type": "text", "content": "Good."}],
+                   "createdAt": "2025-02-09T00:00:00Z"}),
+        ),
+    ]);
+
+    // The collection with its items (its subcollection's too), its subcollection, the
+    // edge between two items; Bob's edge is not Alice's.
+    let got = ok(&f, &format!("/xrpc/pub.svc.collection.get?uri={}", enc(&list))).await;
+    assert_eq!((got["collection"]["label"].as_str(), got["collection"]["itemCount"].as_u64()), (Some("Reading list: attention"), Some(1)));
+    assert_eq!(got["collection"]["subcollectionCount"], 1, "{got}");
+    let items: Vec<(&str, &str)> =
+        got["items"].as_array().unwrap().iter().map(|i| (i["uri"].as_str().unwrap(), i["collectionUri"].as_str().unwrap())).collect();
+    assert_eq!(items, vec![(p1.as_str(), list.as_str()), (p2.as_str(), sub.as_str())], "{got}");
+    assert_eq!(got["items"][0]["title"], "Sparse Attention");
+    assert_eq!(uris(&got, "subcollections"), vec![sub.clone()]);
+    assert_eq!(got["interItemEdges"][0]["relationSlug"], "related", "{got}");
+    let only = ok(&f, &format!("/xrpc/pub.svc.collection.get?uri={}&excludeSubcollectionItems=true", enc(&list))).await;
+    assert_eq!(only["items"].as_array().unwrap().len(), 1, "{only}");
+
+    // Where an item is, and the tree.
+    let containing = ok(&f, &format!("/xrpc/pub.svc.collection.getContaining?itemUri={}", enc(&p2))).await;
+    assert_eq!(uris(&containing, "collections"), vec![sub.clone()]);
+    let none = ok(&f, &format!("/xrpc/pub.svc.collection.getContaining?itemUri={}", enc(&p3))).await;
+    assert_eq!(none["collections"], json!([]), "Bob's foreign edge holds nothing");
+    let found = ok(&f, &format!("/xrpc/pub.svc.collection.findContainsEdge?collectionUri={}&itemUri={}", enc(&list), enc(&p2))).await;
+    assert_eq!(found, json!({"found": true, "edgeUri": format!("at://{ALICE}/{EDGE}/e2"), "parentCollectionUri": sub}));
+    let missing = ok(&f, &format!("/xrpc/pub.svc.collection.findContainsEdge?collectionUri={}&itemUri={}", enc(&list), enc(&p3))).await;
+    assert_eq!(missing, json!({"found": false}));
+    assert_eq!(ok(&f, &format!("/xrpc/pub.svc.collection.getParent?uri={}", enc(&sub))).await["parent"]["uri"], json!(list));
+    assert_eq!(ok(&f, &format!("/xrpc/pub.svc.collection.getParent?uri={}", enc(&list))).await, json!({}));
+    let subs = ok(&f, &format!("/xrpc/pub.svc.collection.getSubcollections?uri={}", enc(&list))).await;
+    assert_eq!(uris(&subs, "subcollections"), vec![sub.clone()]);
+
+    // Listings: by owner (newest first, paged), public, by tag, by search.
+    let mine = ok(&f, &format!("/xrpc/pub.svc.collection.listByOwner?did={ALICE}&limit=1")).await;
+    assert_eq!((uris(&mine, "collections"), mine["total"].as_u64(), mine["hasMore"].as_bool()), (vec![sub.clone()], Some(2), Some(true)));
+    let next =
+        ok(&f, &format!("/xrpc/pub.svc.collection.listByOwner?did={ALICE}&limit=1&cursor={}", mine["cursor"].as_str().unwrap())).await;
+    assert_eq!(uris(&next, "collections"), vec![list.clone()]);
+    assert_eq!(uris(&ok(&f, "/xrpc/pub.svc.collection.listPublic").await, "collections"), vec![sub.clone(), list.clone()]);
+    assert_eq!(uris(&ok(&f, "/xrpc/pub.svc.collection.listPublic?tag=attention").await, "collections"), vec![list.clone()]);
+    let searched = ok(&f, "/xrpc/pub.svc.collection.search?query=read%20att").await;
+    assert_eq!((uris(&searched, "collections"), searched["total"].as_u64()), (vec![list.clone()], Some(1)));
+    assert_eq!(ok(&f, "/xrpc/pub.svc.collection.search?query=topic").await["total"], 0, "a topic node is no collection");
+
+    // The feed: Bob's review of an item, the items added, newest first, paged.
+    let feed = ok(&f, &format!("/xrpc/pub.svc.collection.getFeed?uri={}&limit=1", enc(&list))).await;
+    assert_eq!((feed["events"][0]["type"].as_str(), feed["events"][0]["actor"].as_str()), (Some("review"), Some(BOB)), "{feed}");
+    let rest = ok(&f, &format!("/xrpc/pub.svc.collection.getFeed?uri={}&cursor={}", enc(&list), feed["cursor"].as_str().unwrap())).await;
+    let kinds: Vec<&str> = rest["events"].as_array().unwrap().iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!((kinds, rest["hasMore"].as_bool()), (vec!["itemAdded"], Some(false)), "{rest}");
+
+    // Follows.
+    let status = ok(&f, &format!("/xrpc/pub.svc.collection.getFollowStatus?followerDid={BOB}&subject={}", enc(&list))).await;
+    assert_eq!(status["followUri"], json!(format!("at://{BOB}/{EDGE}/f1")));
+    let status = ok(&f, &format!("/xrpc/pub.svc.collection.getFollowStatus?followerDid={ALICE}&subject={}", enc(&list))).await;
+    assert_eq!(status, json!({}));
+    assert_eq!(ok(&f, &format!("/xrpc/pub.svc.collection.getFollowerCount?uri={}", enc(&list))).await, json!({"count": 1}));
+
+    // Bad input: the envelope, never a 500.
+    let topic = at("t1");
+    for (path, code, error) in [
+        (format!("/xrpc/pub.svc.collection.get?uri={}", enc(&topic)), StatusCode::NOT_FOUND, "NotFound"),
+        ("/xrpc/pub.svc.collection.get?uri=not-a-uri".to_owned(), StatusCode::BAD_REQUEST, "InvalidRequest"),
+        ("/xrpc/pub.svc.collection.listByOwner?did=alice".to_owned(), StatusCode::BAD_REQUEST, "InvalidRequest"),
+        ("/xrpc/pub.svc.collection.search?query=%20-%20".to_owned(), StatusCode::BAD_REQUEST, "InvalidRequest"),
+        (format!("/xrpc/pub.svc.collection.getFeed?uri={}&cursor=x", enc(&list)), StatusCode::BAD_REQUEST, "InvalidRequest"),
+        ("/xrpc/pub.svc.collection.listPublic?limit=0".to_owned(), StatusCode::BAD_REQUEST, "InvalidRequest"),
+    ] {
+        let (status, body) = f.get(&path).await;
+        assert_eq!((status, body["error"].as_str()), (code, Some(error)), "{path}: {body}");
+    }
+}
