@@ -136,3 +136,84 @@ async fn collections_answer_from_the_owners_nodes_and_edges() {
         assert_eq!((status, body["error"].as_str()), (code, Some(error)), "{path}: {body}");
     }
 }
+
+const CAROL: &str = "did:plc:carol0000000000000000000";
+const DAVE: &str = "did:plc:dave00000000000000000000";
+const EVE: &str = "did:plc:eve000000000000000000000";
+const INVITE: &str = "pub.svc.collaboration.invite";
+const ACCEPTANCE: &str = "pub.svc.collaboration.inviteAcceptance";
+const CID: &str = "bafyreib2rxk3rh6kzwq3z5b5kpmbzg2hzk3rh6kzwq3z5b5kpmbzg2hzk4";
+
+fn invite(from: &str, rkey: &str, subject: &str, to: &str, role: &str, expires: &str) -> event_schema::NewEvent {
+    let record = json!({"subject": {"uri": subject, "cid": CID}, "invitee": to, "role": role, "createdAt": "2025-03-01T00:00:00Z", "expiresAt": expires});
+    create(from, INVITE, rkey, "3l0000000000c", record)
+}
+
+fn accept(by: &str, rkey: &str, invite: &str, subject: &str) -> event_schema::NewEvent {
+    let record =
+        json!({"invite": {"uri": invite, "cid": CID}, "subject": {"uri": subject, "cid": CID}, "createdAt": "2025-03-02T00:00:00Z"});
+    create(by, ACCEPTANCE, rkey, "3l0000000000d", record)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn collaborators_are_the_invitees_who_accepted_the_owners_invites() {
+    let mut f = Fixture::new();
+    let list = format!("at://{ALICE}/{NODE}/c1");
+    let sent = |from: &str, rkey: &str| format!("at://{from}/{INVITE}/{rkey}");
+    f.apply(vec![
+        node(ALICE, "c1", "collection", "Reading list", "2025-02-01T00:00:00Z"),
+        invite(ALICE, "i1", &list, BOB, "editor", "2999-01-01T00:00:00Z"),
+        invite(ALICE, "i2", &list, CAROL, "viewer", "2020-01-01T00:00:00Z"),
+        invite(ALICE, "i3", &list, DAVE, "collaborator", "2999-01-01T00:00:00Z"),
+        // Bob is not the owner: his invite makes no collaborator, accepted or not.
+        invite(BOB, "i4", &list, CAROL, "editor", "2999-01-01T00:00:00Z"),
+        accept(BOB, "a1", &sent(ALICE, "i1"), &list),
+        accept(CAROL, "a2", &sent(BOB, "i4"), &list),
+        // Eve cannot accept Dave's invite.
+        accept(EVE, "a3", &sent(ALICE, "i3"), &list),
+    ]);
+    let collaborators = ok(&f, &format!("/xrpc/pub.svc.collaboration.listCollaborators?subjectUri={}", enc(&list))).await;
+    assert_eq!(
+        collaborators["collaborators"],
+        json!([{"did": BOB, "role": "editor", "inviteUri": sent(ALICE, "i1"), "acceptanceUri": format!("at://{BOB}/{ACCEPTANCE}/a1"),
+                "invitedAt": "2025-03-01T00:00:00Z", "acceptedAt": "2025-03-02T00:00:00Z"}])
+    );
+
+    let (status, body) = f.get("/xrpc/pub.svc.collaboration.listInvites").await;
+    assert_eq!((status, body["error"].as_str()), (StatusCode::UNAUTHORIZED, Some("AuthRequired")));
+    f.live();
+    let alice = login(&f, ALICE, "collab-alice").await;
+    let (all, body) = invites(&f, &alice, "").await;
+    assert_eq!(all.len(), 3, "Alice's own invites: {body}");
+    assert_eq!(body["total"], 3);
+    let (pending, _) = invites(&f, &alice, "?state=pending").await;
+    assert_eq!(pending, vec![(DAVE.to_owned(), "pending".to_owned())]);
+    let (expired, _) = invites(&f, &alice, "?state=expired").await;
+    assert_eq!(expired, vec![(CAROL.to_owned(), "expired".to_owned())]);
+    let (accepted, body) = invites(&f, &alice, "?state=accepted&subjectCollection=pub.svc.graph.node").await;
+    assert_eq!(accepted, vec![(BOB.to_owned(), "accepted".to_owned())]);
+    assert_eq!(body["invites"][0]["acceptedAt"], "2025-03-02T00:00:00Z");
+    assert_eq!(invites(&f, &alice, "?state=rejected").await.0, vec![]);
+    let carol = login(&f, CAROL, "collab-carol").await;
+    let (received, _) = invites(&f, &carol, "").await;
+    assert_eq!(received.len(), 2, "Carol received two: {received:?}");
+    let (from_bob, _) = invites(&f, &carol, "?inviter=did:plc:bob00000000000000000000").await;
+    assert_eq!(from_bob, vec![(CAROL.to_owned(), "accepted".to_owned())]);
+    for bad in ["?state=maybe", "?invitee=bob", "?limit=500"] {
+        let (status, body) = f.get_as(&format!("/xrpc/pub.svc.collaboration.listInvites{bad}"), &carol).await;
+        assert_eq!((status, body["error"].as_str()), (StatusCode::BAD_REQUEST, Some("InvalidRequest")), "{bad}: {body}");
+    }
+}
+
+/// `listInvites` with `query` as the holder of `token`: (invitee, state) of each, and the answer.
+async fn invites(f: &Fixture, token: &str, query: &str) -> (Vec<(String, String)>, Value) {
+    let (status, body) = f.get_as(&format!("/xrpc/pub.svc.collaboration.listInvites{query}"), token).await;
+    assert_eq!(status, StatusCode::OK, "{query}: {body}");
+    let states = body["invites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["invitee"].as_str().unwrap().to_owned(), i["state"].as_str().unwrap().to_owned()))
+        .collect();
+    (states, body)
+}

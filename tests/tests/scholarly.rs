@@ -477,6 +477,51 @@ async fn scenario(pds: &Pds, gov: &Account, backend: &Backend) -> Ran {
     let token = pds.service_auth(&alice, SERVICE_DID, "pub.svc.graph.listPersonalNodes", None).await.unwrap();
     let mine = get_as(&svc, &token, "/xrpc/pub.svc.graph.listPersonalNodes?subkind=collection").await;
     assert_eq!(mine["nodes"].as_array().map(|n| n.len()), Some(1), "{mine}");
+    // A subcollection holding her paper; she invites Bob to collaborate and he accepts.
+    let (sub_id, sub_edge, item_edge) =
+        ("0b7c3a52-6a1e-4c1f-9d4e-2f6a8b1c0d04", "0b7c3a52-6a1e-4c1f-9d4e-2f6a8b1c0d05", "0b7c3a52-6a1e-4c1f-9d4e-2f6a8b1c0d06");
+    let sub = json!({"id": sub_id, "kind": "object", "subkind": "collection", "label": "GNN papers", "status": "established", "createdAt": now()});
+    pds.put_record(&alice, "pub.svc.graph.node", sub_id, &sub).await.unwrap();
+    for (id, source, target, relation) in [
+        (sub_edge, node_uri(sub_id), node_uri(collection_id), "subcollection-of"),
+        (item_edge, node_uri(sub_id), paper.clone(), "contains"),
+    ] {
+        let edge = json!({"id": id, "sourceUri": source, "targetUri": target, "relationSlug": relation, "status": "established", "createdAt": now()});
+        pds.put_record(&alice, "pub.svc.graph.edge", id, &edge).await.unwrap();
+    }
+    let subject = json!({"uri": node_uri(collection_id), "cid": node["cid"]});
+    let (invite, invite_cid) = pds
+        .create_record(
+            &alice,
+            "pub.svc.collaboration.invite",
+            &json!({"subject": subject, "invitee": bob.did, "role": "editor", "createdAt": now()}),
+        )
+        .await
+        .unwrap();
+    pds.create_record(
+        &bob,
+        "pub.svc.collaboration.inviteAcceptance",
+        &json!({"invite": {"uri": invite, "cid": invite_cid}, "subject": subject, "createdAt": now()}),
+    )
+    .await
+    .unwrap();
+    let collection_get = format!("/xrpc/pub.svc.collection.get?uri={}", enc(&node_uri(collection_id)));
+    let (held, _) =
+        until(&svc, &collection_get, "the collection's items", |s, b| s == 200 && b["items"].as_array().is_some_and(|i| i.len() == 2))
+            .await;
+    assert_eq!(
+        (held["subcollections"][0]["label"].as_str(), held["items"][1]["title"].as_str()),
+        (Some("GNN papers"), Some("Message Passing on Graphs")),
+        "{held}"
+    );
+    let collaborators = format!("/xrpc/pub.svc.collaboration.listCollaborators?subjectUri={}", enc(&node_uri(collection_id)));
+    let (team, _) =
+        until(&svc, &collaborators, "the collaborator", |s, b| s == 200 && b["collaborators"].as_array().is_some_and(|c| c.len() == 1))
+            .await;
+    assert_eq!(
+        (team["collaborators"][0]["did"].as_str(), team["collaborators"][0]["role"].as_str()),
+        (Some(bob.did.as_str()), Some("editor"))
+    );
     // Author search (beyond the contract) finds him by his handle and by his profile's name.
     let (found, _) = until(&svc, "/xrpc/pub.svc.author.searchAuthors?q=b.%20bob", "the author search", |s, b| {
         s == 200 && b["authors"].as_array().is_some_and(|a| a.len() == 1)
@@ -571,7 +616,9 @@ async fn scenario(pds: &Pds, gov: &Account, backend: &Backend) -> Ran {
     let mut queries = queries(&paper, &other, &review, &annotation, &bob);
     queries.splice(0..0, governed);
     // (The last query is the one the embedded comparison waits on.)
-    queries.insert(queries.len() - 1, graph_node);
+    for q in [graph_node, collection_get, collaborators] {
+        queries.insert(queries.len() - 1, q);
+    }
     let answers = answers(&svc, &queries).await;
     Ran { svc, data, _dir: dir, queries, answers, usage }
 }

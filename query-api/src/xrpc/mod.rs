@@ -15,6 +15,7 @@ mod annotation;
 mod author;
 mod backlink;
 pub mod catalog;
+mod collaboration;
 mod collection;
 mod discovery;
 mod endorsement;
@@ -49,6 +50,7 @@ pub fn methods() -> Routes {
         .merge(discovery::routes())
         .merge(graph::routes())
         .merge(collection::routes())
+        .merge(collaboration::routes())
         .merge(governance::routes())
         .merge(author::routes())
         .merge(backlink::routes())

@@ -34,6 +34,10 @@ pub enum Kind {
     Proposal,
     /// Votes on proposals.
     Vote,
+    /// Collaboration invites.
+    Invite,
+    /// Acceptances of collaboration invites.
+    InviteAcceptance,
 }
 
 impl Kind {
@@ -55,6 +59,8 @@ impl Kind {
             Kind::Reconciliation => "reconciliation",
             Kind::Proposal => "proposal",
             Kind::Vote => "vote",
+            Kind::Invite => "invite",
+            Kind::InviteAcceptance => "inviteAcceptance",
         }
     }
 }

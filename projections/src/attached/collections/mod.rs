@@ -4,6 +4,7 @@
 //! appears in. Adding a collection is one entry, one normalizer and its lexicon.
 
 mod citation;
+pub mod collaboration;
 mod comment;
 pub mod endorsement;
 mod entity_link;
@@ -55,6 +56,10 @@ pub const EDGE_PROPOSAL: &str = "pub.svc.graph.edgeProposal";
 /// Votes on proposals.
 pub const VOTE: &str = "pub.svc.graph.vote";
 
+/// Collaboration invites.
+pub const INVITE: &str = "pub.svc.collaboration.invite";
+/// Acceptances of collaboration invites.
+pub const INVITE_ACCEPTANCE: &str = "pub.svc.collaboration.inviteAcceptance";
 /// A collection of the model.
 #[derive(Debug)]
 pub struct Collection {
@@ -109,6 +114,14 @@ pub static COLLECTIONS: &[Collection] = &[
     Collection { nsid: NODE_PROPOSAL, kind: Kind::Proposal, deletable: true, normalize: governance::node_proposal, placeholder: None },
     Collection { nsid: EDGE_PROPOSAL, kind: Kind::Proposal, deletable: true, normalize: governance::edge_proposal, placeholder: None },
     Collection { nsid: VOTE, kind: Kind::Vote, deletable: true, normalize: governance::vote, placeholder: None },
+    Collection { nsid: INVITE, kind: Kind::Invite, deletable: true, normalize: collaboration::invite, placeholder: None },
+    Collection {
+        nsid: INVITE_ACCEPTANCE,
+        kind: Kind::InviteAcceptance,
+        deletable: true,
+        normalize: collaboration::acceptance,
+        placeholder: None,
+    },
 ];
 
 impl Collection {
