@@ -22,6 +22,7 @@ use crate::activity::{self, ActivityProjection};
 use crate::admin::{self, AdminProjection};
 use crate::attached::{self, AttachedProjection};
 use crate::eprints::{self, EprintsProjection};
+use crate::governance::{self, GovernanceProjection};
 use crate::inbox::{self, InboxProjection};
 use crate::interactions::{self, InteractionsProjection};
 use crate::search::{self, SearchIndexes, SearchProjection};
@@ -66,6 +67,7 @@ pub const CATALOG: &[ModelSpec] = &[
     ModelSpec { name: access::MODEL, place: Place::Shared, tables: access::TABLES, open: open_access, format: 2 },
     // 2: take-downs and reports kept as violations.
     ModelSpec { name: admin::MODEL, place: Place::Shared, tables: admin::TABLES, open: open_admin, format: 2 },
+    ModelSpec { name: governance::MODEL, place: Place::Shared, tables: governance::TABLES, open: open_governance, format: 1 },
     ModelSpec { name: inbox::MODEL, place: Place::Shared, tables: inbox::TABLES, open: open_inbox, format: 1 },
     ModelSpec { name: usage::MODEL, place: Place::Shared, tables: usage::TABLES, open: open_usage, format: 1 },
     ModelSpec { name: activity::MODEL, place: Place::Shared, tables: activity::TABLES, open: open_activity, format: 1 },
@@ -88,6 +90,10 @@ fn open_access(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projec
 
 fn open_admin(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
     Ok(Box::new(AdminProjection::new(ctx.store.clone(), version, mode)))
+}
+
+fn open_governance(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
+    Ok(Box::new(GovernanceProjection::new(ctx.store.clone(), version, mode)))
 }
 
 fn open_inbox(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {

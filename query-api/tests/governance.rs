@@ -165,3 +165,161 @@ async fn proposals_are_tallied_from_their_votes_by_the_rule() {
         assert_eq!((status, body["error"].as_str()), (StatusCode::NOT_FOUND, Some("NotFound")), "{missing}: {body}");
     }
 }
+
+const ADMIN: &str = "did:plc:govadmin000000000000000";
+
+/// POSTs `body` to the governance method `method` with `token`.
+async fn call(f: &Fixture, method: &str, token: Option<&str>, body: Value) -> (StatusCode, Value) {
+    f.post_as(&format!("/xrpc/pub.svc.governance.{method}"), token, body).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn governance_roles_are_requested_decided_delegated_and_revoked() {
+    let mut f = Fixture::new();
+    let field = format!("at://{GOVERNANCE_DID}/pub.svc.graph.node/cs-lg");
+    let update = |did: &str, rkey: &str| {
+        create(
+            did,
+            "pub.svc.graph.nodeProposal",
+            rkey,
+            "3l0000000000a",
+            json!({
+            "proposalType": "update", "kind": "type", "targetUri": field, "proposedNode": {"label": "ML"},
+            "rationale": "Shorter.", "createdAt": "2025-03-01T00:00:00Z"}),
+        )
+    };
+    f.apply(vec![
+        create(BOB, "pub.svc.eprint.submission", "p1", "3l0000000000a", submission("Sparse Attention", BOB, "2025-01-01T00:00:00Z")),
+        create(CAROL, "pub.svc.eprint.submission", "p2", "3l0000000000a", submission("Planning", CAROL, "2025-01-01T00:00:00Z")),
+        update(CAROL, "u1"),
+        update(BOB, "u2"),
+    ]);
+    f.live();
+    query_api::xrpc::governance::bootstrap(&f.state, &[ADMIN.to_owned()]).await.unwrap();
+    query_api::xrpc::governance::bootstrap(&f.state, &[ADMIN.to_owned()]).await.unwrap();
+    let (admin, bob, carol) = (login(&f, ADMIN, "g-admin").await, login(&f, BOB, "g-bob").await, login(&f, CAROL, "g-carol").await);
+
+    // A community member's proposal to change the shared graph is rejected, with the reason.
+    assert_eq!(ok(&f, "/xrpc/pub.svc.governance.getProposal?id=u2").await["status"], "rejected");
+    let refused = ok(&f, "/xrpc/pub.svc.governance.getProposal?id=u1").await;
+    assert_eq!(refused["status"], "rejected");
+    assert!(refused["rejectionReason"].as_str().is_some_and(|r| r.contains("trusted-editor")), "{refused}");
+
+    // Bob asks to be a trusted editor: the rules do not hold (a new account), so it waits.
+    let (status, asked) = call(&f, "requestElevation", Some(&bob), json!({"targetRole": "trusted-editor"})).await;
+    assert_eq!((status, asked["success"].as_bool()), (StatusCode::OK, Some(true)), "{asked}");
+    assert!(asked["message"].as_str().is_some_and(|m| m.contains("accountAge") && m.contains("reputation")), "{asked}");
+    let request = asked["requestId"].as_str().unwrap().to_owned();
+    let (status, again) = call(&f, "requestElevation", Some(&bob), json!({"targetRole": "trusted-editor"})).await;
+    assert_eq!((status, again["error"].as_str()), (StatusCode::BAD_REQUEST, Some("InvalidRequest")), "one pending request: {again}");
+    let (status, e) = call(&f, "requestElevation", Some(&bob), json!({"targetRole": "administrator"})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{e}");
+
+    // Only a governance administrator decides, and lists the requests.
+    let (status, e) = call(&f, "approveElevation", Some(&bob), json!({"requestId": request})).await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::FORBIDDEN, Some("Unauthorized")), "{e}");
+    let (status, e) = f.get_as("/xrpc/pub.svc.governance.listElevationRequests", &bob).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{e}");
+    let (_, pending) = f.get_as("/xrpc/pub.svc.governance.listElevationRequests", &admin).await;
+    assert_eq!((pending["total"].as_u64(), pending["requests"][0]["did"].as_str()), (Some(1), Some(BOB)), "{pending}");
+    assert!(pending["requests"][0]["unmet"].as_array().is_some_and(|u| !u.is_empty()));
+    let (status, done) =
+        call(&f, "approveElevation", Some(&admin), json!({"requestId": request, "verificationNotes": "Known to us."})).await;
+    assert_eq!((status, done["success"].as_bool()), (StatusCode::OK, Some(true)), "{done}");
+    let (status, e) = call(&f, "approveElevation", Some(&admin), json!({"requestId": request})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "decided already: {e}");
+    let (status, e) = call(&f, "approveElevation", Some(&admin), json!({"requestId": "nope"})).await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::NOT_FOUND, Some("NotFound")));
+    let (_, status_of_bob) = f.get_as(&format!("/xrpc/pub.svc.governance.getEditorStatus?did={BOB}"), &carol).await;
+    assert_eq!(
+        (status_of_bob["role"].as_str(), status_of_bob["roleGrantedBy"].as_str(), status_of_bob["metrics"]["eprintCount"].as_u64()),
+        (Some("trusted-editor"), Some(ADMIN), Some(1)),
+        "{status_of_bob}"
+    );
+    let (status, e) = call(&f, "requestElevation", Some(&bob), json!({"targetRole": "trusted-editor"})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "holds it already: {e}");
+
+    // A trusted editor's change proposal stands on its votes (it was refused while he was
+    // a community member).
+    assert_eq!(ok(&f, "/xrpc/pub.svc.governance.getProposal?id=u2").await["status"], "pending");
+
+    // The editors, by role.
+    let (_, editors) = f.get_as("/xrpc/pub.svc.governance.listTrustedEditors", &admin).await;
+    let dids: Vec<&str> = editors["editors"].as_array().unwrap().iter().filter_map(|e| e["did"].as_str()).collect();
+    assert_eq!(dids, vec![BOB, ADMIN], "newest grant first; bootstrapped once: {editors}");
+    let (_, editors) = f.get_as("/xrpc/pub.svc.governance.listTrustedEditors?role=trusted-editor&limit=1", &admin).await;
+    assert_eq!((editors["total"].as_u64(), editors["editors"][0]["did"].as_str()), (Some(1), Some(BOB)));
+
+    // Delegations: granted for at most 365 days, listed, shown in the editor's status, revoked.
+    let grant = json!({"delegateDid": BOB, "collections": ["pub.svc.graph.node"], "daysValid": 30});
+    let (status, e) = call(&f, "grantDelegation", Some(&bob), grant.clone()).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{e}");
+    for bad in [
+        json!({"delegateDid": BOB, "collections": ["pub.svc.graph.node"], "daysValid": 366}),
+        json!({"delegateDid": BOB, "collections": ["not an nsid"], "daysValid": 30}),
+        json!({"delegateDid": "bob", "collections": ["pub.svc.graph.node"], "daysValid": 30}),
+    ] {
+        let (status, e) = call(&f, "grantDelegation", Some(&admin), bad.clone()).await;
+        assert_eq!((status, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("InvalidRequest")), "{bad}: {e}");
+    }
+    let (_, listed) = f.get_as("/xrpc/pub.svc.governance.listDelegations", &admin).await;
+    assert_eq!(listed["total"], 0, "nothing written by a refused grant");
+    let (status, granted) = call(&f, "grantDelegation", Some(&admin), grant).await;
+    assert_eq!(status, StatusCode::OK, "{granted}");
+    let delegation = granted["delegationId"].as_str().unwrap().to_owned();
+    let (_, listed) = f.get_as("/xrpc/pub.svc.governance.listDelegations", &admin).await;
+    assert_eq!((listed["total"].as_u64(), listed["delegations"][0]["active"].as_bool()), (Some(1), Some(true)), "{listed}");
+    let (_, mine) = f.get_as("/xrpc/pub.svc.governance.getEditorStatus", &bob).await;
+    assert_eq!(
+        (mine["hasDelegation"].as_bool(), mine["dailyRateLimit"].as_u64(), &mine["delegationCollections"]),
+        (Some(true), Some(100), &json!(["pub.svc.graph.node"])),
+        "{mine}"
+    );
+    let (status, revoked) = call(&f, "revokeDelegation", Some(&admin), json!({"delegationId": delegation})).await;
+    assert_eq!((status, revoked["success"].as_bool()), (StatusCode::OK, Some(true)), "{revoked}");
+    let (_, again) = call(&f, "revokeDelegation", Some(&admin), json!({"delegationId": delegation})).await;
+    assert_eq!(again["success"], false);
+    let (status, _) = call(&f, "revokeDelegation", Some(&admin), json!({"delegationId": "nope"})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (_, mine) = f.get_as("/xrpc/pub.svc.governance.getEditorStatus", &bob).await;
+    assert_eq!(mine["hasDelegation"], false);
+
+    // Carol asks and is turned down; Bob's role is revoked, and his change proposal with it.
+    let (_, asked) = call(&f, "requestElevation", Some(&carol), json!({"targetRole": "trusted-editor"})).await;
+    let (status, e) = call(&f, "rejectElevation", Some(&admin), json!({"requestId": asked["requestId"]})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "a reason is required: {e}");
+    let (status, _) = call(&f, "rejectElevation", Some(&admin), json!({"requestId": asked["requestId"], "reason": "Not yet."})).await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, pending) = f.get_as("/xrpc/pub.svc.governance.listElevationRequests", &admin).await;
+    assert_eq!(pending["total"], 0);
+    let (_, carols) = f.get_as("/xrpc/pub.svc.governance.getEditorStatus", &carol).await;
+    assert_eq!(carols["role"], "community-member");
+    let (status, e) = call(&f, "revokeRole", Some(&admin), json!({"did": CAROL, "reason": "x"})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "Carol holds no role: {e}");
+    let (status, _) = call(&f, "revokeRole", Some(&admin), json!({"did": BOB, "reason": "Inactive."})).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(ok(&f, "/xrpc/pub.svc.governance.getProposal?id=u2").await["status"], "rejected");
+    // (Governance roles are not svc's roles: the audit trail needs svc's admin role.)
+    query_api::xrpc::admin::bootstrap(&f.state, &[ADMIN.to_owned()]).await.unwrap();
+    let (status, audit) = f.get_as("/xrpc/pub.svc.admin.getAuditLog", &login(&f, ADMIN, "g-admin-2").await).await;
+    assert_eq!(status, StatusCode::OK, "{audit}");
+    let actions: Vec<&str> = audit["entries"].as_array().unwrap().iter().filter_map(|e| e["action"].as_str()).collect();
+    for action in [
+        "governance_role_grant",
+        "elevation_approve",
+        "elevation_reject",
+        "delegation_grant",
+        "delegation_revoke",
+        "governance_role_revoke",
+    ] {
+        assert!(actions.contains(&action), "{action} audited: {actions:?}");
+    }
+
+    // Without credentials: 401; an unknown account: 404.
+    let (status, e) = f.get("/xrpc/pub.svc.governance.getEditorStatus").await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::UNAUTHORIZED, Some("AuthRequired")));
+    let (status, _) = call(&f, "requestElevation", None, json!({"targetRole": "trusted-editor"})).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _) = f.get_as("/xrpc/pub.svc.governance.getEditorStatus?did=did:plc:nobody0000000000000000000", &admin).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}

@@ -158,6 +158,11 @@ impl Supervisor {
                 .await
                 .map_err(|e| anyhow::anyhow!("failed to grant the admin role to ADMIN_DIDS: {}", e.message()))?;
         }
+        if !args.auth.governance_admins.is_empty() {
+            query_api::xrpc::governance::bootstrap(&state, &args.auth.governance_admins).await.map_err(|e| {
+                anyhow::anyhow!("failed to grant the governance role administrator to --governance-admins: {}", e.message())
+            })?;
+        }
         if let Some(publisher) = state.sync.publisher.clone() {
             let state = state.clone();
             self.spawn(|token| async move {

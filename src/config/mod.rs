@@ -138,7 +138,13 @@ impl Cli {
                 }
                 up.governance.validate()?;
                 up.publish.validate()?;
-                if let Some(bad) = up.approved_services.iter().chain(&up.auth.admins()).find(|d| !lexicons::formats::is_did(d)) {
+                if let Some(bad) = up
+                    .approved_services
+                    .iter()
+                    .chain(&up.auth.admins())
+                    .chain(&up.auth.governance_admins)
+                    .find(|d| !lexicons::formats::is_did(d))
+                {
                     return Err(ConfigError::Did(bad.clone()));
                 }
                 if up.batch_size == 0 {

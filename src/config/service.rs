@@ -179,6 +179,12 @@ pub struct AuthArgs {
     #[arg(long, env = "SVC_ADMIN_DIDS", value_delimiter = ',')]
     pub admin_dids: Vec<String>,
 
+    /// DIDs granted the governance role `administrator` at start (idempotent),
+    /// comma-separated: they decide elevation requests, grant and revoke delegations and
+    /// revoke governance roles (the governance repository's DID always may).
+    #[arg(long, env = "SVC_GOVERNANCE_ADMINS", value_delimiter = ',')]
+    pub governance_admins: Vec<String>,
+
     /// Requests per minute of the four rate-limit tiers (anonymous, authenticated, elevated,
     /// service), comma-separated, or `off`.
     #[arg(long, env = "SVC_RATE_LIMITS", default_value = "60,300,1000,5000", value_parser = parse_rate_limits)]

@@ -163,8 +163,9 @@ fn following(pds: &Pds, gov: &Account, backend: Backend) -> Backend {
 /// mind (his newer vote counts, once), Carol approves, Dave abstains: consensus. svc writes
 /// the node to its governance repository on the PDS, and it is served once it comes back
 /// through the firehose. An edge proposal that would close a cycle of broader edges is
-/// rejected whatever the votes. The queries the replay and the other backend compare.
-async fn governance(svc: &Service, pds: &Pds, gov: &Account, alice: &Account, bob: &Account) -> Vec<String> {
+/// rejected whatever the votes. Carol is elevated to trusted editor. The queries the replay
+/// and the other backend compare, and those only the replay does.
+async fn governance(svc: &Service, pds: &Pds, gov: &Account, alice: &Account, bob: &Account) -> (Vec<String>, Vec<String>) {
     let carol = pds.create_account("carol").await.unwrap();
     let dave = pds.create_account("dave").await.unwrap();
     let proposal = json!({
@@ -221,14 +222,35 @@ async fn governance(svc: &Service, pds: &Pds, gov: &Account, alice: &Account, bo
     assert!(refused["rejectionReason"].as_str().is_some_and(|r| r.contains("cycle")), "{refused}");
     let edges = pds.list_records(&gov.did, "pub.svc.graph.edge").await.unwrap();
     assert_eq!(edges.len(), 1, "the cyclic edge is not written: {edges:?}");
-    vec![
+
+    // Carol asks to be a trusted editor (a new account: it waits); the governance account,
+    // a governance administrator, approves, each with a token from the PDS.
+    let token = pds.service_auth(&carol, SERVICE_DID, "pub.svc.governance.requestElevation", None).await.unwrap();
+    let (status, asked) =
+        svc.post("/xrpc/pub.svc.governance.requestElevation", Some(&token), &json!({"targetRole": "trusted-editor"})).await.unwrap();
+    assert_eq!((status, asked["success"].as_bool()), (200, Some(true)), "{asked}");
+    let token = pds.service_auth(&dave, SERVICE_DID, "pub.svc.governance.approveElevation", None).await.unwrap();
+    let (status, _) =
+        svc.post("/xrpc/pub.svc.governance.approveElevation", Some(&token), &json!({"requestId": asked["requestId"]})).await.unwrap();
+    assert_eq!(status, 403, "Dave is no governance administrator");
+    let token = pds.service_auth(gov, SERVICE_DID, "pub.svc.governance.approveElevation", None).await.unwrap();
+    let (status, done) =
+        svc.post("/xrpc/pub.svc.governance.approveElevation", Some(&token), &json!({"requestId": asked["requestId"]})).await.unwrap();
+    assert_eq!(status, 200, "{done}");
+    let token = pds.service_auth(&carol, SERVICE_DID, "pub.svc.governance.getEditorStatus", None).await.unwrap();
+    let editor = get_as(svc, &token, "/xrpc/pub.svc.governance.getEditorStatus").await;
+    assert_eq!((editor["role"].as_str(), editor["roleGrantedBy"].as_str()), (Some("trusted-editor"), Some(gov.did.as_str())), "{editor}");
+    let votes = format!("/xrpc/pub.svc.governance.listVotes?proposalId={}", enc(&proposal_uri));
+    let queries = vec![
         get,
         get_cyclic,
         get_node,
-        format!("/xrpc/pub.svc.governance.listVotes?proposalId={}", enc(&proposal_uri)),
         "/xrpc/pub.svc.governance.listProposals".into(),
         format!("/xrpc/pub.svc.graph.getNode?id={}&includeEdges=true", enc(&physics)),
-    ]
+    ];
+    // The votes name each voter's governance role, which commands in this svc's own log
+    // set (Carol's elevation): compared across the replay, not with another svc.
+    (queries, vec![votes])
 }
 
 /// What svc wrote to the governance repository: still the one node and the owner's edge
@@ -611,8 +633,9 @@ async fn scenario(pds: &Pds, gov: &Account, backend: &Backend) -> Ran {
         assert!(*lag < Duration::from_secs(5), "{what} took {lag:?}");
     }
 
-    let governed = governance(&svc, pds, gov, &alice, &bob).await;
-    let usage = usage(&svc, pds, &bob, &paper, &other).await;
+    let (governed, own) = governance(&svc, pds, gov, &alice, &bob).await;
+    let mut usage = usage(&svc, pds, &bob, &paper, &other).await;
+    usage.extend(own);
     let mut queries = queries(&paper, &other, &review, &annotation, &bob);
     queries.splice(0..0, governed);
     // (The last query is the one the embedded comparison waits on.)

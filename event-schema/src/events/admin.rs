@@ -99,6 +99,55 @@ pub enum AdminAction {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+    /// A governance role is set (docs/spec details §7): granted to a governance
+    /// administrator svc was started with (`--governance-admins`), or revoked by a governance
+    /// administrator (`revokeRole`: no role, the account is a community member again).
+    /// Keyed by the account's DID.
+    GovernanceRoleSet {
+        /// The account.
+        did: String,
+        /// The role (`trusted-editor`, `graph-editor`, `domain-expert`, `administrator`), or
+        /// none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        role: Option<String>,
+        /// Why, as given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A governance administrator decides a pending elevation request; an approval grants
+    /// the role asked for. Keyed by the requester's DID, after the request.
+    ElevationDecided {
+        /// The request's id.
+        id: String,
+        /// The requester.
+        did: String,
+        /// Approved (or rejected).
+        approved: bool,
+        /// The administrator's notes or reason.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
+    /// A governance administrator delegates the writing of records of some collections to
+    /// an account, until a time and within a daily limit. Keyed by the delegate's DID.
+    DelegationGranted {
+        /// The delegation's id (a UUID).
+        id: String,
+        /// The delegate.
+        delegate: String,
+        /// The collections (NSIDs) delegated.
+        collections: Vec<String>,
+        /// When it ends (RFC 3339), at most 365 days after it is granted.
+        expires_at: String,
+        /// The most records a day it allows.
+        max_records_per_day: u32,
+    },
+    /// A governance administrator revokes a delegation. Keyed by the delegate's DID.
+    DelegationRevoked {
+        /// The delegation's id.
+        id: String,
+        /// The delegate.
+        delegate: String,
+    },
     /// An operation ends: `completed`, `failed` or `cancelled`.
     OperationEnded {
         /// The operation's id.

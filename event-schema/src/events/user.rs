@@ -47,6 +47,20 @@ pub enum UserAction {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         recommendation_id: Option<String>,
     },
+    /// `pub.svc.governance.requestElevation`: the caller asks for a governance role. It is
+    /// granted at once when every eligibility rule held when asked (`granted`); otherwise
+    /// the request waits for a governance administrator, with the rules that did not hold.
+    ElevationRequested {
+        /// The request's id (a UUID).
+        id: String,
+        /// The role asked for (`trusted-editor`).
+        target_role: String,
+        /// Granted at once.
+        granted: bool,
+        /// The eligibility rules that did not hold.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        unmet: Vec<String>,
+    },
     /// `pub.svc.activity.markFailed`: the write the caller logged for this record failed.
     ActivityFailed {
         /// The record's collection.

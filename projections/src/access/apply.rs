@@ -261,6 +261,20 @@ fn admin_audit_row(st: &mut Staged, version: u32, event: &Envelope, cmd: &AdminC
             ("backfill_end", "", json!({"id": id, "status": status, "recordsProcessed": processed, "error": error}))
         }
         AdminAction::HostRegistered { url } => ("rescan", "", json!({"pdsUrl": url})),
+        AdminAction::GovernanceRoleSet { did, role, reason } => (
+            if role.is_some() { "governance_role_grant" } else { "governance_role_revoke" },
+            did.as_str(),
+            json!({"role": role, "reason": reason}),
+        ),
+        AdminAction::ElevationDecided { id, did, approved, note } => {
+            (if *approved { "elevation_approve" } else { "elevation_reject" }, did.as_str(), json!({"id": id, "note": note}))
+        }
+        AdminAction::DelegationGranted { id, delegate, collections, expires_at, max_records_per_day } => (
+            "delegation_grant",
+            delegate.as_str(),
+            json!({"id": id, "collections": collections, "expiresAt": expires_at, "maxRecordsPerDay": max_records_per_day}),
+        ),
+        AdminAction::DelegationRevoked { id, delegate } => ("delegation_revoke", delegate.as_str(), json!({"id": id})),
         AdminAction::GovernancePublished { proposal, uri, cid, error } => {
             ("governance_publish", proposal.as_str(), json!({"uri": uri, "cid": cid, "error": error}))
         }

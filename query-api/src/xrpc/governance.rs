@@ -7,6 +7,7 @@ use projections::attached::collections::graph::by_proposal;
 use projections::attached::collections::graph::edges_of;
 use projections::attached::collections::{Kind, Listing, EDGE_PROPOSAL, NODE_PROPOSAL};
 use projections::attached::read::{AttachedReader, Item, Page};
+use projections::governance::read::GovernanceReader;
 use projections::governance::{broader_cycle, tally, Ballot, Status, Tally, RULE};
 use projections::ProjectionError;
 use serde_json::{json, Value};
@@ -18,9 +19,14 @@ use crate::params::{check_did, cursor};
 use crate::reads;
 use crate::views::attached::next_cursor;
 
+mod roles;
+
+pub use roles::bootstrap;
+
 /// The namespace's methods.
 pub fn routes() -> Routes {
     Routes::new()
+        .merge(roles::routes())
         .query("pub.svc.governance.listProposals", Auth::Open, list_proposals)
         .query("pub.svc.governance.getProposal", Auth::Open, get_proposal)
         .aliases(&[("proposalId", "id")])
@@ -72,22 +78,40 @@ pub(crate) struct Standing {
     tally: Tally,
     /// pending, approved or rejected.
     pub(crate) status: &'static str,
-    cycle: Option<Vec<String>>,
+    /// Why it is rejected whatever the votes: the cycle it would close, or the role its
+    /// proposer lacks.
+    refusal: Option<String>,
 }
 
-/// Where the proposal `item` stands in the shared graph of the repository `gov`.
-pub(crate) fn standing(r: &AttachedReader, gov: &str, item: &Item) -> Result<Standing, ProjectionError> {
+/// The role a proposal to change (update, merge or deprecate) what the shared graph holds
+/// needs its proposer to hold, at least; creating is open to every community member.
+pub(crate) const CHANGE_ROLE: &str = "trusted-editor";
+
+/// Where the proposal `item` stands in the shared graph of the repository `gov`, given the
+/// governance roles `roles`.
+pub(crate) fn standing(r: &AttachedReader, roles: &GovernanceReader, gov: &str, item: &Item) -> Result<Standing, ProjectionError> {
     let tally = tally_of(r, &item.uri)?;
-    let cycle = closes_cycle(r, gov, item)?;
-    let status = if cycle.is_some() { "rejected" } else { tally.status.as_str() };
-    Ok(Standing { tally, status, cycle })
+    let mut refusal =
+        closes_cycle(r, gov, item)?.map(|path| format!("the edge would close a cycle of broader edges: {}", path.join(" → ")));
+    if refusal.is_none() && matches!(text(item, "type"), "update" | "merge" | "deprecate") {
+        let held = roles.role(&item.did)?.role;
+        if roles::rank(&held) < roles::rank(CHANGE_ROLE) {
+            refusal = Some(format!(
+                "a {} proposal needs its proposer to be at least a {CHANGE_ROLE}; {} is a {held}",
+                text(item, "type"),
+                item.did
+            ));
+        }
+    }
+    let status = if refusal.is_some() { "rejected" } else { tally.status.as_str() };
+    Ok(Standing { tally, status, refusal })
 }
 
 /// A proposal's view (`#proposalView`): its record's view, its tally and the rule. Its
 /// `nodeUri` is the node or edge it changes, or the one the governance repository `gov`
 /// made from it.
-fn proposal_view(r: &AttachedReader, gov: &str, item: &Item) -> Result<Value, ProjectionError> {
-    let Standing { tally: t, status, cycle } = standing(r, gov, item)?;
+fn proposal_view(r: &AttachedReader, roles: &GovernanceReader, gov: &str, item: &Item) -> Result<Value, ProjectionError> {
+    let Standing { tally: t, status, refusal } = standing(r, roles, gov, item)?;
     let made = r.page(&by_proposal(&item.uri), 20, None)?.items.into_iter().find(|i| i.did == gov).map(|i| i.uri);
     let decided = t.approve + t.reject;
     let share = if decided == 0 { Value::Null } else { json!(t.approve as f64 / decided as f64) };
@@ -122,8 +146,8 @@ fn proposal_view(r: &AttachedReader, gov: &str, item: &Item) -> Result<Value, Pr
     if let Some(name) = &item.account.display_name {
         out["proposerName"] = json!(name);
     }
-    if let Some(path) = cycle {
-        out["rejectionReason"] = json!(format!("the edge would close a cycle of broader edges: {}", path.join(" → ")));
+    if let Some(why) = refusal {
+        out["rejectionReason"] = json!(why);
     }
     Ok(out)
 }
@@ -177,22 +201,23 @@ fn list_proposals(c: &Call) -> Answer {
     let after = cursor(p)?;
     let gov = governance(c);
     let answer = reads::attached(&c.state, |r| {
+        let roles = GovernanceReader::new(c.state.store.as_ref())?;
         let keep = |i: &Item| {
             is_proposal(i)
                 && p.str("type").is_none_or(|t| text(i, "type") == t)
                 && p.str("kind").is_none_or(|k| text(i, "kind") == k)
                 && p.str("subkind").is_none_or(|s| text(i, "subkind") == s)
                 && p.str("nodeUri").is_none_or(|n| text(i, "targetUri") == n || text(i, "mergeIntoUri") == n)
-                && status.is_none_or(|s| standing(r, gov, i).is_ok_and(|st| st.status == s))
+                && status.is_none_or(|s| standing(r, &roles, gov, i).is_ok_and(|st| st.status == s))
         };
         let page = r.page_where(&list, c.limit(50), after, filtered.then_some(&keep as &dyn Fn(&Item) -> bool), MAX_SCAN)?;
-        answer_of(r, gov, &page)
+        answer_of(r, &roles, gov, &page)
     })?;
     Body::json(&answer)
 }
 
-fn answer_of(r: &AttachedReader, gov: &str, page: &Page) -> Result<Value, ProjectionError> {
-    let proposals = page.items.iter().map(|i| proposal_view(r, gov, i)).collect::<Result<Vec<_>, _>>()?;
+fn answer_of(r: &AttachedReader, roles: &GovernanceReader, gov: &str, page: &Page) -> Result<Value, ProjectionError> {
+    let proposals = page.items.iter().map(|i| proposal_view(r, roles, gov, i)).collect::<Result<Vec<_>, _>>()?;
     let mut out = json!({"proposals": proposals, "hasMore": page.next.is_some(), "total": page.total});
     if let Some(c) = next_cursor(page) {
         out["cursor"] = json!(c);
@@ -206,16 +231,20 @@ fn get_proposal(c: &Call) -> Answer {
     if id.is_empty() {
         return Err(ApiError::invalid_request("id (or proposalId) is required"));
     }
-    let view = reads::attached(&c.state, |r| resolve(r, id)?.map(|p| proposal_view(r, governance(c), &p)).transpose())?;
+    let view = reads::attached(&c.state, |r| {
+        let roles = GovernanceReader::new(c.state.store.as_ref())?;
+        resolve(r, id)?.map(|p| proposal_view(r, &roles, governance(c), &p)).transpose()
+    })?;
     Body::json(&view.ok_or_else(|| ApiError::not_found(format!("no proposal {id}")))?)
 }
 
 /// A vote's view (`#voteView`): `counted` says whether it is its voter's newest vote on the
-/// proposal, the one the tally counts.
-fn vote_view(item: &Item, counted: bool) -> Value {
+/// proposal, the one the tally counts; `voterRole` the voter's governance role (every vote
+/// weighs 1: the weighted option of the rule is not applied).
+fn vote_view(item: &Item, role: &str, counted: bool) -> Value {
     let mut out = json!({
         "id": rkey(&item.uri), "uri": item.uri, "cid": item.cid, "proposalUri": item.view["proposalUri"],
-        "voterDid": item.did, "voterRole": "community-member", "vote": item.view["vote"], "weight": 1,
+        "voterDid": item.did, "voterRole": role, "vote": item.view["vote"], "weight": 1,
         "counted": counted, "createdAt": item.view["createdAt"],
     });
     if let Some(name) = &item.account.display_name {
@@ -234,11 +263,12 @@ fn list_votes(c: &Call) -> Answer {
     let after = cursor(&c.params)?;
     let answer = reads::attached(&c.state, |r| {
         let Some(proposal) = resolve(r, id)? else { return Ok(None) };
+        let roles = GovernanceReader::new(c.state.store.as_ref())?;
         let page = r.page(&votes_on(&proposal.uri), c.limit(100), after)?;
         let mut votes = Vec::with_capacity(page.items.len());
         for v in &page.items {
             let newest = r.page(&votes_by(&proposal.uri, &v.did), 1, None)?.items.into_iter().next().map(|n| n.uri);
-            votes.push(vote_view(v, newest.as_deref() == Some(v.uri.as_str())));
+            votes.push(vote_view(v, &roles.role(&v.did)?.role, newest.as_deref() == Some(v.uri.as_str())));
         }
         let mut out = json!({"votes": votes, "hasMore": page.next.is_some(), "total": page.total});
         if let Some(c) = next_cursor(&page) {
@@ -263,25 +293,33 @@ fn get_user_vote(c: &Call) -> Answer {
         Ok(r.page(&votes_by(&proposal.uri, &did), 1, None)?.items.into_iter().next())
     })?;
     let vote = vote.ok_or_else(|| ApiError::not_found(format!("{did} has not voted on {id}")))?;
-    Body::json(&json!({"vote": vote_view(&vote, true)}))
+    let role = reads::blocking(&c.state, || GovernanceReader::new(c.state.store.as_ref())?.role(&did))?;
+    Body::json(&json!({"vote": vote_view(&vote, &role.role, true)}))
 }
 
 /// `pub.svc.governance.getPendingCount {kind?, subkind?}` → `{count}`: the proposals whose
 /// tally is pending.
 fn get_pending_count(c: &Call) -> Answer {
     let (kind, subkind) = (c.params.str("kind"), c.params.str("subkind"));
-    let count = reads::attached(&c.state, |r| pending_count(r, governance(c), kind, subkind))?;
+    let count =
+        reads::attached(&c.state, |r| pending_count(r, &GovernanceReader::new(c.state.store.as_ref())?, governance(c), kind, subkind))?;
     Body::json(&json!({"count": count}))
 }
 
 /// The proposals (of one kind and subkind, when given) still pending in the shared graph of
 /// the repository `gov`.
-pub(crate) fn pending_count(r: &AttachedReader, gov: &str, kind: Option<&str>, subkind: Option<&str>) -> Result<u64, ProjectionError> {
+pub(crate) fn pending_count(
+    r: &AttachedReader,
+    roles: &GovernanceReader,
+    gov: &str,
+    kind: Option<&str>,
+    subkind: Option<&str>,
+) -> Result<u64, ProjectionError> {
     let mut n = 0u64;
     for p in r.all(&all_proposals(), MAX_SCAN)? {
         if kind.is_none_or(|k| text(&p, "kind") == k)
             && subkind.is_none_or(|s| text(&p, "subkind") == s)
-            && standing(r, gov, &p)?.status == "pending"
+            && standing(r, roles, gov, &p)?.status == "pending"
         {
             n += 1;
         }

@@ -20,7 +20,7 @@ mod collection;
 mod discovery;
 mod endorsement;
 mod eprint;
-pub(crate) mod governance;
+pub mod governance;
 mod graph;
 pub mod method;
 mod metrics;

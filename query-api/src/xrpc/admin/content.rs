@@ -48,7 +48,13 @@ fn graph_stats(c: &Call) -> Answer {
         Ok(json!({
             "totalNodes": total_nodes, "totalEdges": total_edges,
             "fieldNodes": of_subkind("field")?, "authorNodes": of_subkind("author")?, "institutionNodes": of_subkind("institution")?,
-            "pendingProposals": crate::xrpc::governance::pending_count(r, gov, None, None)?,
+            "pendingProposals": crate::xrpc::governance::pending_count(
+                r,
+                &projections::governance::read::GovernanceReader::new(c.state.store.as_ref())?,
+                gov,
+                None,
+                None,
+            )?,
             "nodeCount": total_nodes, "edgeCount": total_edges,
         }))
     })?;
