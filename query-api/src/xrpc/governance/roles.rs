@@ -37,7 +37,7 @@ pub(super) fn routes() -> Routes {
         .procedure("pub.svc.governance.revokeDelegation", Auth::Required, revoke_delegation)
         .query("pub.svc.governance.listDelegations", Auth::Required, list_delegations)
         .query("pub.svc.governance.listTrustedEditors", Auth::Required, list_trusted_editors)
-        .query("pub.svc.governance.getEditorStatus", Auth::Open, get_editor_status)
+        .query("pub.svc.governance.getEditorStatus", Auth::Required, get_editor_status)
         .procedure("pub.svc.governance.revokeRole", Auth::Required, revoke_role)
 }
 
@@ -345,8 +345,8 @@ fn list_trusted_editors(c: &Call) -> Answer {
     Body::json(&page_answer("editors", page))
 }
 
-/// `getEditorStatus {did?}` → `#editorStatus` of the account, by default the caller's (401
-/// without either).
+/// `getEditorStatus {did?}` (signed in) → `#editorStatus` of the account, by default the
+/// caller's.
 fn get_editor_status(c: &Call) -> Answer {
     let did = match c.params.str("did") {
         Some(d) => d.to_owned(),
