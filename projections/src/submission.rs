@@ -35,6 +35,8 @@ pub struct Submission {
     pub authors: Vec<Author>,
     /// Field codes.
     pub fields: Vec<String>,
+    /// The codes (record keys) of its facet and topic nodes (`facetUris`, `topicUris`).
+    pub facets: Vec<String>,
     /// Author keywords.
     pub keywords: Vec<String>,
     /// When the author says the eprint was created.
@@ -135,6 +137,13 @@ pub fn normalize(record: &Value) -> Result<Submission, String> {
             fields.push(code);
         }
     }
+    let mut facets = Vec::new();
+    for uri in strings(src.get("facetUris")).into_iter().chain(strings(src.get("topicUris"))) {
+        let code = field_code(&uri);
+        if !facets.contains(&code) {
+            facets.push(code);
+        }
+    }
     let keywords = strings(src.get("keywords"));
     let created_at = src
         .get("createdAt")
@@ -160,7 +169,7 @@ pub fn normalize(record: &Value) -> Result<Submission, String> {
     if let Some(blob) = src.get("pdfBlob").or_else(|| src.get("document")) {
         out.insert("pdfBlob".into(), blob.clone());
     }
-    Ok(Submission { record: Value::Object(out), title, abstract_text, authors, fields, keywords, created_at })
+    Ok(Submission { record: Value::Object(out), title, abstract_text, authors, fields, facets, keywords, created_at })
 }
 
 #[cfg(test)]

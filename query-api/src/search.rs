@@ -40,6 +40,8 @@ pub struct SearchArgs {
     pub facets: Vec<Facet>,
     /// Whether to mark the matched words of each hit (svc's extension).
     pub highlight: bool,
+    /// Groups of field or facet codes, a hit having one of each (faceted browsing).
+    pub groups: Vec<Vec<String>>,
 }
 
 /// The `facets` parameter: names, repeated or comma-separated.
@@ -47,7 +49,7 @@ pub fn facets(names: &[String]) -> Result<Vec<Facet>, ApiError> {
     let mut out = Vec::new();
     for name in names.iter().flat_map(|n| n.split(',')).map(str::trim).filter(|n| !n.is_empty()) {
         let facet = Facet::parse(name)
-            .ok_or_else(|| ApiError::invalid_param("facets", format!("{name} is not a facet (fields, year, author, tags)")))?;
+            .ok_or_else(|| ApiError::invalid_param("facets", format!("{name} is not a facet (fields, year, author, tags, facet)")))?;
         if !out.contains(&facet) {
             out.push(facet);
         }
@@ -143,6 +145,7 @@ pub async fn search(state: &AppState, args: SearchArgs) -> Result<SearchPage, Ap
         limit: args.limit,
         cursor: None,
         tags: Vec::new(),
+        groups: args.groups,
     };
     // The tags in any of their forms (`Machine Learning` = `#machine_learning`).
     request.tags = args.tags.iter().map(|t| normalize_tag(t)).filter(|t| !t.is_empty()).collect();

@@ -52,6 +52,21 @@ async fn the_graph_answers_from_the_seeded_taxonomy_and_what_users_wrote() {
         create(ALICE, sub, "p2", "3l0000000000a", paper("Planning Agents", ALICE, &["cs.AI"])),
         create(BOB, sub, "p3", "3l0000000000a", paper("Graph Colourings", BOB, &["math.CO"])),
         create(BOB, sub, "p4", "3l0000000000a", by_uri),
+        // A facet of the shared graph, and a paper naming it.
+        create(
+            GOVERNANCE_DID,
+            "pub.svc.graph.node",
+            "f-europe",
+            "3l0000000000b",
+            json!({
+            "id": "f-europe", "slug": "europe", "kind": "object", "subkind": "facet", "label": "Europe", "status": "established",
+            "createdAt": "2025-01-01T00:00:00Z"}),
+        ),
+        create(ALICE, sub, "p5", "3l0000000000a", {
+            let mut p = paper("European Transformers", ALICE, &["q-bio.NC"]);
+            p["facetUris"] = json!([format!("at://{GOVERNANCE_DID}/pub.svc.graph.node/f-europe")]);
+            p
+        }),
         // Alice's personal graph: a collection holding cs.LG.
         create(
             ALICE,
@@ -159,6 +174,21 @@ async fn the_graph_answers_from_the_seeded_taxonomy_and_what_users_wrote() {
     let eprints = ok(&f, "/xrpc/pub.svc.graph.getFieldEprints?field=cs&includeChildren=true").await;
     assert_eq!(eprints["total"], 3, "cs.LG twice (by code, by node URI) and cs.AI: {eprints}");
     assert_eq!(ok(&f, "/xrpc/pub.svc.graph.getFieldEprints?field=cs").await["total"], 0, "no eprint names the group itself");
+    // Faceted browsing: a subject (a field), and a place among the facets; counts of both.
+    let browsed = ok(&f, "/xrpc/pub.svc.graph.browseFaceted?personality=cs.LG,q-bio.NC").await;
+    assert_eq!(browsed["total"], 3, "p1 and p5 by code, p4 by node URI: {browsed}");
+    assert!(browsed["impressionId"].as_str().is_some_and(|i| !i.is_empty()), "{browsed}");
+    let both = ok(&f, "/xrpc/pub.svc.graph.browseFaceted?personality=cs.LG&personality=q-bio.NC&space=europe").await;
+    assert_eq!((both["total"].as_u64(), both["hits"][0]["title"].as_str()), (Some(1), Some("European Transformers")), "{both}");
+    assert_eq!(both["facets"]["facet"], json!([{"value": "f-europe", "count": 1}]), "{both}");
+    assert_eq!(both["facets"]["fields"], json!([{"value": "q-bio.NC", "count": 1}]), "{both}");
+    let by_uri =
+        ok(&f, &format!("/xrpc/pub.svc.graph.browseFaceted?space={}", enc(&format!("at://{GOVERNANCE_DID}/pub.svc.graph.node/f-europe"))))
+            .await;
+    assert_eq!(by_uri["total"], 1);
+    let worded = ok(&f, "/xrpc/pub.svc.graph.browseFaceted?q=transformers&personality=q-bio.NC,stat.ML").await;
+    assert_eq!(worded["total"], 1, "{worded}");
+    assert_eq!(ok(&f, "/xrpc/pub.svc.graph.browseFaceted?time=no-such-era").await["total"], 0);
     let math = ok(&f, "/xrpc/pub.svc.graph.getFieldEprints?field=math.CO").await;
     assert_eq!(math["eprints"][0]["title"], "Graph Colourings");
 

@@ -26,6 +26,8 @@ pub enum Facet {
     Author,
     /// Normalized tags.
     Tags,
+    /// Facet and topic node codes (`facetUris`, `topicUris`).
+    Facet,
 }
 
 impl Facet {
@@ -36,6 +38,7 @@ impl Facet {
             "year" => Some(Facet::Year),
             "author" | "authors" => Some(Facet::Author),
             "tags" | "tag" => Some(Facet::Tags),
+            "facet" | "topics" => Some(Facet::Facet),
             _ => None,
         }
     }
@@ -47,6 +50,7 @@ impl Facet {
             Facet::Year => "year",
             Facet::Author => "author",
             Facet::Tags => "tags",
+            Facet::Facet => "facet",
         }
     }
 }
@@ -134,6 +138,7 @@ fn fast_field(facet: Facet) -> &'static str {
         Facet::Year => "year",
         Facet::Author => "author_did",
         Facet::Tags => "tag",
+        Facet::Facet => "facet",
     }
 }
 

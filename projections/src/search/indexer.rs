@@ -232,6 +232,9 @@ impl SearchProjection {
             doc.add_text(f.all, code);
             doc.add_text(f.field, code);
         }
+        for code in &s.facets {
+            doc.add_text(f.facet, code);
+        }
         for did in s.listed_dids(&source.did) {
             doc.add_text(f.author_did, &did);
         }

@@ -105,6 +105,9 @@ pub struct SearchRequest {
     /// Tags (normalized); a hit carries at least one of them (when any are given): an
     /// exact match on the documents' `tag` field, which the index keeps with each eprint.
     pub tags: Vec<String>,
+    /// Groups of field or facet codes: a hit has a code of every group, in its fields or
+    /// its facets (faceted browsing: a group per facet dimension).
+    pub groups: Vec<Vec<String>>,
 }
 
 impl SearchRequest {
@@ -132,6 +135,11 @@ impl SearchRequest {
             tags.sort();
             eat(tags.join("\n").as_bytes());
         }
+        for group in &self.groups {
+            let mut codes = group.clone();
+            codes.sort();
+            eat(format!("group:{}", codes.join("\n")).as_bytes());
+        }
         hash
     }
 
@@ -147,6 +155,7 @@ impl SearchRequest {
             limit: 25,
             cursor: None,
             tags: Vec::new(),
+            groups: Vec::new(),
         }
     }
 }
@@ -236,6 +245,11 @@ impl SearchIndex {
         }
         if !req.tags.is_empty() {
             clauses.push((Occur::Must, any_of(f.tag, &req.tags)));
+        }
+        for group in req.groups.iter().filter(|g| !g.is_empty()) {
+            let either: Vec<(Occur, Box<dyn Query>)> =
+                vec![(Occur::Should, any_of(f.field, group)), (Occur::Should, any_of(f.facet, group))];
+            clauses.push((Occur::Must, Box::new(BooleanQuery::new(either))));
         }
         if req.created_from.is_some() || req.created_to.is_some() {
             let bound = |v: Option<i64>| v.map_or(Bound::Unbounded, |v| Bound::Included(Term::from_field_i64(f.created, v)));

@@ -39,6 +39,9 @@ pub struct SearchFields {
     pub abstract_words: Field,
     /// The normalized tags on the eprint, exact, for facet counts ([`super::tags`]).
     pub tag: Field,
+    /// The eprint's facet and topic node codes (`facetUris`, `topicUris`: their record
+    /// keys), exact, for faceted browsing and facet counts.
+    pub facet: Field,
     /// No longer written (search format 3): what a document is made from is kept in the
     /// node's store instead. The field stays so that the schema of existing indexes is
     /// unchanged.
@@ -70,6 +73,7 @@ pub(crate) fn build() -> (Schema, SearchFields) {
         abstract_words: b.add_u64_field("abstract_words", FAST),
         tag: b.add_text_field("tag", STRING | FAST),
         source: b.add_text_field("source", STORED),
+        facet: b.add_text_field("facet", STRING | FAST),
     };
     (b.build(), fields)
 }

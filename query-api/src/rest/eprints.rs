@@ -85,6 +85,7 @@ async fn search(State(state): State<AppState>, RawQuery(query): RawQuery) -> Res
         tags: many(&p, "tag")?,
         facets: search::facets(&many(&p, "facets")?)?,
         highlight: one(&p, "highlight")? == Some("true"),
+        groups: Vec::new(),
     };
     Ok(search::search(&state, args).await?.into_body("results")?)
 }

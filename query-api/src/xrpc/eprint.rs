@@ -202,11 +202,13 @@ async fn search_submissions(c: Call) -> Answer {
         tags: p.strs("tags"),
         facets: search::facets(&p.strs("facets"))?,
         highlight: p.bool("highlight") == Some(true),
+        groups: Vec::new(),
     };
     let query = args.query.clone();
     let mut page = search::search(&c.state, args).await?;
     if p.bool("impression") == Some(true) {
-        page.impression_id = Some(crate::xrpc::metrics::record_impression(&c, query, page.total as u64));
+        page.impression_id =
+            Some(crate::xrpc::metrics::record_impression(&c, "pub.svc.eprint.searchSubmissions", query, page.total as u64));
     }
     page.into_body("submissions")
 }

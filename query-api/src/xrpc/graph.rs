@@ -31,6 +31,7 @@ pub fn routes() -> Routes {
         .query_async("pub.svc.graph.getField", Auth::Open, get_field)
         .query("pub.svc.graph.listFields", Auth::Open, list_fields)
         .query_async("pub.svc.graph.getFieldEprints", Auth::Open, get_field_eprints)
+        .query_async("pub.svc.graph.browseFaceted", Auth::Open, browse_faceted)
         .query("pub.svc.graph.getAuthorityReconciliations", Auth::Open, get_authority_reconciliations)
         .query("pub.svc.graph.getHierarchy", Auth::Open, get_hierarchy)
         .query("pub.svc.graph.getRelations", Auth::Open, get_relations)
@@ -307,6 +308,7 @@ fn field_search(codes: Vec<String>, sort: SortOrder, limit: usize, cursor: Optio
         tags: Vec::new(),
         facets: Vec::new(),
         highlight: false,
+        groups: Vec::new(),
     }
 }
 
@@ -433,6 +435,62 @@ async fn get_field_eprints(c: Call) -> Answer {
     }
     w.stored_array("eprints", page.hits.iter().map(String::as_str));
     w.field("fields", &codes)?.field("hasMore", &page.cursor.is_some())?.field("total", &page.total)?;
+    Ok(w.finish())
+}
+
+/// The facet dimensions of `browseFaceted` (PMEST: subject, material, process, space,
+/// time), each given as node references.
+const DIMENSIONS: [&str; 5] = ["personality", "matter", "energy", "space", "time"];
+
+/// `pub.svc.graph.browseFaceted {q?, personality?, matter?, energy?, space?, time?, limit,
+/// cursor?}` → `{hits, facets, cursor?, hasMore, total, impressionId}`: the eprints with,
+/// for every dimension given, one of its values among their fields or their facet and
+/// topic nodes (`facetUris`, `topicUris`), newest first (by relevance with `q`). A value
+/// names a node by AT-URI, record key or slug in the shared graph (an unknown one is taken
+/// as a code as it is). `facets` counts the matches' fields and facet nodes; the answer is
+/// recorded as a search impression, which clicks name.
+async fn browse_faceted(c: Call) -> Answer {
+    let gov = governance(&c).to_owned();
+    let groups = reads::attached(&c.state, |r| {
+        let mut groups = Vec::new();
+        for dimension in DIMENSIONS {
+            let mut codes = Vec::new();
+            for value in c.params.strs(dimension).iter().flat_map(|v| v.split(',')).map(str::trim).filter(|v| !v.is_empty()) {
+                match resolve_node(r, &gov, value)? {
+                    Some(node) => {
+                        codes.extend(field_codes(&node));
+                        codes.push(node.uri.rsplit('/').next().unwrap_or_default().to_owned());
+                    }
+                    None => codes.push(value.rsplit('/').next().unwrap_or(value).to_owned()),
+                }
+            }
+            if !codes.is_empty() {
+                codes.sort();
+                codes.dedup();
+                groups.push(codes);
+            }
+        }
+        Ok(groups)
+    })?;
+    let query = c.params.str("q").map(str::trim).filter(|q| !q.is_empty()).unwrap_or("*").to_owned();
+    let args = SearchArgs {
+        query: query.clone(),
+        sort: Some(if query == "*" { SortOrder::Date } else { SortOrder::Relevance }),
+        limit: c.limit(20),
+        cursor: c.params.str("cursor").map(str::to_owned),
+        facets: vec![projections::search::Facet::Fields, projections::search::Facet::Facet],
+        groups,
+        ..SearchArgs::default()
+    };
+    let page = search::search(&c.state, args).await?;
+    let impression = crate::xrpc::metrics::record_impression(&c, "pub.svc.graph.browseFaceted", query, page.total as u64);
+    let mut w = JsonWriter::object(256 + page.hits.iter().map(|h| h.len() + 1).sum::<usize>());
+    if let Some(cursor) = &page.cursor {
+        w.field("cursor", cursor)?;
+    }
+    w.stored_array("hits", page.hits.iter().map(String::as_str));
+    w.field("facets", &page.facets.unwrap_or_else(|| json!({})))?;
+    w.field("hasMore", &page.cursor.is_some())?.field("total", &page.total)?.field("impressionId", &impression)?;
     Ok(w.finish())
 }
 

@@ -255,16 +255,12 @@ pub(crate) fn trending_page(
 /// Records that a search's results were shown, as a `command.search` event appended in the
 /// background (the search does not wait for the log); the impression's id, which the
 /// client names in `recordSearchClick` and `recordSearchDownload`.
-pub(crate) fn record_impression(c: &Call, query: String, hits: u64) -> String {
+pub(crate) fn record_impression(c: &Call, nsid: &str, query: String, hits: u64) -> String {
     let id = uuid::Uuid::new_v4().simple().to_string();
     let viewer = c.caller.as_ref().map(|caller| Viewers::pseudonym(&c.state.auth.keys, Some(&caller.did), None, None)).unwrap_or_default();
     let event = NewEvent {
         key: id.clone(),
-        source: Source::Command {
-            nsid: "pub.svc.eprint.searchSubmissions".into(),
-            caller: "anonymous".into(),
-            host: c.state.identity.public_url.clone(),
-        },
+        source: Source::Command { nsid: nsid.into(), caller: "anonymous".into(), host: c.state.identity.public_url.clone() },
         payload: Payload::Search(SearchImpression { impression_id: id.clone(), viewer, query, hits }),
     };
     let state = c.state.clone();
