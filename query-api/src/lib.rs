@@ -16,6 +16,7 @@ mod applied;
 pub mod auth;
 pub mod body;
 pub mod command;
+pub mod communities;
 pub mod error;
 mod health;
 pub mod identity;

@@ -221,6 +221,27 @@ async fn the_graph_answers_from_the_seeded_taxonomy_and_what_users_wrote() {
     let admin = login(&f, BOB, "graph-admin").await;
     let (status, overview) = f.get_as("/xrpc/pub.svc.admin.getOverview", &admin).await;
     assert_eq!((status, overview["collections"].as_u64()), (StatusCode::OK, Some(1)), "{overview}");
+    // Communities: none before the job's first run, then its result, by either algorithm.
+    assert_eq!(ok(&f, "/xrpc/pub.svc.graph.getCommunities").await["total"], 0);
+    assert_eq!(query_api::communities::compute(&f.state).await.unwrap(), 2);
+    assert_eq!(query_api::communities::compute(&f.state).await.unwrap(), 0, "an unchanged graph appends nothing");
+    for algorithm in ["louvain", "label-propagation"] {
+        let found = ok(&f, &format!("/xrpc/pub.svc.graph.getCommunities?algorithm={algorithm}&limit=100")).await;
+        let sizes: Vec<u64> = found["communities"].as_array().unwrap().iter().map(|c| c["size"].as_u64().unwrap()).collect();
+        assert!(sizes.len() >= 8 && sizes.iter().all(|s| *s >= 2) && sizes.windows(2).all(|w| w[0] >= w[1]), "{algorithm}: {sizes:?}");
+        assert!(found["generatedAt"].is_string() && found["nodeCount"].as_u64() > Some(170), "{found}");
+        let cs = found["communities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["members"].as_array().unwrap().iter().any(|m| m["slug"] == "cs.LG"))
+            .cloned();
+        let cs = cs.expect("cs.LG is in a community");
+        assert!(cs["members"].as_array().unwrap().iter().any(|m| m["slug"] == "cs.AI" || m["slug"] == "cs"), "{algorithm}: {cs}");
+    }
+    let (status, e) = f.get("/xrpc/pub.svc.graph.getCommunities?algorithm=walktrap").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{e}");
+
     // The graph's statistics count the shared graph only, as its listings do.
     let (status, stats) = f.get_as("/xrpc/pub.svc.admin.getGraphStats", &admin).await;
     assert_eq!(status, StatusCode::OK, "{stats}");

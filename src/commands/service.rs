@@ -163,6 +163,13 @@ impl Supervisor {
                 anyhow::anyhow!("failed to grant the governance role administrator to --governance-admins: {}", e.message())
             })?;
         }
+        {
+            let (state, every) = (state.clone(), Duration::from_secs(args.communities_seconds));
+            self.spawn(|token| async move {
+                query_api::communities::run(state, every, async move { token.cancelled().await }).await;
+                Ok(())
+            });
+        }
         if let Some(publisher) = state.sync.publisher.clone() {
             let state = state.clone();
             self.spawn(|token| async move {

@@ -153,6 +153,11 @@ pub struct UpArgs {
     #[arg(long, env = "SVC_OPERATION_STALE_SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
     pub operation_stale_seconds: u64,
 
+    /// Seconds between two runs of the job that finds the communities of the shared
+    /// knowledge graph (`getCommunities`); each run appends only the results that changed.
+    #[arg(long, env = "SVC_COMMUNITIES_SECONDS", default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..=604_800))]
+    pub communities_seconds: u64,
+
     #[command(flatten)]
     pub http: HttpArgs,
 

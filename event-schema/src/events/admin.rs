@@ -148,6 +148,18 @@ pub enum AdminAction {
         /// The delegate.
         delegate: String,
     },
+    /// svc's communities job found the communities of the shared knowledge graph by one
+    /// algorithm (`getCommunities` answers the newest). Keyed `svc:communities`.
+    CommunitiesComputed {
+        /// `louvain` or `label-propagation`.
+        algorithm: String,
+        /// The nodes of the graph it read.
+        nodes: u64,
+        /// The edges of the graph it read.
+        edges: u64,
+        /// The communities: each its nodes' AT URIs, sorted; largest first.
+        communities: Vec<Vec<String>>,
+    },
     /// An operation ends: `completed`, `failed` or `cancelled`.
     OperationEnded {
         /// The operation's id.

@@ -278,7 +278,7 @@ fn admin_audit_row(st: &mut Staged, version: u32, event: &Envelope, cmd: &AdminC
         AdminAction::GovernancePublished { proposal, uri, cid, error } => {
             ("governance_publish", proposal.as_str(), json!({"uri": uri, "cid": cid, "error": error}))
         }
-        AdminAction::OperationProgressed { .. } => return,
+        AdminAction::OperationProgressed { .. } | AdminAction::CommunitiesComputed { .. } => return,
     };
     audit(st, version, event, (&cmd.actor, subject), &at, action, details);
 }

@@ -150,6 +150,14 @@ impl GovernanceProjection {
                 st.put(&delegations, ALL, key.to_be_bytes().to_vec(), row.clone(), position);
                 st.put(&delegations, &delegate, key.to_be_bytes().to_vec(), row, position);
             }
+            AdminAction::CommunitiesComputed { algorithm, nodes, edges, communities } => {
+                let mut c = Columns::new();
+                c.insert("communities".into(), t(&serde_json::to_string(communities).unwrap_or_default()));
+                c.insert("nodes".into(), Value::Int(*nodes as i64));
+                c.insert("edges".into(), Value::Int(*edges as i64));
+                c.insert("generatedAt".into(), t(&at));
+                st.put(&table(self.version, "communities"), algorithm, Vec::new(), c, position);
+            }
             _ => {}
         }
         Ok(())

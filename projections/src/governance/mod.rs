@@ -15,8 +15,11 @@
 //!   delegate, collections (JSON array), expiresAt, maxRecordsPerDay, grantedBy,
 //!   grantedAt, revokedAt.
 //! - `delegation_ids`: a delegation id → ∅: its position.
+//! - `communities`: an algorithm → ∅: communities (JSON: arrays of node URIs), nodes,
+//!   edges, generatedAt: the newest result of the communities job.
 
 mod apply;
+pub mod communities;
 pub mod read;
 mod rule;
 
@@ -29,7 +32,7 @@ use store::TableRef;
 pub const MODEL: &str = "governance";
 
 /// The tables of the model, for dropping a version.
-pub const TABLES: &[&str] = &["roles", "roles_by_role", "elevations", "elevation_ids", "delegations", "delegation_ids"];
+pub const TABLES: &[&str] = &["roles", "roles_by_role", "elevations", "elevation_ids", "delegations", "delegation_ids", "communities"];
 
 /// The governance roles, lowest first (a community member holds none).
 pub const ROLES: &[&str] = &["community-member", "trusted-editor", "graph-editor", "domain-expert", "administrator"];

@@ -31,6 +31,19 @@ pub struct RowPage {
     pub total: u64,
 }
 
+/// The newest communities of one algorithm.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Communities {
+    /// Each community's node URIs, largest first.
+    pub communities: Vec<Vec<String>>,
+    /// The nodes of the graph read.
+    pub nodes: u64,
+    /// The edges of the graph read.
+    pub edges: u64,
+    /// When the job's event entered the log (RFC 3339).
+    pub generated_at: String,
+}
+
 /// Reads the active version of the governance model.
 pub struct GovernanceReader<'a> {
     store: &'a dyn Store,
@@ -153,6 +166,17 @@ impl<'a> GovernanceReader<'a> {
     /// The delegation `id`; `active` as of `now`.
     pub fn delegation(&self, id: &str, now: &str) -> Result<Option<Json>, ProjectionError> {
         Ok(self.row("delegations", "delegation_ids", id)?.map(|c| delegation_view(&c, now)))
+    }
+
+    /// The newest communities by `algorithm`, if the job computed them.
+    pub fn communities(&self, algorithm: &str) -> Result<Option<Communities>, ProjectionError> {
+        let Some(v) = self.version else { return Ok(None) };
+        Ok(self.store.get(&table(v, "communities"), algorithm, &[])?.map(|c| Communities {
+            communities: text(&c, "communities").and_then(|s| serde_json::from_str(&s).ok()).unwrap_or_default(),
+            nodes: int(&c, "nodes") as u64,
+            edges: int(&c, "edges") as u64,
+            generated_at: text(&c, "generatedAt").unwrap_or_default(),
+        }))
     }
 
     fn row(&self, name: &'static str, ids: &'static str, id: &str) -> Result<Option<Columns>, ProjectionError> {

@@ -37,6 +37,7 @@ pub fn routes() -> Routes {
         .query("pub.svc.graph.getRelations", Auth::Open, get_relations)
         .query("pub.svc.graph.getSubkinds", Auth::Open, get_subkinds)
         .query("pub.svc.graph.expandSubgraph", Auth::Open, expand_subgraph)
+        .query("pub.svc.graph.getCommunities", Auth::Open, get_communities)
         .query("pub.svc.graph.listPersonalNodes", Auth::Required, list_personal_nodes)
         .query("pub.svc.graph.listPersonalEdgeTypes", Auth::Required, list_personal_edge_types)
 }
@@ -627,6 +628,46 @@ fn expand_subgraph(c: &Call) -> Answer {
         Ok(json!({"nodes": nodes.iter().map(view).collect::<Vec<_>>(), "edges": edges, "truncated": truncated}))
     })?;
     Body::json(&answer)
+}
+
+/// The most members a community of `getCommunities` lists (its `size` counts them all).
+const COMMUNITY_MEMBERS: usize = 50;
+
+/// `pub.svc.graph.getCommunities {algorithm = louvain, limit, minSize}` → `{communities,
+/// algorithm, total, generatedAt?}`: the newest communities of the shared graph the
+/// communities job found ([`crate::communities`]), largest first, those of at least
+/// `minSize` nodes; each with its size and members (up to 50: URI, label, slug), named by
+/// its first member with the most edges inside it. Never computed per request: before the
+/// job's first run there are none.
+fn get_communities(c: &Call) -> Answer {
+    let algorithm = c.params.str("algorithm").unwrap_or("louvain");
+    if !projections::governance::communities::ALGORITHMS.contains(&algorithm) {
+        return Err(ApiError::invalid_param("algorithm", "louvain or label-propagation"));
+    }
+    let min = c.params.int("minSize").unwrap_or(2).max(1) as usize;
+    let limit = c.limit(20);
+    let held =
+        reads::blocking(&c.state, || projections::governance::read::GovernanceReader::new(c.state.store.as_ref())?.communities(algorithm))?;
+    let Some(held) = held else { return Body::json(&json!({"communities": [], "algorithm": algorithm, "total": 0})) };
+    let kept: Vec<&Vec<String>> = held.communities.iter().filter(|m| m.len() >= min).collect();
+    let communities = reads::attached(&c.state, |r| {
+        let mut out = Vec::new();
+        for (i, members) in kept.iter().take(limit).enumerate() {
+            let mut views = Vec::new();
+            for uri in members.iter().take(COMMUNITY_MEMBERS) {
+                let node = r.get(uri)?;
+                let field = |f: &str| node.as_ref().map(|n| n.view[f].clone()).unwrap_or(Value::Null);
+                views.push(json!({"uri": uri, "label": field("label"), "slug": field("slug")}));
+            }
+            let label = views.first().map(|v| v["label"].clone()).unwrap_or(Value::Null);
+            out.push(json!({"id": i, "size": members.len(), "label": label, "members": views}));
+        }
+        Ok(out)
+    })?;
+    Body::json(&json!({
+        "communities": communities, "algorithm": algorithm, "total": kept.len(), "generatedAt": held.generated_at,
+        "nodeCount": held.nodes, "edgeCount": held.edges,
+    }))
 }
 
 /// `pub.svc.graph.listPersonalNodes {limit, subkind?, cursor?}` (auth) → `{nodes, cursor?}`:
