@@ -37,6 +37,11 @@ pub struct Item {
 }
 
 impl Item {
+    /// A text field of its view (`""` when absent or not text).
+    pub fn text(&self, field: &str) -> &str {
+        self.view[field].as_str().unwrap_or_default()
+    }
+
     /// The item's key in the listings it appears in (a cursor after it).
     pub fn listing_key(&self) -> Vec<u8> {
         crate::rows::listing_key(self.created_at, &self.uri)

@@ -98,6 +98,7 @@ impl GovernanceProjection {
             c.insert("decidedBy".into(), t("svc"));
             self.set_role(st, event, &cmd.caller, Some(target_role), "svc")?;
         }
+        st.put(&table(self.version, "elevations"), &cmd.caller, position.to_be_bytes().to_vec(), c.clone(), position);
         self.file(st, ("elevations", "elevation_ids"), id, status, c, position);
         Ok(())
     }
@@ -124,6 +125,7 @@ impl GovernanceProjection {
                 let elevations = table(self.version, "elevations");
                 st.delete(&elevations, &status, key.to_be_bytes().to_vec(), position);
                 st.put(&elevations, ALL, key.to_be_bytes().to_vec(), row.clone(), position);
+                st.put(&elevations, &text(&row, "did").unwrap_or_default(), key.to_be_bytes().to_vec(), row.clone(), position);
                 st.put(&elevations, decided, key.to_be_bytes().to_vec(), row, position);
                 let pointer: Columns =
                     [("position".to_owned(), Value::Int(key as i64)), ("also".to_owned(), t(decided))].into_iter().collect();

@@ -7,8 +7,8 @@
 //! - `roles`: a DID → ∅: role, grantedAt, grantedBy (absent: a community member).
 //! - `roles_by_role`: a role, and `all` → the grant's log position (big-endian): did,
 //!   role, grantedAt, grantedBy; the row of a role revoked or replaced is removed.
-//! - `elevations`: `all`, and a status (pending, approved, rejected) → the request's log
-//!   position: id, did, targetRole, status, unmet (JSON array), createdAt, decidedAt,
+//! - `elevations`: `all`, a status (pending, approved, rejected), and the requester's DID
+//!   → the request's log position: id, did, targetRole, status, unmet (JSON array), createdAt, decidedAt,
 //!   decidedBy, note.
 //! - `elevation_ids`: a request id → ∅: its position.
 //! - `delegations`: `all`, and the delegate's DID → the grant's log position: id,

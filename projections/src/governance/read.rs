@@ -20,6 +20,9 @@ pub struct RoleGrant {
     pub granted_by: Option<String>,
 }
 
+/// The most rows a listing of the model reads.
+const MAX_ROWS: usize = 100_000;
+
 /// A page of rows, newest first, and where the next starts (an offset).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RowPage {
@@ -125,9 +128,9 @@ impl<'a> GovernanceReader<'a> {
         view: impl Fn(&Columns) -> Json,
     ) -> Result<RowPage, ProjectionError> {
         let Some(v) = self.version else { return Ok(RowPage { items: Vec::new(), next: None, total: 0 }) };
-        let t = table(v, name);
-        let rows = self.store.scan(&t, partition, &Scan { after: None, limit: offset + limit + 1, reverse: true })?.rows;
-        let total = self.store.scan(&t, partition, &Scan { after: None, limit: 100_000, reverse: true })?.rows.len() as u64;
+        // One read serves the page and the total.
+        let rows = self.store.scan(&table(v, name), partition, &Scan { after: None, limit: MAX_ROWS, reverse: true })?.rows;
+        let total = rows.len() as u64;
         let more = rows.len() > offset + limit;
         let items = rows.iter().skip(offset).take(limit).map(|r| view(&r.columns)).collect();
         Ok(RowPage { items, next: more.then_some(offset + limit), total })
@@ -154,8 +157,7 @@ impl<'a> GovernanceReader<'a> {
 
     /// The requests of `did`, newest first (up to 100).
     pub fn elevations_of(&self, did: &str) -> Result<Vec<Json>, ProjectionError> {
-        let all = self.elevations(None, 100_000, 0)?;
-        Ok(all.items.into_iter().filter(|e| e["did"] == did).take(100).collect())
+        Ok(self.page("elevations", did, 100, 0, elevation_view)?.items)
     }
 
     /// Every delegation (of `delegate` when given), newest first; `active` as of `now`.

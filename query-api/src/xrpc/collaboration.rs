@@ -31,13 +31,9 @@ const MAX_SCAN: usize = 10_000;
 /// The states an invite can be in, and `all`.
 const STATES: &[&str] = &["pending", "accepted", "rejected", "expired", "all"];
 
-fn text<'a>(item: &'a Item, field: &str) -> &'a str {
-    item.view[field].as_str().unwrap_or_default()
-}
-
 /// An invite's state, and its invitee's acceptance when it has one.
 fn state_of(r: &AttachedReader, invite: &Item, now: &str) -> Result<(&'static str, Option<Item>), ProjectionError> {
-    let invitee = text(invite, "invitee");
+    let invitee = invite.text("invitee");
     let accepted = r.all(&acceptances_of(&invite.uri), 100)?.into_iter().find(|a| a.did == invitee);
     let state = match (&accepted, invite.view["expiresAt"].as_str()) {
         (Some(_), _) => "accepted",
@@ -86,10 +82,10 @@ fn list_invites(c: &Call) -> Answer {
     let filtered = ["invitee", "inviter", "subjectUri", "subjectCollection"].iter().any(|k| p.str(k).is_some()) || state != "all";
     let answer = reads::attached(&c.state, |r| {
         let keep = |i: &Item| {
-            p.str("invitee").is_none_or(|d| text(i, "invitee") == d)
+            p.str("invitee").is_none_or(|d| i.text("invitee") == d)
                 && p.str("inviter").is_none_or(|d| i.did == d)
-                && p.str("subjectUri").is_none_or(|u| text(i, "subjectUri") == u)
-                && p.str("subjectCollection").is_none_or(|n| text(i, "subjectCollection") == n)
+                && p.str("subjectUri").is_none_or(|u| i.text("subjectUri") == u)
+                && p.str("subjectCollection").is_none_or(|n| i.text("subjectCollection") == n)
                 && (state == "all" || state_of(r, i, &now).is_ok_and(|(s, _)| s == state))
         };
         let page = r.page_where(&invites_of(&caller), c.limit(50), after, filtered.then_some(&keep as &dyn Fn(&Item) -> bool), MAX_SCAN)?;
@@ -118,7 +114,7 @@ fn list_collaborators(c: &Call) -> Answer {
         for invite in r.all(&invites_on(subject), MAX_SCAN)?.iter().filter(|i| i.did == owner) {
             let (state, accepted) = state_of(r, invite, &now)?;
             let (Some(accepted), "accepted") = (accepted, state) else { continue };
-            let did = text(invite, "invitee");
+            let did = invite.text("invitee");
             if out.iter().any(|o| o["did"] == did) {
                 continue;
             }

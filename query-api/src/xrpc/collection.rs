@@ -51,12 +51,8 @@ const MAX_ITEMS: usize = 1_000;
 /// The most rows a filtered listing reads.
 const MAX_SCAN: usize = 10_000;
 
-fn text<'a>(item: &'a Item, field: &str) -> &'a str {
-    item.view[field].as_str().unwrap_or_default()
-}
-
 fn is_collection(item: &Item) -> bool {
-    item.collection == GRAPH_NODE && text(item, "subkind") == "collection"
+    item.collection == GRAPH_NODE && item.text("subkind") == "collection"
 }
 
 /// The collection at `uri`, if there is one.
@@ -100,7 +96,7 @@ fn children(r: &AttachedReader, parent: &Item) -> Result<Vec<Item>, ProjectionEr
         if edge.did != parent.did || out.len() == MAX_TREE {
             continue;
         }
-        if let Some(c) = collection(r, text(&edge, "sourceUri"))?.filter(|c| c.did == parent.did) {
+        if let Some(c) = collection(r, edge.text("sourceUri"))?.filter(|c| c.did == parent.did) {
             if !out.iter().any(|o: &Item| o.uri == c.uri) {
                 out.push(c);
             }
@@ -128,7 +124,7 @@ fn tree(r: &AttachedReader, root: &Item) -> Result<Vec<Item>, ProjectionError> {
 /// An item of a collection: the edge, what it points at, and its title or label when svc
 /// indexes it.
 fn item_view(r: &AttachedReader, edge: &Item, holder: &str) -> Result<Value, ProjectionError> {
-    let target = text(edge, "targetUri");
+    let target = edge.text("targetUri");
     let mut out = json!({
         "edgeUri": edge.uri, "uri": target, "collectionUri": holder, "addedAt": edge.view["createdAt"],
     });
@@ -154,7 +150,7 @@ fn get(c: &Call) -> Answer {
         let mut targets = BTreeSet::new();
         for holder in &holders {
             for edge in items_of(r, &root.did, &holder.uri, MAX_ITEMS - items.len())? {
-                targets.insert(text(&edge, "targetUri").to_owned());
+                targets.insert(edge.text("targetUri").to_owned());
                 items.push(item_view(r, &edge, &holder.uri)?);
             }
             if items.len() >= MAX_ITEMS {
@@ -164,7 +160,7 @@ fn get(c: &Call) -> Answer {
         let mut between = Vec::new();
         for target in targets.iter().take(MAX_TREE) {
             for edge in r.all(&edges_from(target, None), MAX_TREE)? {
-                if edge.did == root.did && targets.contains(text(&edge, "targetUri")) {
+                if edge.did == root.did && targets.contains(edge.text("targetUri")) {
                     between.push(json!({"uri": edge.uri, "sourceUri": target, "targetUri": edge.view["targetUri"], "relationSlug": edge.view["relationSlug"]}));
                 }
             }
@@ -184,7 +180,7 @@ fn get_containing(c: &Call) -> Answer {
         let mut seen = BTreeSet::new();
         let mut out = Vec::new();
         for edge in r.all(&edges_to(item, Some(CONTAINS)), MAX_SCAN)? {
-            let holder = text(&edge, "sourceUri");
+            let holder = edge.text("sourceUri");
             if out.len() == limit {
                 break;
             }
@@ -208,7 +204,7 @@ fn find_contains_edge(c: &Call) -> Answer {
     let answer = reads::attached(&c.state, |r| {
         let Some(root) = collection(r, uri)? else { return Ok(json!({"found": false})) };
         for holder in tree(r, &root)? {
-            let keep = |e: &Item| e.did == root.did && text(e, "targetUri") == item;
+            let keep = |e: &Item| e.did == root.did && e.text("targetUri") == item;
             let page = r.page_where(&edges_from(&holder.uri, Some(CONTAINS)), 1, None, Some(&keep), MAX_SCAN)?;
             if let Some(edge) = page.items.first() {
                 return Ok(json!({"found": true, "edgeUri": edge.uri, "parentCollectionUri": holder.uri}));
@@ -229,7 +225,7 @@ fn get_parent(c: &Call) -> Answer {
             if edge.did != child.did {
                 continue;
             }
-            if let Some(parent) = collection(r, text(&edge, "targetUri"))? {
+            if let Some(parent) = collection(r, edge.text("targetUri"))? {
                 return Ok(Some(json!({"parent": view(r, &parent)?})));
             }
         }
@@ -272,8 +268,8 @@ fn list_by_owner(c: &Call) -> Answer {
 /// The words a collection is found by: its label's, its alternate labels' and its
 /// description's.
 fn words_of(item: &Item) -> BTreeSet<String> {
-    let mut words: BTreeSet<String> = label_words(text(item, "label")).into_iter().collect();
-    words.extend(label_words(text(item, "description")));
+    let mut words: BTreeSet<String> = label_words(item.text("label")).into_iter().collect();
+    words.extend(label_words(item.text("description")));
     for alt in item.view["alternateLabels"].as_array().into_iter().flatten() {
         words.extend(label_words(alt.as_str().unwrap_or_default()));
     }
@@ -339,7 +335,7 @@ fn get_feed(c: &Call) -> Answer {
         let fresh = |at: i64| before.is_none_or(|b| at < b);
         let edges = items_of(r, &root.did, &root.uri, MAX_ITEMS)?;
         for edge in &edges {
-            let target = text(edge, "targetUri");
+            let target = edge.text("targetUri");
             if fresh(edge.created_at) {
                 events.push((
                     edge.created_at,

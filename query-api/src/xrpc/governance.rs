@@ -38,10 +38,6 @@ pub fn routes() -> Routes {
 /// The most votes a proposal's tally reads, and the most proposals a filtered listing reads.
 const MAX_SCAN: usize = 10_000;
 
-fn text<'a>(item: &'a Item, field: &str) -> &'a str {
-    item.view[field].as_str().unwrap_or_default()
-}
-
 /// The governance repository's DID.
 fn governance(c: &Call) -> &str {
     &c.state.identity.governance_did
@@ -68,7 +64,7 @@ fn resolve(r: &AttachedReader, id: &str) -> Result<Option<Item>, ProjectionError
 fn tally_of(r: &AttachedReader, proposal: &str) -> Result<Tally, ProjectionError> {
     let votes = r.all(&votes_on(proposal), MAX_SCAN)?;
     let ballots: Vec<Ballot> =
-        votes.iter().map(|v| Ballot { voter: &v.did, vote: text(v, "vote"), at: v.created_at, uri: &v.uri }).collect();
+        votes.iter().map(|v| Ballot { voter: &v.did, vote: v.text("vote"), at: v.created_at, uri: &v.uri }).collect();
     Ok(tally(&ballots))
 }
 
@@ -93,12 +89,12 @@ pub(crate) fn standing(r: &AttachedReader, roles: &GovernanceReader, gov: &str, 
     let tally = tally_of(r, &item.uri)?;
     let mut refusal =
         closes_cycle(r, gov, item)?.map(|path| format!("the edge would close a cycle of broader edges: {}", path.join(" → ")));
-    if refusal.is_none() && matches!(text(item, "type"), "update" | "merge" | "deprecate") {
+    if refusal.is_none() && matches!(item.text("type"), "update" | "merge" | "deprecate") {
         let held = roles.role(&item.did)?.role;
         if roles::rank(&held) < roles::rank(CHANGE_ROLE) {
             refusal = Some(format!(
                 "a {} proposal needs its proposer to be at least a {CHANGE_ROLE}; {} is a {held}",
-                text(item, "type"),
+                item.text("type"),
                 item.did
             ));
         }
@@ -157,7 +153,7 @@ fn proposal_view(r: &AttachedReader, roles: &GovernanceReader, gov: &str, item: 
 /// votes.
 fn closes_cycle(r: &AttachedReader, gov: &str, item: &Item) -> Result<Option<Vec<String>>, ProjectionError> {
     let edge = &item.view["changes"];
-    if item.collection != EDGE_PROPOSAL || !matches!(text(item, "type"), "create" | "update") {
+    if item.collection != EDGE_PROPOSAL || !matches!(item.text("type"), "create" | "update") {
         return Ok(None);
     }
     let (source, target) = (edge["sourceUri"].as_str().unwrap_or_default(), edge["targetUri"].as_str().unwrap_or_default());
@@ -169,10 +165,10 @@ fn closes_cycle(r: &AttachedReader, gov: &str, item: &Item) -> Result<Option<Vec
     let mut held = Vec::new();
     for relation in ["broader", "narrower"] {
         for e in r.all(&edges_of(gov, relation), MAX_SCAN)? {
-            if text(&e, "status") == "deprecated" {
+            if e.text("status") == "deprecated" {
                 continue;
             }
-            let (from, to) = (text(&e, "sourceUri").to_owned(), text(&e, "targetUri").to_owned());
+            let (from, to) = (e.text("sourceUri").to_owned(), e.text("targetUri").to_owned());
             held.push(if relation == "broader" { (from, to) } else { (to, from) });
         }
     }
@@ -204,10 +200,10 @@ fn list_proposals(c: &Call) -> Answer {
         let roles = GovernanceReader::new(c.state.store.as_ref())?;
         let keep = |i: &Item| {
             is_proposal(i)
-                && p.str("type").is_none_or(|t| text(i, "type") == t)
-                && p.str("kind").is_none_or(|k| text(i, "kind") == k)
-                && p.str("subkind").is_none_or(|s| text(i, "subkind") == s)
-                && p.str("nodeUri").is_none_or(|n| text(i, "targetUri") == n || text(i, "mergeIntoUri") == n)
+                && p.str("type").is_none_or(|t| i.text("type") == t)
+                && p.str("kind").is_none_or(|k| i.text("kind") == k)
+                && p.str("subkind").is_none_or(|s| i.text("subkind") == s)
+                && p.str("nodeUri").is_none_or(|n| i.text("targetUri") == n || i.text("mergeIntoUri") == n)
                 && status.is_none_or(|s| standing(r, &roles, gov, i).is_ok_and(|st| st.status == s))
         };
         let page = r.page_where(&list, c.limit(50), after, filtered.then_some(&keep as &dyn Fn(&Item) -> bool), MAX_SCAN)?;
@@ -317,8 +313,8 @@ pub(crate) fn pending_count(
 ) -> Result<u64, ProjectionError> {
     let mut n = 0u64;
     for p in r.all(&all_proposals(), MAX_SCAN)? {
-        if kind.is_none_or(|k| text(&p, "kind") == k)
-            && subkind.is_none_or(|s| text(&p, "subkind") == s)
+        if kind.is_none_or(|k| p.text("kind") == k)
+            && subkind.is_none_or(|s| p.text("subkind") == s)
             && standing(r, roles, gov, &p)?.status == "pending"
         {
             n += 1;

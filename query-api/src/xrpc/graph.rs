@@ -65,10 +65,6 @@ fn view(item: &Item) -> Value {
     Value::Object(out)
 }
 
-fn text<'a>(item: &'a Item, field: &str) -> &'a str {
-    item.view[field].as_str().unwrap_or_default()
-}
-
 /// The node `id` names: an AT-URI, or in the governance repository `gov` a record key or a
 /// slug.
 fn resolve_node(r: &AttachedReader, gov: &str, id: &str) -> Result<Option<Item>, ProjectionError> {
@@ -136,9 +132,9 @@ fn list_nodes(c: &Call) -> Answer {
     };
     let keep = |i: &Item| {
         i.did == gov
-            && kind.is_none_or(|k| text(i, "kind") == k)
-            && subkind.is_none_or(|s| text(i, "subkind") == s)
-            && status.is_none_or(|s| text(i, "status") == s)
+            && kind.is_none_or(|k| i.text("kind") == k)
+            && subkind.is_none_or(|s| i.text("subkind") == s)
+            && status.is_none_or(|s| i.text("status") == s)
     };
     let after = cursor(&c.params)?;
     let answer = reads::attached(&c.state, |r| {
@@ -150,8 +146,8 @@ fn list_nodes(c: &Call) -> Answer {
 
 /// Whether every word of `words` starts a word of the node's label, alternate labels or slug.
 fn matches_words(item: &Item, words: &[String]) -> bool {
-    let mut own: Vec<String> = label_words(text(item, "label"));
-    own.extend(label_words(text(item, "slug")));
+    let mut own: Vec<String> = label_words(item.text("label"));
+    own.extend(label_words(item.text("slug")));
     for alt in item.view["alternateLabels"].as_array().into_iter().flatten().filter_map(Value::as_str) {
         own.extend(label_words(alt));
     }
@@ -190,9 +186,9 @@ fn search_nodes(c: &Call) -> Answer {
     let gov = governance(c);
     let (kind, subkind, status) = (c.params.str("kind"), c.params.str("subkind"), c.params.str("status"));
     let keep = |i: &Item| {
-        kind.is_none_or(|k| text(i, "kind") == k)
-            && subkind.is_none_or(|s| text(i, "subkind") == s)
-            && status.is_none_or(|s| text(i, "status") == s)
+        kind.is_none_or(|k| i.text("kind") == k)
+            && subkind.is_none_or(|s| i.text("subkind") == s)
+            && status.is_none_or(|s| i.text("status") == s)
     };
     let after = cursor(&c.params)?;
     let answer =
@@ -221,7 +217,7 @@ fn list_edges(c: &Call) -> Answer {
             (Some(n), "both") => {
                 let mut edges = r.page(&lists::edges_from(n, relation), 100, None)?.items;
                 edges.extend(r.page(&lists::edges_to(n, relation), 100, None)?.items);
-                edges.retain(|e| status.is_none_or(|s| text(e, "status") == s));
+                edges.retain(|e| status.is_none_or(|s| e.text("status") == s));
                 let total = edges.len() as u64;
                 return Ok(Some(list_answer("edges", &Page { items: edges, next: None, total })));
             }
@@ -236,7 +232,7 @@ fn list_edges(c: &Call) -> Answer {
         };
         // A listing by source with a target named too is filtered by the target.
         let by_target = source.is_some().then_some(target.as_deref()).flatten();
-        let keep = |e: &Item| status.is_none_or(|s| text(e, "status") == s) && by_target.is_none_or(|t| text(e, "targetUri") == t);
+        let keep = |e: &Item| status.is_none_or(|s| e.text("status") == s) && by_target.is_none_or(|t| e.text("targetUri") == t);
         let filtered = status.is_some() || by_target.is_some();
         let page = r.page_where(&list, c.limit(50), after, filtered.then_some(&keep as &dyn Fn(&Item) -> bool), MAX_SCAN)?;
         Ok(Some(list_answer("edges", &page)))
@@ -253,7 +249,7 @@ fn get_edge(c: &Call) -> Answer {
 
 /// A field's short reference: `{id, uri, slug?, label}`.
 fn field_ref(item: &Item) -> Value {
-    let mut out = json!({"id": text(item, "id"), "uri": item.uri, "label": text(item, "label")});
+    let mut out = json!({"id": item.text("id"), "uri": item.uri, "label": item.text("label")});
     if let Some(slug) = item.view["slug"].as_str() {
         out["slug"] = json!(slug);
     }
@@ -264,7 +260,7 @@ fn field_ref(item: &Item) -> Value {
 /// governance repository's live `broader` edges to it), by label.
 fn children(r: &AttachedReader, gov: &str, uri: &str) -> Result<Vec<Item>, ProjectionError> {
     let mut out = broader_neighbours(r, gov, &lists::edges_to(uri, Some("broader")), "sourceUri")?;
-    out.sort_by(|a, b| text(a, "label").cmp(text(b, "label")));
+    out.sort_by(|a, b| a.text("label").cmp(b.text("label")));
     Ok(out)
 }
 
@@ -278,20 +274,20 @@ fn parents(r: &AttachedReader, gov: &str, uri: &str) -> Result<Vec<Item>, Projec
 fn broader_neighbours(r: &AttachedReader, gov: &str, edges: &Listing, end: &str) -> Result<Vec<Item>, ProjectionError> {
     let mut out = Vec::new();
     for edge in r.all(edges, MAX_SCAN)? {
-        if edge.did == gov && text(&edge, "status") != "deprecated" {
-            out.extend(r.get(text(&edge, end))?.filter(|n| n.collection == GRAPH_NODE));
+        if edge.did == gov && edge.text("status") != "deprecated" {
+            out.extend(r.get(edge.text(end))?.filter(|n| n.collection == GRAPH_NODE));
         }
     }
     Ok(out)
 }
 
-/// The codes eprints name a field by in their `fields`: its slug and its record key.
+/// The codes eprints name a node by in the search index: its record key (what a
+/// `fieldUris` or `facetUris` entry becomes), its `id` when it differs, and its slug.
 fn field_codes(node: &Item) -> Vec<String> {
-    let mut codes = vec![text(node, "id").to_owned()];
-    if let Some(slug) = node.view["slug"].as_str() {
-        codes.push(slug.to_owned());
-    }
+    let mut codes =
+        vec![node.uri.rsplit('/').next().unwrap_or_default().to_owned(), node.text("id").to_owned(), node.text("slug").to_owned()];
     codes.retain(|c| !c.is_empty());
+    codes.dedup();
     codes
 }
 
@@ -326,7 +322,7 @@ async fn get_field(c: Call) -> Answer {
     .ok_or_else(|| ApiError::not_found(format!("no field {}", c.str("id"))))?;
     let count = search::search(&c.state, field_search(field_codes(&node), SortOrder::Date, 1, None)).await?.total;
     let mut out = view(&node);
-    out["name"] = json!(text(&node, "label"));
+    out["name"] = json!(node.text("label"));
     out["parents"] = json!(parents.iter().map(field_ref).collect::<Vec<_>>());
     out["children"] = json!(children.iter().map(field_ref).collect::<Vec<_>>());
     out["eprintCount"] = json!(count);
@@ -343,14 +339,11 @@ fn list_fields(c: &Call) -> Answer {
     // position.
     let (after, start) = match c.params.str("query") {
         Some(_) => (cursor(&c.params)?, 0),
-        None => match c.params.str("cursor") {
-            Some(s) => (None, s.parse::<usize>().map_err(|_| ApiError::invalid_param("cursor", "not a cursor of this listing"))?),
-            None => (None, 0),
-        },
+        None => (None, crate::params::offset(&c.params)?),
     };
     let answer = reads::attached(&c.state, |r| {
         if let Some(query) = c.params.str("query") {
-            let is_field = |i: &Item| text(i, "subkind") == "field";
+            let is_field = |i: &Item| i.text("subkind") == "field";
             return Ok(Some(fields_answer(&search_words(r, gov, query, limit, after, &is_field)?)));
         }
         let mut fields = match c.params.str("parent") {
@@ -367,7 +360,7 @@ fn list_fields(c: &Call) -> Answer {
                         roots.push(f);
                     }
                 }
-                roots.sort_by(|a, b| text(a, "label").cmp(text(b, "label")));
+                roots.sort_by(|a, b| a.text("label").cmp(b.text("label")));
                 roots
             }
         };
@@ -390,7 +383,7 @@ fn fields_answer(page: &Page) -> Value {
     let mut out = list_answer("fields", page);
     if let Some(fields) = out["fields"].as_array_mut() {
         for (f, item) in fields.iter_mut().zip(&page.items) {
-            f["name"] = json!(text(item, "label"));
+            f["name"] = json!(item.text("label"));
         }
     }
     out
@@ -458,10 +451,7 @@ async fn browse_faceted(c: Call) -> Answer {
             let mut codes = Vec::new();
             for value in c.params.strs(dimension).iter().flat_map(|v| v.split(',')).map(str::trim).filter(|v| !v.is_empty()) {
                 match resolve_node(r, &gov, value)? {
-                    Some(node) => {
-                        codes.extend(field_codes(&node));
-                        codes.push(node.uri.rsplit('/').next().unwrap_or_default().to_owned());
-                    }
+                    Some(node) => codes.extend(field_codes(&node)),
                     None => codes.push(value.rsplit('/').next().unwrap_or(value).to_owned()),
                 }
             }
@@ -524,10 +514,10 @@ fn get_hierarchy(c: &Call) -> Answer {
         let mut below: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut has_parent = BTreeSet::new();
         for edge in r.all(&lists::edges_of(gov, relation), MAX_SCAN)? {
-            if text(&edge, "status") == "deprecated" {
+            if edge.text("status") == "deprecated" {
                 continue;
             }
-            let (from, to) = (text(&edge, "sourceUri"), text(&edge, "targetUri"));
+            let (from, to) = (edge.text("sourceUri"), edge.text("targetUri"));
             let (child, parent) = if relation == "narrower" { (to, from) } else { (from, to) };
             if uris.contains(child) && uris.contains(parent) {
                 below.entry(parent.to_owned()).or_default().push(child.to_owned());
@@ -539,13 +529,13 @@ fn get_hierarchy(c: &Call) -> Answer {
             let node = by_uri[uri];
             path.push(uri.to_owned());
             let mut kids: Vec<&String> = below.get(uri).map(|k| k.iter().filter(|k| !path.contains(k)).collect()).unwrap_or_default();
-            kids.sort_by(|a, b| text(by_uri[a.as_str()], "label").cmp(text(by_uri[b.as_str()], "label")));
+            kids.sort_by(|a, b| by_uri[a.as_str()].text("label").cmp(by_uri[b.as_str()].text("label")));
             let children: Vec<Value> = kids.into_iter().map(|k| tree(k, by_uri, below, path)).collect();
             path.pop();
             json!({"node": view(node), "children": children})
         }
         let mut roots: Vec<&Item> = nodes.iter().filter(|n| !has_parent.contains(&n.uri)).collect();
-        roots.sort_by(|a, b| text(a, "label").cmp(text(b, "label")));
+        roots.sort_by(|a, b| a.text("label").cmp(b.text("label")));
         let roots: Vec<Value> = roots.into_iter().map(|n| tree(&n.uri, &by_uri, &below, &mut Vec::new())).collect();
         Ok(json!({"roots": roots, "subkind": subkind, "relationSlug": relation}))
     })?;
@@ -557,8 +547,8 @@ fn vocabulary(c: &Call, subkind: &str) -> Result<Vec<Value>, ApiError> {
     let gov = governance(c);
     reads::attached(&c.state, |r| {
         let mut nodes = r.all(&Listing::filtered(&Listing::by_author(Kind::GraphNode, gov), &node_filter("subkind", subkind)), MAX_SCAN)?;
-        nodes.retain(|n| text(n, "status") != "deprecated");
-        nodes.sort_by_key(|n| (n.view["metadata"]["displayOrder"].as_i64().unwrap_or(i64::MAX), text(n, "label").to_owned()));
+        nodes.retain(|n| n.text("status") != "deprecated");
+        nodes.sort_by_key(|n| (n.view["metadata"]["displayOrder"].as_i64().unwrap_or(i64::MAX), n.text("label").to_owned()));
         Ok(nodes.iter().map(view).collect())
     })
 }
@@ -600,11 +590,10 @@ fn expand_subgraph(c: &Call) -> Answer {
             let mut next = Vec::new();
             for uri in &frontier {
                 for edge in edges_of(r, uri)? {
-                    if !types.is_empty() && !types.iter().any(|t| t == text(&edge, "relationSlug")) {
+                    if !types.is_empty() && !types.iter().any(|t| t == edge.text("relationSlug")) {
                         continue;
                     }
-                    let other =
-                        if text(&edge, "sourceUri") == uri { text(&edge, "targetUri") } else { text(&edge, "sourceUri") }.to_owned();
+                    let other = if edge.text("sourceUri") == uri { edge.text("targetUri") } else { edge.text("sourceUri") }.to_owned();
                     if !seen_nodes.contains(&other) {
                         if nodes.len() >= max_nodes {
                             truncated = true;
@@ -622,7 +611,7 @@ fn expand_subgraph(c: &Call) -> Answer {
         }
         let edges: Vec<Value> = edges
             .values()
-            .filter(|e| seen_nodes.contains(text(e, "sourceUri")) && seen_nodes.contains(text(e, "targetUri")))
+            .filter(|e| seen_nodes.contains(e.text("sourceUri")) && seen_nodes.contains(e.text("targetUri")))
             .map(view)
             .collect();
         Ok(json!({"nodes": nodes.iter().map(view).collect::<Vec<_>>(), "edges": edges, "truncated": truncated}))
@@ -693,7 +682,7 @@ fn list_personal_edge_types(c: &Call) -> Answer {
     let used = reads::attached(&c.state, |r| {
         let mut used: BTreeMap<String, u64> = BTreeMap::new();
         for edge in r.all(&Listing::by_author(Kind::GraphEdge, &did), MAX_SCAN)? {
-            *used.entry(text(&edge, "relationSlug").to_owned()).or_default() += 1;
+            *used.entry(edge.text("relationSlug").to_owned()).or_default() += 1;
         }
         Ok(used)
     })?;

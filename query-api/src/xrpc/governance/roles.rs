@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 use super::super::method::{Answer, Auth, Call, Routes};
 use crate::body::Body;
 use crate::error::{ApiError, ErrorCode};
-use crate::params::check_did;
+use crate::params::{check_did, offset};
 use crate::reads::blocking;
 use crate::state::AppState;
 
@@ -235,14 +235,6 @@ async fn reject_elevation(c: Call) -> Answer {
     decide(c, "pub.svc.governance.rejectElevation", false, "reason").await
 }
 
-/// A numeric offset cursor.
-fn offset(c: &Call) -> Result<usize, ApiError> {
-    match c.params.str("cursor") {
-        Some(s) => s.parse().map_err(|_| ApiError::invalid_param("cursor", "a cursor from an earlier page")),
-        None => Ok(0),
-    }
-}
-
 fn page_answer(name: &str, page: RowPage) -> Value {
     let mut out = json!({name: page.items, "total": page.total});
     if let Some(next) = page.next {
@@ -255,7 +247,7 @@ fn page_answer(name: &str, page: RowPage) -> Value {
 /// the pending requests, newest first.
 fn list_elevation_requests(c: &Call) -> Answer {
     administrator(c)?;
-    let start = offset(c)?;
+    let start = offset(&c.params)?;
     let page = blocking(&c.state, || GovernanceReader::new(c.state.store.as_ref())?.elevations(Some("pending"), c.limit(20), start))?;
     Body::json(&page_answer("requests", page))
 }
@@ -314,7 +306,7 @@ async fn revoke_delegation(c: Call) -> Answer {
 /// every delegation, newest first, `active` while neither revoked nor expired.
 fn list_delegations(c: &Call) -> Answer {
     administrator(c)?;
-    let start = offset(c)?;
+    let start = offset(&c.params)?;
     let page = blocking(&c.state, || GovernanceReader::new(c.state.store.as_ref())?.delegations(None, c.limit(20), start, &now()))?;
     Body::json(&page_answer("delegations", page))
 }
@@ -328,7 +320,7 @@ fn list_trusted_editors(c: &Call) -> Answer {
     if role == Some(MEMBER) {
         return Err(ApiError::invalid_param("role", "a community member holds no role to list"));
     }
-    let start = offset(c)?;
+    let start = offset(&c.params)?;
     let mut page = blocking(&c.state, || GovernanceReader::new(c.state.store.as_ref())?.holders(role, c.limit(50), start))?;
     crate::reads::attached(&c.state, |r| {
         for editor in &mut page.items {
