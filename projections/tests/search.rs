@@ -326,3 +326,53 @@ fn delete_tag(did: &str, rkey: &str, rev: &str) -> NewEvent {
         }),
     )
 }
+
+/// A kept answer is served only to the same search of the same commit: after a commit
+/// that hides an account or adds a paper, the same search finds what the commit holds.
+#[test]
+fn kept_answers_follow_every_commit() {
+    let env = env();
+    let (a, c) = ("did:plc:aaaaaaaaaaaaaaaaaaaaaaaa", "did:plc:cccccccccccccccccccccccc");
+    env.log
+        .append(&[
+            write(a, "3p1", "3r01", submission("Kept Answers", &[("A", a)], 1), false),
+            write(c, "3p2", "3r01", submission("Kept Answers Too", &[("C", c)], 2), false),
+        ])
+        .unwrap();
+    project_all(&env);
+    let index = env.ctx.search.open(env.ctx.store.active_version("search").unwrap().unwrap()).unwrap();
+    let facets = [projections::search::Facet::Author];
+    let req = SearchRequest::new("kept answers", SortOrder::Date);
+    let titles = |found: &projections::search::Found| -> Vec<String> {
+        found
+            .results
+            .hits
+            .iter()
+            .map(|h| serde_json::from_str::<serde_json::Value>(h).unwrap()["title"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(index.found(&req, &facets, false).is_none(), "nothing kept before the first search");
+    let first = index.find(&req, &facets, false).unwrap();
+    assert_eq!((titles(&first), first.results.total), (vec!["Kept Answers Too".to_owned(), "Kept Answers".to_owned()], 2));
+    let again = index.found(&req, &facets, false).expect("kept for the same search of the same commit");
+    assert!(std::sync::Arc::ptr_eq(&first, &again));
+    assert!(index.found(&req, &[], false).is_none(), "another set of facets is another search");
+    assert!(index.found(&SearchRequest { limit: 1, ..req.clone() }, &facets, false).is_none(), "another page is another search");
+
+    env.log
+        .append(&[NewEvent::repo(
+            src(),
+            Payload::Account(AccountChange { did: c.into(), active: false, status: Some(AccountStatus::Takendown) }),
+        )])
+        .unwrap();
+    project_all(&env);
+    assert!(index.found(&req, &facets, false).is_none(), "a commit makes a new generation");
+    let hidden = index.find(&req, &facets, false).unwrap();
+    assert_eq!((titles(&hidden), hidden.results.total), (vec!["Kept Answers".to_owned()], 1));
+    assert_eq!(hidden.facets.as_ref().unwrap()["author"].as_array().unwrap().len(), 1, "the counts follow the commit too");
+
+    env.log.append(&[write(a, "3p3", "3r02", submission("Kept Answers Three", &[("A", a)], 3), false)]).unwrap();
+    project_all(&env);
+    let added = index.find(&req, &facets, false).unwrap();
+    assert_eq!((titles(&added), added.results.total), (vec!["Kept Answers Three".to_owned(), "Kept Answers".to_owned()], 2));
+}

@@ -5,7 +5,9 @@
 use chrono::{DateTime, NaiveDate, Utc};
 use projections::attached::collections::normalize_tag;
 use projections::eprints::read::EprintsReader;
-use projections::search::{Facet, Highlight, SearchCursor, SearchRequest, SortOrder};
+use std::sync::Arc;
+
+use projections::search::{Facet, Found, Highlight, SearchCursor, SearchRequest, SortOrder};
 use projections::ProjectionError;
 use serde_json::{json, Value};
 
@@ -121,8 +123,9 @@ impl SearchPage {
     }
 }
 
-/// Runs a search: in one of the node's search slots, on the blocking pool (the async
-/// workers stay free for the requests that read little).
+/// Runs a search: from an answer the index kept for the same search of its visible commit,
+/// or in one of the node's search slots on the blocking pool (the async workers stay free for
+/// the requests that read little).
 pub async fn search(state: &AppState, args: SearchArgs) -> Result<SearchPage, ApiError> {
     for did in &args.authors {
         check_did("authors", did)?;
@@ -156,16 +159,18 @@ pub async fn search(state: &AppState, args: SearchArgs) -> Result<SearchPage, Ap
         .transpose()?;
     let empty = || SearchPage { hits: Vec::new(), cursor: None, total: 0, facets: None, highlights: None, impression_id: None };
     let Some(index) = state.search_index()? else { return Ok(empty()) };
-    let _slot = state.searches.acquire().await.map_err(|_| ApiError::internal("the search slots are closed"))?;
     let (facets, highlight) = (args.facets, args.highlight);
-    let (results, facets, highlights) = tokio::task::spawn_blocking(move || -> Result<_, ProjectionError> {
-        let results = index.search(&request)?;
-        let facets = if facets.is_empty() { None } else { Some(index.facets(&request, &facets)?) };
-        let highlights = if highlight { Some(index.highlights(&request, &results.hits)?) } else { None };
-        Ok((results, facets, highlights))
-    })
-    .await
-    .map_err(|e| ApiError::internal(format!("the search task failed: {e}")))??;
+    // An answer kept from a search of the same commit needs no slot.
+    let found = match index.found(&request, &facets, highlight) {
+        Some(found) => found,
+        None => {
+            let _slot = state.searches.acquire().await.map_err(|_| ApiError::internal("the search slots are closed"))?;
+            tokio::task::spawn_blocking(move || index.find(&request, &facets, highlight))
+                .await
+                .map_err(|e| ApiError::internal(format!("the search task failed: {e}")))??
+        }
+    };
+    let Found { results, facets, highlights } = Arc::unwrap_or_clone(found);
     let facets = facets.map(|f| with_author_names(state, f)).transpose()?;
     Ok(SearchPage {
         hits: results.hits,

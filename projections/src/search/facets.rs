@@ -16,7 +16,7 @@ use super::SearchIndex;
 use crate::ProjectionError;
 
 /// A facet of a search: counts of the matching eprints per value of one property.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Facet {
     /// Field codes.
     Fields,

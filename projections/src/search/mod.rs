@@ -4,6 +4,7 @@
 //! checkpoints are always committed together. The active version is the store's
 //! active-version pointer for model `search`.
 
+mod answers;
 mod facets;
 mod ids;
 mod indexer;
@@ -21,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use tantivy::store::Compressor;
 use tantivy::{Index, IndexReader, IndexSettings, ReloadPolicy};
 
+pub use answers::Found;
 pub use facets::{Facet, Highlight, FACET_SIZE};
 pub use indexer::SearchProjection;
 pub use query::{SearchCursor, SearchRequest, SearchResults, SortOrder};
@@ -53,11 +55,16 @@ pub struct SearchIndex {
     hidden: RwLock<Arc<BTreeSet<String>>>,
     /// Facet values recently turned into text, by segment and term ordinal.
     facet_values: Arc<facets::FacetValues>,
+    /// Answers of recent searches of the visible commit.
+    answers: answers::Answers,
 }
 
 /// How many facet values each index version keeps as text (a segment's dictionary decodes
 /// a block to turn one ordinal into text).
 const FACET_VALUES_CACHED: usize = 100_000;
+
+/// How many bytes of search answers each index version keeps ([`SearchIndex::find`]).
+const ANSWERS_CACHED_BYTES: u64 = 32 * 1024 * 1024;
 
 /// What a commit of the index records beside its documents.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -106,10 +113,14 @@ impl SearchIndex {
     }
 
     /// Makes the newest commit visible to searches.
+    ///
+    /// The hidden repositories are read first: a search of the new generation sees them
+    /// (a search of the old one may see them too), so an answer kept for a generation
+    /// never hides less than that generation's commit says.
     pub fn reload(&self) -> Result<(), ProjectionError> {
-        self.reader.reload()?;
         let payload = CommitPayload::parse(self.index.load_metas()?.payload.as_deref());
         *self.hidden.write().map_err(|_| ProjectionError::Search("hidden set poisoned".into()))? = Arc::new(payload.hidden);
+        self.reader.reload()?;
         Ok(())
     }
 
@@ -177,6 +188,7 @@ impl SearchIndexes {
             fields,
             hidden: RwLock::new(Arc::new(hidden)),
             facet_values: Arc::new(facets::FacetValues::new(FACET_VALUES_CACHED)),
+            answers: answers::Answers::new(ANSWERS_CACHED_BYTES),
         });
         open.insert(version, idx.clone());
         Ok(idx)

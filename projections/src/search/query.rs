@@ -21,7 +21,7 @@ use super::SearchIndex;
 use crate::ProjectionError;
 
 /// How hits are ordered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SortOrder {
     /// Best match first.
     Relevance,
@@ -44,7 +44,7 @@ impl SortOrder {
 /// Where the next page starts: the sort key of the last hit returned, and the fingerprint
 /// of the search it belongs to ([`SearchRequest::fingerprint`]), so that a cursor of one
 /// search is refused by another instead of paging into something else.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SearchCursor {
     sort: SortOrder,
     key: (u64, u64, u64),
@@ -82,7 +82,7 @@ impl SearchCursor {
 }
 
 /// A search.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SearchRequest {
     /// Words to look for, all of which must match (in any text field); the query syntax of
     /// tantivy (`title:graph`, `"exact phrase"`, `a OR b`, `-word`) is understood. Empty or
