@@ -22,7 +22,7 @@ use crate::activity::{self, ActivityProjection};
 use crate::admin::{self, AdminProjection};
 use crate::attached::{self, AttachedProjection};
 use crate::eprints::{self, EprintsProjection};
-use crate::governance::{self, GovernanceProjection};
+use crate::governance::{self, GovernanceModel};
 use crate::inbox::{self, InboxProjection};
 use crate::interactions::{self, InteractionsProjection};
 use crate::search::{self, SearchIndexes, SearchProjection};
@@ -93,7 +93,7 @@ fn open_admin(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Project
 }
 
 fn open_governance(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
-    Ok(Box::new(GovernanceProjection::new(ctx.store.clone(), version, mode)))
+    Ok(GovernanceModel::projection(ctx.store.clone(), version, mode))
 }
 
 fn open_inbox(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {

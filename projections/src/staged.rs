@@ -170,3 +170,65 @@ impl Staged {
         batch
     }
 }
+
+/// What every model built from [`Staged`] batches holds: where it writes, which version,
+/// and whether durability waits for the end of a rebuild.
+pub(crate) struct ModelBase {
+    pub(crate) name: &'static str,
+    pub(crate) store: std::sync::Arc<dyn Store>,
+    pub(crate) version: u32,
+    pub(crate) defer_durability: bool,
+}
+
+impl ModelBase {
+    pub(crate) fn new(name: &'static str, store: std::sync::Arc<dyn Store>, version: u32, mode: crate::catalog::Mode) -> ModelBase {
+        ModelBase { name, store, version, defer_durability: mode == crate::catalog::Mode::Rebuild }
+    }
+}
+
+/// A read model whose events each stage rows: [`StagedProjection`] runs it, committing a
+/// batch's rows with its checkpoints in one write (principle 3). A model says only what an
+/// event changes.
+pub(crate) trait StagedModel: Send {
+    /// Where and what it builds.
+    fn base(&self) -> &ModelBase;
+
+    /// Stages what `event` changes.
+    fn stage(&mut self, st: &mut Staged, event: &event_schema::Envelope) -> Result<(), crate::ProjectionError>;
+}
+
+/// The [`crate::Projection`] of a [`StagedModel`].
+pub(crate) struct StagedProjection<M>(pub(crate) M);
+
+impl<M: StagedModel> crate::Projection for StagedProjection<M> {
+    fn model(&self) -> &'static str {
+        self.0.base().name
+    }
+
+    fn version(&self) -> u32 {
+        self.0.base().version
+    }
+
+    fn checkpoints(&self) -> Result<Checkpoints, crate::ProjectionError> {
+        let base = self.0.base();
+        Ok(base.store.checkpoints(&store::consumer_name(base.name, base.version))?)
+    }
+
+    fn apply_batch(&mut self, batch: &crate::EventBatch) -> Result<(), crate::ProjectionError> {
+        let mut st = Staged::default();
+        for event in batch.events() {
+            self.0.stage(&mut st, event)?;
+        }
+        let base = self.0.base();
+        st.commit(base.store.as_ref(), &store::consumer_name(base.name, base.version), batch.next(), base.defer_durability)?;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), crate::ProjectionError> {
+        let base = self.0.base();
+        if base.defer_durability {
+            base.store.sync()?;
+        }
+        Ok(())
+    }
+}

@@ -4,19 +4,17 @@ use std::sync::Arc;
 
 use chrono::SecondsFormat;
 use event_schema::{AdminAction, AdminCommand, Envelope, Payload, UserAction, UserCommand};
-use store::{consumer_name, Columns, Store, Value};
+use store::{Columns, Store, Value};
 
 use super::{table, ALL, MODEL};
 use crate::catalog::Mode;
 use crate::rows::text;
-use crate::staged::Staged;
-use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
+use crate::staged::{ModelBase, Staged, StagedModel, StagedProjection};
+use crate::ProjectionError;
 
 /// Builds the governance read model (see the [module docs](super)).
-pub struct GovernanceProjection {
-    store: Arc<dyn Store>,
-    version: u32,
-    defer_durability: bool,
+pub struct GovernanceModel {
+    base: ModelBase,
 }
 
 fn t(s: &str) -> Value {
@@ -27,18 +25,22 @@ fn opt(s: Option<&str>) -> Value {
     s.map_or(Value::Null, t)
 }
 
-impl GovernanceProjection {
-    /// A projection that builds `version` of the model in `store`.
-    pub fn new(store: Arc<dyn Store>, version: u32, mode: Mode) -> GovernanceProjection {
-        GovernanceProjection { store, version, defer_durability: mode == Mode::Rebuild }
+impl GovernanceModel {
+    /// The projection that builds `version` of the model in `store`.
+    pub fn projection(store: Arc<dyn Store>, version: u32, mode: Mode) -> Box<dyn crate::Projection> {
+        Box::new(StagedProjection(GovernanceModel { base: ModelBase::new(MODEL, store, version, mode) }))
+    }
+
+    fn store(&self) -> &dyn Store {
+        self.base.store.as_ref()
     }
 
     /// Sets (or with `None` removes) the role of `did`.
     fn set_role(&self, st: &mut Staged, event: &Envelope, did: &str, role: Option<&str>, by: &str) -> Result<(), ProjectionError> {
         let position = event.position.ordinal();
-        let roles = table(self.version, "roles");
-        let by_role = table(self.version, "roles_by_role");
-        if let Some(held) = st.get(self.store.as_ref(), &roles, did, &[])? {
+        let roles = table(self.base.version, "roles");
+        let by_role = table(self.base.version, "roles_by_role");
+        if let Some(held) = st.get(self.store(), &roles, did, &[])? {
             let key = held.get("position").and_then(Value::as_int).unwrap_or_default() as u64;
             for partition in [text(&held, "role").unwrap_or_default(), ALL.to_owned()] {
                 st.delete(&by_role, &partition, key.to_be_bytes().to_vec(), position);
@@ -62,10 +64,10 @@ impl GovernanceProjection {
     /// Files a row of `name` (with an id table `ids`) under `all` and `also`, at `position`.
     fn file(&self, st: &mut Staged, (name, ids): (&'static str, &'static str), id: &str, also: &str, c: Columns, position: u64) {
         let key = position.to_be_bytes().to_vec();
-        st.put(&table(self.version, name), ALL, key.clone(), c.clone(), position);
-        st.put(&table(self.version, name), also, key, c, position);
+        st.put(&table(self.base.version, name), ALL, key.clone(), c.clone(), position);
+        st.put(&table(self.base.version, name), also, key, c, position);
         let pointer: Columns = [("position".to_owned(), Value::Int(position as i64)), ("also".to_owned(), t(also))].into_iter().collect();
-        st.put(&table(self.version, ids), id, Vec::new(), pointer, position);
+        st.put(&table(self.base.version, ids), id, Vec::new(), pointer, position);
     }
 
     /// The row of `id` in `name` and where it is filed: (row, position, the other partition).
@@ -75,10 +77,10 @@ impl GovernanceProjection {
         (name, ids): (&'static str, &'static str),
         id: &str,
     ) -> Result<Option<(Columns, u64, String)>, ProjectionError> {
-        let Some(pointer) = st.get(self.store.as_ref(), &table(self.version, ids), id, &[])? else { return Ok(None) };
+        let Some(pointer) = st.get(self.store(), &table(self.base.version, ids), id, &[])? else { return Ok(None) };
         let at = pointer.get("position").and_then(Value::as_int).unwrap_or_default() as u64;
         let also = text(&pointer, "also").unwrap_or_default();
-        Ok(st.get(self.store.as_ref(), &table(self.version, name), ALL, &at.to_be_bytes())?.map(|row| (row, at, also)))
+        Ok(st.get(self.store(), &table(self.base.version, name), ALL, &at.to_be_bytes())?.map(|row| (row, at, also)))
     }
 
     fn user(&self, st: &mut Staged, event: &Envelope, cmd: &UserCommand) -> Result<(), ProjectionError> {
@@ -98,7 +100,7 @@ impl GovernanceProjection {
             c.insert("decidedBy".into(), t("svc"));
             self.set_role(st, event, &cmd.caller, Some(target_role), "svc")?;
         }
-        st.put(&table(self.version, "elevations"), &cmd.caller, position.to_be_bytes().to_vec(), c.clone(), position);
+        st.put(&table(self.base.version, "elevations"), &cmd.caller, position.to_be_bytes().to_vec(), c.clone(), position);
         self.file(st, ("elevations", "elevation_ids"), id, status, c, position);
         Ok(())
     }
@@ -122,14 +124,14 @@ impl GovernanceProjection {
                     let (did, role) = (text(&row, "did").unwrap_or_default(), text(&row, "targetRole").unwrap_or_default());
                     self.set_role(st, event, &did, Some(&role), &cmd.actor)?;
                 }
-                let elevations = table(self.version, "elevations");
+                let elevations = table(self.base.version, "elevations");
                 st.delete(&elevations, &status, key.to_be_bytes().to_vec(), position);
                 st.put(&elevations, ALL, key.to_be_bytes().to_vec(), row.clone(), position);
                 st.put(&elevations, &text(&row, "did").unwrap_or_default(), key.to_be_bytes().to_vec(), row.clone(), position);
                 st.put(&elevations, decided, key.to_be_bytes().to_vec(), row, position);
                 let pointer: Columns =
                     [("position".to_owned(), Value::Int(key as i64)), ("also".to_owned(), t(decided))].into_iter().collect();
-                st.put(&table(self.version, "elevation_ids"), id, Vec::new(), pointer, position);
+                st.put(&table(self.base.version, "elevation_ids"), id, Vec::new(), pointer, position);
             }
             AdminAction::DelegationGranted { id, delegate, collections, expires_at, max_records_per_day } => {
                 let mut c = Columns::new();
@@ -148,7 +150,7 @@ impl GovernanceProjection {
                     return Ok(());
                 }
                 row.insert("revokedAt".into(), t(&at));
-                let delegations = table(self.version, "delegations");
+                let delegations = table(self.base.version, "delegations");
                 st.put(&delegations, ALL, key.to_be_bytes().to_vec(), row.clone(), position);
                 st.put(&delegations, &delegate, key.to_be_bytes().to_vec(), row, position);
             }
@@ -158,7 +160,7 @@ impl GovernanceProjection {
                 c.insert("nodes".into(), Value::Int(*nodes as i64));
                 c.insert("edges".into(), Value::Int(*edges as i64));
                 c.insert("generatedAt".into(), t(&at));
-                st.put(&table(self.version, "communities"), algorithm, Vec::new(), c, position);
+                st.put(&table(self.base.version, "communities"), algorithm, Vec::new(), c, position);
             }
             _ => {}
         }
@@ -166,36 +168,16 @@ impl GovernanceProjection {
     }
 }
 
-impl Projection for GovernanceProjection {
-    fn model(&self) -> &'static str {
-        MODEL
+impl StagedModel for GovernanceModel {
+    fn base(&self) -> &ModelBase {
+        &self.base
     }
 
-    fn version(&self) -> u32 {
-        self.version
-    }
-
-    fn checkpoints(&self) -> Result<Checkpoints, ProjectionError> {
-        Ok(self.store.checkpoints(&consumer_name(MODEL, self.version))?)
-    }
-
-    fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError> {
-        let mut st = Staged::default();
-        for event in batch.events() {
-            match &event.payload {
-                Payload::User(cmd) => self.user(&mut st, event, cmd)?,
-                Payload::Admin(cmd) => self.admin(&mut st, event, cmd)?,
-                _ => {}
-            }
+    fn stage(&mut self, st: &mut Staged, event: &Envelope) -> Result<(), ProjectionError> {
+        match &event.payload {
+            Payload::User(cmd) => self.user(st, event, cmd),
+            Payload::Admin(cmd) => self.admin(st, event, cmd),
+            _ => Ok(()),
         }
-        st.commit(self.store.as_ref(), &consumer_name(MODEL, self.version), batch.next(), self.defer_durability)?;
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<(), ProjectionError> {
-        if self.defer_durability {
-            self.store.sync()?;
-        }
-        Ok(())
     }
 }

@@ -23,7 +23,7 @@ pub mod communities;
 pub mod read;
 mod rule;
 
-pub use apply::GovernanceProjection;
+pub use apply::GovernanceModel;
 pub use rule::*;
 
 use store::TableRef;
