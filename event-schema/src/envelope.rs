@@ -98,11 +98,13 @@ pub enum EventKind {
     Usage,
     /// A search's results shown.
     Search,
+    /// A paper fetched from an external source.
+    External,
 }
 
 impl EventKind {
     /// Every kind, in a stable order.
-    pub const ALL: [EventKind; 12] = [
+    pub const ALL: [EventKind; 13] = [
         EventKind::RecordCreate,
         EventKind::RecordUpdate,
         EventKind::RecordDelete,
@@ -115,6 +117,7 @@ impl EventKind {
         EventKind::User,
         EventKind::Usage,
         EventKind::Search,
+        EventKind::External,
     ];
 
     /// The kind's name on the wire and in the JSON view.
@@ -132,6 +135,7 @@ impl EventKind {
             EventKind::User => "command.user",
             EventKind::Usage => "command.usage",
             EventKind::Search => "command.search",
+            EventKind::External => "external.paper",
         }
     }
 

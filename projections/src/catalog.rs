@@ -23,6 +23,7 @@ use crate::admin::{self, AdminProjection};
 use crate::attached::{self, AttachedProjection};
 use crate::eprints::{self, EprintsProjection};
 use crate::governance::{self, GovernanceModel};
+use crate::imports::{self, ImportsModel};
 use crate::inbox::{self, InboxProjection};
 use crate::interactions::{self, InteractionsProjection};
 use crate::search::{self, SearchIndexes, SearchProjection};
@@ -72,6 +73,7 @@ pub const CATALOG: &[ModelSpec] = &[
     ModelSpec { name: usage::MODEL, place: Place::Shared, tables: usage::TABLES, open: open_usage, format: 1 },
     ModelSpec { name: activity::MODEL, place: Place::Shared, tables: activity::TABLES, open: open_activity, format: 1 },
     ModelSpec { name: interactions::MODEL, place: Place::Shared, tables: interactions::TABLES, open: open_interactions, format: 1 },
+    ModelSpec { name: imports::MODEL, place: Place::Shared, tables: imports::TABLES, open: open_imports, format: 1 },
     // 2: documents carry their eprint's citation count.
     ModelSpec { name: search::MODEL, place: Place::Node, tables: search::TABLES, open: open_search, format: 3 },
 ];
@@ -110,6 +112,10 @@ fn open_activity(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Proj
 
 fn open_interactions(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
     Ok(Box::new(InteractionsProjection::new(ctx.store.clone(), version, mode)))
+}
+
+fn open_imports(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
+    Ok(ImportsModel::projection(ctx.store.clone(), version, mode))
 }
 
 fn open_search(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {

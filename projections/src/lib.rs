@@ -32,6 +32,7 @@ pub mod eprints;
 mod error;
 mod fanout;
 pub mod governance;
+pub mod imports;
 pub mod inbox;
 pub mod interactions;
 mod projection;

@@ -68,6 +68,12 @@ pub enum ErrorCode {
     Unauthorized,
     /// A replacement value an eprint update may not take.
     ValidationError,
+    /// No authorship claim by the id asked for.
+    ClaimNotFound,
+    /// The paper's authorship was claimed already.
+    AlreadyClaimed,
+    /// The caller has a pending or approved claim on the paper already.
+    DuplicateClaim,
 }
 
 impl ErrorCode {
@@ -81,6 +87,9 @@ impl ErrorCode {
             UriTooLong => (StatusCode::URI_TOO_LONG, "InvalidRequest", "INVALID_REQUEST"),
             InvalidEmail => (StatusCode::BAD_REQUEST, "InvalidEmail", "INVALID_REQUEST"),
             ValidationError => (StatusCode::BAD_REQUEST, "ValidationError", "INVALID_REQUEST"),
+            ClaimNotFound => (StatusCode::NOT_FOUND, "ClaimNotFound", "NOT_FOUND"),
+            AlreadyClaimed => (StatusCode::CONFLICT, "AlreadyClaimed", "ALREADY_CLAIMED"),
+            DuplicateClaim => (StatusCode::CONFLICT, "DuplicateClaim", "DUPLICATE_CLAIM"),
             RecordNotFound => (StatusCode::NOT_FOUND, "RecordNotFound", "NOT_FOUND"),
             NotFound => (StatusCode::NOT_FOUND, "NotFound", "NOT_FOUND"),
             RepoNotFound => (StatusCode::NOT_FOUND, "RepoNotFound", "NOT_FOUND"),

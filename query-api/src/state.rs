@@ -65,6 +65,8 @@ pub struct Shared {
     pub operation_stale_after: std::time::Duration,
     /// Writes procedures' command events to the log, gathering concurrent calls.
     pub appender: crate::command::Appender,
+    /// The external scholarly sources papers are imported from.
+    pub sources: sources::Sources,
 }
 
 /// Two search slots per core. A search is almost all CPU work: running many more at once

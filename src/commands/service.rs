@@ -151,6 +151,7 @@ impl Supervisor {
             complete_models: Default::default(),
             operation_stale_after: std::time::Duration::from_secs(args.operation_stale_seconds),
             appender: Default::default(),
+            sources: args.external.sources(),
         });
         let admins = args.auth.admins();
         if !admins.is_empty() {

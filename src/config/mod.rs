@@ -138,6 +138,7 @@ impl Cli {
                 }
                 up.governance.validate()?;
                 up.publish.validate()?;
+                up.external.validate()?;
                 if let Some(bad) = up
                     .approved_services
                     .iter()

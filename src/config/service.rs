@@ -118,6 +118,39 @@ impl PublishArgs {
     }
 }
 
+/// The external scholarly sources papers are imported from (for claiming): where each is
+/// and how svc identifies itself to them. Tests point them at local fixture servers.
+#[derive(Debug, Clone, Args)]
+pub struct ExternalArgs {
+    /// arXiv's API host (its `/api/query`).
+    #[arg(long, env = "SVC_ARXIV_URL", default_value = sources::arxiv::BASE_URL)]
+    pub arxiv_url: String,
+    /// Milliseconds between two requests to arXiv (arXiv asks for 3,000).
+    #[arg(long, env = "SVC_ARXIV_INTERVAL_MS", default_value_t = 3000, value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    pub arxiv_interval_ms: u64,
+    /// A contact e-mail address given to the sources in the user agent, as their
+    /// etiquette asks.
+    #[arg(long, env = "SVC_SOURCES_CONTACT")]
+    pub sources_contact: Option<String>,
+}
+
+impl ExternalArgs {
+    /// Checks the sources' URLs.
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        if !(self.arxiv_url.starts_with("http://") || self.arxiv_url.starts_with("https://")) {
+            return Err(ConfigError::SourceUrl { flag: "--arxiv-url", url: self.arxiv_url.clone(), schemes: "http:// or https://" });
+        }
+        Ok(())
+    }
+
+    /// The sources, as configured.
+    pub fn sources(&self) -> sources::Sources {
+        let mut arxiv = sources::arxiv::etiquette(&self.arxiv_url, self.sources_contact.as_deref());
+        arxiv.interval = std::time::Duration::from_millis(self.arxiv_interval_ms);
+        sources::Sources::new([std::sync::Arc::new(sources::arxiv::Arxiv::new(arxiv)) as std::sync::Arc<dyn sources::Source>])
+    }
+}
+
 /// `svc up` and `svc serve`.
 #[derive(Debug, Clone, Args)]
 pub struct UpArgs {
@@ -169,6 +202,9 @@ pub struct UpArgs {
 
     #[command(flatten)]
     pub publish: PublishArgs,
+
+    #[command(flatten)]
+    pub external: ExternalArgs,
 }
 
 /// The identity layer: keys, the first admins, rate limits.

@@ -145,7 +145,8 @@ async fn invalid_records_are_dead_lettered_and_bad_requests_get_clear_errors() {
         ("/xrpc/pub.svc.tag.getTrending?timeWindow=year".into(), 400, "InvalidRequest"),
         ("/xrpc/pub.svc.endorsement.getUserEndorsement?uri=at://did:plc:x/pub.svc.eprint.submission/y".into(), 401, "AuthRequired"),
         ("/xrpc/pub.svc.admin.listDLQEntries".into(), 401, "AuthRequired"),
-        ("/xrpc/pub.svc.admin.listImports".into(), 501, "NotImplemented"),
+        ("/xrpc/pub.svc.admin.listImports".into(), 401, "AuthRequired"),
+        ("/xrpc/pub.svc.claiming.fetchExternalPdf?source=arxiv&externalId=2509.21237".into(), 501, "NotImplemented"),
         ("/xrpc/pub.svc.nothing.here".into(), 404, "NotFound"),
         ("/xrpc/not-an-nsid".into(), 404, "NotFound"),
     ];

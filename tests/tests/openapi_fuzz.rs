@@ -20,7 +20,15 @@ async fn the_openapi_document_survives_its_fuzzer() {
     svc(&["seed", "--data-dir", data.to_str().unwrap(), papers.to_str().unwrap()]).unwrap();
     // DIDs resolve through a directory that is not there: the sync operations then answer
     // what they answer for a DID they cannot reach (the fuzzer's DIDs are made up anyway).
-    let service = Service::start_args("up", &data, free_port(), &Backend::embedded(), &["--plc-url", "http://127.0.0.1:1"]).await.unwrap();
+    let service = Service::start_args(
+        "up",
+        &data,
+        free_port(),
+        &Backend::embedded(),
+        &["--plc-url", "http://127.0.0.1:1", "--arxiv-url", "http://127.0.0.1:1", "--arxiv-interval-ms", "0"],
+    )
+    .await
+    .unwrap();
     service.wait_caught_up().await.unwrap();
 
     let config = workspace_root().join("scripts/schemathesis.toml");

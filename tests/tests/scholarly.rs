@@ -9,6 +9,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use sources::fixtures::{Fault, FixtureServer};
 use tests::pds::{submission, Account, Pds};
 use tests::{enc, Backend, Service};
 
@@ -145,10 +146,14 @@ async fn answers(svc: &Service, queries: &[String]) -> Vec<Value> {
 }
 
 /// A backend with the peers every svc of these tests follows: the PDS's firehose, its
-/// PLC directory and handles; and the governance repository `gov` on the PDS, which svc
-/// publishes approved proposals to (a pass a second).
-fn following(pds: &Pds, gov: &Account, backend: Backend) -> Backend {
+/// PLC directory and handles; the governance repository `gov` on the PDS, which svc
+/// publishes approved proposals to (a pass a second), `gov` being an svc admin too; and the
+/// arXiv fixture server papers are imported from.
+fn following(pds: &Pds, gov: &Account, arxiv: &FixtureServer, backend: Backend) -> Backend {
     backend
+        .with_env("SVC_ARXIV_URL", &arxiv.url)
+        .with_env("SVC_ARXIV_INTERVAL_MS", "0")
+        .with_env("SVC_ADMIN_DIDS", &gov.did)
         .with_env("SVC_FIREHOSE", &pds.ws_url())
         .with_env("SVC_PLC_URL", &pds.plc_url)
         .with_env("SVC_HANDLE_RESOLVER", &pds.url)
@@ -255,6 +260,57 @@ async fn governance(svc: &Service, pds: &Pds, gov: &Account, alice: &Account, bo
 
 /// What svc wrote to the governance repository: still the one node and the owner's edge
 /// after a publishing pass or two of `svc` (whose log may or may not hold the marks).
+/// Claiming through the real PDS. Alice imports a paper from the arXiv fixture server and
+/// claims it; the admin approves; she writes the eprint to her repository on the PDS and
+/// completes the claim with it once svc indexed it. A search of the sources answers with
+/// arXiv down, naming it. The queries a replay compares.
+async fn claiming(svc: &Service, pds: &Pds, gov: &Account, alice: &Account, arxiv: &FixtureServer) -> Vec<String> {
+    let token = |who: &Account, nsid: &'static str| {
+        let (pds, who) = (pds, who.clone());
+        async move { pds.service_auth(&who, SERVICE_DID, &format!("pub.svc.claiming.{nsid}"), None).await.unwrap() }
+    };
+    let input = json!({"source": "arxiv", "externalId": "arXiv:2509.21237v1", "authorPosition": 0});
+    let (status, started) = svc
+        .post("/xrpc/pub.svc.claiming.startClaimFromExternal", Some(&token(alice, "startClaimFromExternal").await), &input)
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "{started}");
+    assert_eq!(started["claim"]["status"], "pending");
+    let claim = started["claim"]["id"].as_u64().unwrap();
+    let (status, again) = svc
+        .post(
+            "/xrpc/pub.svc.claiming.startClaim",
+            Some(&token(alice, "startClaim").await),
+            &json!({"importId": started["claim"]["importId"]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!((status, again["error"].as_str()), (409, Some("DuplicateClaim")), "{again}");
+    let (status, approved) =
+        svc.post("/xrpc/pub.svc.claiming.approveClaim", Some(&token(gov, "approveClaim").await), &json!({"claimId": claim})).await.unwrap();
+    assert_eq!((status, approved["claim"]["status"].as_str()), (200, Some("approved")), "{approved}");
+
+    let (mine, _) = pds
+        .create_record(alice, "pub.svc.eprint.submission", &submission("Query-Centric Graph Retrieval Augmented Generation", alice, None))
+        .await
+        .unwrap();
+    until(svc, &format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(&mine)), "her eprint", |s, _| s == 200).await;
+    let input = json!({"claimId": claim, "canonicalUri": mine});
+    let (status, done) =
+        svc.post("/xrpc/pub.svc.claiming.completeClaim", Some(&token(alice, "completeClaim").await), &input).await.unwrap();
+    assert_eq!((status, done["success"].as_bool()), (200, Some(true)), "{done}");
+    let paper = "/xrpc/pub.svc.import.get?source=arxiv&externalId=2509.21237".to_owned();
+    let (_, _, imported) = svc.get(&paper).await.unwrap();
+    assert_eq!((imported["claimStatus"].as_str(), imported["canonicalUri"].as_str()), (Some("claimed"), Some(mine.as_str())), "{imported}");
+
+    arxiv.set_fault(Fault::Down);
+    let (_, _, searched) = svc.get("/xrpc/pub.svc.claiming.searchEprints?query=retrieval+augmented").await.unwrap();
+    arxiv.set_fault(Fault::None);
+    assert_eq!(searched["sourceErrors"][0]["source"], "arxiv", "{searched}");
+    assert!(searched["eprints"].as_array().unwrap().iter().any(|e| e["uri"] == mine.as_str()), "svc's own results stand: {searched}");
+    vec![paper, "/xrpc/pub.svc.import.exists?externalId=2509.21237".into()]
+}
+
 async fn published_once(pds: &Pds, gov: &Account) {
     tokio::time::sleep(Duration::from_millis(2500)).await;
     assert_eq!(pds.list_records(&gov.did, "pub.svc.graph.node").await.unwrap().len(), 2, "QML and physics");
@@ -274,7 +330,7 @@ struct Ran {
 }
 
 /// Alice and Bob write the scholarly layer through the PDS, and a svc on `backend` follows.
-async fn scenario(pds: &Pds, gov: &Account, backend: &Backend) -> Ran {
+async fn scenario(pds: &Pds, gov: &Account, arxiv: &FixtureServer, backend: &Backend) -> Ran {
     let alice = pds.create_account("alice").await.unwrap();
     let bob = pds.create_account("bob").await.unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -636,6 +692,7 @@ async fn scenario(pds: &Pds, gov: &Account, backend: &Backend) -> Ran {
     let (governed, own) = governance(&svc, pds, gov, &alice, &bob).await;
     let mut usage = usage(&svc, pds, &bob, &paper, &other).await;
     usage.extend(own);
+    usage.extend(claiming(&svc, pds, gov, &alice, arxiv).await);
     let mut queries = queries(&paper, &other, &review, &annotation, &bob);
     queries.splice(0..0, governed);
     // (The last query is the one the embedded comparison waits on.)
@@ -651,8 +708,10 @@ async fn the_scholarly_layer_from_a_real_pds_on_the_embedded_backend() {
     let _serial = tests::serial().await;
     let pds = Pds::start().unwrap();
     let gov = pds.create_account("governance").await.unwrap();
-    let embedded = following(&pds, &gov, Backend::embedded());
-    let Ran { svc, data, _dir, mut queries, answers: mut before, usage } = scenario(&pds, &gov, &embedded).await;
+    let arxiv = FixtureServer::arxiv().await;
+    let embedded = following(&pds, &gov, &arxiv, Backend::embedded());
+    let Ran { svc, data, _dir, mut queries, answers: mut before, usage } = scenario(&pds, &gov, &arxiv, &embedded).await;
+    let calls = arxiv.calls();
     before.extend(answers(&svc, &usage).await);
     queries.extend(usage);
 
@@ -665,6 +724,7 @@ async fn the_scholarly_layer_from_a_real_pds_on_the_embedded_backend() {
     for ((q, a), b) in queries.iter().zip(&before).zip(&after) {
         assert_eq!(a.to_string(), b.to_string(), "{q} changed across the replay");
     }
+    assert_eq!(arxiv.calls(), calls, "the replay rebuilt the import and the claim without calling arXiv");
     // The replayed log marks the proposal published: svc writes nothing again.
     published_once(&pds, &gov).await;
     svc.stop().unwrap();
@@ -676,14 +736,17 @@ async fn the_scholarly_layer_from_a_real_pds_on_kafka_and_cql() {
     let pds = Pds::start().unwrap();
     // (The backend owns the broker and the CQL server: they live as long as the service.)
     let gov = pds.create_account("governance").await.unwrap();
-    let kafka = following(&pds, &gov, Backend::kafka_scylla());
-    let Ran { svc, queries, answers: on_kafka, .. } = scenario(&pds, &gov, &kafka).await;
+    let arxiv = FixtureServer::arxiv().await;
+    let kafka = following(&pds, &gov, &arxiv, Backend::kafka_scylla());
+    let Ran { svc, queries, answers: on_kafka, .. } = scenario(&pds, &gov, &arxiv, &kafka).await;
     svc.stop().unwrap();
 
     // A svc on the embedded backend, following the same PDS from cursor 0, answers the same.
     let other_dir = tempfile::tempdir().unwrap();
     let embedded =
-        Service::start_with(&other_dir.path().join("data"), tests::free_port(), &following(&pds, &gov, Backend::embedded())).await.unwrap();
+        Service::start_with(&other_dir.path().join("data"), tests::free_port(), &following(&pds, &gov, &arxiv, Backend::embedded()))
+            .await
+            .unwrap();
     let last = queries.last().unwrap().clone();
     until(&embedded, &last, "the embedded svc catching up", |s, b| s == 200 && b["profile"]["displayName"] == "Bob B.").await;
     until(&embedded, &queries[0], "the approved proposal on the embedded svc", |_, b| b["status"] == "approved").await;

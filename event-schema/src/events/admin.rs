@@ -114,6 +114,17 @@ pub enum AdminAction {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
+    /// An administrator approves or rejects a pending authorship claim. Keyed by the
+    /// claimed paper's key, after the claim.
+    ClaimDecided {
+        /// The claim.
+        claim_id: u64,
+        /// Approved (or rejected).
+        approved: bool,
+        /// The reason of a rejection.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
     /// A governance administrator decides a pending elevation request; an approval grants
     /// the role asked for. Keyed by the requester's DID, after the request.
     ElevationDecided {

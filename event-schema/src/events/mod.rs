@@ -4,6 +4,7 @@ mod access;
 mod account;
 mod admin;
 mod backlink;
+mod external;
 mod identity;
 mod record;
 mod rejected;
@@ -14,6 +15,7 @@ pub use access::{AccessAction, AccessChange, OnceProof};
 pub use account::{AccountChange, AccountStatus};
 pub use admin::{AdminAction, AdminCommand, OPERATIONS_KEY};
 pub use backlink::BacklinkChange;
+pub use external::{ExternalAuthor, ExternalPaper};
 pub use identity::IdentityChange;
 pub use record::{RecordDelete, RecordWrite};
 pub use rejected::Rejected;
@@ -52,6 +54,8 @@ pub enum Payload {
     Usage(UsageEvent),
     /// A search's results shown (a command).
     Search(SearchImpression),
+    /// A paper fetched from an external source.
+    External(Box<ExternalPaper>),
 }
 
 impl Payload {
@@ -70,6 +74,7 @@ impl Payload {
             Payload::User(_) => EventKind::User,
             Payload::Usage(_) => EventKind::Usage,
             Payload::Search(_) => EventKind::Search,
+            Payload::External(_) => EventKind::External,
         }
     }
 
@@ -89,6 +94,8 @@ impl Payload {
             Payload::Usage(u) => u.uri.strip_prefix("at://").and_then(|r| r.split('/').next()).unwrap_or_default(),
             // No account: a searcher is a pseudonym.
             Payload::Search(_) => "",
+            // No account: the paper is not in a repository.
+            Payload::External(_) => "",
         }
     }
 }

@@ -61,6 +61,37 @@ pub enum UserAction {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         unmet: Vec<String>,
     },
+    /// `pub.svc.claiming.startClaim`: the caller claims authorship of an imported paper.
+    /// Keyed by the paper's key ([`crate::ExternalPaper::key`]), so the claims of one paper
+    /// are applied in order: the claim is made only when the paper is imported, not
+    /// claimed and not claimed by the caller already when it is applied.
+    ClaimStarted {
+        /// The request's id (a UUID), by which the caller's answer finds the claim.
+        request_id: String,
+        /// The paper's source.
+        source: String,
+        /// The paper's id at the source.
+        external_id: String,
+        /// The caller's position in the paper's author list (from 0), when given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        author_position: Option<u32>,
+        /// The ORCID iD the caller gives as evidence.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        orcid: Option<String>,
+        /// The claim score (0 to 100) from the evidence when asked (docs/claiming.md).
+        score: u32,
+        /// What the score is made of, by evidence name.
+        #[serde(default)]
+        evidence: std::collections::BTreeMap<String, u32>,
+    },
+    /// `pub.svc.claiming.completeClaim`: the claimant names the eprint she wrote in her
+    /// repository for the claimed paper. Keyed by the paper's key.
+    ClaimCompleted {
+        /// The claim.
+        claim_id: u64,
+        /// The AT URI of the eprint record.
+        canonical_uri: String,
+    },
     /// `pub.svc.activity.markFailed`: the write the caller logged for this record failed.
     ActivityFailed {
         /// The record's collection.

@@ -274,6 +274,9 @@ fn admin_audit_row(st: &mut Staged, version: u32, event: &Envelope, cmd: &AdminC
             delegate.as_str(),
             json!({"id": id, "collections": collections, "expiresAt": expires_at, "maxRecordsPerDay": max_records_per_day}),
         ),
+        AdminAction::ClaimDecided { claim_id, approved, reason } => {
+            (if *approved { "claim_approve" } else { "claim_reject" }, event.key.as_str(), json!({"claimId": claim_id, "reason": reason}))
+        }
         AdminAction::DelegationRevoked { id, delegate } => ("delegation_revoke", delegate.as_str(), json!({"id": id})),
         AdminAction::GovernancePublished { proposal, uri, cid, error } => {
             ("governance_publish", proposal.as_str(), json!({"uri": uri, "cid": cid, "error": error}))

@@ -249,7 +249,8 @@ impl Projection for EprintsProjection {
                 | Payload::Access(_)
                 | Payload::User(_)
                 | Payload::Usage(_)
-                | Payload::Search(_) => {}
+                | Payload::Search(_)
+                | Payload::External(_) => {}
                 Payload::Admin(AdminCommand { action, .. }) => {
                     self.parking().release(&mut st, event.envelope)?;
                     if let AdminAction::ContentDeleted { uri, collection, .. } = action {

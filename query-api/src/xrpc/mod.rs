@@ -15,6 +15,7 @@ mod annotation;
 mod author;
 mod backlink;
 pub mod catalog;
+mod claiming;
 mod collaboration;
 mod collection;
 mod discovery;
@@ -22,6 +23,7 @@ mod endorsement;
 mod eprint;
 pub mod governance;
 mod graph;
+mod import;
 pub mod method;
 mod metrics;
 mod moderation;
@@ -54,6 +56,8 @@ pub fn methods() -> Routes {
         .merge(governance::routes())
         .merge(author::routes())
         .merge(backlink::routes())
+        .merge(import::routes())
+        .merge(claiming::routes())
         .merge(notification::routes())
         .merge(metrics::routes())
         .merge(moderation::routes())

@@ -61,6 +61,12 @@ impl Fixture {
 
     /// An empty service with these rate limits, resolving did:plc at `plc_url`.
     pub fn with_peers(limits: query_api::identity::limits::LimitSettings, plc_url: &str) -> Fixture {
+        Fixture::with_sources(limits, plc_url, sources::Sources::default())
+    }
+
+    /// An empty service with these rate limits, resolving did:plc at `plc_url`, importing
+    /// papers from `sources`.
+    pub fn with_sources(limits: query_api::identity::limits::LimitSettings, plc_url: &str, sources: sources::Sources) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let log: Arc<dyn EventLog> = Arc::new(EmbeddedLog::open(&dir.path().join("log"), 4).unwrap());
         let store: Arc<dyn store::Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
@@ -105,6 +111,7 @@ impl Fixture {
             complete_models: Default::default(),
             operation_stale_after: Duration::from_secs(2),
             appender: Default::default(),
+            sources,
         });
         Fixture { _dir: dir, log, ctx, projections, state, stop: Default::default() }
     }

@@ -28,6 +28,7 @@ pub fn routes() -> Routes {
     let admin = Auth::Role(Role::Admin);
     Routes::new()
         .procedure("pub.svc.admin.assignRole", admin, roles::assign)
+        .query("pub.svc.admin.listImports", admin, super::import::list_imports)
         .procedure("pub.svc.admin.revokeRole", admin, roles::revoke)
         .query_async("pub.svc.admin.getSystemHealth", admin, health::system_health)
         .query_async("pub.svc.admin.getNodeMetrics", admin, node::node_metrics)

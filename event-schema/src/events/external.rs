@@ -1,0 +1,61 @@
+use serde::{Deserialize, Serialize};
+
+/// A paper fetched from an external scholarly source (arXiv, Crossref, OpenAlex…): what the
+/// source said of it when svc fetched it. Keyed by [`ExternalPaper::key`]. Only these events
+/// bring outside data into read models, so a replay rebuilds every import without calling
+/// any source again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExternalPaper {
+    /// The source's name (`arxiv`, `crossref`…).
+    pub source: String,
+    /// The paper's identifier at the source (an arXiv id without version, a DOI…).
+    pub external_id: String,
+    /// The paper's page at the source.
+    pub url: String,
+    /// The title.
+    pub title: String,
+    /// The abstract, as plain text.
+    #[serde(rename = "abstract", default)]
+    pub abstract_text: String,
+    /// The authors, in the order the source lists them.
+    #[serde(default)]
+    pub authors: Vec<ExternalAuthor>,
+    /// When it was published (RFC 3339 date or datetime), when the source says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publication_date: Option<String>,
+    /// The source's subject categories (arXiv categories, Crossref subjects…).
+    #[serde(default)]
+    pub categories: Vec<String>,
+    /// The DOI, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub doi: Option<String>,
+    /// Where the PDF is, when the source says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pdf_url: Option<String>,
+    /// The client that fetched it (`arxiv-atom`…).
+    pub plugin: String,
+    /// When svc fetched it (RFC 3339).
+    pub fetched_at: String,
+}
+
+impl ExternalPaper {
+    /// The log key of a paper: `<source>:<external id>`.
+    pub fn key(source: &str, external_id: &str) -> String {
+        format!("{source}:{external_id}")
+    }
+}
+
+/// An author as an external source lists them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExternalAuthor {
+    /// The name, as written.
+    pub name: String,
+    /// Their ORCID iD, when the source gives it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub orcid: Option<String>,
+    /// Their affiliation, when the source gives it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affiliation: Option<String>,
+}

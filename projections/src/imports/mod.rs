@@ -1,0 +1,69 @@
+//! Imports and claims: the papers svc fetched from external sources (`external.paper`
+//! events) and the authorship claims on them (docs/spec details §6). Nothing here is a
+//! repository record: a replay rebuilds every import and claim from the log alone.
+//!
+//! Tables of model `imports` (partition key → clustering key: columns):
+//! - `papers`: `all` and `source:<source>` → the import id (big-endian): id, key, source,
+//!   paper (the [`event_schema::ExternalPaper`] as JSON), words, authorWords, orcids
+//!   (space-separated), importedAt, lastSyncedAt, claimStatus, canonicalUri, claimedByDid,
+//!   claimedAt.
+//! - `paper_keys`: `<source>:<external id>` → ∅: id.
+//! - `words`: a word of a title or an author's name → the import id: ∅ (what
+//!   `import.search` looks words up in).
+//! - `word_counts`: a word → ∅: n (how many papers have it: a search reads the rarest).
+//! - `counts`: `all` and `source:<source>` → ∅: n (papers imported).
+//! - `claims`: `all`, `claimant:<did>`, `status:<status>` and `paper:<id>` → the claim id
+//!   (big-endian): id, importId, paperKey, claimantDid, status, score, evidence (JSON),
+//!   authorPosition, orcid, canonicalUri, rejectionReason, reviewedBy, reviewedAt,
+//!   createdAt, title.
+//! - `claim_keys`: the claim id (decimal) → ∅: status, claimant, importId.
+//! - `claim_requests`: a request id → ∅: claimId, or refused (why a claim was not made).
+//!
+//! An import's id is the log ordinal of the event that first imported it, plus one; a
+//! claim's, the ordinal of the event that started it, plus one: stable across replays.
+
+mod apply;
+pub mod read;
+
+pub use apply::ImportsModel;
+
+use store::TableRef;
+
+/// The model name.
+pub const MODEL: &str = "imports";
+
+/// The tables of the model, for dropping a version.
+pub const TABLES: &[&str] = &["papers", "paper_keys", "words", "word_counts", "counts", "claims", "claim_keys", "claim_requests"];
+
+/// The partition of every row of a listing.
+pub(crate) const ALL: &str = "all";
+
+/// The most words of one paper indexed (of its title and authors' names).
+pub(crate) const MAX_WORDS: usize = 96;
+
+pub(crate) fn table(version: u32, name: &'static str) -> TableRef {
+    TableRef::new(MODEL, version, name)
+}
+
+/// The words of a text as `import.search` matches them: runs of letters and digits,
+/// lowercased, two characters or more, each once, in order.
+pub fn words(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| w.chars().count() >= 2) {
+        let w = w.to_lowercase();
+        if !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    out
+}
+
+/// Why a claim was not made, as its request records it.
+pub mod refusal {
+    /// The paper was never imported.
+    pub const NOT_IMPORTED: &str = "NotFound";
+    /// A claim on the paper was completed already.
+    pub const ALREADY_CLAIMED: &str = "AlreadyClaimed";
+    /// The caller has a pending or approved claim on the paper already.
+    pub const DUPLICATE: &str = "DuplicateClaim";
+}

@@ -1,0 +1,277 @@
+//! Reading the imports model: imported papers by key, id, listing and words; claims by id,
+//! claimant, status and request.
+
+use event_schema::ExternalPaper;
+use serde_json::{json, Value as Json};
+use store::{Columns, Scan, Store, Value};
+
+use super::{table, words, ALL, MODEL};
+use crate::rows::text;
+use crate::ProjectionError;
+
+/// Reads the active version of the imports model.
+pub struct ImportsReader<'a> {
+    store: &'a dyn Store,
+    version: Option<u32>,
+}
+
+/// What `import.search` asks for.
+#[derive(Debug, Clone, Default)]
+pub struct ImportQuery {
+    /// Words every hit has in its title or its authors' names.
+    pub words: String,
+    /// One source's papers only.
+    pub source: Option<String>,
+    /// Papers of this claim status only (`unclaimed`, `pending`, `claimed`).
+    pub claim_status: Option<String>,
+    /// Words every hit has in its authors' names.
+    pub author_name: Option<String>,
+    /// An ORCID iD one of the hit's authors has.
+    pub author_orcid: Option<String>,
+    /// Continue after this import id (the previous page's last).
+    pub after: Option<u64>,
+    /// Page size.
+    pub limit: usize,
+}
+
+/// The most postings one search reads before it ends its page short.
+const MAX_SCANNED: usize = 20_000;
+
+fn int(c: &Columns, k: &str) -> u64 {
+    c.get(k).and_then(Value::as_int).unwrap_or(0) as u64
+}
+
+fn id_of(key: &[u8]) -> u64 {
+    key.try_into().map(u64::from_be_bytes).unwrap_or_default()
+}
+
+/// An imported paper's view (`#importedEprint`).
+pub fn paper_view(c: &Columns) -> Json {
+    let p: ExternalPaper = match text(c, "paper").and_then(|p| serde_json::from_str(&p).ok()) {
+        Some(p) => p,
+        None => return json!({"id": int(c, "id")}),
+    };
+    let mut out = json!({
+        "id": int(c, "id"),
+        "source": p.source,
+        "externalId": p.external_id,
+        "url": p.url,
+        "title": p.title,
+        "abstract": p.abstract_text,
+        "authors": p.authors,
+        "categories": p.categories,
+        "importedByPlugin": p.plugin,
+        "importedAt": text(c, "importedAt"),
+        "lastSyncedAt": text(c, "lastSyncedAt"),
+        "syncStatus": "synced",
+        "claimStatus": text(c, "claimStatus").unwrap_or_else(|| "unclaimed".into()),
+    });
+    for (field, value) in [("publicationDate", p.publication_date), ("doi", p.doi), ("pdfUrl", p.pdf_url)] {
+        if let Some(v) = value {
+            out[field] = json!(v);
+        }
+    }
+    for field in ["canonicalUri", "claimedByDid", "claimedAt"] {
+        if let Some(v) = text(c, field) {
+            out[field] = json!(v);
+        }
+    }
+    out
+}
+
+/// A claim's view (`claimRequest`, docs/spec details §6), with the claim's evidence and the
+/// paper's key and title.
+pub fn claim_view(c: &Columns) -> Json {
+    let key = text(c, "paperKey").unwrap_or_default();
+    let (source, external_id) = key.split_once(':').unwrap_or_default();
+    let mut out = json!({
+        "id": int(c, "id"),
+        "importId": int(c, "importId"),
+        "claimantDid": text(c, "claimantDid"),
+        "status": text(c, "status"),
+        "score": int(c, "score"),
+        "evidence": text(c, "evidence").and_then(|e| serde_json::from_str::<Json>(&e).ok()).unwrap_or_else(|| json!({})),
+        "source": source,
+        "externalId": external_id,
+        "title": text(c, "title"),
+        "createdAt": text(c, "createdAt"),
+    });
+    for field in ["canonicalUri", "rejectionReason", "reviewedBy", "reviewedAt", "orcid"] {
+        if let Some(v) = text(c, field) {
+            out[field] = json!(v);
+        }
+    }
+    if c.contains_key("authorPosition") {
+        out["authorPosition"] = json!(int(c, "authorPosition"));
+    }
+    out
+}
+
+impl<'a> ImportsReader<'a> {
+    /// A reader of the model's active version at this moment.
+    pub fn new(store: &'a dyn Store) -> Result<ImportsReader<'a>, ProjectionError> {
+        Ok(ImportsReader { store, version: store.active_version(MODEL)? })
+    }
+
+    fn get(&self, name: &'static str, partition: &str, key: &[u8]) -> Result<Option<Columns>, ProjectionError> {
+        match self.version {
+            Some(v) => Ok(self.store.get(&table(v, name), partition, key)?),
+            None => Ok(None),
+        }
+    }
+
+    fn scan(&self, name: &'static str, partition: &str, after: Option<u64>, limit: usize) -> Result<Vec<(u64, Columns)>, ProjectionError> {
+        let Some(v) = self.version else { return Ok(Vec::new()) };
+        let scan = Scan { after: after.map(|a| a.to_be_bytes().to_vec()), limit, reverse: true };
+        Ok(self.store.scan(&table(v, name), partition, &scan)?.rows.into_iter().map(|r| (id_of(&r.clustering), r.columns)).collect())
+    }
+
+    /// The row of an imported paper by source and external id.
+    pub fn paper(&self, source: &str, external_id: &str) -> Result<Option<Columns>, ProjectionError> {
+        let Some(key) = self.get("paper_keys", &ExternalPaper::key(source, external_id), &[])? else { return Ok(None) };
+        self.paper_by_id(int(&key, "id"))
+    }
+
+    /// The row of an imported paper by id.
+    pub fn paper_by_id(&self, id: u64) -> Result<Option<Columns>, ProjectionError> {
+        self.get("papers", ALL, &id.to_be_bytes())
+    }
+
+    /// How many papers were imported, from one source or from all.
+    pub fn count(&self, source: Option<&str>) -> Result<u64, ProjectionError> {
+        let partition = source.map_or_else(|| ALL.to_owned(), |s| format!("source:{s}"));
+        Ok(self.get("counts", &partition, &[])?.map_or(0, |c| int(&c, "n")))
+    }
+
+    /// A page of imported papers matching `q`, newest import first, and whether more may
+    /// follow (the last row's id is the cursor).
+    pub fn search(&self, q: &ImportQuery) -> Result<(Vec<Columns>, bool), ProjectionError> {
+        let limit = q.limit.max(1);
+        let all_words: Vec<String> = words(&format!("{} {}", q.words, q.author_name.as_deref().unwrap_or_default()));
+        let author_words = words(q.author_name.as_deref().unwrap_or_default());
+        let keep = |c: &Columns| -> bool {
+            let has = |col: &str, ws: &[String]| {
+                let held = text(c, col).unwrap_or_default();
+                let held: Vec<&str> = held.split(' ').collect();
+                ws.iter().all(|w| held.contains(&w.as_str()))
+            };
+            has("words", &all_words)
+                && has("authorWords", &author_words)
+                && q.source.as_deref().is_none_or(|s| text(c, "source").as_deref() == Some(s))
+                && q.claim_status.as_deref().is_none_or(|s| text(c, "claimStatus").as_deref() == Some(s))
+                && q.author_orcid.as_deref().is_none_or(|o| text(c, "orcids").unwrap_or_default().split(' ').any(|h| h == o))
+        };
+        let mut out = Vec::new();
+        if all_words.is_empty() {
+            // No words: the listing of the source (or of all), filtered.
+            let partition = q.source.as_deref().map_or_else(|| ALL.to_owned(), |s| format!("source:{s}"));
+            let mut after = q.after;
+            let mut scanned = 0;
+            loop {
+                let page = self.scan("papers", &partition, after, 200)?;
+                let done = page.len() < 200;
+                for (id, row) in page {
+                    after = Some(id);
+                    scanned += 1;
+                    if keep(&row) {
+                        out.push(row);
+                        if out.len() > limit {
+                            out.pop();
+                            return Ok((out, true));
+                        }
+                    }
+                }
+                if done || scanned >= MAX_SCANNED {
+                    return Ok((out, !done));
+                }
+            }
+        }
+        // The rarest word's postings, each paper checked for the rest.
+        let Some(v) = self.version else { return Ok((out, false)) };
+        let counts_table = table(v, "word_counts");
+        let keys: Vec<(&store::TableRef, &str, &[u8])> = all_words.iter().map(|w| (&counts_table, w.as_str(), &[][..])).collect();
+        let counts = self.store.get_each(&keys)?;
+        let rarest = all_words.iter().zip(&counts).min_by_key(|(_, c)| c.as_ref().map_or(0, |c| int(c, "n"))).map(|(w, _)| w.clone());
+        let Some(rarest) = rarest else { return Ok((out, false)) };
+        let papers = table(v, "papers");
+        let mut after = q.after;
+        let mut scanned = 0;
+        loop {
+            let page = self.scan("words", &rarest, after, 200)?;
+            let done = page.len() < 200;
+            let ids: Vec<u64> = page.iter().map(|(id, _)| *id).collect();
+            let keys: Vec<(String, Vec<u8>)> = ids.iter().map(|id| (ALL.to_owned(), id.to_be_bytes().to_vec())).collect();
+            for (id, row) in ids.iter().zip(self.store.get_many(&papers, &keys)?) {
+                after = Some(*id);
+                scanned += 1;
+                if let Some(row) = row.filter(|r| keep(r)) {
+                    out.push(row);
+                    if out.len() > limit {
+                        out.pop();
+                        return Ok((out, true));
+                    }
+                }
+            }
+            if done || scanned >= MAX_SCANNED {
+                return Ok((out, !done));
+            }
+        }
+    }
+
+    /// A claim by id.
+    pub fn claim(&self, id: u64) -> Result<Option<Columns>, ProjectionError> {
+        if self.get("claim_keys", &id.to_string(), &[])?.is_none() {
+            return Ok(None);
+        }
+        self.get("claims", ALL, &id.to_be_bytes())
+    }
+
+    /// What became of a claim request: `Ok(claim id)` or `Err(refusal)`; `None` while it is
+    /// not applied.
+    pub fn claim_request(&self, request_id: &str) -> Result<Option<Result<u64, String>>, ProjectionError> {
+        let Some(c) = self.get("claim_requests", request_id, &[])? else { return Ok(None) };
+        Ok(Some(match text(&c, "refused") {
+            Some(why) => Err(why),
+            None => Ok(int(&c, "claimId")),
+        }))
+    }
+
+    /// A page of claims in a listing (`all`, `claimant:<did>`, `status:<status>`,
+    /// `paper:<import id>`), newest first, after a claim id; the rows kept by `keep`, and
+    /// whether more may follow.
+    pub fn claims(
+        &self,
+        partition: &str,
+        after: Option<u64>,
+        limit: usize,
+        keep: impl Fn(&Columns) -> bool,
+    ) -> Result<(Vec<Columns>, bool), ProjectionError> {
+        let limit = limit.max(1);
+        let mut out = Vec::new();
+        let mut after = after;
+        let mut scanned = 0;
+        loop {
+            let page = self.scan("claims", partition, after, 200)?;
+            let done = page.len() < 200;
+            for (id, row) in page {
+                after = Some(id);
+                scanned += 1;
+                if keep(&row) {
+                    out.push(row);
+                    if out.len() > limit {
+                        out.pop();
+                        return Ok((out, true));
+                    }
+                }
+            }
+            if done || scanned >= MAX_SCANNED {
+                return Ok((out, !done));
+            }
+        }
+    }
+}
+
+/// A text column of a row of the model (`claimStatus`, `status`, `paperKey`…).
+pub fn column(c: &Columns, name: &str) -> Option<String> {
+    text(c, name)
+}

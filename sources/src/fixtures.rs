@@ -1,0 +1,171 @@
+//! Local servers that answer as the sources do, from the committed fixtures
+//! (`sources/fixtures/`, with their source and date), with faults a test can switch on:
+//! slow answers, rate limiting, malformed or oversized bodies, server errors. Tests start
+//! one per source on a free port and point svc's base URL at it; no test calls the internet.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+
+/// The arXiv fixtures: (id, Atom entry).
+pub const ARXIV_ENTRIES: &[(&str, &str)] = &[
+    ("2503.11731", include_str!("../fixtures/arxiv/2503.11731.xml")),
+    ("2505.16392", include_str!("../fixtures/arxiv/2505.16392.xml")),
+    ("2509.21237", include_str!("../fixtures/arxiv/2509.21237.xml")),
+    ("2603.10233", include_str!("../fixtures/arxiv/2603.10233.xml")),
+    ("2604.24104", include_str!("../fixtures/arxiv/2604.24104.xml")),
+];
+
+/// What a fixture server does instead of answering well.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// Nothing: it answers from its fixtures.
+    None,
+    /// It answers after this long.
+    Slow(Duration),
+    /// It answers 429 with this `Retry-After` (seconds).
+    RateLimited(u64),
+    /// It answers 200 with a body that is not the source's format.
+    Malformed,
+    /// It answers 200 with a body of this many bytes.
+    Huge(usize),
+    /// It answers 500.
+    Down,
+}
+
+#[derive(Clone)]
+struct Shared {
+    fault: Arc<Mutex<Fault>>,
+    calls: Arc<AtomicU64>,
+}
+
+/// A running fixture server; it stops when dropped.
+pub struct FixtureServer {
+    /// Its base URL (`http://127.0.0.1:<port>`).
+    pub url: String,
+    shared: Shared,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl FixtureServer {
+    /// An arXiv API (`GET /api/query` with `id_list` or `search_query`, `max_results`)
+    /// answering from [`ARXIV_ENTRIES`].
+    ///
+    /// # Panics
+    /// When no local port can be bound.
+    pub async fn arxiv() -> FixtureServer {
+        let shared = Shared { fault: Arc::new(Mutex::new(Fault::None)), calls: Arc::new(AtomicU64::new(0)) };
+        let app = Router::new().route("/api/query", get(arxiv_query)).with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a local port");
+        let url = format!("http://{}", listener.local_addr().expect("its address"));
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        FixtureServer { url, shared, task }
+    }
+
+    /// Switches a fault on (or off with [`Fault::None`]).
+    pub fn set_fault(&self, fault: Fault) {
+        *self.shared.fault.lock().unwrap_or_else(|e| e.into_inner()) = fault;
+    }
+
+    /// How many requests it has received.
+    pub fn calls(&self) -> u64 {
+        self.shared.calls.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for FixtureServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The fault's answer, if one is on (after its delay, for a slow one).
+async fn faulty(shared: &Shared) -> Option<Response> {
+    shared.calls.fetch_add(1, Ordering::SeqCst);
+    let fault = shared.fault.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    match fault {
+        Fault::None => None,
+        Fault::Slow(d) => {
+            tokio::time::sleep(d).await;
+            None
+        }
+        Fault::RateLimited(s) => {
+            Some((StatusCode::TOO_MANY_REQUESTS, [(header::RETRY_AFTER, s.to_string())], "Rate exceeded.").into_response())
+        }
+        Fault::Malformed => Some(
+            (StatusCode::OK, [(header::CONTENT_TYPE, "application/atom+xml")], "<html><body>Gateway page</body></html>").into_response(),
+        ),
+        Fault::Huge(n) => {
+            let mut body = String::from(r#"<feed xmlns="http://www.w3.org/2005/Atom"><title>"#);
+            body.push_str(&"x".repeat(n.saturating_sub(body.len() + 16)));
+            body.push_str("</title></feed>");
+            Some((StatusCode::OK, [(header::CONTENT_TYPE, "application/atom+xml")], body).into_response())
+        }
+        Fault::Down => Some((StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error").into_response()),
+    }
+}
+
+async fn arxiv_query(State(shared): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Response {
+    if let Some(answer) = faulty(&shared).await {
+        return answer;
+    }
+    let max: usize = q.get("max_results").and_then(|m| m.parse().ok()).unwrap_or(10);
+    let matches: Vec<&str> = if let Some(ids) = q.get("id_list").filter(|i| !i.is_empty()) {
+        let ids: Vec<&str> = ids.split(',').map(str::trim).collect();
+        if let Some(bad) = ids.iter().find(|id| crate::arxiv::normalize_id(id).is_none()) {
+            // arXiv answers a malformed id with an error entry, HTTP 400.
+            let entry = format!(
+                "<entry><id>http://arxiv.org/api/errors#incorrect_id_format_for_{bad}</id><title>Error</title><summary>incorrect id format for {bad}</summary></entry>"
+            );
+            return (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, "application/atom+xml")], feed(&[&entry], 1)).into_response();
+        }
+        ARXIV_ENTRIES
+            .iter()
+            .filter(|(id, _)| ids.iter().any(|i| crate::arxiv::normalize_id(i).as_deref() == Some(*id)))
+            .map(|(_, e)| *e)
+            .collect()
+    } else {
+        let query = q.get("search_query").map(String::as_str).unwrap_or_default().to_lowercase();
+        // Every term (`all:word`, `au:"a name"`, joined by AND) must occur in the entry.
+        let terms: Vec<String> = query
+            .split(" and ")
+            .map(|t| t.split_once(':').map_or(t, |(_, v)| v).trim_matches(|c: char| c == '"' || c.is_whitespace()).to_owned())
+            .filter(|t| !t.is_empty())
+            .collect();
+        ARXIV_ENTRIES
+            .iter()
+            .map(|(_, e)| *e)
+            .filter(|e| !terms.is_empty() && terms.iter().all(|t| e.to_lowercase().contains(t.as_str())))
+            .collect()
+    };
+    let total = matches.len();
+    let page: Vec<&str> = matches.into_iter().take(max).collect();
+    ([(header::CONTENT_TYPE, "application/atom+xml; charset=utf-8")], feed(&page, total)).into_response()
+}
+
+fn feed(entries: &[&str], total: usize) -> String {
+    format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<feed xmlns="http://www.w3.org/2005/Atom">
+  <link href="http://arxiv.org/api/query" rel="self" type="application/atom+xml"/>
+  <title type="html">ArXiv Query</title>
+  <id>http://arxiv.org/api/fixture</id>
+  <updated>2026-11-27T00:00:00-05:00</updated>
+  <opensearch:totalResults xmlns:opensearch="http://a9.com/-/spec/opensearch/1.1/">{total}</opensearch:totalResults>
+  <opensearch:startIndex xmlns:opensearch="http://a9.com/-/spec/opensearch/1.1/">0</opensearch:startIndex>
+  <opensearch:itemsPerPage xmlns:opensearch="http://a9.com/-/spec/opensearch/1.1/">{}</opensearch:itemsPerPage>
+{}</feed>
+"#,
+        entries.len(),
+        entries.concat()
+    )
+}
