@@ -74,6 +74,8 @@ pub enum ErrorCode {
     AlreadyClaimed,
     /// The caller has a pending or approved claim on the paper already.
     DuplicateClaim,
+    /// No co-author request by the id asked for.
+    RequestNotFound,
 }
 
 impl ErrorCode {
@@ -90,6 +92,7 @@ impl ErrorCode {
             ClaimNotFound => (StatusCode::NOT_FOUND, "ClaimNotFound", "NOT_FOUND"),
             AlreadyClaimed => (StatusCode::CONFLICT, "AlreadyClaimed", "ALREADY_CLAIMED"),
             DuplicateClaim => (StatusCode::CONFLICT, "DuplicateClaim", "DUPLICATE_CLAIM"),
+            RequestNotFound => (StatusCode::NOT_FOUND, "RequestNotFound", "NOT_FOUND"),
             RecordNotFound => (StatusCode::NOT_FOUND, "RecordNotFound", "NOT_FOUND"),
             NotFound => (StatusCode::NOT_FOUND, "NotFound", "NOT_FOUND"),
             RepoNotFound => (StatusCode::NOT_FOUND, "RepoNotFound", "NOT_FOUND"),

@@ -185,3 +185,109 @@ async fn a_paper_is_imported_claimed_reviewed_and_completed() {
     assert_eq!(unknown["sourceErrors"][0]["source"], "nowhere", "{unknown}");
     assert!(unknown["eprints"].as_array().unwrap().iter().all(|e| e["source"] == "arxiv"), "arXiv searched, svc not named: {unknown}");
 }
+
+/// Co-author requests, suggestions and their dismissal, claimable papers and completion:
+/// Bob asks Wu to recognise him as the author listed first on her eprint, only she decides;
+/// Wu is suggested her arXiv paper by her name until she dismisses it; a paper whose claim
+/// was rejected is claimable again, and completes from a few typed letters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn coauthors_suggestions_and_completion() {
+    let arxiv = FixtureServer::arxiv().await;
+    let mut etiquette = sources::arxiv::etiquette(&arxiv.url, None);
+    etiquette.interval = Duration::ZERO;
+    let sources = sources::Sources::new([Arc::new(sources::arxiv::Arxiv::new(etiquette)) as Arc<dyn sources::Source>]);
+    let mut f = Fixture::with_sources(
+        query_api::identity::limits::LimitSettings { tiers: None, ..Default::default() },
+        "http://127.0.0.1:9",
+        sources,
+    );
+    let eprint = format!("at://{WU}/pub.svc.eprint.submission/qcg");
+    f.apply(vec![
+        create(
+            WU,
+            "pub.svc.actor.profile",
+            "self",
+            "3l0000000000a",
+            json!({"displayName": "Yaxiong Wu", "createdAt": "2025-01-01T00:00:00Z"}),
+        ),
+        create(
+            WU,
+            "pub.svc.eprint.submission",
+            "qcg",
+            "3l0000000000a",
+            submission("Query-Centric Graph Retrieval", WU, "2025-10-01T00:00:00Z"),
+        ),
+    ]);
+    f.live();
+    query_api::xrpc::admin::bootstrap(&f.state, &[ADMIN.to_owned()]).await.unwrap();
+    let (wu, bob, carol, admin) =
+        (login(&f, WU, "k-wu").await, login(&f, BOB, "k-bob").await, login(&f, CAROL, "k-carol").await, login(&f, ADMIN, "k-admin").await);
+
+    // Bob asks to be the eprint's first author ("Ada Author"); only Wu decides.
+    let ask = json!({"eprintUri": eprint, "eprintOwnerDid": WU, "claimantName": "Ada B. Author", "authorIndex": 0, "authorName": "Ada Author", "message": "That is me."});
+    let (status, made) = call(&f, "requestCoauthorship", &bob, ask.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{made}");
+    assert_eq!((made["request"]["status"].as_str(), made["request"]["claimantDid"].as_str()), (Some("pending"), Some(BOB)));
+    let id = made["request"]["id"].as_u64().unwrap();
+    assert_eq!(call(&f, "requestCoauthorship", &bob, ask.clone()).await.0, StatusCode::BAD_REQUEST, "one pending request at a time");
+    for (field, value) in [("authorIndex", json!(5)), ("authorName", json!("Someone Else")), ("eprintOwnerDid", json!(CAROL))] {
+        let mut bad = ask.clone();
+        bad[field] = value;
+        let (status, e) = call(&f, "requestCoauthorship", &carol, bad).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{field}: {e}");
+    }
+    assert_eq!(call(&f, "requestCoauthorship", &wu, ask.clone()).await.0, StatusCode::BAD_REQUEST, "not on her own eprint");
+    let on_hers = ok_as(&f, "/xrpc/pub.svc.claiming.getCoauthorRequests", &wu).await;
+    assert_eq!(on_hers["requests"].as_array().unwrap().len(), 1, "{on_hers}");
+    assert_eq!(ok_as(&f, "/xrpc/pub.svc.claiming.getMyCoauthorRequests?status=pending", &bob).await["requests"][0]["id"], id);
+    let (status, e) = call(&f, "approveCoauthor", &carol, json!({"requestId": id})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{e}");
+    let (status, e) = call(&f, "approveCoauthor", &wu, json!({"requestId": 424242})).await;
+    assert_eq!((status, e["error"].as_str()), (StatusCode::NOT_FOUND, Some("RequestNotFound")));
+    let (status, decided) = call(&f, "approveCoauthor", &wu, json!({"requestId": id})).await;
+    assert_eq!((status, decided["request"]["status"].as_str()), (StatusCode::OK, Some("approved")), "{decided}");
+    assert_eq!(
+        call(&f, "rejectCoauthor", &wu, json!({"requestId": id, "reason": "x"})).await.0,
+        StatusCode::BAD_REQUEST,
+        "decided already"
+    );
+    assert_eq!(ok_as(&f, "/xrpc/pub.svc.claiming.getCoauthorRequests", &wu).await["requests"], json!([]), "none pending");
+    assert_eq!(ok_as(&f, "/xrpc/pub.svc.claiming.getMyCoauthorRequests?status=approved", &bob).await["requests"][0]["id"], id);
+
+    // Wu is suggested her arXiv paper by her name, until she dismisses it (twice: a no-op).
+    let suggested = ok_as(&f, "/xrpc/pub.svc.claiming.getSuggestions", &wu).await;
+    let ids: Vec<&str> = suggested["papers"].as_array().unwrap().iter().map(|p| p["externalId"].as_str().unwrap()).collect();
+    assert_eq!(ids, vec!["2509.21237"], "{suggested}");
+    assert_eq!(suggested["suggestions"], suggested["papers"]);
+    assert_eq!(suggested["profileUsed"]["names"], json!(["Yaxiong Wu"]));
+    for _ in 0..2 {
+        let (status, out) = call(&f, "dismissSuggestion", &wu, json!({"source": "arxiv", "externalId": "arXiv:2509.21237v1"})).await;
+        assert_eq!((status, out), (StatusCode::OK, json!({})));
+    }
+    assert_eq!(ok_as(&f, "/xrpc/pub.svc.claiming.getSuggestions", &wu).await["papers"], json!([]), "dismissed stays dismissed");
+
+    // A paper whose claim was rejected is claimable again; Wu dismisses it for herself.
+    let (status, started) = call(&f, "startClaimFromExternal", &carol, json!({"source": "arxiv", "externalId": "2604.24104"})).await;
+    assert_eq!(status, StatusCode::OK, "{started}");
+    let claim = started["claim"]["id"].as_u64().unwrap();
+    assert_eq!(ok_as(&f, "/xrpc/pub.svc.claiming.findClaimable?q=graph", &carol).await["eprints"], json!([]), "pending: not claimable");
+    let (status, _) = call(&f, "rejectClaim", &admin, json!({"claimId": claim, "reason": "Not her paper."})).await;
+    assert_eq!(status, StatusCode::OK);
+    let claimable = ok_as(&f, "/xrpc/pub.svc.claiming.findClaimable?q=graph&source=arxiv", &carol).await;
+    assert_eq!(claimable["eprints"][0]["externalId"], "2604.24104", "{claimable}");
+    assert_eq!(claimable["eprints"][0]["claimStatus"], "unclaimed");
+    call(&f, "dismissSuggestion", &wu, json!({"source": "arxiv", "externalId": "2604.24104"})).await;
+    assert_eq!(ok_as(&f, "/xrpc/pub.svc.claiming.findClaimable?q=graph", &wu).await["eprints"], json!([]));
+    assert_eq!(ok_as(&f, "/xrpc/pub.svc.claiming.findClaimable?source=osf", &carol).await["eprints"], json!([]));
+
+    // Completion of what is typed, from the imports.
+    for typed in ["fac", "Factual and Edit-Sens", "factual graph ", "graph-to-seq"] {
+        let done = f.get(&format!("/xrpc/pub.svc.claiming.autocomplete?query={}", enc(typed))).await.1;
+        assert_eq!(done["suggestions"].as_array().map(Vec::len), Some(1), "{typed}: {done}");
+        assert_eq!(done["suggestions"][0]["externalId"], "2604.24104");
+    }
+    for typed in ["fa", "zzz", "factual zzz", ""] {
+        let (status, done) = f.get(&format!("/xrpc/pub.svc.claiming.autocomplete?query={}", enc(typed))).await;
+        assert_eq!((status, done["suggestions"].as_array().map(Vec::len)), (StatusCode::OK, Some(0)), "{typed}: {done}");
+    }
+}

@@ -92,6 +92,44 @@ pub enum UserAction {
         /// The AT URI of the eprint record.
         canonical_uri: String,
     },
+    /// `pub.svc.claiming.requestCoauthorship`: the caller asks the owner of an eprint to be
+    /// recognised as one of its listed authors. Keyed by the eprint's URI.
+    CoauthorRequested {
+        /// The request's id (a UUID), by which the caller's answer finds it.
+        request_id: String,
+        /// The eprint.
+        eprint_uri: String,
+        /// The eprint's owner (its repository's DID).
+        owner_did: String,
+        /// The caller's name, as she gives it.
+        claimant_name: String,
+        /// The position in the eprint's author list (from 0).
+        author_index: u32,
+        /// The name listed there.
+        author_name: String,
+        /// A word to the owner.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// `pub.svc.claiming.approveCoauthor` / `rejectCoauthor`: the eprint's owner decides a
+    /// pending co-author request. Keyed by the eprint's URI.
+    CoauthorDecided {
+        /// The request.
+        request_id: u64,
+        /// Approved (or rejected).
+        approved: bool,
+        /// The reason of a rejection.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// `pub.svc.claiming.dismissSuggestion`: the caller does not want a paper suggested to
+    /// her again. Keyed by the caller.
+    SuggestionDismissed {
+        /// The paper's source (`svc` for an eprint svc indexes).
+        source: String,
+        /// Its id there.
+        external_id: String,
+    },
     /// `pub.svc.activity.markFailed`: the write the caller logged for this record failed.
     ActivityFailed {
         /// The record's collection.

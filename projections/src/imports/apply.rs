@@ -7,11 +7,16 @@ use chrono::SecondsFormat;
 use event_schema::{AdminAction, Envelope, ExternalPaper, Payload, UserAction};
 use store::{Columns, Store, Value};
 
-use super::{refusal, table, words, ALL, MAX_WORDS, MODEL};
+use super::{prefix, refusal, table, words, ALL, MAX_WORDS, MODEL};
 use crate::catalog::Mode;
 use crate::rows::text;
 use crate::staged::{ModelBase, Staged, StagedModel, StagedProjection};
 use crate::ProjectionError;
+
+/// The prefixes ([`prefix`]) of a set of words.
+fn prefixes(words: &BTreeSet<String>) -> BTreeSet<String> {
+    words.iter().filter_map(|w| prefix(w)).collect()
+}
 
 /// Builds the imports read model (see the [module docs](super)).
 pub struct ImportsModel {
@@ -102,6 +107,14 @@ impl ImportsModel {
         for added in new_set.difference(&old_words) {
             st.put(&postings, added, id.to_be_bytes().to_vec(), Columns::new(), position);
             self.count(st, "word_counts", added, 1, position)?;
+        }
+        let (old_prefixes, new_prefixes) = (prefixes(&old_words), prefixes(&new_set));
+        let prefix_postings = table(self.version(), "prefixes");
+        for gone in old_prefixes.difference(&new_prefixes) {
+            st.delete(&prefix_postings, gone, id.to_be_bytes().to_vec(), position);
+        }
+        for added in new_prefixes.difference(&old_prefixes) {
+            st.put(&prefix_postings, added, id.to_be_bytes().to_vec(), Columns::new(), position);
         }
         let orcids: Vec<&str> = paper.authors.iter().filter_map(|a| a.orcid.as_deref()).collect();
         row.insert("id".into(), Value::Int(id as i64));
@@ -234,7 +247,83 @@ impl ImportsModel {
                 self.file_claim(st, &row, Some(&status), position);
                 self.settle_paper(st, import_id, position)
             }
+            UserAction::CoauthorRequested { request_id, eprint_uri, owner_did, claimant_name, author_index, author_name, message } => {
+                let asks = table(self.version(), "coauthor_asks");
+                let open = st.rows_in(self.store(), &table(self.version(), "coauthors"), &format!("eprint:{eprint_uri}"), None)?;
+                if open
+                    .values()
+                    .any(|r| text(r, "claimantDid").as_deref() == Some(caller) && text(r, "status").as_deref() == Some("pending"))
+                {
+                    st.put(
+                        &asks,
+                        request_id,
+                        Vec::new(),
+                        [("refused".to_owned(), t(refusal::DUPLICATE_REQUEST))].into_iter().collect(),
+                        position,
+                    );
+                    return Ok(());
+                }
+                let id = position + 1;
+                let mut row = Columns::new();
+                row.insert("id".into(), Value::Int(id as i64));
+                row.insert("eprintUri".into(), t(eprint_uri));
+                row.insert("eprintOwnerDid".into(), t(owner_did));
+                row.insert("claimantDid".into(), t(caller));
+                row.insert("claimantName".into(), t(claimant_name));
+                row.insert("authorIndex".into(), Value::Int(i64::from(*author_index)));
+                row.insert("authorName".into(), t(author_name));
+                if let Some(m) = message {
+                    row.insert("message".into(), t(m));
+                }
+                row.insert("status".into(), t("pending"));
+                row.insert("createdAt".into(), t(&at));
+                row.insert("updatedAt".into(), t(&at));
+                self.file_coauthor(st, &row, position);
+                let pointer: Columns = [("eprintUri".to_owned(), t(eprint_uri))].into_iter().collect();
+                st.put(&table(self.version(), "coauthor_keys"), &id.to_string(), Vec::new(), pointer, position);
+                st.put(&asks, request_id, Vec::new(), [("requestId".to_owned(), Value::Int(id as i64))].into_iter().collect(), position);
+                Ok(())
+            }
+            UserAction::CoauthorDecided { request_id, approved, reason } => {
+                let Some(pointer) = st.get(self.store(), &table(self.version(), "coauthor_keys"), &request_id.to_string(), &[])? else {
+                    return Ok(());
+                };
+                let eprint = text(&pointer, "eprintUri").unwrap_or_default();
+                let coauthors = table(self.version(), "coauthors");
+                let Some(mut row) = st.get(self.store(), &coauthors, &format!("eprint:{eprint}"), &request_id.to_be_bytes())? else {
+                    return Ok(());
+                };
+                if text(&row, "eprintOwnerDid").as_deref() != Some(caller) || text(&row, "status").as_deref() != Some("pending") {
+                    return Ok(());
+                }
+                row.insert("status".into(), t(if *approved { "approved" } else { "rejected" }));
+                row.insert("reviewedAt".into(), t(&at));
+                row.insert("updatedAt".into(), t(&at));
+                if let Some(r) = reason.as_deref().filter(|_| !approved) {
+                    row.insert("rejectionReason".into(), t(r));
+                }
+                self.file_coauthor(st, &row, position);
+                Ok(())
+            }
+            UserAction::SuggestionDismissed { source, external_id } => {
+                let key = ExternalPaper::key(source, external_id).into_bytes();
+                st.put(&table(self.version(), "dismissed"), caller, key, Columns::new(), position);
+                Ok(())
+            }
             _ => Ok(()),
+        }
+    }
+
+    /// Writes a co-author request's row in its three listings.
+    fn file_coauthor(&self, st: &mut Staged, row: &Columns, position: u64) {
+        let coauthors = table(self.version(), "coauthors");
+        let key = int(row, "id").to_be_bytes().to_vec();
+        for partition in [
+            format!("owner:{}", text(row, "eprintOwnerDid").unwrap_or_default()),
+            format!("claimant:{}", text(row, "claimantDid").unwrap_or_default()),
+            format!("eprint:{}", text(row, "eprintUri").unwrap_or_default()),
+        ] {
+            st.put(&coauthors, &partition, key.clone(), row.clone(), position);
         }
     }
 

@@ -11,6 +11,8 @@
 //! - `words`: a word of a title or an author's name → the import id: ∅ (what
 //!   `import.search` looks words up in).
 //! - `word_counts`: a word → ∅: n (how many papers have it: a search reads the rarest).
+//! - `prefixes`: the first [`PREFIX_CHARS`] characters of such a word → the import id: ∅
+//!   (what `claiming.autocomplete` completes a word being typed from).
 //! - `counts`: `all` and `source:<source>` → ∅: n (papers imported).
 //! - `claims`: `all`, `claimant:<did>`, `status:<status>` and `paper:<id>` → the claim id
 //!   (big-endian): id, importId, paperKey, claimantDid, status, score, evidence (JSON),
@@ -18,6 +20,13 @@
 //!   createdAt, title.
 //! - `claim_keys`: the claim id (decimal) → ∅: status, claimant, importId.
 //! - `claim_requests`: a request id → ∅: claimId, or refused (why a claim was not made).
+//! - `coauthors`: `owner:<did>`, `claimant:<did>` and `eprint:<uri>` → the co-author
+//!   request's id (big-endian): id, eprintUri, eprintOwnerDid, claimantDid, claimantName,
+//!   authorIndex, authorName, message, status, rejectionReason, createdAt, reviewedAt,
+//!   updatedAt.
+//! - `coauthor_keys`: the request's id (decimal) → ∅: eprintUri.
+//! - `coauthor_asks`: a request's UUID → ∅: requestId, or refused.
+//! - `dismissed`: a DID → `<source>:<external id>`: ∅ (suggestions it dismissed).
 //!
 //! An import's id is the log ordinal of the event that first imported it, plus one; a
 //! claim's, the ordinal of the event that started it, plus one: stable across replays.
@@ -33,7 +42,21 @@ use store::TableRef;
 pub const MODEL: &str = "imports";
 
 /// The tables of the model, for dropping a version.
-pub const TABLES: &[&str] = &["papers", "paper_keys", "words", "word_counts", "counts", "claims", "claim_keys", "claim_requests"];
+pub const TABLES: &[&str] = &[
+    "papers",
+    "paper_keys",
+    "words",
+    "word_counts",
+    "prefixes",
+    "counts",
+    "claims",
+    "claim_keys",
+    "claim_requests",
+    "coauthors",
+    "coauthor_keys",
+    "coauthor_asks",
+    "dismissed",
+];
 
 /// The partition of every row of a listing.
 pub(crate) const ALL: &str = "all";
@@ -43,6 +66,16 @@ pub(crate) const MAX_WORDS: usize = 96;
 
 pub(crate) fn table(version: u32, name: &'static str) -> TableRef {
     TableRef::new(MODEL, version, name)
+}
+
+/// How many characters of a word its prefix posting is filed under.
+pub const PREFIX_CHARS: usize = 3;
+
+/// The prefix posting a word is filed under: its first [`PREFIX_CHARS`] characters, for
+/// a word that long.
+pub fn prefix(word: &str) -> Option<String> {
+    let end = word.char_indices().nth(PREFIX_CHARS).map_or(word.len(), |(i, _)| i);
+    (word.chars().count() >= PREFIX_CHARS).then(|| word[..end].to_owned())
 }
 
 /// The words of a text as `import.search` matches them: runs of letters and digits,
@@ -66,4 +99,6 @@ pub mod refusal {
     pub const ALREADY_CLAIMED: &str = "AlreadyClaimed";
     /// The caller has a pending or approved claim on the paper already.
     pub const DUPLICATE: &str = "DuplicateClaim";
+    /// The caller has a pending co-author request on the same eprint already.
+    pub const DUPLICATE_REQUEST: &str = "DuplicateRequest";
 }

@@ -107,6 +107,28 @@ pub fn claim_view(c: &Columns) -> Json {
     out
 }
 
+/// A co-author request's view (docs/spec details §6).
+pub fn coauthor_view(c: &Columns) -> Json {
+    let mut out = json!({
+        "id": int(c, "id"),
+        "eprintUri": text(c, "eprintUri"),
+        "eprintOwnerDid": text(c, "eprintOwnerDid"),
+        "claimantDid": text(c, "claimantDid"),
+        "claimantName": text(c, "claimantName"),
+        "authorIndex": int(c, "authorIndex"),
+        "authorName": text(c, "authorName"),
+        "status": text(c, "status"),
+        "createdAt": text(c, "createdAt"),
+        "updatedAt": text(c, "updatedAt"),
+    });
+    for field in ["message", "rejectionReason", "reviewedAt"] {
+        if let Some(v) = text(c, field) {
+            out[field] = json!(v);
+        }
+    }
+    out
+}
+
 impl<'a> ImportsReader<'a> {
     /// A reader of the model's active version at this moment.
     pub fn new(store: &'a dyn Store) -> Result<ImportsReader<'a>, ProjectionError> {
@@ -188,11 +210,7 @@ impl<'a> ImportsReader<'a> {
         }
         // The rarest word's postings, each paper checked for the rest.
         let Some(v) = self.version else { return Ok((out, false)) };
-        let counts_table = table(v, "word_counts");
-        let keys: Vec<(&store::TableRef, &str, &[u8])> = all_words.iter().map(|w| (&counts_table, w.as_str(), &[][..])).collect();
-        let counts = self.store.get_each(&keys)?;
-        let rarest = all_words.iter().zip(&counts).min_by_key(|(_, c)| c.as_ref().map_or(0, |c| int(c, "n"))).map(|(w, _)| w.clone());
-        let Some(rarest) = rarest else { return Ok((out, false)) };
+        let Some(rarest) = self.rarest(&all_words)? else { return Ok((out, false)) };
         let papers = table(v, "papers");
         let mut after = q.after;
         let mut scanned = 0;
@@ -216,6 +234,86 @@ impl<'a> ImportsReader<'a> {
                 return Ok((out, !done));
             }
         }
+    }
+
+    /// A co-author request by id.
+    pub fn coauthor(&self, id: u64) -> Result<Option<Columns>, ProjectionError> {
+        let Some(pointer) = self.get("coauthor_keys", &id.to_string(), &[])? else { return Ok(None) };
+        self.get("coauthors", &format!("eprint:{}", text(&pointer, "eprintUri").unwrap_or_default()), &id.to_be_bytes())
+    }
+
+    /// What became of a co-author request: `Ok(its id)` or `Err(refusal)`; `None` while it
+    /// is not applied.
+    pub fn coauthor_ask(&self, ask: &str) -> Result<Option<Result<u64, String>>, ProjectionError> {
+        let Some(c) = self.get("coauthor_asks", ask, &[])? else { return Ok(None) };
+        Ok(Some(match text(&c, "refused") {
+            Some(why) => Err(why),
+            None => Ok(int(&c, "requestId")),
+        }))
+    }
+
+    /// A page of co-author requests in a listing (`owner:<did>`, `claimant:<did>`,
+    /// `eprint:<uri>`), newest first, the rows kept by `keep`, and whether more may follow.
+    pub fn coauthors(
+        &self,
+        partition: &str,
+        after: Option<u64>,
+        limit: usize,
+        keep: impl Fn(&Columns) -> bool,
+    ) -> Result<(Vec<Columns>, bool), ProjectionError> {
+        self.listing("coauthors", partition, after, limit, keep)
+    }
+
+    /// Whether `did` dismissed the paper `<source>:<external id>` from its suggestions.
+    pub fn dismissed(&self, did: &str, source: &str, external_id: &str) -> Result<bool, ProjectionError> {
+        Ok(self.get("dismissed", did, ExternalPaper::key(source, external_id).as_bytes())?.is_some())
+    }
+
+    /// Up to `limit` imported papers, newest import first, whose title or authors' names
+    /// have every word of `done` and a word beginning with `typing` (at least
+    /// [`super::PREFIX_CHARS`] characters), for completing what a user types.
+    pub fn complete(&self, done: &[String], typing: &str, limit: usize) -> Result<Vec<Columns>, ProjectionError> {
+        let Some(prefix) = super::prefix(typing) else { return Ok(Vec::new()) };
+        let Some(v) = self.version else { return Ok(Vec::new()) };
+        // The postings of the rarest whole word, or of the word being typed.
+        let (postings, partition) = match self.rarest(done)? {
+            Some(word) => ("words", word),
+            None => ("prefixes", prefix),
+        };
+        let papers = table(v, "papers");
+        let mut out = Vec::new();
+        let mut after = None;
+        let mut scanned = 0;
+        loop {
+            let page = self.scan(postings, &partition, after, 200)?;
+            let done_scanning = page.len() < 200;
+            let keys: Vec<(String, Vec<u8>)> = page.iter().map(|(id, _)| (ALL.to_owned(), id.to_be_bytes().to_vec())).collect();
+            for ((id, _), row) in page.iter().zip(self.store.get_many(&papers, &keys)?) {
+                after = Some(*id);
+                scanned += 1;
+                let Some(row) = row else { continue };
+                let held = text(&row, "words").unwrap_or_default();
+                let held: Vec<&str> = held.split(' ').collect();
+                if done.iter().all(|w| held.contains(&w.as_str())) && held.iter().any(|h| h.starts_with(typing)) {
+                    out.push(row);
+                    if out.len() >= limit {
+                        return Ok(out);
+                    }
+                }
+            }
+            if done_scanning || scanned >= MAX_SCANNED {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// The word of `words` the fewest papers have (by the counts kept per word).
+    fn rarest(&self, words: &[String]) -> Result<Option<String>, ProjectionError> {
+        let Some(v) = self.version else { return Ok(None) };
+        let counts_table = table(v, "word_counts");
+        let keys: Vec<(&store::TableRef, &str, &[u8])> = words.iter().map(|w| (&counts_table, w.as_str(), &[][..])).collect();
+        let counts = self.store.get_each(&keys)?;
+        Ok(words.iter().zip(&counts).min_by_key(|(_, c)| c.as_ref().map_or(0, |c| int(c, "n"))).map(|(w, _)| w.clone()))
     }
 
     /// A claim by id.
@@ -246,12 +344,25 @@ impl<'a> ImportsReader<'a> {
         limit: usize,
         keep: impl Fn(&Columns) -> bool,
     ) -> Result<(Vec<Columns>, bool), ProjectionError> {
+        self.listing("claims", partition, after, limit, keep)
+    }
+
+    /// A page of a listing of `name` keyed by ids, newest first, the rows kept by `keep`
+    /// (at most [`MAX_SCANNED`] rows read), and whether more may follow.
+    fn listing(
+        &self,
+        name: &'static str,
+        partition: &str,
+        after: Option<u64>,
+        limit: usize,
+        keep: impl Fn(&Columns) -> bool,
+    ) -> Result<(Vec<Columns>, bool), ProjectionError> {
         let limit = limit.max(1);
         let mut out = Vec::new();
         let mut after = after;
         let mut scanned = 0;
         loop {
-            let page = self.scan("claims", partition, after, 200)?;
+            let page = self.scan(name, partition, after, 200)?;
             let done = page.len() < 200;
             for (id, row) in page {
                 after = Some(id);

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use event_schema::{AdminAction, AdminCommand, ExternalPaper, NewEvent, Payload, Source, UserAction, UserCommand};
-use projections::imports::read::{claim_view, column, paper_view, ImportsReader};
+use projections::imports::read::{claim_view, coauthor_view, column, paper_view, ImportQuery, ImportsReader};
 use projections::imports::refusal;
 use serde_json::{json, Value};
 use sources::SourceQuery;
@@ -42,6 +42,15 @@ pub fn routes() -> Routes {
         .procedure("pub.svc.claiming.completeClaim", Auth::Required, complete_claim)
         .query_async("pub.svc.claiming.searchEprints", Auth::Open, search_eprints)
         .query_async("pub.svc.claiming.getSubmissionData", Auth::Required, get_submission_data)
+        .procedure("pub.svc.claiming.requestCoauthorship", Auth::Required, request_coauthorship)
+        .procedure("pub.svc.claiming.approveCoauthor", Auth::Required, approve_coauthor)
+        .procedure("pub.svc.claiming.rejectCoauthor", Auth::Required, reject_coauthor)
+        .query("pub.svc.claiming.getCoauthorRequests", Auth::Required, get_coauthor_requests)
+        .query("pub.svc.claiming.getMyCoauthorRequests", Auth::Required, get_my_coauthor_requests)
+        .procedure("pub.svc.claiming.dismissSuggestion", Auth::Required, dismiss_suggestion)
+        .query_async("pub.svc.claiming.getSuggestions", Auth::Required, get_suggestions)
+        .query("pub.svc.claiming.findClaimable", Auth::Required, find_claimable)
+        .query("pub.svc.claiming.autocomplete", Auth::Open, autocomplete)
 }
 
 /// The name of svc's own eprints among the sources of `searchEprints`.
@@ -466,4 +475,290 @@ async fn get_submission_data(c: Call) -> Answer {
         }
     }
     Body::json(&out)
+}
+
+/// `requestCoauthorship {eprintUri, eprintOwnerDid, claimantName, authorIndex, authorName,
+/// message?}` → `{request}`: the caller asks the eprint's owner to recognise her as the
+/// author listed at `authorIndex`.
+async fn request_coauthorship(c: Call) -> Answer {
+    let caller = c.caller()?.did.clone();
+    let text = |f: &str| c.input[f].as_str().unwrap_or_default().trim().to_owned();
+    let (eprint, owner, author_name) = (text("eprintUri"), text("eprintOwnerDid"), text("authorName"));
+    parse_record_uri("eprintUri", &eprint)?;
+    let index = c.input["authorIndex"].as_u64().unwrap_or_default();
+    let record = reads::attached(&c.state, |r| r.eprints().get(&eprint))?
+        .ok_or_else(|| ApiError::not_found(format!("svc has not indexed {eprint}")))?;
+    if record.did != owner {
+        return Err(ApiError::invalid_param("eprintOwnerDid", format!("the eprint is {}'s", record.did)));
+    }
+    if owner == caller {
+        return Err(ApiError::invalid_request("the eprint is yours"));
+    }
+    let parsed: Value = serde_json::from_str(&record.record).unwrap_or_default();
+    let listed = parsed["authors"].as_array().and_then(|a| a.get(index as usize)).and_then(|a| a["name"].as_str().map(str::to_owned));
+    let Some(listed) = listed else {
+        return Err(ApiError::invalid_param("authorIndex", "the eprint lists no author there"));
+    };
+    if listed != author_name && name_agreement(&listed, &author_name) == 0 {
+        return Err(ApiError::invalid_param("authorName", format!("the author listed at {index} is {listed}")));
+    }
+    let ask = uuid::Uuid::new_v4().to_string();
+    let action = UserAction::CoauthorRequested {
+        request_id: ask.clone(),
+        eprint_uri: eprint.clone(),
+        owner_did: owner,
+        claimant_name: text("claimantName"),
+        author_index: index as u32,
+        author_name,
+        message: c.input["message"].as_str().map(str::to_owned),
+    };
+    crate::command::append(
+        &c.state,
+        command(&c, "pub.svc.claiming.requestCoauthorship", &eprint, Payload::User(UserCommand { caller, action })),
+    )
+    .await?;
+    let made = blocking(&c.state, || -> Result<_, ApiError> {
+        let r = ImportsReader::new(c.state.store.as_ref())?;
+        match r.coauthor_ask(&ask)? {
+            Some(Ok(id)) => Ok(Ok(r.coauthor(id)?)),
+            Some(Err(why)) => Ok(Err(why)),
+            None => Err(ApiError::new(ErrorCode::ServiceUnavailable, "the request is in the log but not applied yet")),
+        }
+    })?;
+    match made {
+        Ok(Some(row)) => Body::json(&json!({"request": coauthor_view(&row)})),
+        Ok(None) => Err(ApiError::internal("a request made but not found")),
+        Err(_) => Err(ApiError::invalid_request("you have a pending request on this eprint already")),
+    }
+}
+
+/// `approveCoauthor {requestId}` and `rejectCoauthor {requestId, reason?}` → `{success,
+/// request}`: the eprint's owner decides a pending request.
+async fn decide_coauthor(c: Call, nsid: &str, approved: bool) -> Answer {
+    let caller = c.caller()?.did.clone();
+    let id = claim_param(&c, "requestId");
+    let missing = if approved { ErrorCode::RequestNotFound } else { ErrorCode::NotFound };
+    let load = || blocking(&c.state, || ImportsReader::new(c.state.store.as_ref())?.coauthor(id));
+    let row = load()?.ok_or_else(|| ApiError::new(missing, format!("no co-author request {id}")))?;
+    if column(&row, "eprintOwnerDid").as_deref() != Some(caller.as_str()) {
+        return Err(ApiError::forbidden("only the eprint's owner decides its co-author requests"));
+    }
+    let status = column(&row, "status").unwrap_or_default();
+    if status != "pending" {
+        return Err(ApiError::invalid_request(format!("the request is {status}")));
+    }
+    let key = column(&row, "eprintUri").unwrap_or_default();
+    let action = UserAction::CoauthorDecided { request_id: id, approved, reason: c.input["reason"].as_str().map(str::to_owned) };
+    crate::command::append(&c.state, command(&c, nsid, &key, Payload::User(UserCommand { caller, action }))).await?;
+    let row = load()?.ok_or_else(|| ApiError::internal("a request decided but not found"))?;
+    Body::json(&json!({"success": true, "request": coauthor_view(&row)}))
+}
+
+async fn approve_coauthor(c: Call) -> Answer {
+    decide_coauthor(c, "pub.svc.claiming.approveCoauthor", true).await
+}
+
+async fn reject_coauthor(c: Call) -> Answer {
+    decide_coauthor(c, "pub.svc.claiming.rejectCoauthor", false).await
+}
+
+fn requests_answer(rows: Vec<Columns>, more: bool) -> Answer {
+    let requests: Vec<Value> = rows.iter().map(coauthor_view).collect();
+    let mut out = json!({"requests": requests, "hasMore": more});
+    if more {
+        out["cursor"] = json!(requests.last().map(|r| r["id"].to_string()));
+    }
+    Body::json(&out)
+}
+
+/// `getCoauthorRequests {limit, cursor?}` → `{requests, cursor?}`: the pending requests on
+/// the caller's eprints, newest first.
+fn get_coauthor_requests(c: &Call) -> Answer {
+    let partition = format!("owner:{}", c.caller()?.did);
+    let after = id_cursor(c)?;
+    let (rows, more) = blocking(&c.state, || {
+        ImportsReader::new(c.state.store.as_ref())?
+            .coauthors(&partition, after, c.limit(50), |r| column(r, "status").as_deref() == Some("pending"))
+    })?;
+    requests_answer(rows, more)
+}
+
+/// `getMyCoauthorRequests {status?, limit, cursor?}` → `{requests, cursor?}`: the caller's
+/// requests, newest first.
+fn get_my_coauthor_requests(c: &Call) -> Answer {
+    let partition = format!("claimant:{}", c.caller()?.did);
+    let status = c.params.str("status").map(str::to_owned);
+    let after = id_cursor(c)?;
+    let (rows, more) = blocking(&c.state, || {
+        ImportsReader::new(c.state.store.as_ref())?
+            .coauthors(&partition, after, c.limit(50), |r| status.as_deref().is_none_or(|s| column(r, "status").as_deref() == Some(s)))
+    })?;
+    requests_answer(rows, more)
+}
+
+/// `dismissSuggestion {source, externalId}` → `{}`: the paper is not suggested to the caller
+/// again; dismissing it twice changes nothing (and appends nothing).
+async fn dismiss_suggestion(c: Call) -> Answer {
+    let caller = c.caller()?.did.clone();
+    let source = c.input["source"].as_str().unwrap_or_default().trim().to_owned();
+    let raw = c.input["externalId"].as_str().unwrap_or_default();
+    let external_id = c.state.sources.get(&source).and_then(|s| s.normalize_id(raw)).unwrap_or_else(|| raw.trim().to_owned());
+    if source.is_empty() || external_id.is_empty() {
+        return Err(ApiError::invalid_request("name the paper by source and externalId"));
+    }
+    if blocking(&c.state, || ImportsReader::new(c.state.store.as_ref())?.dismissed(&caller, &source, &external_id))? {
+        return Body::json(&json!({}));
+    }
+    let action = UserAction::SuggestionDismissed { source, external_id };
+    crate::command::append(
+        &c.state,
+        command(&c, "pub.svc.claiming.dismissSuggestion", &caller.clone(), Payload::User(UserCommand { caller, action })),
+    )
+    .await?;
+    Body::json(&json!({}))
+}
+
+/// The names and ORCID iD svc knows the caller by: her account's and profile's display
+/// names, her name variants, her profile's ORCID.
+fn profile_of(c: &Call, did: &str) -> Result<(Vec<String>, Option<String>), ApiError> {
+    reads::attached(&c.state, |r| {
+        let account = r.account(did)?;
+        let profile = r.get(&format!("at://{did}/pub.svc.actor.profile/self"))?.map(|p| p.view).unwrap_or_default();
+        let mut names: Vec<String> = profile["displayName"].as_str().map(str::to_owned).into_iter().collect();
+        names.extend(account.display_name);
+        names.extend(profile["nameVariants"].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_owned));
+        names.retain(|n| !n.trim().is_empty());
+        names.dedup();
+        Ok((names, profile["orcid"].as_str().map(str::to_owned)))
+    })
+}
+
+/// `getSuggestions {limit}` → `{papers, suggestions, profileUsed}`: papers the caller may
+/// have written, by her names and ORCID iD: unclaimed imports, and what the sources find
+/// by her name (nothing is imported by asking); those she dismissed or claimed are left
+/// out. `suggestions` is the contract's name of the same list.
+async fn get_suggestions(c: Call) -> Answer {
+    let caller = c.caller()?.did.clone();
+    let limit = c.limit(20);
+    let (names, orcid) = profile_of(&c, &caller)?;
+    let mut papers: Vec<Value> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    let (imported, dismissed_or_mine) = blocking(&c.state, || -> Result<_, ApiError> {
+        let r = ImportsReader::new(c.state.store.as_ref())?;
+        let mut rows = Vec::new();
+        for name in &names {
+            rows.extend(
+                r.search(&ImportQuery {
+                    author_name: Some(name.clone()),
+                    claim_status: Some("unclaimed".into()),
+                    limit,
+                    ..ImportQuery::default()
+                })?
+                .0,
+            );
+        }
+        if let Some(o) = &orcid {
+            rows.extend(
+                r.search(&ImportQuery {
+                    author_orcid: Some(o.clone()),
+                    claim_status: Some("unclaimed".into()),
+                    limit,
+                    ..ImportQuery::default()
+                })?
+                .0,
+            );
+        }
+        let mut skip = std::collections::BTreeSet::new();
+        for row in &rows {
+            let key = column(row, "key").unwrap_or_default();
+            let (s, id) = key.split_once(':').unwrap_or_default();
+            if r.dismissed(&caller, s, id)? {
+                skip.insert(key.clone());
+            }
+        }
+        Ok((rows, skip))
+    })?;
+    for row in imported {
+        let key = column(&row, "key").unwrap_or_default();
+        if !dismissed_or_mine.contains(&key) && seen.insert(key) {
+            papers.push(paper_view(&row));
+        }
+    }
+    if let Some(name) = names.first() {
+        let (found, _) = c.state.sources.search(&[], &SourceQuery { text: String::new(), author: Some(name.clone()), limit }).await;
+        for p in found {
+            let key = ExternalPaper::key(&p.source, &p.external_id);
+            let dismissed =
+                blocking(&c.state, || ImportsReader::new(c.state.store.as_ref())?.dismissed(&caller, &p.source, &p.external_id))?;
+            if dismissed || !seen.insert(key) {
+                continue;
+            }
+            let view = external_view(&c, &p)?;
+            if view["claimStatus"].as_str().is_none_or(|s| s == "unclaimed") {
+                papers.push(view);
+            }
+        }
+    }
+    papers.truncate(limit);
+    Body::json(&json!({"papers": papers, "suggestions": papers, "profileUsed": {"names": names, "orcid": orcid}}))
+}
+
+/// `findClaimable {q?, source?, limit, cursor?}` → `{eprints, cursor?, hasMore}`: unclaimed
+/// imported papers matching the words, newest import first, without those the caller
+/// dismissed.
+fn find_claimable(c: &Call) -> Answer {
+    let caller = c.caller()?.did.clone();
+    let q = ImportQuery {
+        words: c.str("q").to_owned(),
+        source: c.params.str("source").map(str::to_owned),
+        claim_status: Some("unclaimed".into()),
+        after: id_cursor(c)?,
+        limit: c.limit(50),
+        ..ImportQuery::default()
+    };
+    let (rows, more) = blocking(&c.state, || -> Result<_, ApiError> {
+        let r = ImportsReader::new(c.state.store.as_ref())?;
+        let (rows, more) = r.search(&q)?;
+        let mut kept = Vec::new();
+        for row in rows {
+            let key = column(&row, "key").unwrap_or_default();
+            let (s, id) = key.split_once(':').unwrap_or_default();
+            if !r.dismissed(&caller, s, id)? {
+                kept.push(row);
+            }
+        }
+        Ok((kept, more))
+    })?;
+    let eprints: Vec<Value> = rows.iter().map(paper_view).collect();
+    let mut out = json!({"eprints": eprints, "hasMore": more});
+    if more {
+        out["cursor"] = json!(rows.last().and_then(|r| r.get("id")).and_then(store::Value::as_int).map(|i| i.to_string()));
+    }
+    Body::json(&out)
+}
+
+/// `autocomplete {query, limit}` → `{suggestions}`: imported papers completing what is
+/// typed (every whole word, and the last word as a beginning), newest import first, each
+/// `{importId, source, externalId, title, authors}`.
+fn autocomplete(c: &Call) -> Answer {
+    let query = c.str("query");
+    let mut done = projections::imports::words(query);
+    let typing = if query.ends_with(|ch: char| !ch.is_alphanumeric()) { None } else { done.pop() };
+    let rows = match typing {
+        Some(t) => blocking(&c.state, || ImportsReader::new(c.state.store.as_ref())?.complete(&done, &t, c.limit(8)))?,
+        None if !done.is_empty() => {
+            let q = ImportQuery { words: done.join(" "), limit: c.limit(8), ..ImportQuery::default() };
+            blocking(&c.state, || ImportsReader::new(c.state.store.as_ref())?.search(&q))?.0
+        }
+        None => Vec::new(),
+    };
+    let suggestions: Vec<Value> = rows
+        .iter()
+        .map(|row| {
+            let v = paper_view(row);
+            let authors: Vec<&Value> = v["authors"].as_array().into_iter().flatten().take(3).map(|a| &a["name"]).collect();
+            json!({"importId": v["id"], "source": v["source"], "externalId": v["externalId"], "title": v["title"], "authors": authors})
+        })
+        .collect();
+    Body::json(&json!({"suggestions": suggestions}))
 }
