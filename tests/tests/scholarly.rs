@@ -262,9 +262,11 @@ async fn governance(svc: &Service, pds: &Pds, gov: &Account, alice: &Account, bo
 /// after a publishing pass or two of `svc` (whose log may or may not hold the marks).
 /// Claiming through the real PDS. Alice imports a paper from the arXiv fixture server and
 /// claims it; the admin approves; she writes the eprint to her repository on the PDS and
-/// completes the claim with it once svc indexed it. A search of the sources answers with
-/// arXiv down, naming it. The queries a replay compares.
-async fn claiming(svc: &Service, pds: &Pds, gov: &Account, alice: &Account, arxiv: &FixtureServer) -> Vec<String> {
+/// completes the claim with it once svc indexed it. Bob asks to be recognised as its listed
+/// author and Alice approves. A paper whose claim was rejected is claimable again until
+/// she dismisses it. A search of the sources answers with arXiv down, naming it. The
+/// queries a replay compares.
+async fn claiming(svc: &Service, pds: &Pds, gov: &Account, alice: &Account, bob: &Account, arxiv: &FixtureServer) -> Vec<String> {
     let token = |who: &Account, nsid: &'static str| {
         let (pds, who) = (pds, who.clone());
         async move { pds.service_auth(&who, SERVICE_DID, &format!("pub.svc.claiming.{nsid}"), None).await.unwrap() }
@@ -303,12 +305,56 @@ async fn claiming(svc: &Service, pds: &Pds, gov: &Account, alice: &Account, arxi
     let (_, _, imported) = svc.get(&paper).await.unwrap();
     assert_eq!((imported["claimStatus"].as_str(), imported["canonicalUri"].as_str()), (Some("claimed"), Some(mine.as_str())), "{imported}");
 
+    // Bob asks Alice to recognise him as the author listed on her eprint; she approves.
+    let ask = json!({"eprintUri": mine, "eprintOwnerDid": alice.did, "claimantName": "Bob B.", "authorIndex": 0,
+                     "authorName": format!("Author {}", alice.handle)});
+    let (status, asked) =
+        svc.post("/xrpc/pub.svc.claiming.requestCoauthorship", Some(&token(bob, "requestCoauthorship").await), &ask).await.unwrap();
+    assert_eq!(status, 200, "{asked}");
+    let request = asked["request"]["id"].clone();
+    let (status, _) = svc
+        .post("/xrpc/pub.svc.claiming.approveCoauthor", Some(&token(bob, "approveCoauthor").await), &json!({"requestId": request}))
+        .await
+        .unwrap();
+    assert_eq!(status, 403, "only the owner decides");
+    let (status, decided) = svc
+        .post("/xrpc/pub.svc.claiming.approveCoauthor", Some(&token(alice, "approveCoauthor").await), &json!({"requestId": request}))
+        .await
+        .unwrap();
+    assert_eq!((status, decided["request"]["status"].as_str()), (200, Some("approved")), "{decided}");
+
+    // A second paper, claimed by Bob and rejected, is claimable again; Alice dismisses it
+    // and it stays out of what she is offered.
+    let input = json!({"source": "arxiv", "externalId": "2604.24104"});
+    let (status, bobs) =
+        svc.post("/xrpc/pub.svc.claiming.startClaimFromExternal", Some(&token(bob, "startClaimFromExternal").await), &input).await.unwrap();
+    assert_eq!(status, 200, "{bobs}");
+    let input = json!({"claimId": bobs["claim"]["id"], "reason": "Not an author."});
+    let (status, _) = svc.post("/xrpc/pub.svc.claiming.rejectClaim", Some(&token(gov, "rejectClaim").await), &input).await.unwrap();
+    assert_eq!(status, 200);
+    let claimable = |who: &Account| {
+        let (svc, token) = (svc, token(who, "findClaimable"));
+        async move { get_as(svc, &token.await, "/xrpc/pub.svc.claiming.findClaimable?q=graph").await }
+    };
+    assert_eq!(claimable(alice).await["eprints"][0]["externalId"], "2604.24104");
+    let input = json!({"source": "arxiv", "externalId": "2604.24104"});
+    let (status, _) =
+        svc.post("/xrpc/pub.svc.claiming.dismissSuggestion", Some(&token(alice, "dismissSuggestion").await), &input).await.unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(claimable(alice).await["eprints"], json!([]), "dismissed stays dismissed");
+    assert_eq!(claimable(bob).await["eprints"][0]["externalId"], "2604.24104", "for her only");
+
     arxiv.set_fault(Fault::Down);
     let (_, _, searched) = svc.get("/xrpc/pub.svc.claiming.searchEprints?query=retrieval+augmented").await.unwrap();
     arxiv.set_fault(Fault::None);
     assert_eq!(searched["sourceErrors"][0]["source"], "arxiv", "{searched}");
     assert!(searched["eprints"].as_array().unwrap().iter().any(|e| e["uri"] == mine.as_str()), "svc's own results stand: {searched}");
-    vec![paper, "/xrpc/pub.svc.import.exists?externalId=2509.21237".into()]
+    vec![
+        paper,
+        "/xrpc/pub.svc.import.get?source=arxiv&externalId=2604.24104".into(),
+        "/xrpc/pub.svc.import.exists?externalId=2509.21237".into(),
+        "/xrpc/pub.svc.claiming.autocomplete?query=query-centric+gra".into(),
+    ]
 }
 
 async fn published_once(pds: &Pds, gov: &Account) {
@@ -692,7 +738,7 @@ async fn scenario(pds: &Pds, gov: &Account, arxiv: &FixtureServer, backend: &Bac
     let (governed, own) = governance(&svc, pds, gov, &alice, &bob).await;
     let mut usage = usage(&svc, pds, &bob, &paper, &other).await;
     usage.extend(own);
-    usage.extend(claiming(&svc, pds, gov, &alice, arxiv).await);
+    usage.extend(claiming(&svc, pds, gov, &alice, &bob, arxiv).await);
     let mut queries = queries(&paper, &other, &review, &annotation, &bob);
     queries.splice(0..0, governed);
     // (The last query is the one the embedded comparison waits on.)
