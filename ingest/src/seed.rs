@@ -232,11 +232,14 @@ pub struct SeedOptions {
     /// Write the arXiv taxonomy ([`crate::taxonomy`]) to this governance repository first,
     /// so the papers' fields resolve to graph nodes.
     pub taxonomy: Option<String>,
+    /// Also write each paper as imported from arXiv ([`import_event`]), as claiming it from
+    /// arXiv would, so that the import and claiming searches have papers to find.
+    pub imports: bool,
 }
 
 impl Default for SeedOptions {
     fn default() -> Self {
-        SeedOptions { batch_papers: 1000, limit: None, strict: false, social: false, taxonomy: None }
+        SeedOptions { batch_papers: 1000, limit: None, strict: false, social: false, taxonomy: None, imports: false }
     }
 }
 
@@ -330,6 +333,9 @@ pub fn seed_file(
         }
         let events = Paper::from_line(&line).map_err(|e| SkipReason::not_a_paper(&e)).and_then(|paper| {
             let mut events = paper_events(&paper, &source, &lexicons, &mut seen)?;
+            if options.imports {
+                events.push(import_event(&paper, &source));
+            }
             if let (Some(generator), Some(usage)) = (social.as_mut(), usage.as_mut()) {
                 if let Some(seeded) = seeded_paper(&paper, &events) {
                     events.extend(generator.events_for(&paper, &seeded));
@@ -365,6 +371,31 @@ pub fn seed_file(
         report.layer.insert("command.usage".into(), usage.events);
     }
     Ok(report)
+}
+
+/// A paper as imported from arXiv: the `external.paper` event `startClaimFromExternal`
+/// appends for it, with the paper's own metadata, fetched (for determinism) on the day it
+/// appeared, by the client `seed`.
+pub fn import_event(paper: &Paper, source: &Source) -> NewEvent {
+    let id = paper.id.clone();
+    NewEvent {
+        key: event_schema::ExternalPaper::key("arxiv", &id),
+        source: source.clone(),
+        payload: Payload::External(Box::new(event_schema::ExternalPaper {
+            source: "arxiv".into(),
+            url: format!("https://arxiv.org/abs/{id}"),
+            pdf_url: Some(format!("https://arxiv.org/pdf/{id}")),
+            title: paper.title.clone(),
+            abstract_text: paper.abstract_text.clone(),
+            authors: paper.authors.iter().map(|name| event_schema::ExternalAuthor { name: name.clone(), orcid: None, affiliation: None }).collect(),
+            publication_date: Some(paper.date.clone()),
+            categories: paper.categories.clone(),
+            doi: paper.doi.clone(),
+            plugin: "seed".into(),
+            fetched_at: format!("{}T00:00:00Z", paper.date),
+            external_id: id,
+        })),
+    }
 }
 
 fn is_write_of(event: &NewEvent, collection: &str) -> bool {

@@ -103,6 +103,7 @@ pub fn seed(args: SeedArgs) -> anyhow::Result<()> {
         strict: args.strict,
         social: args.social,
         taxonomy: (args.taxonomy || args.social).then(|| args.governance.governance_did.clone()),
+        imports: args.imports,
     };
     let mut progress: Option<crate::progress::Progress> = None;
     let report = ingest::seed::seed_file(&args.file, log.as_ref(), &options, &mut |p| {

@@ -82,6 +82,7 @@ pub async fn ingest(args: IngestArgs) -> anyhow::Result<()> {
             strict: false,
             social: args.social,
             taxonomy: args.social,
+            imports: false,
             governance: args.governance.clone(),
         };
         tokio::task::spawn_blocking(move || super::seed(seed)).await??;

@@ -96,6 +96,12 @@ pub struct SeedArgs {
     #[arg(long)]
     pub taxonomy: bool,
 
+    /// Also write each paper as imported from arXiv (an `external.paper` event), so that
+    /// `import.search`, `findClaimable` and `claiming.autocomplete` have papers to find
+    /// (docs/claiming.md).
+    #[arg(long)]
+    pub imports: bool,
+
     #[command(flatten)]
     pub governance: GovernanceArgs,
 }

@@ -59,7 +59,12 @@ impl ImportsModel {
         let key = int(row, "id").to_be_bytes().to_vec();
         let source = format!("source:{}", text(row, "source").unwrap_or_default());
         st.put(&table(self.version(), "papers"), ALL, key.clone(), row.clone(), position);
-        st.put(&table(self.version(), "papers"), &source, key, row.clone(), position);
+        st.put(&table(self.version(), "papers"), &source, key.clone(), row.clone(), position);
+        let terms: Columns = ["words", "authorWords", "orcids", "source", "claimStatus"]
+            .into_iter()
+            .filter_map(|c| row.get(c).map(|v| (c.to_owned(), v.clone())))
+            .collect();
+        st.put(&table(self.version(), "terms"), ALL, key, terms, position);
     }
 
     fn paper(&self, st: &mut Staged, id: u64) -> Result<Option<Columns>, ProjectionError> {

@@ -7,6 +7,8 @@
 //!   paper (the [`event_schema::ExternalPaper`] as JSON), words, authorWords, orcids
 //!   (space-separated), importedAt, lastSyncedAt, claimStatus, canonicalUri, claimedByDid,
 //!   claimedAt.
+//! - `terms`: `all` → the import id: words, authorWords, orcids, source, claimStatus (what
+//!   a search checks a posting's paper against, without reading the paper).
 //! - `paper_keys`: `<source>:<external id>` → ∅: id.
 //! - `words`: a word of a title or an author's name → the import id: ∅ (what
 //!   `import.search` looks words up in).
@@ -44,6 +46,7 @@ pub const MODEL: &str = "imports";
 /// The tables of the model, for dropping a version.
 pub const TABLES: &[&str] = &[
     "papers",
+    "terms",
     "paper_keys",
     "words",
     "word_counts",

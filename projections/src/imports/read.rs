@@ -211,7 +211,7 @@ impl<'a> ImportsReader<'a> {
         // The rarest word's postings, each paper checked for the rest.
         let Some(v) = self.version else { return Ok((out, false)) };
         let Some(rarest) = self.rarest(&all_words)? else { return Ok((out, false)) };
-        let papers = table(v, "papers");
+        let terms = table(v, "terms");
         let mut after = q.after;
         let mut scanned = 0;
         loop {
@@ -219,11 +219,11 @@ impl<'a> ImportsReader<'a> {
             let done = page.len() < 200;
             let ids: Vec<u64> = page.iter().map(|(id, _)| *id).collect();
             let keys: Vec<(String, Vec<u8>)> = ids.iter().map(|id| (ALL.to_owned(), id.to_be_bytes().to_vec())).collect();
-            for (id, row) in ids.iter().zip(self.store.get_many(&papers, &keys)?) {
+            for (id, row) in ids.iter().zip(self.store.get_many(&terms, &keys)?) {
                 after = Some(*id);
                 scanned += 1;
-                if let Some(row) = row.filter(|r| keep(r)) {
-                    out.push(row);
+                if row.is_some_and(|r| keep(&r)) {
+                    out.extend(self.paper_by_id(*id)?);
                     if out.len() > limit {
                         out.pop();
                         return Ok((out, true));
@@ -280,7 +280,7 @@ impl<'a> ImportsReader<'a> {
             Some(word) => ("words", word),
             None => ("prefixes", prefix),
         };
-        let papers = table(v, "papers");
+        let terms = table(v, "terms");
         let mut out = Vec::new();
         let mut after = None;
         let mut scanned = 0;
@@ -288,14 +288,14 @@ impl<'a> ImportsReader<'a> {
             let page = self.scan(postings, &partition, after, 200)?;
             let done_scanning = page.len() < 200;
             let keys: Vec<(String, Vec<u8>)> = page.iter().map(|(id, _)| (ALL.to_owned(), id.to_be_bytes().to_vec())).collect();
-            for ((id, _), row) in page.iter().zip(self.store.get_many(&papers, &keys)?) {
+            for ((id, _), row) in page.iter().zip(self.store.get_many(&terms, &keys)?) {
                 after = Some(*id);
                 scanned += 1;
                 let Some(row) = row else { continue };
                 let held = text(&row, "words").unwrap_or_default();
                 let held: Vec<&str> = held.split(' ').collect();
                 if done.iter().all(|w| held.contains(&w.as_str())) && held.iter().any(|h| h.starts_with(typing)) {
-                    out.push(row);
+                    out.extend(self.paper_by_id(*id)?);
                     if out.len() >= limit {
                         return Ok(out);
                     }
