@@ -387,7 +387,11 @@ pub fn import_event(paper: &Paper, source: &Source) -> NewEvent {
             pdf_url: Some(format!("https://arxiv.org/pdf/{id}")),
             title: paper.title.clone(),
             abstract_text: paper.abstract_text.clone(),
-            authors: paper.authors.iter().map(|name| event_schema::ExternalAuthor { name: name.clone(), orcid: None, affiliation: None }).collect(),
+            authors: paper
+                .authors
+                .iter()
+                .map(|name| event_schema::ExternalAuthor { name: name.clone(), orcid: None, affiliation: None })
+                .collect(),
             publication_date: Some(paper.date.clone()),
             categories: paper.categories.clone(),
             doi: paper.doi.clone(),

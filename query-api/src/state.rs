@@ -67,6 +67,8 @@ pub struct Shared {
     pub appender: crate::command::Appender,
     /// The external scholarly sources papers are imported from.
     pub sources: sources::Sources,
+    /// The registries of people, organizations and subjects (autocompletion, author ids).
+    pub registries: Arc<sources::registries::Registries>,
 }
 
 /// Two search slots per core. A search is almost all CPU work: running many more at once

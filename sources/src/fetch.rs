@@ -33,6 +33,8 @@ pub struct Etiquette {
     pub max_body: usize,
     /// How long an answer is kept (zero: not kept).
     pub cache_for: Duration,
+    /// The `Accept` header sent (ORCID answers XML without one asking for JSON).
+    pub accept: &'static str,
     /// Failures in a row that open the circuit.
     pub breaker_threshold: u32,
     /// How long an open circuit stays open.
@@ -53,10 +55,33 @@ impl Etiquette {
             retries: 2,
             max_body: 5 * 1024 * 1024,
             cache_for: Duration::from_secs(3600),
+            accept: "*/*",
             breaker_threshold: 5,
             breaker_cool_down: Duration::from_secs(30),
         }
     }
+}
+
+/// A query-string value, percent-encoded (`application/x-www-form-urlencoded`, space as
+/// `+`).
+pub fn encode(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for b in v.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => out.push(b as char),
+            b' ' => out.push('+'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// Parses a JSON answer of `source`.
+///
+/// # Errors
+/// [`SourceError::Malformed`] when it is not JSON of the expected shape.
+pub fn json<T: serde::de::DeserializeOwned>(source: &'static str, body: &[u8]) -> Result<T, SourceError> {
+    serde_json::from_slice(body).map_err(|e| SourceError::Malformed { name: source, reason: e.to_string() })
 }
 
 /// One source's HTTP client ([`Etiquette`]).
@@ -170,7 +195,13 @@ impl Fetcher {
 
     async fn attempt(&self, url: &str) -> Result<Option<Bytes>, Failed> {
         let name = self.etiquette.name;
-        let response = self.client.get(url).send().await.map_err(|e| Failed::Retry(self.unreachable(&e.to_string()), None))?;
+        let response = self
+            .client
+            .get(url)
+            .header(reqwest::header::ACCEPT, self.etiquette.accept)
+            .send()
+            .await
+            .map_err(|e| Failed::Retry(self.unreachable(&e.to_string()), None))?;
         let status = response.status();
         if status == StatusCode::NOT_FOUND || status == StatusCode::GONE {
             return Ok(None);

@@ -23,6 +23,13 @@ pub const ARXIV_ENTRIES: &[(&str, &str)] = &[
     ("2604.24104", include_str!("../fixtures/arxiv/2604.24104.xml")),
 ];
 
+/// The registries' fixtures: (the answer's wrapper, the items it wraps).
+const ORCID_ITEMS: &str = include_str!("../fixtures/registries/orcid.json");
+const ROR_ITEMS: &str = include_str!("../fixtures/registries/ror.json");
+const WIKIDATA_ITEMS: &str = include_str!("../fixtures/registries/wikidata.json");
+const FAST_ITEMS: &str = include_str!("../fixtures/registries/fast.json");
+const OPENALEX_ITEMS: &str = include_str!("../fixtures/registries/openalex.json");
+
 /// What a fixture server does instead of answering well.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fault {
@@ -63,6 +70,29 @@ impl FixtureServer {
     pub async fn arxiv() -> FixtureServer {
         let shared = Shared { fault: Arc::new(Mutex::new(Fault::None)), calls: Arc::new(AtomicU64::new(0)) };
         let app = Router::new().route("/api/query", get(arxiv_query)).with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a local port");
+        let url = format!("http://{}", listener.local_addr().expect("its address"));
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        FixtureServer { url, shared, task }
+    }
+
+    /// ORCID, ROR, Wikidata, FAST and OpenAlex at one address (each API's own path),
+    /// answering from the committed registry fixtures: the items every word of the query
+    /// occurs in (an ORCID `orcid:<iD>` query: the person of that iD).
+    ///
+    /// # Panics
+    /// When no local port can be bound.
+    pub async fn registries() -> FixtureServer {
+        let shared = Shared { fault: Arc::new(Mutex::new(Fault::None)), calls: Arc::new(AtomicU64::new(0)) };
+        let app = Router::new()
+            .route("/v3.0/expanded-search/", get(orcid))
+            .route("/v2/organizations", get(ror))
+            .route("/w/api.php", get(wikidata))
+            .route("/searchfast/fastsuggest", get(fast))
+            .route("/authors", get(openalex))
+            .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a local port");
         let url = format!("http://{}", listener.local_addr().expect("its address"));
         let task = tokio::spawn(async move {
@@ -168,4 +198,72 @@ fn feed(entries: &[&str], total: usize) -> String {
         entries.len(),
         entries.concat()
     )
+}
+
+/// The items of `fixture` every word of `query` occurs in (case aside), at most `limit`.
+fn matching(fixture: &str, query: &str, limit: usize) -> Vec<serde_json::Value> {
+    let items: Vec<serde_json::Value> = serde_json::from_str(fixture).expect("a fixture is a JSON list");
+    let words: Vec<String> =
+        query.split(|c: char| c.is_whitespace() || c == '+').filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
+    items
+        .into_iter()
+        .filter(|i| !words.is_empty() && words.iter().all(|w| i.to_string().to_lowercase().contains(w.as_str())))
+        .take(limit)
+        .collect()
+}
+
+fn json_answer(value: serde_json::Value) -> Response {
+    ([(header::CONTENT_TYPE, "application/json;charset=UTF-8")], value.to_string()).into_response()
+}
+
+fn param<'a>(q: &'a HashMap<String, String>, name: &str) -> &'a str {
+    q.get(name).map(String::as_str).unwrap_or_default()
+}
+
+fn rows(q: &HashMap<String, String>, name: &str) -> usize {
+    q.get(name).and_then(|r| r.parse().ok()).unwrap_or(10)
+}
+
+async fn orcid(State(shared): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Response {
+    if let Some(answer) = faulty(&shared).await {
+        return answer;
+    }
+    let query = param(&q, "q");
+    let query = query.strip_prefix("orcid:").unwrap_or(query);
+    let found = matching(ORCID_ITEMS, query, rows(&q, "rows"));
+    json_answer(
+        serde_json::json!({"expanded-result": if found.is_empty() { serde_json::Value::Null } else { found.clone().into() }, "num-found": found.len()}),
+    )
+}
+
+async fn ror(State(shared): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Response {
+    if let Some(answer) = faulty(&shared).await {
+        return answer;
+    }
+    let found = matching(ROR_ITEMS, param(&q, "affiliation"), 100);
+    json_answer(serde_json::json!({"number_of_results": found.len(), "items": found}))
+}
+
+async fn wikidata(State(shared): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Response {
+    if let Some(answer) = faulty(&shared).await {
+        return answer;
+    }
+    let found = matching(WIKIDATA_ITEMS, param(&q, "search"), rows(&q, "limit"));
+    json_answer(serde_json::json!({"searchinfo": {"search": param(&q, "search")}, "search": found, "success": 1}))
+}
+
+async fn fast(State(shared): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Response {
+    if let Some(answer) = faulty(&shared).await {
+        return answer;
+    }
+    let found = matching(FAST_ITEMS, param(&q, "query"), rows(&q, "rows"));
+    json_answer(serde_json::json!({"responseHeader": {"status": 0}, "response": {"numFound": found.len(), "start": 0, "docs": found}}))
+}
+
+async fn openalex(State(shared): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Response {
+    if let Some(answer) = faulty(&shared).await {
+        return answer;
+    }
+    let found = matching(OPENALEX_ITEMS, param(&q, "search"), rows(&q, "per-page"));
+    json_answer(serde_json::json!({"meta": {"count": found.len(), "page": 1, "per_page": rows(&q, "per-page")}, "results": found}))
 }

@@ -17,12 +17,13 @@ mod breaker;
 mod fetch;
 #[cfg(feature = "fixtures")]
 pub mod fixtures;
+pub mod registries;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub use event_schema::{ExternalAuthor, ExternalPaper};
-pub use fetch::{Etiquette, Fetcher};
+pub use fetch::{encode, json, Etiquette, Fetcher};
 
 /// Why a source gave no answer.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]

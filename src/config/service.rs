@@ -132,15 +132,51 @@ pub struct ExternalArgs {
     /// etiquette asks.
     #[arg(long, env = "SVC_SOURCES_CONTACT")]
     pub sources_contact: Option<String>,
+    /// ORCID's public API host (people: `actor.autocompleteOrcid`, `discoverAuthorIds`).
+    #[arg(long, env = "SVC_ORCID_URL", default_value = sources::registries::ORCID_URL)]
+    pub orcid_url: String,
+    /// ROR's API host (organizations: `actor.autocompleteAffiliation`).
+    #[arg(long, env = "SVC_ROR_URL", default_value = sources::registries::ROR_URL)]
+    pub ror_url: String,
+    /// Wikidata's host (concepts: `actor.autocompleteKeyword`).
+    #[arg(long, env = "SVC_WIKIDATA_URL", default_value = sources::registries::WIKIDATA_URL)]
+    pub wikidata_url: String,
+    /// OCLC FAST's host (subject headings: `actor.autocompleteKeyword`).
+    #[arg(long, env = "SVC_FAST_URL", default_value = sources::registries::FAST_URL)]
+    pub fast_url: String,
+    /// OpenAlex's API host (authors: `discoverAuthorIds`).
+    #[arg(long, env = "SVC_OPENALEX_URL", default_value = sources::registries::OPENALEX_URL)]
+    pub openalex_url: String,
 }
 
 impl ExternalArgs {
     /// Checks the sources' URLs.
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
-        if !(self.arxiv_url.starts_with("http://") || self.arxiv_url.starts_with("https://")) {
-            return Err(ConfigError::SourceUrl { flag: "--arxiv-url", url: self.arxiv_url.clone(), schemes: "http:// or https://" });
+        for (flag, url) in [
+            ("--arxiv-url", &self.arxiv_url),
+            ("--orcid-url", &self.orcid_url),
+            ("--ror-url", &self.ror_url),
+            ("--wikidata-url", &self.wikidata_url),
+            ("--fast-url", &self.fast_url),
+            ("--openalex-url", &self.openalex_url),
+        ] {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(ConfigError::SourceUrl { flag, url: url.clone(), schemes: "http:// or https://" });
+            }
         }
         Ok(())
+    }
+
+    /// The registries, as configured.
+    pub fn registries(&self) -> sources::registries::Registries {
+        sources::registries::Registries::new(&sources::registries::RegistryUrls {
+            orcid: self.orcid_url.clone(),
+            ror: self.ror_url.clone(),
+            wikidata: self.wikidata_url.clone(),
+            fast: self.fast_url.clone(),
+            openalex: self.openalex_url.clone(),
+            contact: self.sources_contact.clone(),
+        })
     }
 
     /// The sources, as configured.

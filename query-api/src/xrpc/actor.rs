@@ -1,4 +1,7 @@
-//! `pub.svc.actor.*`: the caller's own roles and profile.
+//! `pub.svc.actor.*`: the caller's own roles and profile, and the registries that complete
+//! what a user types into her profile (ORCID, ROR, FAST, Wikidata) and discover her author
+//! ids (ORCID, OpenAlex). A registry that fails is named in `sourceErrors`; the answer
+//! stands with what the others gave.
 
 use projections::access::read::AccessReader;
 use projections::access::Role;
@@ -12,11 +15,112 @@ use crate::reads::blocking;
 
 /// The namespace's methods.
 pub fn routes() -> Routes {
-    Routes::new().query("pub.svc.actor.getMyRoles", Auth::Required, get_my_roles).query(
-        "pub.svc.actor.getMyProfile",
-        Auth::Required,
-        get_my_profile,
-    )
+    Routes::new()
+        .query("pub.svc.actor.getMyRoles", Auth::Required, get_my_roles)
+        .query("pub.svc.actor.getMyProfile", Auth::Required, get_my_profile)
+        .query_async("pub.svc.actor.autocompleteOrcid", Auth::Open, autocomplete_orcid)
+        .query_async("pub.svc.actor.autocompleteAffiliation", Auth::Open, autocomplete_affiliation)
+        .query_async("pub.svc.actor.autocompleteKeyword", Auth::Open, autocomplete_keyword)
+        .query_async("pub.svc.actor.discoverAuthorIds", Auth::Required, discover_author_ids)
+}
+
+/// `{source, message}` of a registry that failed.
+fn source_error(e: &sources::SourceError) -> serde_json::Value {
+    json!({"source": e.source_name(), "message": e.to_string()})
+}
+
+/// What one registry answered: its items, or none and its error.
+fn answered<T: serde::Serialize>(r: Result<Vec<T>, sources::SourceError>, errors: &mut Vec<serde_json::Value>) -> Vec<serde_json::Value> {
+    match r {
+        Ok(items) => items.iter().filter_map(|i| serde_json::to_value(i).ok()).collect(),
+        Err(e) => {
+            errors.push(source_error(&e));
+            Vec::new()
+        }
+    }
+}
+
+/// `autocompleteOrcid {query, limit}` → `{suggestions, sourceErrors}`: people in ORCID.
+async fn autocomplete_orcid(c: Call) -> Answer {
+    let mut errors = Vec::new();
+    let found = answered(c.state.registries.orcid(c.str("query"), c.limit(8)).await, &mut errors);
+    Body::json(&json!({"suggestions": found, "sourceErrors": errors}))
+}
+
+/// `autocompleteAffiliation {query, limit}` → `{suggestions, sourceErrors}`: organizations
+/// in ROR, its choice first.
+async fn autocomplete_affiliation(c: Call) -> Answer {
+    let mut errors = Vec::new();
+    let found = answered(c.state.registries.ror(c.str("query"), c.limit(8)).await, &mut errors);
+    Body::json(&json!({"suggestions": found, "sourceErrors": errors}))
+}
+
+/// `autocompleteKeyword {query, limit, sources?}` → `{suggestions, sourceErrors}`: FAST
+/// headings and Wikidata concepts, asked at once and interleaved.
+async fn autocomplete_keyword(c: Call) -> Answer {
+    let (query, limit) = (c.str("query"), c.limit(8));
+    let named = c.params.strs("sources");
+    let wants = |s: &str| named.is_empty() || named.iter().flat_map(|n| n.split(',')).any(|n| n.trim() == s);
+    let (fast, wikidata) = tokio::join!(
+        async {
+            if wants("fast") {
+                Some(c.state.registries.fast(query, limit).await)
+            } else {
+                None
+            }
+        },
+        async {
+            if wants("wikidata") {
+                Some(c.state.registries.wikidata(query, limit).await)
+            } else {
+                None
+            }
+        },
+    );
+    let mut errors = Vec::new();
+    let fast = fast.map(|r| answered(r, &mut errors)).unwrap_or_default();
+    let wikidata = wikidata.map(|r| answered(r, &mut errors)).unwrap_or_default();
+    let mut suggestions = Vec::new();
+    for i in 0..fast.len().max(wikidata.len()) {
+        suggestions.extend(fast.get(i).cloned());
+        suggestions.extend(wikidata.get(i).cloned());
+    }
+    suggestions.truncate(limit);
+    Body::json(&json!({"suggestions": suggestions, "sourceErrors": errors}))
+}
+
+/// `discoverAuthorIds {name?, limit}` → `{searchedName, matches, sourceErrors}`: the
+/// identities a name has in ORCID and OpenAlex (the caller's display name by default).
+async fn discover_author_ids(c: Call) -> Answer {
+    let me = c.caller()?.did.clone();
+    let name = match c.params.str("name").map(str::trim).filter(|n| !n.is_empty()) {
+        Some(n) => n.to_owned(),
+        None => reads::attached(&c.state, |r| {
+            let profile = r.get(&format!("at://{me}/{PROFILE}/self"))?.map(|p| p.view).unwrap_or_default();
+            Ok(profile["displayName"].as_str().map(str::to_owned).or(r.account(&me)?.display_name))
+        })?
+        .ok_or_else(|| crate::error::ApiError::invalid_param("name", "give a name: your profile has none"))?,
+    };
+    let limit = c.limit(5);
+    let (orcid, openalex) = tokio::join!(c.state.registries.orcid(&name, limit), c.state.registries.openalex_authors(&name, limit));
+    let mut errors = Vec::new();
+    let mut matches: Vec<serde_json::Value> = match orcid {
+        Ok(people) => people
+            .into_iter()
+            .map(|p| json!({"source": "orcid", "id": p.orcid, "name": p.name, "orcid": p.orcid, "institution": p.institutions.first()}))
+            .collect(),
+        Err(e) => {
+            errors.push(source_error(&e));
+            Vec::new()
+        }
+    };
+    matches.extend(answered(openalex, &mut errors));
+    for m in &mut matches {
+        if m["institution"].is_null() {
+            m.as_object_mut().map(|o| o.remove("institution"));
+        }
+    }
+    Body::json(&json!({"searchedName": name, "matches": matches, "sourceErrors": errors}))
 }
 
 /// `pub.svc.actor.getMyRoles`: `{roles, isAdmin, isAlphaTester, isPremium, assignments}`,

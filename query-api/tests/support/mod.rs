@@ -67,6 +67,16 @@ impl Fixture {
     /// An empty service with these rate limits, resolving did:plc at `plc_url`, importing
     /// papers from `sources`.
     pub fn with_sources(limits: query_api::identity::limits::LimitSettings, plc_url: &str, sources: sources::Sources) -> Fixture {
+        Fixture::with_registries(limits, plc_url, sources, "http://127.0.0.1:9")
+    }
+
+    /// As [`Fixture::with_sources`], with every registry (ORCID, ROR…) at `registries`.
+    pub fn with_registries(
+        limits: query_api::identity::limits::LimitSettings,
+        plc_url: &str,
+        sources: sources::Sources,
+        registries: &str,
+    ) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let log: Arc<dyn EventLog> = Arc::new(EmbeddedLog::open(&dir.path().join("log"), 4).unwrap());
         let store: Arc<dyn store::Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
@@ -112,6 +122,7 @@ impl Fixture {
             operation_stale_after: Duration::from_secs(2),
             appender: Default::default(),
             sources,
+            registries: Arc::new(sources::registries::Registries::new(&sources::registries::RegistryUrls::all_at(registries))),
         });
         Fixture { _dir: dir, log, ctx, projections, state, stop: Default::default() }
     }

@@ -1,0 +1,78 @@
+//! `pub.svc.actor.autocompleteOrcid`, `autocompleteAffiliation`, `autocompleteKeyword` and
+//! `discoverAuthorIds` in process, against the registries' fixture server: each answers
+//! from its registry, keywords interleave FAST and Wikidata, a registry down is named in
+//! `sourceErrors` while the other's suggestions stand.
+
+mod support;
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+use sources::fixtures::{Fault, FixtureServer};
+use support::*;
+
+const WU: &str = "did:plc:wu000000000000000000000";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn profiles_are_completed_from_the_registries() {
+    let registries = FixtureServer::registries().await;
+    let limits = query_api::identity::limits::LimitSettings { tiers: None, ..Default::default() };
+    let mut f = Fixture::with_registries(limits, "http://127.0.0.1:9", sources::Sources::default(), &registries.url);
+    f.apply(vec![create(
+        WU,
+        "pub.svc.actor.profile",
+        "self",
+        "3l0000000000a",
+        json!({"displayName": "Yaxiong Wu", "createdAt": "2025-01-01T00:00:00Z"}),
+    )]);
+    f.live();
+    let ok = |path: String| {
+        let f = &f;
+        async move {
+            let (status, body) = f.get(&path).await;
+            assert_eq!(status, StatusCode::OK, "{path}: {body}");
+            body
+        }
+    };
+    let names = |v: &Value, field: &str| -> Vec<String> {
+        v["suggestions"].as_array().unwrap().iter().map(|s| s[field].as_str().unwrap().to_owned()).collect()
+    };
+
+    let people = ok("/xrpc/pub.svc.actor.autocompleteOrcid?query=carberry".into()).await;
+    assert_eq!(names(&people, "orcid"), ["0000-0002-1825-0097"]);
+    assert_eq!(people["sourceErrors"], json!([]));
+    assert_eq!(names(&ok("/xrpc/pub.svc.actor.autocompleteOrcid?query=0000-0009-0000-0015".into()).await, "name"), ["Yaxiong Wu"]);
+    let orgs = ok("/xrpc/pub.svc.actor.autocompleteAffiliation?query=Brown+University".into()).await;
+    assert_eq!(orgs["suggestions"][0]["rorId"], "https://ror.org/05gq02987");
+    assert_eq!(orgs["suggestions"][0]["chosen"], true);
+    let keywords = ok("/xrpc/pub.svc.actor.autocompleteKeyword?query=machine+learning".into()).await;
+    assert_eq!(
+        keywords["suggestions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| (k["source"].as_str().unwrap(), k["id"].as_str().unwrap()))
+            .collect::<Vec<_>>(),
+        [("fast", "fst01004795"), ("wikidata", "Q2539")]
+    );
+    let only = ok("/xrpc/pub.svc.actor.autocompleteKeyword?query=machine+learning&sources=wikidata".into()).await;
+    assert_eq!(names(&only, "source"), ["wikidata"]);
+
+    let wu = login(&f, WU, "r-wu").await;
+    assert_eq!(f.get("/xrpc/pub.svc.actor.discoverAuthorIds").await.0, StatusCode::UNAUTHORIZED);
+    let (status, found) = f.get_as("/xrpc/pub.svc.actor.discoverAuthorIds", &wu).await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    assert_eq!(found["searchedName"], "Yaxiong Wu", "her profile's name by default");
+    let sources: Vec<&str> = found["matches"].as_array().unwrap().iter().map(|m| m["source"].as_str().unwrap()).collect();
+    assert_eq!(sources, ["orcid", "openalex"], "{found}");
+    let (_, priem) = f.get_as("/xrpc/pub.svc.actor.discoverAuthorIds?name=Jason+Priem&limit=3", &wu).await;
+    assert_eq!(priem["matches"][0]["orcid"], "0000-0001-6187-6610", "{priem}");
+
+    // A registry down: named, the request answered.
+    registries.set_fault(Fault::Down);
+    let (status, down) = f.get("/xrpc/pub.svc.actor.autocompleteAffiliation?query=MIT+Cambridge").await;
+    assert_eq!((status, down["suggestions"].clone()), (StatusCode::OK, json!([])), "{down}");
+    assert_eq!(down["sourceErrors"][0]["source"], "ror");
+    registries.set_fault(Fault::None);
+    assert_eq!(f.get("/xrpc/pub.svc.actor.autocompleteOrcid").await.0, StatusCode::BAD_REQUEST, "a query is required");
+    assert_eq!(f.get("/xrpc/pub.svc.actor.autocompleteOrcid?query=x&limit=51").await.0, StatusCode::BAD_REQUEST);
+}
