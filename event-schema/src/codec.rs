@@ -25,8 +25,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::events::{
-    AccessChange, AccountChange, AdminCommand, BacklinkChange, ExternalPaper, IdentityChange, RecordDelete, RecordWrite, Rejected,
-    SearchImpression, UsageEvent, UserCommand,
+    AccessChange, AccountChange, AdminCommand, BacklinkChange, Enrichment, ExternalPaper, IdentityChange, RecordDelete, RecordWrite,
+    Rejected, SearchImpression, UsageEvent, UserCommand,
 };
 use crate::{CodecError, Envelope, EventKind, NewEvent, Payload, Position, Source, CURRENT_SCHEMA_VERSION};
 
@@ -107,6 +107,7 @@ impl<'de> Deserialize<'de> for StoredRead {
                                 Some(EventKind::Usage) => PayloadRead::Current(Payload::Usage(map.next_value()?)),
                                 Some(EventKind::Search) => PayloadRead::Current(Payload::Search(map.next_value()?)),
                                 Some(EventKind::External) => PayloadRead::Current(Payload::External(map.next_value()?)),
+                                Some(EventKind::Enrichment) => PayloadRead::Current(Payload::Enrichment(map.next_value()?)),
                                 None => PayloadRead::Raw(map.next_value()?),
                             });
                         }
@@ -207,6 +208,7 @@ fn decode_v1(kind: &str, payload: ciborium::Value) -> Result<Payload, CodecError
         EventKind::Usage => Payload::Usage(de::<UsageEvent>(payload)?),
         EventKind::Search => Payload::Search(de::<SearchImpression>(payload)?),
         EventKind::External => Payload::External(Box::new(de::<ExternalPaper>(payload)?)),
+        EventKind::Enrichment => Payload::Enrichment(Box::new(de::<Enrichment>(payload)?)),
     })
 }
 

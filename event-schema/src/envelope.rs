@@ -100,11 +100,13 @@ pub enum EventKind {
     Search,
     /// A paper fetched from an external source.
     External,
+    /// What an external bibliographic service knows of an indexed eprint.
+    Enrichment,
 }
 
 impl EventKind {
     /// Every kind, in a stable order.
-    pub const ALL: [EventKind; 13] = [
+    pub const ALL: [EventKind; 14] = [
         EventKind::RecordCreate,
         EventKind::RecordUpdate,
         EventKind::RecordDelete,
@@ -118,6 +120,7 @@ impl EventKind {
         EventKind::Usage,
         EventKind::Search,
         EventKind::External,
+        EventKind::Enrichment,
     ];
 
     /// The kind's name on the wire and in the JSON view.
@@ -136,6 +139,7 @@ impl EventKind {
             EventKind::Usage => "command.usage",
             EventKind::Search => "command.search",
             EventKind::External => "external.paper",
+            EventKind::Enrichment => "external.enrichment",
         }
     }
 

@@ -76,3 +76,81 @@ async fn profiles_are_completed_from_the_registries() {
     assert_eq!(f.get("/xrpc/pub.svc.actor.autocompleteOrcid").await.0, StatusCode::BAD_REQUEST, "a query is required");
     assert_eq!(f.get("/xrpc/pub.svc.actor.autocompleteOrcid?query=x&limit=51").await.0, StatusCode::BAD_REQUEST);
 }
+
+/// `triggerCitationExtraction` asks OpenAlex (the fixture server) about every indexed eprint
+/// with a DOI and appends what it knows; `getEnrichment` serves it, `available: false` for
+/// an eprint OpenAlex does not know, 404 for one svc has not indexed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn citation_extraction_enriches_the_eprints_openalex_knows() {
+    let registries = FixtureServer::registries().await;
+    let limits = query_api::identity::limits::LimitSettings { tiers: None, ..Default::default() };
+    let mut f = Fixture::with_registries(limits, "http://127.0.0.1:9", sources::Sources::default(), &registries.url);
+    let with_doi = |title: &str, doi: Option<&str>| {
+        let mut r = submission(title, WU, "2025-10-01T00:00:00Z");
+        if let Some(d) = doi {
+            r["doi"] = json!(d);
+        }
+        r
+    };
+    f.apply(vec![
+        create(
+            WU,
+            "pub.svc.eprint.submission",
+            "known",
+            "3l0000000000a",
+            with_doi("Query-Centric Graph Retrieval", Some("10.48550/arXiv.2509.21237")),
+        ),
+        create(WU, "pub.svc.eprint.submission", "unknown", "3l0000000000a", with_doi("Unknown to OpenAlex", Some("10.1234/nothing"))),
+        create(WU, "pub.svc.eprint.submission", "nodoi", "3l0000000000a", with_doi("Without a DOI", None)),
+    ]);
+    f.live();
+    const ADMIN: &str = "did:plc:admin000000000000000000";
+    query_api::xrpc::admin::bootstrap(&f.state, &[ADMIN.to_owned()]).await.unwrap();
+    let admin = login(&f, ADMIN, "r-admin").await;
+    let uri = |rkey: &str| format!("at://{WU}/pub.svc.eprint.submission/{rkey}");
+    let enrichment = |rkey: &str| {
+        let (f, u) = (&f, uri(rkey));
+        async move { f.get(&format!("/xrpc/pub.svc.discovery.getEnrichment?uri={}", enc(&u))).await }
+    };
+    assert_eq!(enrichment("known").await.1["available"], false, "nothing extracted yet");
+
+    let finished = |id: String| {
+        let (f, admin) = (&f, admin.clone());
+        async move {
+            for _ in 0..400 {
+                let op = f.get_as(&format!("/xrpc/pub.svc.admin.getBackfillStatus?id={id}"), &admin).await.1["operation"].clone();
+                if op["status"] != "running" {
+                    return op;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+            }
+            panic!("the operation did not end");
+        }
+    };
+
+    // One eprint by URI, with OpenAlex down: the operation fails, with the reason.
+    registries.set_fault(Fault::Down);
+    let (_, started) = f.post_as("/xrpc/pub.svc.admin.triggerCitationExtraction", Some(&admin), json!({"uri": uri("known")})).await;
+    let op = finished(started["operationId"].as_str().unwrap().to_owned()).await;
+    assert_eq!(op["status"], "failed", "{op}");
+    assert!(op["error"].as_str().is_some_and(|e| e.contains("OpenAlex")), "{op}");
+    registries.set_fault(Fault::None);
+
+    // Every eprint with a DOI.
+    let (status, started) = f.post_as("/xrpc/pub.svc.admin.triggerCitationExtraction", Some(&admin), json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{started}");
+    let op = finished(started["operationId"].as_str().unwrap().to_owned()).await;
+    assert_eq!((op["status"].as_str(), op["recordsProcessed"].as_u64()), (Some("completed"), Some(2)), "the two eprints with a DOI: {op}");
+    f.settled("imports").await;
+    let (status, known) = enrichment("known").await;
+    assert_eq!((status, known["available"].as_bool()), (StatusCode::OK, Some(true)), "{known}");
+    let e = &known["enrichment"];
+    assert_eq!(
+        (e["citedByCount"].as_u64(), e["referencedWorksCount"].as_u64(), e["source"].as_str()),
+        (Some(7), Some(3), Some("openalex"))
+    );
+    assert_eq!(e["topics"][0]["name"], "Topic Modeling");
+    assert_eq!(e["openAccessUrl"], "https://arxiv.org/pdf/2509.21237");
+    assert_eq!(enrichment("unknown").await.1["available"], false);
+    assert_eq!(enrichment("nothere").await.0, StatusCode::NOT_FOUND);
+}

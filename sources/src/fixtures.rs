@@ -29,6 +29,7 @@ const ROR_ITEMS: &str = include_str!("../fixtures/registries/ror.json");
 const WIKIDATA_ITEMS: &str = include_str!("../fixtures/registries/wikidata.json");
 const FAST_ITEMS: &str = include_str!("../fixtures/registries/fast.json");
 const OPENALEX_ITEMS: &str = include_str!("../fixtures/registries/openalex.json");
+const OPENALEX_WORKS: &str = include_str!("../fixtures/registries/openalex_works.json");
 
 /// What a fixture server does instead of answering well.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,6 +93,7 @@ impl FixtureServer {
             .route("/w/api.php", get(wikidata))
             .route("/searchfast/fastsuggest", get(fast))
             .route("/authors", get(openalex))
+            .route("/works/{*id}", get(openalex_work))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a local port");
         let url = format!("http://{}", listener.local_addr().expect("its address"));
@@ -266,4 +268,17 @@ async fn openalex(State(shared): State<Shared>, Query(q): Query<HashMap<String, 
     }
     let found = matching(OPENALEX_ITEMS, param(&q, "search"), rows(&q, "per-page"));
     json_answer(serde_json::json!({"meta": {"count": found.len(), "page": 1, "per_page": rows(&q, "per-page")}, "results": found}))
+}
+
+/// OpenAlex's work by `doi:<DOI>` (a DOI is case-insensitive), 404 for another.
+async fn openalex_work(State(shared): State<Shared>, axum::extract::Path(id): axum::extract::Path<String>) -> Response {
+    if let Some(answer) = faulty(&shared).await {
+        return answer;
+    }
+    let doi = id.strip_prefix("doi:").unwrap_or(&id).to_lowercase();
+    let works: Vec<serde_json::Value> = serde_json::from_str(OPENALEX_WORKS).expect("a fixture is a JSON list");
+    match works.into_iter().find(|w| w["doi"].as_str().is_some_and(|d| d.trim_start_matches("https://doi.org/") == doi)) {
+        Some(w) => json_answer(w),
+        None => (StatusCode::NOT_FOUND, "{\"error\": \"NotFoundError\"}").into_response(),
+    }
 }

@@ -425,6 +425,70 @@ impl Registries {
     }
 }
 
+/// A work in OpenAlex, as an enrichment of an eprint needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Work {
+    /// The OpenAlex id (a URL).
+    pub id: String,
+    /// How many works cite it.
+    pub cited_by_count: u64,
+    /// How many works it references.
+    pub referenced_works_count: u64,
+    /// The works it references (OpenAlex ids, at most 500).
+    pub references: Vec<String>,
+    /// Its topics: (name, score), most likely first.
+    pub topics: Vec<(String, f64)>,
+    /// Its open-access copy.
+    pub open_access_url: Option<String>,
+}
+
+impl Registries {
+    /// The OpenAlex work of a DOI; `None` when OpenAlex has none.
+    ///
+    /// # Errors
+    /// [`SourceError`] when OpenAlex gives no usable answer.
+    pub async fn openalex_work(&self, doi: &str) -> Result<Option<Work>, SourceError> {
+        #[derive(Deserialize)]
+        struct Found {
+            id: String,
+            #[serde(default)]
+            cited_by_count: u64,
+            #[serde(default)]
+            referenced_works_count: u64,
+            #[serde(default)]
+            referenced_works: Vec<String>,
+            #[serde(default)]
+            topics: Vec<FoundTopic>,
+            open_access: Option<OpenAccess>,
+        }
+        #[derive(Deserialize)]
+        struct FoundTopic {
+            display_name: String,
+            #[serde(default)]
+            score: f64,
+        }
+        #[derive(Deserialize)]
+        struct OpenAccess {
+            oa_url: Option<String>,
+        }
+        let doi = doi.trim().trim_start_matches("https://doi.org/").to_lowercase();
+        let mut path = format!("/works/doi:{}", doi.split('/').map(encode).collect::<Vec<_>>().join("/"));
+        if let Some(c) = &self.contact {
+            path.push_str(&format!("?mailto={}", encode(c)));
+        }
+        let Some(body) = self.openalex.get(&path).await? else { return Ok(None) };
+        let w: Found = json("openalex", &body)?;
+        Ok(Some(Work {
+            id: w.id,
+            cited_by_count: w.cited_by_count,
+            referenced_works_count: w.referenced_works_count,
+            references: w.referenced_works.into_iter().take(500).collect(),
+            topics: w.topics.into_iter().map(|t| (t.display_name, t.score)).collect(),
+            open_access_url: w.open_access.and_then(|o| o.oa_url),
+        }))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -25,7 +25,24 @@ async fn the_openapi_document_survives_its_fuzzer() {
         &data,
         free_port(),
         &Backend::embedded(),
-        &["--plc-url", "http://127.0.0.1:1", "--arxiv-url", "http://127.0.0.1:1", "--arxiv-interval-ms", "0", "--orcid-url", "http://127.0.0.1:1", "--ror-url", "http://127.0.0.1:1", "--wikidata-url", "http://127.0.0.1:1", "--fast-url", "http://127.0.0.1:1", "--openalex-url", "http://127.0.0.1:1"],
+        &[
+            "--plc-url",
+            "http://127.0.0.1:1",
+            "--arxiv-url",
+            "http://127.0.0.1:1",
+            "--arxiv-interval-ms",
+            "0",
+            "--orcid-url",
+            "http://127.0.0.1:1",
+            "--ror-url",
+            "http://127.0.0.1:1",
+            "--wikidata-url",
+            "http://127.0.0.1:1",
+            "--fast-url",
+            "http://127.0.0.1:1",
+            "--openalex-url",
+            "http://127.0.0.1:1",
+        ],
     )
     .await
     .unwrap();

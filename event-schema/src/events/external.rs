@@ -59,3 +59,45 @@ pub struct ExternalAuthor {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub affiliation: Option<String>,
 }
+
+/// What an external bibliographic service knows of an eprint svc indexes: its citation
+/// counts, the works it references, its topics and open-access copy
+/// (`pub.svc.admin.triggerCitationExtraction`). Keyed by the eprint's URI; a later one
+/// replaces an earlier one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Enrichment {
+    /// The eprint.
+    pub eprint_uri: String,
+    /// The service (`openalex`).
+    pub source: String,
+    /// The work's id there.
+    pub work_id: String,
+    /// The DOI it was found by.
+    pub doi: String,
+    /// How many works cite it.
+    pub cited_by_count: u64,
+    /// How many works it references.
+    pub referenced_works_count: u64,
+    /// The ids of the works it references (at most 500).
+    #[serde(default)]
+    pub references: Vec<String>,
+    /// Its topics, most likely first.
+    #[serde(default)]
+    pub topics: Vec<Topic>,
+    /// Where an open-access copy is, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_access_url: Option<String>,
+    /// When svc fetched it (RFC 3339).
+    pub fetched_at: String,
+}
+
+/// A topic of an [`Enrichment`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Topic {
+    /// Its name.
+    pub name: String,
+    /// How likely (0 to 1).
+    pub score: f64,
+}

@@ -15,7 +15,7 @@ pub use access::{AccessAction, AccessChange, OnceProof};
 pub use account::{AccountChange, AccountStatus};
 pub use admin::{AdminAction, AdminCommand, OPERATIONS_KEY};
 pub use backlink::BacklinkChange;
-pub use external::{ExternalAuthor, ExternalPaper};
+pub use external::{Enrichment, ExternalAuthor, ExternalPaper, Topic};
 pub use identity::IdentityChange;
 pub use record::{RecordDelete, RecordWrite};
 pub use rejected::Rejected;
@@ -56,6 +56,8 @@ pub enum Payload {
     Search(SearchImpression),
     /// A paper fetched from an external source.
     External(Box<ExternalPaper>),
+    /// What an external bibliographic service knows of an indexed eprint.
+    Enrichment(Box<Enrichment>),
 }
 
 impl Payload {
@@ -75,6 +77,7 @@ impl Payload {
             Payload::Usage(_) => EventKind::Usage,
             Payload::Search(_) => EventKind::Search,
             Payload::External(_) => EventKind::External,
+            Payload::Enrichment(_) => EventKind::Enrichment,
         }
     }
 
@@ -96,6 +99,8 @@ impl Payload {
             Payload::Search(_) => "",
             // No account: the paper is not in a repository.
             Payload::External(_) => "",
+            // The eprint's repository.
+            Payload::Enrichment(e) => e.eprint_uri.strip_prefix("at://").and_then(|r| r.split('/').next()).unwrap_or_default(),
         }
     }
 }

@@ -250,7 +250,8 @@ impl Projection for EprintsProjection {
                 | Payload::User(_)
                 | Payload::Usage(_)
                 | Payload::Search(_)
-                | Payload::External(_) => {}
+                | Payload::External(_)
+                | Payload::Enrichment(_) => {}
                 Payload::Admin(AdminCommand { action, .. }) => {
                     self.parking().release(&mut st, event.envelope)?;
                     if let AdminAction::ContentDeleted { uri, collection, .. } = action {

@@ -368,6 +368,11 @@ impl StagedModel for ImportsModel {
     fn stage(&mut self, st: &mut Staged, event: &Envelope) -> Result<(), ProjectionError> {
         match &event.payload {
             Payload::External(paper) => self.import(st, event, paper),
+            Payload::Enrichment(e) => {
+                let c: Columns = [("enrichment".to_owned(), t(&serde_json::to_string(e).unwrap_or_default()))].into_iter().collect();
+                st.put(&table(self.version(), "enrichments"), &e.eprint_uri, Vec::new(), c, event.position.ordinal());
+                Ok(())
+            }
             Payload::User(cmd) => self.user(st, event, &cmd.caller, &cmd.action),
             Payload::Admin(cmd) => match &cmd.action {
                 AdminAction::ClaimDecided { claim_id, approved, reason } => {

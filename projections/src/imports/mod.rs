@@ -1,5 +1,6 @@
 //! Imports and claims: the papers svc fetched from external sources (`external.paper`
-//! events) and the authorship claims on them (docs/spec details §6). Nothing here is a
+//! events), the authorship claims on them (docs/spec details §6), and what external
+//! bibliographic services know of indexed eprints (`external.enrichment`). Nothing here is a
 //! repository record: a replay rebuilds every import and claim from the log alone.
 //!
 //! Tables of model `imports` (partition key → clustering key: columns):
@@ -29,6 +30,8 @@
 //! - `coauthor_keys`: the request's id (decimal) → ∅: eprintUri.
 //! - `coauthor_asks`: a request's UUID → ∅: requestId, or refused.
 //! - `dismissed`: a DID → `<source>:<external id>`: ∅ (suggestions it dismissed).
+//! - `enrichments`: an eprint's URI → ∅: enrichment (the newest
+//!   [`event_schema::Enrichment`] of it, as JSON).
 //!
 //! An import's id is the log ordinal of the event that first imported it, plus one; a
 //! claim's, the ordinal of the event that started it, plus one: stable across replays.
@@ -59,6 +62,7 @@ pub const TABLES: &[&str] = &[
     "coauthor_keys",
     "coauthor_asks",
     "dismissed",
+    "enrichments",
 ];
 
 /// The partition of every row of a listing.

@@ -316,6 +316,11 @@ impl<'a> ImportsReader<'a> {
         Ok(words.iter().zip(&counts).min_by_key(|(_, c)| c.as_ref().map_or(0, |c| int(c, "n"))).map(|(w, _)| w.clone()))
     }
 
+    /// The newest enrichment of an eprint (an [`event_schema::Enrichment`] as JSON).
+    pub fn enrichment(&self, eprint_uri: &str) -> Result<Option<Json>, ProjectionError> {
+        Ok(self.get("enrichments", eprint_uri, &[])?.and_then(|c| text(&c, "enrichment")).and_then(|e| serde_json::from_str(&e).ok()))
+    }
+
     /// A claim by id.
     pub fn claim(&self, id: u64) -> Result<Option<Columns>, ProjectionError> {
         if self.get("claim_keys", &id.to_string(), &[])?.is_none() {

@@ -22,6 +22,27 @@ pub fn routes() -> Routes {
         .query_async("pub.svc.discovery.getSimilar", Auth::Open, get_similar)
         .query_async("pub.svc.discovery.getRecommendations", Auth::Required, get_recommendations)
         .procedure("pub.svc.discovery.recordInteraction", Auth::Required, record_interaction)
+        .query("pub.svc.discovery.getEnrichment", Auth::Open, get_enrichment)
+}
+
+/// `getEnrichment {uri}` → `{uri, available, enrichment?}`: what an external bibliographic
+/// service (OpenAlex) knows of the eprint, as the newest `triggerCitationExtraction` found
+/// it (`available: false` until one has); `NotFound` for an eprint svc has not indexed.
+fn get_enrichment(c: &Call) -> Answer {
+    let uri = uri_param(&c.params, "uri")?;
+    let (indexed, enrichment) = reads::attached(&c.state, |r| {
+        let indexed = r.eprints().get(uri)?.is_some();
+        let enrichment = projections::imports::read::ImportsReader::new(c.state.store.as_ref())?.enrichment(uri)?;
+        Ok((indexed, enrichment))
+    })?;
+    if !indexed {
+        return Err(ApiError::not_found(format!("svc has not indexed {uri}")));
+    }
+    let mut out = json!({"uri": uri, "available": enrichment.is_some()});
+    if let Some(e) = enrichment {
+        out["enrichment"] = e;
+    }
+    Body::json(&out)
 }
 
 /// One edge of the citation graph.

@@ -56,6 +56,7 @@ pub(super) fn routes() -> Routes {
         .procedure("pub.svc.admin.triggerPDSScan", admin, trigger_pds_scan)
         .procedure("pub.svc.admin.triggerFreshnessScan", admin, trigger_freshness_scan)
         .procedure("pub.svc.admin.triggerDIDSync", admin, trigger_did_sync)
+        .procedure("pub.svc.admin.triggerCitationExtraction", admin, trigger_citation_extraction)
         .procedure("pub.svc.admin.triggerGovernanceSync", admin, trigger_governance_sync)
         .procedure("pub.svc.admin.triggerBackfill", admin, trigger_backfill)
         .query_async("pub.svc.admin.getBackfillStatus", admin, status)
@@ -82,6 +83,17 @@ async fn trigger_freshness_scan(c: Call) -> Answer {
 /// proposals published to it.
 async fn trigger_governance_sync(c: Call) -> Answer {
     trigger(c, "governanceSync", json!({})).await
+}
+
+/// `triggerCitationExtraction {uri?}`: what OpenAlex knows of every indexed eprint with a
+/// DOI (or of the one named), appended as enrichments.
+async fn trigger_citation_extraction(c: Call) -> Answer {
+    let mut metadata = json!({});
+    if let Some(uri) = c.input["uri"].as_str() {
+        crate::params::parse_record_uri("uri", uri)?;
+        metadata["uri"] = json!(uri);
+    }
+    trigger(c, "citationExtraction", metadata).await
 }
 
 /// `triggerDIDSync`: one account's records indexed from its repository.
@@ -153,12 +165,11 @@ async fn launch(c: &Call, nsid: &str, kind: &'static str, metadata: &Value) -> R
 }
 
 /// The operation types a node can run.
-const RUNNABLE: &[&str] = &["fullReindex", "didSync", "pdsScan", "freshnessScan", "governanceSync"];
+const RUNNABLE: &[&str] = &["fullReindex", "didSync", "pdsScan", "freshnessScan", "governanceSync", "citationExtraction"];
 
 /// `triggerBackfill`: `{operation}`: starts the work of `type` (unlike the reference, which
-/// only records it), with the rest of the input as its metadata (`did` for a `didSync`).
-/// The type whose work is not built yet (`citationExtraction`) answers 501, as its own
-/// trigger does.
+/// only records it), with the rest of the input as its metadata (`did` for a `didSync`,
+/// `uri` for a `citationExtraction`).
 async fn trigger_backfill(c: Call) -> Answer {
     let kind = c.input["type"].as_str().unwrap_or_default().to_owned();
     let Some(kind) = RUNNABLE.iter().copied().find(|k| *k == kind) else {
@@ -334,6 +345,7 @@ impl Runner {
             "didSync" => self.did_sync(metadata["did"].as_str().unwrap_or_default()).await,
             "freshnessScan" => self.freshness_scan().await,
             "governanceSync" => self.governance_sync().await,
+            "citationExtraction" => self.citation_extraction(metadata["uri"].as_str()).await,
             _ => self.pds_scan().await,
         };
         beat.abort();
@@ -410,6 +422,83 @@ impl Runner {
         })
         .await?;
         info!(id = self.id, ?pass, "governance sync: publishing pass done");
+        Ok(Stopped::Done)
+    }
+
+    /// What OpenAlex knows of each indexed eprint with a DOI (the one of `only`, when given),
+    /// appended as an `external.enrichment` event per eprint it knows; eprints read in pages
+    /// of 500, progress reported every 10, a cancel seen at each report. An eprint OpenAlex
+    /// does not know is counted and skipped; OpenAlex failing ends the operation failed.
+    async fn citation_extraction(&self, only: Option<&str>) -> Result<Stopped, String> {
+        let me = self.clone();
+        let only = only.map(str::to_owned);
+        // (uri, DOI) of every eprint with one.
+        let eprints = tokio::task::spawn_blocking(move || -> Result<Vec<(String, String)>, String> {
+            let reader = projections::eprints::read::EprintsReader::new(me.state.store.as_ref()).map_err(|e| e.to_string())?;
+            let uris: Vec<String> = match only {
+                Some(uri) => vec![uri],
+                None => me.indexed()?.into_iter().map(|(uri, _)| uri).filter(|u| u.contains("/pub.svc.eprint.submission/")).collect(),
+            };
+            let mut out = Vec::new();
+            for chunk in uris.chunks(500) {
+                for uri in chunk {
+                    let Some(e) = reader.get(uri).map_err(|e| e.to_string())? else { continue };
+                    let record: Value = serde_json::from_str(&e.record).unwrap_or_default();
+                    if let Some(doi) = record["doi"].as_str().filter(|d| !d.is_empty()) {
+                        out.push((uri.clone(), doi.to_owned()));
+                    }
+                }
+            }
+            Ok(out)
+        })
+        .await
+        .map_err(|e| e.to_string())??;
+        *self.total.lock().expect("total") = Some(eprints.len() as u64);
+        let mut unknown = 0u64;
+        for (i, (uri, doi)) in eprints.iter().enumerate() {
+            if i % 10 == 0 && i > 0 {
+                let me = self.clone();
+                if tokio::task::spawn_blocking(move || {
+                    me.progressed();
+                    me.cancel_requested()
+                })
+                .await
+                .unwrap_or(false)
+                {
+                    return Ok(Stopped::Cancelled);
+                }
+            }
+            let Some(work) = self.state.registries.openalex_work(doi).await.map_err(|e| format!("OpenAlex: {e}"))? else {
+                unknown += 1;
+                self.processed.store(i as u64 + 1, Ordering::Relaxed);
+                continue;
+            };
+            let enrichment = event_schema::Enrichment {
+                eprint_uri: uri.clone(),
+                source: "openalex".into(),
+                work_id: work.id,
+                doi: doi.clone(),
+                cited_by_count: work.cited_by_count,
+                referenced_works_count: work.referenced_works_count,
+                references: work.references,
+                topics: work.topics.into_iter().map(|(name, score)| event_schema::Topic { name, score }).collect(),
+                open_access_url: work.open_access_url,
+                fetched_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            };
+            let e = NewEvent {
+                key: uri.clone(),
+                source: Source::Command {
+                    nsid: "pub.svc.admin.triggerCitationExtraction".into(),
+                    caller: self.state.auth.service_did.clone(),
+                    host: self.state.identity.public_url.clone(),
+                },
+                payload: Payload::Enrichment(Box::new(enrichment)),
+            };
+            let log = self.state.log.clone();
+            tokio::task::spawn_blocking(move || log.append(&[e])).await.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?;
+            self.processed.store(i as u64 + 1, Ordering::Relaxed);
+        }
+        info!(id = self.id, eprints = eprints.len(), unknown, "citation extraction: done");
         Ok(Stopped::Done)
     }
 
