@@ -106,6 +106,8 @@ pub struct ServiceIdentity {
     /// The governance repository's DID: its graph nodes and edges are the shared knowledge
     /// graph (anyone else's are their personal graph).
     pub governance_did: String,
+    /// The consensus rule its proposals are tallied by (docs/spec details §7).
+    pub consensus: projections::governance::Rule,
 }
 
 impl Shared {

@@ -118,7 +118,7 @@ async fn proposals_are_tallied_from_their_votes_by_the_rule() {
 
     // One proposal, by record key and by URI (and the reference's parameter name).
     let one = ok(&f, "/xrpc/pub.svc.governance.getProposal?id=p1").await;
-    assert_eq!(one["votes"], json!({"approve": 2, "reject": 0, "abstain": 1, "total": 3}), "{one}");
+    assert_eq!(one["votes"], json!({"approve": 2, "reject": 0, "abstain": 1, "total": 3, "weightedApprove": 2, "weightedReject": 0}), "{one}");
     assert_eq!(
         (one["status"].as_str(), one["consensus"]["minVotes"].as_u64(), one["consensus"]["reached"].as_bool()),
         (Some("approved"), Some(3), Some(true))
@@ -322,4 +322,71 @@ async fn governance_roles_are_requested_decided_delegated_and_revoked() {
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     let (status, _) = f.get_as("/xrpc/pub.svc.governance.getEditorStatus?did=did:plc:nobody0000000000000000000", &admin).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+/// The weighted option of the rule (`--governance-consensus weighted`): votes weigh by the
+/// voter's governance role, two trusted editors' approvals are needed, an administrator's
+/// rejection vetoes; `consensus` and each vote's `weight` say so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_weighted_option_weighs_votes_by_role() {
+    let mut f = Fixture::with_consensus(projections::governance::WEIGHTED);
+    let role = |did: &str, role: &str| event_schema::NewEvent {
+        key: did.to_owned(),
+        source: event_schema::Source::Command { nsid: "svc".into(), caller: GOVERNANCE_DID.into(), host: String::new() },
+        payload: event_schema::Payload::Admin(event_schema::AdminCommand {
+            actor: GOVERNANCE_DID.into(),
+            action: event_schema::AdminAction::GovernanceRoleSet { did: did.to_owned(), role: Some(role.to_owned()), reason: None },
+        }),
+    };
+    let t = |s: u32| format!("2025-03-01T00:00:{s:02}Z");
+    let proposal = |did: &str, rkey: &str, label: &str| {
+        create(
+            did,
+            "pub.svc.graph.nodeProposal",
+            rkey,
+            "3l0000000000a",
+            json!({
+            "proposalType": "create", "kind": "type", "subkind": "field", "proposedNode": {"label": label}, "rationale": "Needed.", "createdAt": t(1)}),
+        )
+    };
+    const FRANK: &str = "did:plc:frank000000000000000000";
+    let mut events = vec![role(BOB, "trusted-editor"), role(CAROL, "trusted-editor"), role(FRANK, "administrator")];
+    events.extend([proposal(ALICE, "w1", "Weighted One"), proposal(ALICE, "w2", "Weighted Two"), proposal(ALICE, "w3", "Weighted Three")]);
+    let (w1, w2, w3) = (proposal_uri(ALICE, "w1", false), proposal_uri(ALICE, "w2", false), proposal_uri(ALICE, "w3", false));
+    // w1: two trusted editors and three members approve: approved.
+    for (i, voter) in [BOB, CAROL, DAVE, ERIN, ALICE].iter().enumerate() {
+        events.push(vote(voter, &format!("a{i}"), &w1, "approve", &t(10 + i as u32)));
+    }
+    // w2: five approvals, one by a trusted editor: pending.
+    for (i, voter) in [BOB, DAVE, ERIN, ALICE, "did:plc:gina0000000000000000000"].iter().enumerate() {
+        events.push(vote(voter, &format!("b{i}"), &w2, "approve", &t(20 + i as u32)));
+    }
+    // w3: four approvals (two trusted) and the administrator's rejection: vetoed.
+    for (i, voter) in [BOB, CAROL, DAVE, ERIN].iter().enumerate() {
+        events.push(vote(voter, &format!("c{i}"), &w3, "approve", &t(30 + i as u32)));
+    }
+    events.push(vote(FRANK, "c9", &w3, "reject", &t(39)));
+    f.apply(events);
+    let get = |id: &str| {
+        let f = &f;
+        let id = id.to_owned();
+        async move { ok(f, &format!("/xrpc/pub.svc.governance.getProposal?id={id}")).await }
+    };
+    let one = get("w1").await;
+    assert_eq!((one["status"].as_str(), one["consensus"]["rule"].as_str()), (Some("approved"), Some("weighted/1")), "{one}");
+    assert_eq!((one["votes"]["weightedApprove"].as_u64(), one["consensus"]["minTrustedApprovals"].as_u64()), (Some(7), Some(2)));
+    assert_eq!(get("w2").await["status"], "pending", "one trusted editor's approval is not enough");
+    let three = get("w3").await;
+    assert_eq!((three["status"].as_str(), three["consensus"]["vetoed"].as_bool()), (Some("rejected"), Some(true)), "{three}");
+    let votes = ok(&f, "/xrpc/pub.svc.governance.listVotes?proposalId=w3").await;
+    let weights: std::collections::BTreeMap<String, u64> = votes["votes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v["voterRole"].as_str().unwrap().to_owned(), v["weight"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        weights,
+        [("administrator".to_owned(), 5), ("community-member".to_owned(), 1), ("trusted-editor".to_owned(), 2)].into_iter().collect()
+    );
 }

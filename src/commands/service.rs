@@ -142,6 +142,7 @@ impl Supervisor {
                 did: args.service_did.clone(),
                 public_url: public_url.clone(),
                 governance_did: args.governance.governance_did.clone(),
+                consensus: projections::governance::rule_named(&args.governance_consensus).unwrap_or(projections::governance::RULE),
             }),
             progress: Arc::new(progress),
             auth: Arc::new(identity(args, ctx, &resolver, &public_url)?),

@@ -227,6 +227,12 @@ pub struct UpArgs {
     #[arg(long, env = "SVC_COMMUNITIES_SECONDS", default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..=604_800))]
     pub communities_seconds: u64,
 
+    /// The consensus rule governance proposals are tallied by: `simple` (one voter, one
+    /// vote) or `weighted` (votes weigh by governance role, trusted editors' approvals
+    /// needed, an administrator's veto; docs/graph.md). Every query node must use the same.
+    #[arg(long, env = "SVC_GOVERNANCE_CONSENSUS", default_value = "simple", value_parser = ["simple", "weighted"])]
+    pub governance_consensus: String,
+
     #[command(flatten)]
     pub http: HttpArgs,
 

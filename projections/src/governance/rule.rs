@@ -7,6 +7,10 @@
 //! approvals and rejections, rejected when under [`Rule::reject_percent`] %, and pending
 //! otherwise. Shares are compared in integers (`100·approve ≥ 67·(approve + reject)`), so
 //! a threshold is met exactly, never by a rounding.
+//!
+//! The weighted option ([`WEIGHTED`], details §7) weighs each vote by its voter's governance
+//! role ([`weight`]), needs [`Rule::min_trusted_approvals`] approvals by trusted editors or
+//! above, and lets an administrator's rejection veto the proposal.
 
 use petgraph::algo::astar;
 use petgraph::graphmap::DiGraphMap;
@@ -28,12 +32,59 @@ pub struct Rule {
     pub approve_percent: u64,
     /// Rejected below this share (%).
     pub reject_percent: u64,
-    /// Each vote weighs 1 (the weighted option of details §7 is not applied).
+    /// Each vote weighs by its voter's role ([`weight`]) instead of 1.
     pub weighted: bool,
+    /// Approvals by trusted editors (or a higher role) an approval needs.
+    pub min_trusted_approvals: u64,
+    /// An administrator's rejection rejects the proposal whatever the other votes.
+    pub administrator_veto: bool,
 }
 
-/// The rule svc applies.
-pub const RULE: Rule = Rule { rule: "simple-majority/1", min_votes: 3, approve_percent: 67, reject_percent: 33, weighted: false };
+/// The rule svc applies by default: one voter, one vote.
+pub const RULE: Rule = Rule {
+    rule: "simple-majority/1",
+    min_votes: 3,
+    approve_percent: 67,
+    reject_percent: 33,
+    weighted: false,
+    min_trusted_approvals: 0,
+    administrator_veto: false,
+};
+
+/// The weighted option of details §7: votes weigh by role, at least 5 voters, a weighted
+/// approve share of 66 %, two approvals by trusted editors or above, an administrator's
+/// veto. (The specification gives no rejection share for it: under 33 % rejects, as the
+/// simple rule does.)
+pub const WEIGHTED: Rule = Rule {
+    rule: "weighted/1",
+    min_votes: 5,
+    approve_percent: 66,
+    reject_percent: 33,
+    weighted: true,
+    min_trusted_approvals: 2,
+    administrator_veto: true,
+};
+
+/// The rule of a name (`simple`, `weighted`).
+pub fn rule_named(name: &str) -> Option<Rule> {
+    match name {
+        "simple" => Some(RULE),
+        "weighted" => Some(WEIGHTED),
+        _ => None,
+    }
+}
+
+/// What a vote weighs under the weighted option, by the voter's governance role:
+/// community member 1, trusted editor 2 (and graph editor, the role between them and
+/// domain experts), domain expert 3, administrator 5.
+pub fn weight(role: &str) -> u64 {
+    match role {
+        "administrator" => 5,
+        "domain-expert" => 3,
+        "trusted-editor" | "graph-editor" => 2,
+        _ => 1,
+    }
+}
 
 /// One vote as indexed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +97,8 @@ pub struct Ballot<'a> {
     pub at: i64,
     /// The vote record's URI: orders two votes of one voter with the same time.
     pub uri: &'a str,
+    /// The voter's governance role (`community-member` when none).
+    pub role: &'a str,
 }
 
 /// Where a proposal stands.
@@ -82,6 +135,12 @@ pub struct Tally {
     pub abstain: u64,
     /// Voters counted (each once).
     pub total: u64,
+    /// The approvals' weight (their number, unweighted).
+    pub weighted_approve: u64,
+    /// The rejections' weight.
+    pub weighted_reject: u64,
+    /// Whether an administrator's rejection vetoed it.
+    pub vetoed: bool,
     /// The outcome.
     pub status: Status,
 }
@@ -103,17 +162,23 @@ pub fn tally_by(rule: &Rule, ballots: &[Ballot]) -> Tally {
     let count = |v: &str| newest.values().filter(|b| b.vote == v).count() as u64;
     let (approve, reject, abstain) = (count("approve"), count("reject"), count("abstain"));
     let total = newest.len() as u64;
-    let decided = approve + reject;
-    let status = if total < rule.min_votes || decided == 0 {
+    let weigh = |v: &str| newest.values().filter(|b| b.vote == v).map(|b| if rule.weighted { weight(b.role) } else { 1 }).sum::<u64>();
+    let (weighted_approve, weighted_reject) = (weigh("approve"), weigh("reject"));
+    let trusted = newest.values().filter(|b| b.vote == "approve" && weight(b.role) >= 2).count() as u64;
+    let vetoed = rule.administrator_veto && newest.values().any(|b| b.vote == "reject" && b.role == "administrator");
+    let decided = weighted_approve + weighted_reject;
+    let status = if vetoed {
+        Status::Rejected
+    } else if total < rule.min_votes || decided == 0 {
         Status::Pending
-    } else if 100 * approve >= rule.approve_percent * decided {
+    } else if 100 * weighted_approve >= rule.approve_percent * decided && trusted >= rule.min_trusted_approvals {
         Status::Approved
-    } else if 100 * approve < rule.reject_percent * decided {
+    } else if 100 * weighted_approve < rule.reject_percent * decided {
         Status::Rejected
     } else {
         Status::Pending
     };
-    Tally { approve, reject, abstain, total, status }
+    Tally { approve, reject, abstain, total, weighted_approve, weighted_reject, vetoed, status }
 }
 
 /// The cycle a new broader edge `narrower → broader` would close among `edges` (pairs
@@ -136,7 +201,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn ballots(votes: &[(&'static str, &'static str, i64)]) -> Vec<Ballot<'static>> {
-        votes.iter().map(|&(voter, vote, at)| Ballot { voter, vote, at, uri: "at://x" }).collect()
+        votes.iter().map(|&(voter, vote, at)| Ballot { voter, vote, at, uri: "at://x", role: "community-member" }).collect()
     }
 
     #[test]
@@ -169,6 +234,46 @@ mod tests {
         // A voter's newest vote counts, once.
         assert_eq!(status(&[("a", "reject", 1), ("a", "approve", 2), ("b", "approve", 1), ("c", "approve", 1)]), Status::Approved);
         assert_eq!(status(&[("a", "approve", 1), ("a", "approve", 2), ("a", "approve", 3)]), Status::Pending, "one voter is one vote");
+    }
+
+    #[test]
+    fn every_edge_of_the_weighted_option() {
+        let status = |v: &[(&'static str, &'static str, &'static str)]| {
+            let ballots: Vec<Ballot> = v.iter().map(|&(voter, vote, role)| Ballot { voter, vote, at: 1, uri: "at://x", role }).collect();
+            tally_by(&WEIGHTED, &ballots)
+        };
+        let (m, t, d, a) = ("community-member", "trusted-editor", "domain-expert", "administrator");
+        // Four voters are under the minimum of five, whatever they weigh.
+        assert_eq!(status(&[("1", "approve", a), ("2", "approve", t), ("3", "approve", t), ("4", "approve", d)]).status, Status::Pending);
+        // Five approvals, two by trusted editors: approved; one by a trusted editor: pending.
+        let five = [("1", "approve", t), ("2", "approve", t), ("3", "approve", m), ("4", "approve", m), ("5", "abstain", m)];
+        assert_eq!(status(&five).status, Status::Approved);
+        let mut one_trusted = five;
+        one_trusted[1].2 = m;
+        assert_eq!(status(&one_trusted).status, Status::Pending, "two approvals by trusted editors are needed");
+        // Weights: 2+2 approve against 1+1 reject is 66.7 %: approved; a domain expert's
+        // rejection (3) makes it 4 of 8, 50 %: pending.
+        let w = status(&[("1", "approve", t), ("2", "approve", t), ("3", "reject", m), ("4", "reject", m), ("5", "abstain", m)]);
+        assert_eq!((w.weighted_approve, w.weighted_reject, w.status), (4, 2, Status::Approved));
+        let w = status(&[("1", "approve", t), ("2", "approve", t), ("3", "reject", d), ("4", "reject", m), ("5", "abstain", m)]);
+        assert_eq!((w.weighted_approve, w.weighted_reject, w.status), (4, 4, Status::Pending));
+        // 9 of 15 is 60 %: under 66 %, and not under 33 %: pending.
+        let w = status(&[("1", "approve", a), ("2", "approve", t), ("3", "approve", t), ("4", "reject", d), ("5", "reject", d)]);
+        assert_eq!((w.weighted_approve, w.weighted_reject, w.status), (9, 6, Status::Pending));
+        // An administrator's rejection vetoes, whatever the rest.
+        let w = status(&[("1", "approve", d), ("2", "approve", t), ("3", "approve", t), ("4", "approve", d), ("5", "reject", a)]);
+        assert_eq!((w.vetoed, w.status), (true, Status::Rejected));
+        // Under 33 % weighted: rejected.
+        let w = status(&[("1", "reject", d), ("2", "reject", t), ("3", "approve", m), ("4", "abstain", m), ("5", "abstain", m)]);
+        assert_eq!((w.weighted_approve, w.weighted_reject, w.status), (1, 5, Status::Rejected));
+        // Under the simple rule the same votes weigh 1 each.
+        let ballots = [
+            Ballot { voter: "1", vote: "reject", at: 1, uri: "at://x", role: a },
+            Ballot { voter: "2", vote: "approve", at: 1, uri: "at://x", role: m },
+            Ballot { voter: "3", vote: "approve", at: 1, uri: "at://x", role: m },
+        ];
+        let simple = tally_by(&RULE, &ballots);
+        assert_eq!((simple.weighted_approve, simple.vetoed, simple.status), (2, false, Status::Pending));
     }
 
     #[test]
@@ -211,14 +316,57 @@ mod tests {
         (a, r, x, status)
     }
 
+    /// The weighted option written out the long way, a voter's role fixed by their number.
+    fn reference_weighted(votes: &[(u8, u8, i64)]) -> Status {
+        const ROLES: [(&str, u64); 4] = [("community-member", 1), ("trusted-editor", 2), ("domain-expert", 3), ("administrator", 5)];
+        let mut sorted = votes.to_vec();
+        sorted.sort_by_key(|&(voter, _, at)| (voter, at));
+        let mut last: Vec<(u8, u8)> = Vec::new();
+        for (voter, vote, _) in sorted {
+            match last.iter_mut().find(|(v, _)| *v == voter) {
+                Some(entry) => entry.1 = vote,
+                None => last.push((voter, vote)),
+            }
+        }
+        let role = |voter: u8| ROLES[voter as usize % 4];
+        if last.iter().any(|&(v, k)| k == 1 && role(v).0 == "administrator") {
+            return Status::Rejected;
+        }
+        let sum = |k: u8| last.iter().filter(|(_, v)| *v == k).map(|&(voter, _)| role(voter).1).sum::<u64>();
+        let (a, r) = (sum(0), sum(1));
+        let trusted = last.iter().filter(|&&(voter, k)| k == 0 && role(voter).1 >= 2).count();
+        if last.len() < 5 || a + r == 0 {
+            Status::Pending
+        } else if a * 100 >= 66 * (a + r) && trusted >= 2 {
+            Status::Approved
+        } else if a * 100 < 33 * (a + r) {
+            Status::Rejected
+        } else {
+            Status::Pending
+        }
+    }
+
     proptest! {
+        #[test]
+        fn the_weighted_tally_matches_the_reference(votes in proptest::collection::vec((0u8..12, 0u8..3, 0i64..5), 0..40)) {
+            const ROLES: [&str; 4] = ["community-member", "trusted-editor", "domain-expert", "administrator"];
+            let mut seen = std::collections::BTreeSet::new();
+            let votes: Vec<(u8, u8, i64)> = votes.into_iter().filter(|&(v, _, at)| seen.insert((v, at))).collect();
+            let names: Vec<String> = (0..12).map(|i| format!("did:plc:v{i}")).collect();
+            let ballots: Vec<Ballot> = votes
+                .iter()
+                .map(|&(v, k, at)| Ballot { voter: &names[v as usize], vote: VOTES[k as usize], at, uri: "at://x", role: ROLES[v as usize % 4] })
+                .collect();
+            prop_assert_eq!(tally_by(&WEIGHTED, &ballots).status, reference_weighted(&votes));
+        }
+
         #[test]
         fn the_tally_matches_the_reference(votes in proptest::collection::vec((0u8..12, 0u8..3, 0i64..5), 0..40)) {
             // Distinct times per voter, so "newest" is the same under both orders.
             let mut seen = std::collections::BTreeSet::new();
             let votes: Vec<(u8, u8, i64)> = votes.into_iter().filter(|&(v, _, at)| seen.insert((v, at))).collect();
             let names: Vec<String> = (0..12).map(|i| format!("did:plc:v{i}")).collect();
-            let ballots: Vec<Ballot> = votes.iter().map(|&(v, k, at)| Ballot { voter: &names[v as usize], vote: VOTES[k as usize], at, uri: "at://x" }).collect();
+            let ballots: Vec<Ballot> = votes.iter().map(|&(v, k, at)| Ballot { voter: &names[v as usize], vote: VOTES[k as usize], at, uri: "at://x", role: "community-member" }).collect();
             let t = tally(&ballots);
             let (a, r, x, status) = reference(&votes);
             prop_assert_eq!((t.approve, t.reject, t.abstain, t.status), (a, r, x, status));

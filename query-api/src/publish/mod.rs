@@ -78,7 +78,9 @@ fn pending(state: &AppState) -> Result<Vec<Pending>, String> {
         let roles = projections::governance::read::GovernanceReader::new(state.store.as_ref())?;
         let mut out = Vec::new();
         for item in r.all(&all_proposals(), MAX_PROPOSALS)? {
-            if crate::xrpc::governance::standing(r, &roles, &gov, &item)?.status != "approved" || admin.published(&item.uri)?.is_some() {
+            if crate::xrpc::governance::standing(r, &roles, &state.identity.consensus, &gov, &item)?.status != "approved"
+                || admin.published(&item.uri)?.is_some()
+            {
                 continue;
             }
             out.push((item.created_at, Pending { edge: item.collection == EDGE_PROPOSAL, uri: item.uri, view: item.view }));

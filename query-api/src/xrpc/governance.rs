@@ -8,7 +8,7 @@ use projections::attached::collections::graph::edges_of;
 use projections::attached::collections::{Kind, Listing, EDGE_PROPOSAL, NODE_PROPOSAL};
 use projections::attached::read::{AttachedReader, Item, Page};
 use projections::governance::read::GovernanceReader;
-use projections::governance::{broader_cycle, tally, Ballot, Status, Tally, RULE};
+use projections::governance::{broader_cycle, tally_by, weight, Ballot, Rule, Status, Tally};
 use projections::ProjectionError;
 use serde_json::{json, Value};
 
@@ -60,12 +60,26 @@ fn resolve(r: &AttachedReader, id: &str) -> Result<Option<Item>, ProjectionError
     Ok(r.page(&Listing::filtered(&all_proposals(), &format!("id:{id}")), 1, None)?.items.into_iter().next())
 }
 
-/// The tally of a proposal's votes.
-fn tally_of(r: &AttachedReader, proposal: &str) -> Result<Tally, ProjectionError> {
+/// The tally of a proposal's votes by `rule`, each voter with their governance role.
+fn tally_of(r: &AttachedReader, roles: &GovernanceReader, rule: &Rule, proposal: &str) -> Result<Tally, ProjectionError> {
     let votes = r.all(&votes_on(proposal), MAX_SCAN)?;
-    let ballots: Vec<Ballot> =
-        votes.iter().map(|v| Ballot { voter: &v.did, vote: v.text("vote"), at: v.created_at, uri: &v.uri }).collect();
-    Ok(tally(&ballots))
+    let held: Vec<String> = if rule.weighted {
+        votes.iter().map(|v| Ok(roles.role(&v.did)?.role)).collect::<Result<_, ProjectionError>>()?
+    } else {
+        Vec::new()
+    };
+    let ballots: Vec<Ballot> = votes
+        .iter()
+        .enumerate()
+        .map(|(i, v)| Ballot {
+            voter: &v.did,
+            vote: v.text("vote"),
+            at: v.created_at,
+            uri: &v.uri,
+            role: held.get(i).map_or("community-member", String::as_str),
+        })
+        .collect();
+    Ok(tally_by(rule, &ballots))
 }
 
 /// Where a proposal stands: its tally, and its status, which a cycle it would close makes
@@ -85,8 +99,14 @@ pub(crate) const CHANGE_ROLE: &str = "trusted-editor";
 
 /// Where the proposal `item` stands in the shared graph of the repository `gov`, given the
 /// governance roles `roles`.
-pub(crate) fn standing(r: &AttachedReader, roles: &GovernanceReader, gov: &str, item: &Item) -> Result<Standing, ProjectionError> {
-    let tally = tally_of(r, &item.uri)?;
+pub(crate) fn standing(
+    r: &AttachedReader,
+    roles: &GovernanceReader,
+    rule: &Rule,
+    gov: &str,
+    item: &Item,
+) -> Result<Standing, ProjectionError> {
+    let tally = tally_of(r, roles, rule, &item.uri)?;
     let mut refusal =
         closes_cycle(r, gov, item)?.map(|path| format!("the edge would close a cycle of broader edges: {}", path.join(" → ")));
     if refusal.is_none() && matches!(item.text("type"), "update" | "merge" | "deprecate") {
@@ -106,11 +126,11 @@ pub(crate) fn standing(r: &AttachedReader, roles: &GovernanceReader, gov: &str, 
 /// A proposal's view (`#proposalView`): its record's view, its tally and the rule. Its
 /// `nodeUri` is the node or edge it changes, or the one the governance repository `gov`
 /// made from it.
-fn proposal_view(r: &AttachedReader, roles: &GovernanceReader, gov: &str, item: &Item) -> Result<Value, ProjectionError> {
-    let Standing { tally: t, status, refusal } = standing(r, roles, gov, item)?;
+fn proposal_view(r: &AttachedReader, roles: &GovernanceReader, rule: &Rule, gov: &str, item: &Item) -> Result<Value, ProjectionError> {
+    let Standing { tally: t, status, refusal } = standing(r, roles, rule, gov, item)?;
     let made = r.page(&by_proposal(&item.uri), 20, None)?.items.into_iter().find(|i| i.did == gov).map(|i| i.uri);
-    let decided = t.approve + t.reject;
-    let share = if decided == 0 { Value::Null } else { json!(t.approve as f64 / decided as f64) };
+    let decided = t.weighted_approve + t.weighted_reject;
+    let share = if decided == 0 { Value::Null } else { json!(t.weighted_approve as f64 / decided as f64) };
     let mut out = json!({
         "id": rkey(&item.uri),
         "uri": item.uri,
@@ -122,11 +142,13 @@ fn proposal_view(r: &AttachedReader, roles: &GovernanceReader, gov: &str, item: 
         "rationale": item.view["rationale"],
         "status": status,
         "proposedBy": item.did,
-        "votes": {"approve": t.approve, "reject": t.reject, "abstain": t.abstain, "total": t.total},
+        "votes": {"approve": t.approve, "reject": t.reject, "abstain": t.abstain, "total": t.total,
+                  "weightedApprove": t.weighted_approve, "weightedReject": t.weighted_reject},
         "consensus": {
-            "rule": RULE.rule, "minVotes": RULE.min_votes, "approveThreshold": RULE.approve_percent as f64 / 100.0,
-            "rejectThreshold": RULE.reject_percent as f64 / 100.0, "weighted": RULE.weighted,
-            "approveShare": share, "reached": t.status != Status::Pending,
+            "rule": rule.rule, "minVotes": rule.min_votes, "approveThreshold": rule.approve_percent as f64 / 100.0,
+            "rejectThreshold": rule.reject_percent as f64 / 100.0, "weighted": rule.weighted,
+            "minTrustedApprovals": rule.min_trusted_approvals, "administratorVeto": rule.administrator_veto,
+            "approveShare": share, "reached": t.status != Status::Pending, "vetoed": t.vetoed,
         },
         "createdAt": item.view["createdAt"],
         "indexedAt": item.indexed_at,
@@ -204,16 +226,16 @@ fn list_proposals(c: &Call) -> Answer {
                 && p.str("kind").is_none_or(|k| i.text("kind") == k)
                 && p.str("subkind").is_none_or(|s| i.text("subkind") == s)
                 && p.str("nodeUri").is_none_or(|n| i.text("targetUri") == n || i.text("mergeIntoUri") == n)
-                && status.is_none_or(|s| standing(r, &roles, gov, i).is_ok_and(|st| st.status == s))
+                && status.is_none_or(|s| standing(r, &roles, &c.state.identity.consensus, gov, i).is_ok_and(|st| st.status == s))
         };
         let page = r.page_where(&list, c.limit(50), after, filtered.then_some(&keep as &dyn Fn(&Item) -> bool), MAX_SCAN)?;
-        answer_of(r, &roles, gov, &page)
+        answer_of(r, &roles, &c.state.identity.consensus, gov, &page)
     })?;
     Body::json(&answer)
 }
 
-fn answer_of(r: &AttachedReader, roles: &GovernanceReader, gov: &str, page: &Page) -> Result<Value, ProjectionError> {
-    let proposals = page.items.iter().map(|i| proposal_view(r, roles, gov, i)).collect::<Result<Vec<_>, _>>()?;
+fn answer_of(r: &AttachedReader, roles: &GovernanceReader, rule: &Rule, gov: &str, page: &Page) -> Result<Value, ProjectionError> {
+    let proposals = page.items.iter().map(|i| proposal_view(r, roles, rule, gov, i)).collect::<Result<Vec<_>, _>>()?;
     let mut out = json!({"proposals": proposals, "hasMore": page.next.is_some(), "total": page.total});
     if let Some(c) = next_cursor(page) {
         out["cursor"] = json!(c);
@@ -229,18 +251,18 @@ fn get_proposal(c: &Call) -> Answer {
     }
     let view = reads::attached(&c.state, |r| {
         let roles = GovernanceReader::new(c.state.store.as_ref())?;
-        resolve(r, id)?.map(|p| proposal_view(r, &roles, governance(c), &p)).transpose()
+        resolve(r, id)?.map(|p| proposal_view(r, &roles, &c.state.identity.consensus, governance(c), &p)).transpose()
     })?;
     Body::json(&view.ok_or_else(|| ApiError::not_found(format!("no proposal {id}")))?)
 }
 
 /// A vote's view (`#voteView`): `counted` says whether it is its voter's newest vote on the
-/// proposal, the one the tally counts; `voterRole` the voter's governance role (every vote
-/// weighs 1: the weighted option of the rule is not applied).
-fn vote_view(item: &Item, role: &str, counted: bool) -> Value {
+/// proposal, the one the tally counts; `voterRole` the voter's governance role, `weight`
+/// what the vote weighs by `rule`.
+fn vote_view(item: &Item, role: &str, rule: &Rule, counted: bool) -> Value {
     let mut out = json!({
         "id": rkey(&item.uri), "uri": item.uri, "cid": item.cid, "proposalUri": item.view["proposalUri"],
-        "voterDid": item.did, "voterRole": role, "vote": item.view["vote"], "weight": 1,
+        "voterDid": item.did, "voterRole": role, "vote": item.view["vote"], "weight": if rule.weighted { weight(role) } else { 1 },
         "counted": counted, "createdAt": item.view["createdAt"],
     });
     if let Some(name) = &item.account.display_name {
@@ -264,7 +286,7 @@ fn list_votes(c: &Call) -> Answer {
         let mut votes = Vec::with_capacity(page.items.len());
         for v in &page.items {
             let newest = r.page(&votes_by(&proposal.uri, &v.did), 1, None)?.items.into_iter().next().map(|n| n.uri);
-            votes.push(vote_view(v, &roles.role(&v.did)?.role, newest.as_deref() == Some(v.uri.as_str())));
+            votes.push(vote_view(v, &roles.role(&v.did)?.role, &c.state.identity.consensus, newest.as_deref() == Some(v.uri.as_str())));
         }
         let mut out = json!({"votes": votes, "hasMore": page.next.is_some(), "total": page.total});
         if let Some(c) = next_cursor(&page) {
@@ -290,15 +312,16 @@ fn get_user_vote(c: &Call) -> Answer {
     })?;
     let vote = vote.ok_or_else(|| ApiError::not_found(format!("{did} has not voted on {id}")))?;
     let role = reads::blocking(&c.state, || GovernanceReader::new(c.state.store.as_ref())?.role(&did))?;
-    Body::json(&json!({"vote": vote_view(&vote, &role.role, true)}))
+    Body::json(&json!({"vote": vote_view(&vote, &role.role, &c.state.identity.consensus, true)}))
 }
 
 /// `pub.svc.governance.getPendingCount {kind?, subkind?}` → `{count}`: the proposals whose
 /// tally is pending.
 fn get_pending_count(c: &Call) -> Answer {
     let (kind, subkind) = (c.params.str("kind"), c.params.str("subkind"));
-    let count =
-        reads::attached(&c.state, |r| pending_count(r, &GovernanceReader::new(c.state.store.as_ref())?, governance(c), kind, subkind))?;
+    let count = reads::attached(&c.state, |r| {
+        pending_count(r, &GovernanceReader::new(c.state.store.as_ref())?, &c.state.identity.consensus, governance(c), kind, subkind)
+    })?;
     Body::json(&json!({"count": count}))
 }
 
@@ -307,6 +330,7 @@ fn get_pending_count(c: &Call) -> Answer {
 pub(crate) fn pending_count(
     r: &AttachedReader,
     roles: &GovernanceReader,
+    rule: &Rule,
     gov: &str,
     kind: Option<&str>,
     subkind: Option<&str>,
@@ -315,7 +339,7 @@ pub(crate) fn pending_count(
     for p in r.all(&all_proposals(), MAX_SCAN)? {
         if kind.is_none_or(|k| p.text("kind") == k)
             && subkind.is_none_or(|s| p.text("subkind") == s)
-            && standing(r, roles, gov, &p)?.status == "pending"
+            && standing(r, roles, rule, gov, &p)?.status == "pending"
         {
             n += 1;
         }

@@ -70,12 +70,28 @@ impl Fixture {
         Fixture::with_registries(limits, plc_url, sources, "http://127.0.0.1:9")
     }
 
+    /// An empty service, without rate limits, tallying proposals by `consensus`.
+    pub fn with_consensus(consensus: projections::governance::Rule) -> Fixture {
+        let limits = query_api::identity::limits::LimitSettings { tiers: None, ..Default::default() };
+        Fixture::build(limits, "http://127.0.0.1:9", sources::Sources::default(), "http://127.0.0.1:9", consensus)
+    }
+
     /// As [`Fixture::with_sources`], with every registry (ORCID, ROR…) at `registries`.
     pub fn with_registries(
         limits: query_api::identity::limits::LimitSettings,
         plc_url: &str,
         sources: sources::Sources,
         registries: &str,
+    ) -> Fixture {
+        Fixture::build(limits, plc_url, sources, registries, projections::governance::RULE)
+    }
+
+    fn build(
+        limits: query_api::identity::limits::LimitSettings,
+        plc_url: &str,
+        sources: sources::Sources,
+        registries: &str,
+        consensus: projections::governance::Rule,
     ) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let log: Arc<dyn EventLog> = Arc::new(EmbeddedLog::open(&dir.path().join("log"), 4).unwrap());
@@ -107,6 +123,7 @@ impl Fixture {
                 did: SERVICE_DID.into(),
                 public_url: PUBLIC_URL.into(),
                 governance_did: GOVERNANCE_DID.into(),
+                consensus,
             }),
             progress: Arc::new(Vec::new()),
             auth,

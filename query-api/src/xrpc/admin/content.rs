@@ -51,6 +51,7 @@ fn graph_stats(c: &Call) -> Answer {
             "pendingProposals": crate::xrpc::governance::pending_count(
                 r,
                 &projections::governance::read::GovernanceReader::new(c.state.store.as_ref())?,
+                &c.state.identity.consensus,
                 gov,
                 None,
                 None,

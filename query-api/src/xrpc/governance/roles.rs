@@ -155,7 +155,7 @@ fn metrics(state: &AppState, did: &str) -> Result<Metrics, ApiError> {
         let roles = GovernanceReader::new(state.store.as_ref())?;
         let (mut approved, mut decided) = (0, 0);
         for p in &proposals {
-            match super::standing(r, &roles, &gov, p)?.status {
+            match super::standing(r, &roles, &state.identity.consensus, &gov, p)?.status {
                 "approved" => (approved, decided) = (approved + 1, decided + 1),
                 "rejected" => decided += 1,
                 _ => {}
