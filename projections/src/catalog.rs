@@ -62,8 +62,9 @@ pub struct ModelSpec {
 pub const CATALOG: &[ModelSpec] = &[
     ModelSpec { name: eprints::MODEL, place: Place::Shared, tables: eprints::TABLES, open: open_eprints, format: 2 },
     // 2: endorsements listed per contribution type; deleted reviews and annotations kept as
-    // placeholders. 4: knowledge graph nodes, edges and reconciliations.
-    ModelSpec { name: attached::MODEL, place: Place::Shared, tables: attached::TABLES, open: open_attached, format: 5 },
+    // placeholders. 4: knowledge graph nodes, edges and reconciliations. 6: discovery
+    // settings and profile configurations.
+    ModelSpec { name: attached::MODEL, place: Place::Shared, tables: attached::TABLES, open: open_attached, format: 6 },
     // 2: the audit trail filed by actor and counted.
     ModelSpec { name: access::MODEL, place: Place::Shared, tables: access::TABLES, open: open_access, format: 2 },
     // 2: take-downs and reports kept as violations.

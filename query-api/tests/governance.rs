@@ -118,7 +118,11 @@ async fn proposals_are_tallied_from_their_votes_by_the_rule() {
 
     // One proposal, by record key and by URI (and the reference's parameter name).
     let one = ok(&f, "/xrpc/pub.svc.governance.getProposal?id=p1").await;
-    assert_eq!(one["votes"], json!({"approve": 2, "reject": 0, "abstain": 1, "total": 3, "weightedApprove": 2, "weightedReject": 0}), "{one}");
+    assert_eq!(
+        one["votes"],
+        json!({"approve": 2, "reject": 0, "abstain": 1, "total": 3, "weightedApprove": 2, "weightedReject": 0}),
+        "{one}"
+    );
     assert_eq!(
         (one["status"].as_str(), one["consensus"]["minVotes"].as_u64(), one["consensus"]["reached"].as_bool()),
         (Some("approved"), Some(3), Some(true))

@@ -193,7 +193,11 @@ async fn governance(svc: &Service, pds: &Pds, gov: &Account, alice: &Account, bo
         until(svc, &get, "the approved node, published and back through the firehose", |s, b| s == 200 && published(s, b)).await;
     println!("approved node: served {} ms after the deciding vote", lag.as_millis());
     assert_eq!(decided["status"], "approved", "{decided}");
-    assert_eq!(decided["votes"], json!({"approve": 2, "reject": 0, "abstain": 1, "total": 3, "weightedApprove": 2, "weightedReject": 0}), "{decided}");
+    assert_eq!(
+        decided["votes"],
+        json!({"approve": 2, "reject": 0, "abstain": 1, "total": 3, "weightedApprove": 2, "weightedReject": 0}),
+        "{decided}"
+    );
     let node_uri = decided["nodeUri"].as_str().unwrap().to_owned();
     let get_node = format!("/xrpc/pub.svc.graph.getNode?id={}", enc(&node_uri));
     let (_, _, node) = svc.get(&get_node).await.unwrap();

@@ -5,7 +5,7 @@
 
 use projections::access::read::AccessReader;
 use projections::access::Role;
-use projections::attached::collections::{Kind, Listing, PROFILE};
+use projections::attached::collections::{Kind, Listing, DISCOVERY_SETTINGS, PROFILE, PROFILE_CONFIG};
 use serde_json::json;
 
 use super::method::{Answer, Auth, Call, Routes};
@@ -22,6 +22,72 @@ pub fn routes() -> Routes {
         .query_async("pub.svc.actor.autocompleteAffiliation", Auth::Open, autocomplete_affiliation)
         .query_async("pub.svc.actor.autocompleteKeyword", Auth::Open, autocomplete_keyword)
         .query_async("pub.svc.actor.discoverAuthorIds", Auth::Required, discover_author_ids)
+        .query("pub.svc.actor.getDiscoverySettings", Auth::Required, get_discovery_settings)
+        .query("pub.svc.actor.getProfileConfig", Auth::Open, get_profile_config)
+}
+
+/// The defaults of `pub.svc.discovery.settings` (records.md), every field.
+fn discovery_defaults() -> serde_json::Value {
+    json!({
+        "enablePersonalization": true,
+        "relatedPapersSignals": {"semantic": true, "citations": true, "topics": true, "authors": true,
+                                 "coCitation": false, "bibliographicCoupling": false, "collaborative": false},
+        "relatedPapersWeights": {"semantic": 30, "coCitation": 25, "conceptOverlap": 20, "authorNetwork": 15, "collaborative": 10},
+        "relatedPapersThresholds": {"minScore": 5, "maxResults": 10},
+        "trendingPreferences": {"defaultWindow": "7d", "defaultLimit": 20},
+        "citationNetworkDisplay": "preview",
+        "showRecommendationReasons": true,
+        "recommendationDiversity": "medium",
+        "minimumEndorsementThreshold": 0,
+        "followedFieldUris": [],
+        "followingTabIncludesWorkFields": false,
+    })
+}
+
+/// `defaults` with what `given` says over it, object by object.
+fn overlay(defaults: &mut serde_json::Value, given: &serde_json::Value) {
+    let (Some(d), Some(g)) = (defaults.as_object_mut(), given.as_object()) else { return };
+    for (k, v) in g {
+        match d.get_mut(k) {
+            Some(slot) if slot.is_object() && v.is_object() => overlay(slot, v),
+            Some(slot) => *slot = v.clone(),
+            None => {}
+        }
+    }
+}
+
+/// `getDiscoverySettings` → the caller's discovery preferences, every field: her
+/// `pub.svc.discovery.settings` record over the defaults.
+fn get_discovery_settings(c: &Call) -> Answer {
+    let me = c.caller()?.did.clone();
+    let record = reads::attached(&c.state, |r| r.get(&format!("at://{me}/{DISCOVERY_SETTINGS}/self")))?;
+    let mut out = discovery_defaults();
+    if let Some(item) = record {
+        overlay(&mut out, &item.view);
+    }
+    Body::json(&out)
+}
+
+/// `getProfileConfig {did}` → `{did, uri?, profileType, sections, featuredCollectionUri?}`:
+/// the account's `pub.svc.actor.profileConfig` record (an individual's page with no
+/// sections when it has none).
+fn get_profile_config(c: &Call) -> Answer {
+    let did = crate::params::did_param(&c.params, "did")?.to_owned();
+    let record = reads::attached(&c.state, |r| r.get(&format!("at://{did}/{PROFILE_CONFIG}/self")))?;
+    let mut out = json!({"did": did, "profileType": "individual", "sections": []});
+    if let Some(item) = record {
+        out["uri"] = json!(item.uri);
+        if let Some(t) = item.view["profileType"].as_str() {
+            out["profileType"] = json!(t);
+        }
+        if item.view["sections"].is_array() {
+            out["sections"] = item.view["sections"].clone();
+        }
+        if let Some(f) = item.view["featuredCollectionUri"].as_str() {
+            out["featuredCollectionUri"] = json!(f);
+        }
+    }
+    Body::json(&out)
 }
 
 /// `{source, message}` of a registry that failed.

@@ -24,6 +24,8 @@ pub enum Kind {
     Changelog,
     /// Author profiles.
     Profile,
+    /// A per-account settings record (discovery settings, profile page configuration).
+    Settings,
     /// Knowledge graph nodes.
     GraphNode,
     /// Knowledge graph edges.
@@ -54,6 +56,7 @@ impl Kind {
             Kind::Version => "version",
             Kind::Changelog => "changelog",
             Kind::Profile => "profile",
+            Kind::Settings => "settings",
             Kind::GraphNode => "node",
             Kind::GraphEdge => "edge",
             Kind::Reconciliation => "reconciliation",

@@ -43,6 +43,10 @@ pub const VERSION: &str = "pub.svc.eprint.version";
 pub const CHANGELOG: &str = "pub.svc.eprint.changelog";
 /// Author profiles (record key `self`).
 pub const PROFILE: &str = "pub.svc.actor.profile";
+/// A user's discovery preferences (record key `self`).
+pub const DISCOVERY_SETTINGS: &str = "pub.svc.discovery.settings";
+/// A user's profile page configuration (record key `self`).
+pub const PROFILE_CONFIG: &str = "pub.svc.actor.profileConfig";
 /// Knowledge graph nodes.
 pub const GRAPH_NODE: &str = "pub.svc.graph.node";
 /// Knowledge graph edges.
@@ -108,6 +112,8 @@ pub static COLLECTIONS: &[Collection] = &[
     Collection { nsid: VERSION, kind: Kind::Version, deletable: false, normalize: history::history, placeholder: None },
     Collection { nsid: CHANGELOG, kind: Kind::Changelog, deletable: false, normalize: history::history, placeholder: None },
     Collection { nsid: PROFILE, kind: Kind::Profile, deletable: false, normalize: profile::profile, placeholder: None },
+    Collection { nsid: DISCOVERY_SETTINGS, kind: Kind::Settings, deletable: false, normalize: profile::settings, placeholder: None },
+    Collection { nsid: PROFILE_CONFIG, kind: Kind::Settings, deletable: false, normalize: profile::settings, placeholder: None },
     Collection { nsid: GRAPH_NODE, kind: Kind::GraphNode, deletable: true, normalize: graph::node, placeholder: None },
     Collection { nsid: GRAPH_EDGE, kind: Kind::GraphEdge, deletable: true, normalize: graph::edge, placeholder: None },
     Collection { nsid: RECONCILIATION, kind: Kind::Reconciliation, deletable: true, normalize: graph::reconciliation, placeholder: None },
