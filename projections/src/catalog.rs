@@ -25,7 +25,7 @@ use crate::eprints::{self, EprintsProjection};
 use crate::governance::{self, GovernanceModel};
 use crate::imports::{self, ImportsModel};
 use crate::inbox::{self, InboxProjection};
-use crate::interactions::{self, InteractionsProjection};
+use crate::interactions::{self, InteractionsModel};
 use crate::search::{self, SearchIndexes, SearchProjection};
 use crate::usage::{self, UsageProjection};
 use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
@@ -112,7 +112,7 @@ fn open_activity(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Proj
 }
 
 fn open_interactions(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
-    Ok(Box::new(InteractionsProjection::new(ctx.store.clone(), version, mode)))
+    Ok(InteractionsModel::projection(ctx.store.clone(), version, mode))
 }
 
 fn open_imports(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {

@@ -11,12 +11,12 @@ pub mod read;
 
 use std::sync::Arc;
 
-use event_schema::{AccountStatus, Payload, UserAction, UserCommand};
-use store::{consumer_name, Columns, Store, TableRef, Value};
+use event_schema::{AccountStatus, Envelope, Payload, UserAction, UserCommand};
+use store::{Columns, Store, TableRef, Value};
 
 use crate::catalog::Mode;
-use crate::staged::Staged;
-use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
+use crate::staged::{ModelBase, Staged, StagedModel, StagedProjection};
+use crate::ProjectionError;
 
 /// The model name.
 pub const MODEL: &str = "interactions";
@@ -35,71 +35,43 @@ pub(crate) fn engaged_key(at: i64, uri: &str) -> Vec<u8> {
 }
 
 /// Builds the interactions read model (see the [module docs](self)).
-pub struct InteractionsProjection {
-    store: Arc<dyn Store>,
-    version: u32,
-    defer_durability: bool,
+pub struct InteractionsModel {
+    base: ModelBase,
 }
 
-impl InteractionsProjection {
-    /// A projection that builds `version` of the model in `store`.
-    pub fn new(store: Arc<dyn Store>, version: u32, mode: Mode) -> InteractionsProjection {
-        InteractionsProjection { store, version, defer_durability: mode == Mode::Rebuild }
+impl InteractionsModel {
+    /// The projection that builds `version` of the model in `store`.
+    pub fn projection(store: Arc<dyn Store>, version: u32, mode: Mode) -> Box<dyn crate::Projection> {
+        Box::new(StagedProjection(InteractionsModel { base: ModelBase::new(MODEL, store, version, mode) }))
     }
 }
 
-impl Projection for InteractionsProjection {
-    fn model(&self) -> &'static str {
-        MODEL
+impl StagedModel for InteractionsModel {
+    fn base(&self) -> &ModelBase {
+        &self.base
     }
 
-    fn version(&self) -> u32 {
-        self.version
-    }
-
-    fn checkpoints(&self) -> Result<Checkpoints, ProjectionError> {
-        Ok(self.store.checkpoints(&consumer_name(MODEL, self.version))?)
-    }
-
-    fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError> {
-        let mut st = Staged::default();
-        for event in batch.iter() {
-            let e = event.envelope;
-            let position = e.position.ordinal();
-            match &e.payload {
-                Payload::User(UserCommand { caller, action: UserAction::Interacted { eprint_uri, kind, .. } }) => {
-                    if kind == "dismiss" {
-                        st.put(&table(self.version, "dismissed"), caller, eprint_uri.as_bytes().to_vec(), Columns::new(), position);
-                    } else {
-                        let mut c = Columns::new();
-                        c.insert("kind".into(), Value::Text(kind.clone()));
-                        st.put(
-                            &table(self.version, "engaged"),
-                            caller,
-                            engaged_key(e.appended_at.timestamp_micros(), eprint_uri),
-                            c,
-                            position,
-                        );
-                    }
+    fn stage(&mut self, st: &mut Staged, e: &Envelope) -> Result<(), ProjectionError> {
+        let (store, version, position) = (self.base.store.as_ref(), self.base.version, e.position.ordinal());
+        match &e.payload {
+            Payload::User(UserCommand { caller, action: UserAction::Interacted { eprint_uri, kind, .. } }) => {
+                if kind == "dismiss" {
+                    st.put(&table(version, "dismissed"), caller, eprint_uri.as_bytes().to_vec(), Columns::new(), position);
+                } else {
+                    let mut c = Columns::new();
+                    c.insert("kind".into(), Value::Text(kind.clone()));
+                    st.put(&table(version, "engaged"), caller, engaged_key(e.appended_at.timestamp_micros(), eprint_uri), c, position);
                 }
-                Payload::Account(a) if a.status == Some(AccountStatus::Deleted) => {
-                    for name in TABLES {
-                        let t = table(self.version, name);
-                        for key in st.rows_in(self.store.as_ref(), &t, &a.did, None)?.into_keys() {
-                            st.delete(&t, &a.did, key, position);
-                        }
-                    }
-                }
-                _ => {}
             }
-        }
-        st.commit(self.store.as_ref(), &consumer_name(MODEL, self.version), batch.next(), self.defer_durability)?;
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<(), ProjectionError> {
-        if self.defer_durability {
-            self.store.sync()?;
+            Payload::Account(a) if a.status == Some(AccountStatus::Deleted) => {
+                for name in TABLES {
+                    let t = table(version, name);
+                    for key in st.rows_in(store, &t, &a.did, None)?.into_keys() {
+                        st.delete(&t, &a.did, key, position);
+                    }
+                }
+            }
+            _ => {}
         }
         Ok(())
     }
