@@ -20,6 +20,16 @@ const BOB: &str = "did:plc:bob00000000000000000000";
 const CAROL: &str = "did:plc:carol000000000000000000";
 const ADMIN: &str = "did:plc:admin000000000000000000";
 
+/// The arXiv fixture server, and a service importing from it (without arXiv's pace).
+async fn with_arxiv() -> (FixtureServer, Fixture) {
+    let arxiv = FixtureServer::arxiv().await;
+    let mut etiquette = sources::arxiv::etiquette(&arxiv.url, None);
+    etiquette.interval = Duration::ZERO;
+    let sources = sources::Sources::new([Arc::new(sources::arxiv::Arxiv::new(etiquette)) as Arc<dyn sources::Source>]);
+    let limits = query_api::identity::limits::LimitSettings { tiers: None, ..Default::default() };
+    (arxiv, Fixture::with_sources(limits, "http://127.0.0.1:9", sources))
+}
+
 async fn call(f: &Fixture, method: &str, token: &str, body: Value) -> (StatusCode, Value) {
     f.post_as(&format!("/xrpc/pub.svc.claiming.{method}"), Some(token), body).await
 }
@@ -32,15 +42,7 @@ async fn ok_as(f: &Fixture, path: &str, token: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paper_is_imported_claimed_reviewed_and_completed() {
-    let arxiv = FixtureServer::arxiv().await;
-    let mut etiquette = sources::arxiv::etiquette(&arxiv.url, None);
-    etiquette.interval = Duration::ZERO;
-    let sources = sources::Sources::new([Arc::new(sources::arxiv::Arxiv::new(etiquette)) as Arc<dyn sources::Source>]);
-    let mut f = Fixture::with_sources(
-        query_api::identity::limits::LimitSettings { tiers: None, ..Default::default() },
-        "http://127.0.0.1:9",
-        sources,
-    );
+    let (arxiv, mut f) = with_arxiv().await;
     let mine = format!("at://{WU}/pub.svc.eprint.submission/qcg");
     let bobs = format!("at://{BOB}/pub.svc.eprint.submission/b1");
     f.apply(vec![
@@ -192,15 +194,7 @@ async fn a_paper_is_imported_claimed_reviewed_and_completed() {
 /// was rejected is claimable again, and completes from a few typed letters.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn coauthors_suggestions_and_completion() {
-    let arxiv = FixtureServer::arxiv().await;
-    let mut etiquette = sources::arxiv::etiquette(&arxiv.url, None);
-    etiquette.interval = Duration::ZERO;
-    let sources = sources::Sources::new([Arc::new(sources::arxiv::Arxiv::new(etiquette)) as Arc<dyn sources::Source>]);
-    let mut f = Fixture::with_sources(
-        query_api::identity::limits::LimitSettings { tiers: None, ..Default::default() },
-        "http://127.0.0.1:9",
-        sources,
-    );
+    let (_arxiv, mut f) = with_arxiv().await;
     let eprint = format!("at://{WU}/pub.svc.eprint.submission/qcg");
     f.apply(vec![
         create(

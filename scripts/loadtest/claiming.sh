@@ -14,12 +14,7 @@ DATA=$1
 DURATION=${2:-10s}
 CONNS=${3:-32}
 PORT=${SVC_LOADTEST_PORT:-3316}
-command -v wrk >/dev/null || { echo "wrk not found: apt-get install wrk" >&2; exit 1; }
-if [ -z "${SVC_BIN:-}" ]; then cargo build --release --bin svc -p svc >/dev/null 2>&1; fi
-SVC=${SVC_BIN:-target/release/svc}
-WORK=$(mktemp -d)
-cleanup() { kill "${SVC_PID:-}" 2>/dev/null || true; rm -rf "$WORK"; }
-trap cleanup EXIT
+. scripts/loadtest/prelude.sh
 . scripts/loadtest/serve.sh
 serve "$DATA" "$PORT"
 python3 scripts/loadtest/mixes.py "$PORT" "$WORK"

@@ -15,12 +15,7 @@ PAPERS=${1:-../shared/data/arxiv-75k.jsonl.gz}
 DURATION=${2:-15s}
 CONNS=${3:-32}
 PORT=${SVC_LOADTEST_PORT:-3312}
-command -v wrk >/dev/null || { echo "wrk not found: apt-get install wrk" >&2; exit 1; }
-if [ -z "${SVC_BIN:-}" ]; then cargo build --release --bin svc -p svc >/dev/null 2>&1; fi
-SVC=${SVC_BIN:-target/release/svc}
-WORK=$(mktemp -d)
-cleanup() { kill "${SVC_PID:-}" 2>/dev/null || true; rm -rf "$WORK"; }
-trap cleanup EXIT
+. scripts/loadtest/prelude.sh
 now() { date +%s.%N; }
 json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 wait_caught_up() {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::{SecondsFormat, Utc};
 use event_schema::{ExternalAuthor, ExternalPaper};
 
-use crate::{Etiquette, Fetcher, Source, SourceError, SourceQuery};
+use crate::{encode, Etiquette, Fetcher, Source, SourceError, SourceQuery};
 
 /// The source's name.
 pub const NAME: &str = "arxiv";
@@ -111,18 +111,6 @@ pub fn normalize_id(s: &str) -> Option<String> {
 /// The words of a search, as arXiv's query language takes them (letters and digits).
 fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !c.is_alphanumeric() && c != '-').filter(|w| !w.is_empty()).take(16).map(str::to_lowercase)
-}
-
-fn encode(v: &str) -> String {
-    let mut out = String::with_capacity(v.len());
-    for b in v.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b':' | b'/' => out.push(b as char),
-            b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
 }
 
 fn malformed(reason: &str) -> SourceError {
@@ -229,11 +217,6 @@ mod tests {
         ] {
             assert_eq!(normalize_id(given).as_deref(), id, "{given}");
         }
-    }
-
-    #[test]
-    fn a_query_is_encoded_for_the_query_string() {
-        assert_eq!(encode("all:graph AND au:\"Ada L\""), "all:graph+AND+au:%22Ada+L%22");
     }
 
     #[test]

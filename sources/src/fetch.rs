@@ -257,6 +257,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_query_is_encoded_for_the_query_string() {
+        assert_eq!(encode("all:graph AND au:\"Ada L\""), "all%3Agraph+AND+au%3A%22Ada+L%22");
+        assert_eq!(encode("10.48550/arXiv.2509.21237"), "10.48550%2FarXiv.2509.21237");
+    }
+
+    #[test]
     fn retry_after_is_read_in_seconds_or_as_a_date() {
         let mut h = reqwest::header::HeaderMap::new();
         h.insert(reqwest::header::RETRY_AFTER, "120".parse().unwrap());

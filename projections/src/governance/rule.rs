@@ -286,9 +286,8 @@ mod tests {
         assert_eq!(broader_cycle(&edges, "new", "cs"), None);
     }
 
-    /// The rule written out the long way: shares as exact fractions, the voter's newest vote
-    /// by sorting.
-    fn reference(votes: &[(u8, u8, i64)]) -> (u64, u64, u64, Status) {
+    /// Each voter's newest vote, `(voter, vote)`, by sorting `(voter, vote, at)`.
+    fn newest(votes: &[(u8, u8, i64)]) -> Vec<(u8, u8)> {
         let mut sorted = votes.to_vec();
         sorted.sort_by_key(|&(voter, _, at)| (voter, at));
         let mut last: Vec<(u8, u8)> = Vec::new();
@@ -298,6 +297,13 @@ mod tests {
                 None => last.push((voter, vote)),
             }
         }
+        last
+    }
+
+    /// The rule written out the long way: shares as exact fractions, the voter's newest vote
+    /// by sorting.
+    fn reference(votes: &[(u8, u8, i64)]) -> (u64, u64, u64, Status) {
+        let last = newest(votes);
         let n = |k: u8| last.iter().filter(|(_, v)| *v == k).count() as u64;
         let (a, r, x) = (n(0), n(1), n(2));
         let status = if (last.len() as u64) < 3 || a + r == 0 {
@@ -319,15 +325,7 @@ mod tests {
     /// The weighted option written out the long way, a voter's role fixed by their number.
     fn reference_weighted(votes: &[(u8, u8, i64)]) -> Status {
         const ROLES: [(&str, u64); 4] = [("community-member", 1), ("trusted-editor", 2), ("domain-expert", 3), ("administrator", 5)];
-        let mut sorted = votes.to_vec();
-        sorted.sort_by_key(|&(voter, _, at)| (voter, at));
-        let mut last: Vec<(u8, u8)> = Vec::new();
-        for (voter, vote, _) in sorted {
-            match last.iter_mut().find(|(v, _)| *v == voter) {
-                Some(entry) => entry.1 = vote,
-                None => last.push((voter, vote)),
-            }
-        }
+        let last = newest(votes);
         let role = |voter: u8| ROLES[voter as usize % 4];
         if last.iter().any(|&(v, k)| k == 1 && role(v).0 == "administrator") {
             return Status::Rejected;

@@ -183,57 +183,14 @@ impl<'a> ImportsReader<'a> {
                 && q.claim_status.as_deref().is_none_or(|s| text(c, "claimStatus").as_deref() == Some(s))
                 && q.author_orcid.as_deref().is_none_or(|o| text(c, "orcids").unwrap_or_default().split(' ').any(|h| h == o))
         };
-        let mut out = Vec::new();
         if all_words.is_empty() {
             // No words: the listing of the source (or of all), filtered.
             let partition = q.source.as_deref().map_or_else(|| ALL.to_owned(), |s| format!("source:{s}"));
-            let mut after = q.after;
-            let mut scanned = 0;
-            loop {
-                let page = self.scan("papers", &partition, after, 200)?;
-                let done = page.len() < 200;
-                for (id, row) in page {
-                    after = Some(id);
-                    scanned += 1;
-                    if keep(&row) {
-                        out.push(row);
-                        if out.len() > limit {
-                            out.pop();
-                            return Ok((out, true));
-                        }
-                    }
-                }
-                if done || scanned >= MAX_SCANNED {
-                    return Ok((out, !done));
-                }
-            }
+            return self.listing("papers", &partition, q.after, limit, keep);
         }
         // The rarest word's postings, each paper checked for the rest.
-        let Some(v) = self.version else { return Ok((out, false)) };
-        let Some(rarest) = self.rarest(&all_words)? else { return Ok((out, false)) };
-        let terms = table(v, "terms");
-        let mut after = q.after;
-        let mut scanned = 0;
-        loop {
-            let page = self.scan("words", &rarest, after, 200)?;
-            let done = page.len() < 200;
-            let ids: Vec<u64> = page.iter().map(|(id, _)| *id).collect();
-            let keys: Vec<(String, Vec<u8>)> = ids.iter().map(|id| (ALL.to_owned(), id.to_be_bytes().to_vec())).collect();
-            for (id, row) in ids.iter().zip(self.store.get_many(&terms, &keys)?) {
-                after = Some(*id);
-                scanned += 1;
-                if row.is_some_and(|r| keep(&r)) {
-                    out.extend(self.paper_by_id(*id)?);
-                    if out.len() > limit {
-                        out.pop();
-                        return Ok((out, true));
-                    }
-                }
-            }
-            if done || scanned >= MAX_SCANNED {
-                return Ok((out, !done));
-            }
-        }
+        let Some(rarest) = self.rarest(&all_words)? else { return Ok((Vec::new(), false)) };
+        self.postings("words", &rarest, q.after, limit, keep)
     }
 
     /// A co-author request by id.
@@ -245,10 +202,16 @@ impl<'a> ImportsReader<'a> {
     /// What became of a co-author request: `Ok(its id)` or `Err(refusal)`; `None` while it
     /// is not applied.
     pub fn coauthor_ask(&self, ask: &str) -> Result<Option<Result<u64, String>>, ProjectionError> {
-        let Some(c) = self.get("coauthor_asks", ask, &[])? else { return Ok(None) };
+        self.outcome("coauthor_asks", ask, "requestId")
+    }
+
+    /// What a procedure's command (by its UUID, in `name`) became: `Ok(the id in column
+    /// `made`)` or `Err(refusal)`; `None` while it is not applied.
+    fn outcome(&self, name: &'static str, key: &str, made: &str) -> Result<Option<Result<u64, String>>, ProjectionError> {
+        let Some(c) = self.get(name, key, &[])? else { return Ok(None) };
         Ok(Some(match text(&c, "refused") {
             Some(why) => Err(why),
-            None => Ok(int(&c, "requestId")),
+            None => Ok(int(&c, made)),
         }))
     }
 
@@ -274,37 +237,17 @@ impl<'a> ImportsReader<'a> {
     /// [`super::PREFIX_CHARS`] characters), for completing what a user types.
     pub fn complete(&self, done: &[String], typing: &str, limit: usize) -> Result<Vec<Columns>, ProjectionError> {
         let Some(prefix) = super::prefix(typing) else { return Ok(Vec::new()) };
-        let Some(v) = self.version else { return Ok(Vec::new()) };
         // The postings of the rarest whole word, or of the word being typed.
         let (postings, partition) = match self.rarest(done)? {
             Some(word) => ("words", word),
             None => ("prefixes", prefix),
         };
-        let terms = table(v, "terms");
-        let mut out = Vec::new();
-        let mut after = None;
-        let mut scanned = 0;
-        loop {
-            let page = self.scan(postings, &partition, after, 200)?;
-            let done_scanning = page.len() < 200;
-            let keys: Vec<(String, Vec<u8>)> = page.iter().map(|(id, _)| (ALL.to_owned(), id.to_be_bytes().to_vec())).collect();
-            for ((id, _), row) in page.iter().zip(self.store.get_many(&terms, &keys)?) {
-                after = Some(*id);
-                scanned += 1;
-                let Some(row) = row else { continue };
-                let held = text(&row, "words").unwrap_or_default();
-                let held: Vec<&str> = held.split(' ').collect();
-                if done.iter().all(|w| held.contains(&w.as_str())) && held.iter().any(|h| h.starts_with(typing)) {
-                    out.extend(self.paper_by_id(*id)?);
-                    if out.len() >= limit {
-                        return Ok(out);
-                    }
-                }
-            }
-            if done_scanning || scanned >= MAX_SCANNED {
-                return Ok(out);
-            }
-        }
+        let keep = |terms: &Columns| {
+            let held = text(terms, "words").unwrap_or_default();
+            let held: Vec<&str> = held.split(' ').collect();
+            done.iter().all(|w| held.contains(&w.as_str())) && held.iter().any(|h| h.starts_with(typing))
+        };
+        Ok(self.postings(postings, &partition, None, limit, keep)?.0)
     }
 
     /// The word of `words` the fewest papers have (by the counts kept per word).
@@ -332,11 +275,7 @@ impl<'a> ImportsReader<'a> {
     /// What became of a claim request: `Ok(claim id)` or `Err(refusal)`; `None` while it is
     /// not applied.
     pub fn claim_request(&self, request_id: &str) -> Result<Option<Result<u64, String>>, ProjectionError> {
-        let Some(c) = self.get("claim_requests", request_id, &[])? else { return Ok(None) };
-        Ok(Some(match text(&c, "refused") {
-            Some(why) => Err(why),
-            None => Ok(int(&c, "claimId")),
-        }))
+        self.outcome("claim_requests", request_id, "claimId")
     }
 
     /// A page of claims in a listing (`all`, `claimant:<did>`, `status:<status>`,
@@ -352,8 +291,8 @@ impl<'a> ImportsReader<'a> {
         self.listing("claims", partition, after, limit, keep)
     }
 
-    /// A page of a listing of `name` keyed by ids, newest first, the rows kept by `keep`
-    /// (at most [`MAX_SCANNED`] rows read), and whether more may follow.
+    /// A page of a listing of `name` keyed by ids, newest first, the rows kept by `keep`,
+    /// and whether more may follow.
     fn listing(
         &self,
         name: &'static str,
@@ -362,22 +301,59 @@ impl<'a> ImportsReader<'a> {
         limit: usize,
         keep: impl Fn(&Columns) -> bool,
     ) -> Result<(Vec<Columns>, bool), ProjectionError> {
+        self.walk(name, partition, after, limit, |page| Ok(page.iter().map(|(_, row)| keep(row)).collect()), |_, row| Ok(Some(row)))
+    }
+
+    /// A page of the papers of a posting list (`words`, `prefixes`), newest import first,
+    /// each kept by `keep` on its [`terms`](super) row (read a page at a time, not the
+    /// paper), and whether more may follow.
+    fn postings(
+        &self,
+        name: &'static str,
+        partition: &str,
+        after: Option<u64>,
+        limit: usize,
+        keep: impl Fn(&Columns) -> bool,
+    ) -> Result<(Vec<Columns>, bool), ProjectionError> {
+        let Some(v) = self.version else { return Ok((Vec::new(), false)) };
+        let terms = table(v, "terms");
+        let check = |page: &[(u64, Columns)]| -> Result<Vec<bool>, ProjectionError> {
+            let keys: Vec<(String, Vec<u8>)> = page.iter().map(|(id, _)| (ALL.to_owned(), id.to_be_bytes().to_vec())).collect();
+            Ok(self.store.get_many(&terms, &keys)?.iter().map(|row| row.as_ref().is_some_and(&keep)).collect())
+        };
+        self.walk(name, partition, after, limit, check, |id, _| self.paper_by_id(id))
+    }
+
+    /// Walks a listing of `name` keyed by ids, newest first, after `after`, a page at a
+    /// time: `check` says which rows of a page to keep, `load` turns a kept row into the
+    /// row answered. Ends with `limit` rows and whether more may follow, or after
+    /// [`MAX_SCANNED`] rows read.
+    fn walk(
+        &self,
+        name: &'static str,
+        partition: &str,
+        mut after: Option<u64>,
+        limit: usize,
+        check: impl Fn(&[(u64, Columns)]) -> Result<Vec<bool>, ProjectionError>,
+        load: impl Fn(u64, Columns) -> Result<Option<Columns>, ProjectionError>,
+    ) -> Result<(Vec<Columns>, bool), ProjectionError> {
+        const PAGE: usize = 200;
         let limit = limit.max(1);
-        let mut out = Vec::new();
-        let mut after = after;
-        let mut scanned = 0;
+        let (mut out, mut scanned) = (Vec::new(), 0);
         loop {
-            let page = self.scan(name, partition, after, 200)?;
-            let done = page.len() < 200;
-            for (id, row) in page {
+            let page = self.scan(name, partition, after, PAGE)?;
+            let done = page.len() < PAGE;
+            let kept = check(&page)?;
+            for ((id, row), keep) in page.into_iter().zip(kept) {
                 after = Some(id);
                 scanned += 1;
-                if keep(&row) {
-                    out.push(row);
-                    if out.len() > limit {
-                        out.pop();
-                        return Ok((out, true));
-                    }
+                if !keep {
+                    continue;
+                }
+                out.extend(load(id, row)?);
+                if out.len() > limit {
+                    out.pop();
+                    return Ok((out, true));
                 }
             }
             if done || scanned >= MAX_SCANNED {

@@ -3,7 +3,7 @@
 //! (auth required, any verified caller) append command events; `list` and `getCounts` read
 //! the attached model.
 
-use event_schema::{BacklinkChange, NewEvent, Payload, Source};
+use event_schema::{BacklinkChange, NewEvent, Payload};
 use projections::attached::read::Backlink;
 use serde_json::{json, Value};
 
@@ -69,12 +69,7 @@ fn text(input: &Value, field: &str) -> Option<String> {
 }
 
 fn command(c: &Call, nsid: &str, change: BacklinkChange) -> NewEvent {
-    let caller = change.caller.clone();
-    NewEvent {
-        key: change.source_uri.clone(),
-        source: Source::Command { nsid: nsid.to_owned(), caller, host: c.state.identity.public_url.clone() },
-        payload: Payload::Backlink(change),
-    }
+    c.command(nsid, &change.source_uri.clone(), Payload::Backlink(change))
 }
 
 /// `pub.svc.backlink.create` (auth required): `{sourceUri, sourceType, targetUri, context?}`

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use event_schema::{AdminAction, AdminCommand, ExternalPaper, NewEvent, Payload, Source, UserAction, UserCommand};
+use event_schema::{AdminAction, AdminCommand, ExternalPaper, Payload, UserAction, UserCommand};
 use projections::imports::read::{claim_view, coauthor_view, column, paper_view, ImportQuery, ImportsReader};
 use projections::imports::refusal;
 use serde_json::{json, Value};
@@ -56,15 +56,6 @@ pub fn routes() -> Routes {
 /// The name of svc's own eprints among the sources of `searchEprints`.
 const SVC: &str = "svc";
 
-fn command(c: &Call, nsid: &str, key: &str, payload: Payload) -> NewEvent {
-    let caller = c.caller.as_ref().map(|k| k.did.clone()).unwrap_or_default();
-    NewEvent {
-        key: key.to_owned(),
-        source: Source::Command { nsid: nsid.to_owned(), caller, host: c.state.identity.public_url.clone() },
-        payload,
-    }
-}
-
 fn paper_of(row: &Columns) -> Option<ExternalPaper> {
     column(row, "paper").and_then(|p| serde_json::from_str(&p).ok())
 }
@@ -92,7 +83,7 @@ async fn imported(c: &Call, nsid: &str, source: &str, external_id: &str) -> Resu
         return Err(ApiError::new(ErrorCode::UpstreamFailure, format!("{source} answered another paper than {id}")));
     }
     let key = ExternalPaper::key(source, &id);
-    crate::command::append(&c.state, command(c, nsid, &key, Payload::External(Box::new(paper)))).await?;
+    crate::command::append(&c.state, c.command(nsid, &key, Payload::External(Box::new(paper)))).await?;
     find(&c.state, Some(source), &id)?
         .ok_or_else(|| ApiError::new(ErrorCode::ServiceUnavailable, "the import is in the log but not applied yet"))
 }
@@ -139,13 +130,8 @@ fn score(
     position: Option<u32>,
     orcid: Option<&str>,
 ) -> Result<(u32, BTreeMap<String, u32>), ApiError> {
-    let (names, profile_orcid, coauthors) = reads::attached(&c.state, |r| {
-        let account = r.account(caller)?;
-        let profile = r.get(&format!("at://{caller}/pub.svc.actor.profile/self"))?.map(|p| p.view).unwrap_or_default();
-        let mut names: Vec<String> = account.display_name.into_iter().collect();
-        names.extend(profile["displayName"].as_str().map(str::to_owned));
-        names.extend(profile["nameVariants"].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_owned));
-        let orcid = profile["orcid"].as_str().map(str::to_owned);
+    let (names, profile_orcid) = profile_of(c, caller)?;
+    let coauthors = reads::attached(&c.state, |r| {
         let mut coauthors = Vec::new();
         for eprint in r.eprints().by_author(caller, 50, None)?.eprints {
             for a in eprint["authors"].as_array().into_iter().flatten() {
@@ -154,7 +140,7 @@ fn score(
                 }
             }
         }
-        Ok((names, orcid, coauthors))
+        Ok(coauthors)
     })?;
     let mut evidence = BTreeMap::new();
     let orcids: Vec<&str> = paper.authors.iter().filter_map(|a| a.orcid.as_deref()).collect();
@@ -204,7 +190,7 @@ async fn begin(c: &Call, nsid: &str, row: &Columns) -> Answer {
         evidence,
     };
     let key = ExternalPaper::key(&paper.source, &paper.external_id);
-    crate::command::append(&c.state, command(c, nsid, &key, Payload::User(UserCommand { caller, action }))).await?;
+    crate::command::append(&c.state, c.command(nsid, &key, Payload::User(UserCommand { caller, action }))).await?;
     let outcome = blocking(&c.state, || -> Result<_, ApiError> {
         let r = ImportsReader::new(c.state.store.as_ref())?;
         match r.claim_request(&request_id)? {
@@ -327,7 +313,7 @@ async fn decide(c: Call, nsid: &str, approved: bool) -> Answer {
     let reason = c.input["reason"].as_str().map(str::to_owned);
     let key = column(&claim, "paperKey").unwrap_or_default();
     let action = AdminAction::ClaimDecided { claim_id: id, approved, reason };
-    crate::command::append(&c.state, command(&c, nsid, &key, Payload::Admin(AdminCommand { actor: admin, action }))).await?;
+    crate::command::append(&c.state, c.command(nsid, &key, Payload::Admin(AdminCommand { actor: admin, action }))).await?;
     let claim = load_claim(&c, id, ErrorCode::ClaimNotFound)?;
     Body::json(&json!({"success": true, "claim": claim_view(&claim)}))
 }
@@ -369,7 +355,7 @@ async fn complete_claim(c: Call) -> Answer {
     }
     let key = column(&claim, "paperKey").unwrap_or_default();
     let action = UserAction::ClaimCompleted { claim_id: id, canonical_uri: canonical };
-    crate::command::append(&c.state, command(&c, "pub.svc.claiming.completeClaim", &key, Payload::User(UserCommand { caller, action })))
+    crate::command::append(&c.state, c.command("pub.svc.claiming.completeClaim", &key, Payload::User(UserCommand { caller, action })))
         .await?;
     let claim = load_claim(&c, id, ErrorCode::ClaimNotFound)?;
     Body::json(&json!({"success": column(&claim, "canonicalUri").is_some(), "claim": claim_view(&claim)}))
@@ -514,7 +500,7 @@ async fn request_coauthorship(c: Call) -> Answer {
     };
     crate::command::append(
         &c.state,
-        command(&c, "pub.svc.claiming.requestCoauthorship", &eprint, Payload::User(UserCommand { caller, action })),
+        c.command("pub.svc.claiming.requestCoauthorship", &eprint, Payload::User(UserCommand { caller, action })),
     )
     .await?;
     let made = blocking(&c.state, || -> Result<_, ApiError> {
@@ -549,7 +535,7 @@ async fn decide_coauthor(c: Call, nsid: &str, approved: bool) -> Answer {
     }
     let key = column(&row, "eprintUri").unwrap_or_default();
     let action = UserAction::CoauthorDecided { request_id: id, approved, reason: c.input["reason"].as_str().map(str::to_owned) };
-    crate::command::append(&c.state, command(&c, nsid, &key, Payload::User(UserCommand { caller, action }))).await?;
+    crate::command::append(&c.state, c.command(nsid, &key, Payload::User(UserCommand { caller, action }))).await?;
     let row = load()?.ok_or_else(|| ApiError::internal("a request decided but not found"))?;
     Body::json(&json!({"success": true, "request": coauthor_view(&row)}))
 }
@@ -612,7 +598,7 @@ async fn dismiss_suggestion(c: Call) -> Answer {
     let action = UserAction::SuggestionDismissed { source, external_id };
     crate::command::append(
         &c.state,
-        command(&c, "pub.svc.claiming.dismissSuggestion", &caller.clone(), Payload::User(UserCommand { caller, action })),
+        c.command("pub.svc.claiming.dismissSuggestion", &caller.clone(), Payload::User(UserCommand { caller, action })),
     )
     .await?;
     Body::json(&json!({}))
@@ -627,8 +613,8 @@ fn profile_of(c: &Call, did: &str) -> Result<(Vec<String>, Option<String>), ApiE
         let mut names: Vec<String> = profile["displayName"].as_str().map(str::to_owned).into_iter().collect();
         names.extend(account.display_name);
         names.extend(profile["nameVariants"].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_owned));
-        names.retain(|n| !n.trim().is_empty());
-        names.dedup();
+        let mut seen = std::collections::BTreeSet::new();
+        names.retain(|n| !n.trim().is_empty() && seen.insert(n.clone()));
         Ok((names, profile["orcid"].as_str().map(str::to_owned)))
     })
 }
@@ -686,14 +672,15 @@ async fn get_suggestions(c: Call) -> Answer {
     }
     if let Some(name) = names.first() {
         let (found, _) = c.state.sources.search(&[], &SourceQuery { text: String::new(), author: Some(name.clone()), limit }).await;
-        for p in found {
-            let key = ExternalPaper::key(&p.source, &p.external_id);
-            let dismissed =
-                blocking(&c.state, || ImportsReader::new(c.state.store.as_ref())?.dismissed(&caller, &p.source, &p.external_id))?;
-            if dismissed || !seen.insert(key) {
+        let dismissed = blocking(&c.state, || -> Result<Vec<bool>, ApiError> {
+            let r = ImportsReader::new(c.state.store.as_ref())?;
+            Ok(found.iter().map(|p| r.dismissed(&caller, &p.source, &p.external_id)).collect::<Result<_, _>>()?)
+        })?;
+        for (p, dismissed) in found.iter().zip(dismissed) {
+            if dismissed || !seen.insert(ExternalPaper::key(&p.source, &p.external_id)) {
                 continue;
             }
-            let view = external_view(&c, &p)?;
+            let view = external_view(&c, p)?;
             if view["claimStatus"].as_str().is_none_or(|s| s == "unclaimed") {
                 papers.push(view);
             }

@@ -91,6 +91,17 @@ impl Call {
     pub fn limit(&self, default: usize) -> usize {
         self.params.int("limit").map_or(default, |l| l.max(0) as usize)
     }
+
+    /// The command event of this call to `nsid` (principle 1): `payload` under the log key
+    /// `key`, its source the method, the verified caller and this service's address.
+    pub fn command(&self, nsid: &str, key: &str, payload: event_schema::Payload) -> event_schema::NewEvent {
+        let caller = self.caller.as_ref().map(|k| k.did.clone()).unwrap_or_default();
+        event_schema::NewEvent {
+            key: key.to_owned(),
+            source: event_schema::Source::Command { nsid: nsid.to_owned(), caller, host: self.state.identity.public_url.clone() },
+            payload,
+        }
+    }
 }
 
 type BoxedHandler = Arc<dyn Fn(Call) -> Pin<Box<dyn Future<Output = Answer> + Send>> + Send + Sync>;

@@ -80,17 +80,8 @@ fn administrator(c: &Call) -> Result<String, ApiError> {
 }
 
 /// A command event of the method `nsid` keyed by `key`.
-fn command(c: &Call, nsid: &str, key: &str, payload: Payload) -> NewEvent {
-    let caller = c.caller.as_ref().map(|k| k.did.clone()).unwrap_or_default();
-    NewEvent {
-        key: key.to_owned(),
-        source: Source::Command { nsid: nsid.to_owned(), caller, host: c.state.identity.public_url.clone() },
-        payload,
-    }
-}
-
 fn admin_event(c: &Call, nsid: &str, actor: &str, key: &str, action: AdminAction) -> NewEvent {
-    command(c, nsid, key, Payload::Admin(AdminCommand { actor: actor.to_owned(), action }))
+    c.command(nsid, key, Payload::Admin(AdminCommand { actor: actor.to_owned(), action }))
 }
 
 /// What governance has to say of an account: the metrics of the elevation rules.
@@ -198,7 +189,7 @@ async fn request_elevation(c: Call) -> Answer {
     let id = uuid::Uuid::new_v4().to_string();
     let granted = unmet.is_empty();
     let action = UserAction::ElevationRequested { id: id.clone(), target_role: target.clone(), granted, unmet: unmet.clone() };
-    let event = command(&c, "pub.svc.governance.requestElevation", &caller, Payload::User(UserCommand { caller: caller.clone(), action }));
+    let event = c.command("pub.svc.governance.requestElevation", &caller, Payload::User(UserCommand { caller: caller.clone(), action }));
     crate::command::append(&c.state, event).await?;
     let message = if granted {
         format!("granted: you are a {target}")
