@@ -35,6 +35,31 @@ async fn a_registered_query_answers_from_the_read_model() {
 }
 
 #[tokio::test]
+async fn a_kept_answer_follows_every_write() {
+    let mut f = seeded();
+    let uri = format!("at://{ALICE}/pub.svc.eprint.submission/p1");
+    let path = format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(&uri));
+    let (_, first) = f.get(&path).await;
+    let (_, again) = f.get(&path).await;
+    assert_eq!(first, again, "the same state, the same answer");
+    assert_eq!(again["record"]["title"], "Sparse Transformers");
+    let listing = format!("/xrpc/pub.svc.eprint.listByAuthor?did={ALICE}");
+    assert_eq!(f.get(&listing).await.1["total"], 1);
+
+    let title = "Sparse Transformers, revised";
+    f.apply(vec![update(ALICE, "pub.svc.eprint.submission", "p1", "3l0000000000b", submission(title, ALICE, "2024-05-01T00:00:00Z"))]);
+    let (status, body) = f.get(&path).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["record"]["title"], title, "an update is served at once");
+
+    f.apply(vec![delete(ALICE, "pub.svc.eprint.submission", "p1", "3l0000000000c")]);
+    let (status, body) = f.get(&path).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "a delete is served at once: {body}");
+    // The listing kept beside it follows too.
+    assert_eq!(f.get(&listing).await.1["total"], 0);
+}
+
+#[tokio::test]
 async fn served_and_unserved_sets_are_derived_from_registration() {
     let f = Fixture::new();
     let served = query_api::xrpc::served();

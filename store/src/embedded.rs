@@ -270,6 +270,16 @@ impl Store for EmbeddedStore {
         "embedded"
     }
 
+    /// Every write to this store is made by this process (one process per data directory),
+    /// through [`EmbeddedStore::apply`] and the version calls, and each is counted.
+    fn state_mark(&self) -> Option<u64> {
+        self.rows.begin_read().map(|t| t.mark())
+    }
+
+    fn unchanged_since(&self, mark: u64) -> bool {
+        self.rows.unchanged_since_mark(mark)
+    }
+
     /// Reads come from redb's page cache or the local file: microseconds, cheaper than a
     /// hand-off to a blocking thread.
     fn reads_block(&self) -> bool {
@@ -449,6 +459,9 @@ impl Store for EmbeddedStore {
     }
 
     fn set_active_version(&self, model: &str, version: u32) -> Result<(), StoreError> {
+        // A write for the marks: readers read another version from now on. (Rows are
+        // cached by physical table, which names the version: none to evict.)
+        let _write = self.rows.begin_write();
         // Held across the commit, so that no reader sees the copy disagree with the file.
         let mut cached = self.active.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         let db = self.db.get()?;
@@ -516,6 +529,31 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         (Box::new(EmbeddedStore::open(dir.path()).unwrap()) as Box<dyn Store>, dir)
     });
+
+    #[test]
+    fn every_change_readers_can_see_moves_the_state_mark() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        let t = TableRef::new("m", 1, "t");
+        let first = store.state_mark().expect("no write under way");
+        assert!(store.unchanged_since(first));
+        assert_eq!(store.state_mark(), Some(first), "reads move nothing");
+        let _ = store.get(&t, "p", &[]).unwrap();
+        assert!(store.unchanged_since(first));
+
+        let mut batch = Batch::default();
+        batch.put(&t, "p", Vec::new(), Columns::new(), 1);
+        store.apply(batch).unwrap();
+        assert!(!store.unchanged_since(first), "a batch");
+        let second = store.state_mark().unwrap();
+
+        let version = store.create_version("m").unwrap();
+        store.set_active_version("m", version).unwrap();
+        assert!(!store.unchanged_since(second), "another version made active");
+        let third = store.state_mark().unwrap();
+        store.drop_version("m", version, &["t"]).unwrap();
+        assert!(!store.unchanged_since(third), "a version dropped");
+    }
 
     #[test]
     fn a_deferred_batch_is_read_at_once_and_kept_after_a_sync() {

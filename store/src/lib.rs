@@ -231,6 +231,20 @@ pub trait Store: Send + Sync {
 
     /// The backend's name (`embedded`, `scylladb`), for health reports.
     fn backend(&self) -> &'static str;
+
+    /// A mark of the state reads see now, for answers kept outside the store: `None` while
+    /// a write is under way, and always where writes made elsewhere are not seen (another
+    /// process's: the default). An answer computed from reads begun after taking the mark
+    /// is the answer of that state if [`Store::unchanged_since`] holds once it is computed,
+    /// and stays right for as long as it holds.
+    fn state_mark(&self) -> Option<u64> {
+        None
+    }
+
+    /// Whether no write began since `mark` was taken ([`Store::state_mark`]).
+    fn unchanged_since(&self, _mark: u64) -> bool {
+        false
+    }
 }
 
 /// The consumer name under which a version of a model keeps its checkpoints.

@@ -44,6 +44,13 @@ pub(crate) type CachedRow = Option<Arc<Columns>>;
 #[derive(Clone, Copy)]
 pub(crate) struct Ticket(u64);
 
+impl Ticket {
+    /// The number of writes begun, as a mark of the state ([`crate::Store::state_mark`]).
+    pub fn mark(self) -> u64 {
+        self.0
+    }
+}
+
 #[derive(Clone)]
 struct RowWeight;
 
@@ -99,6 +106,11 @@ impl RowCache {
     /// Whether no write started since `ticket`: rows read under it are one state.
     pub fn unchanged_since(&self, ticket: Ticket) -> bool {
         self.started.load(Ordering::SeqCst) == ticket.0
+    }
+
+    /// Whether no write started since the state `mark` ([`Ticket::mark`]).
+    pub fn unchanged_since_mark(&self, mark: u64) -> bool {
+        self.started.load(Ordering::SeqCst) == mark
     }
 
     /// Announces a write, before its transaction begins. (No fill lands after this, so a

@@ -17,11 +17,15 @@ use crate::views::attached::{self, list_answer};
 pub fn routes() -> Routes {
     Routes::new()
         .query("pub.svc.annotation.listForEprint", Auth::Open, list_for_eprint)
+        .kept()
         .aliases(&[("uri", "eprintUri")])
         .query("pub.svc.annotation.listForPage", Auth::Open, list_for_page)
+        .kept()
         .aliases(&[("uri", "eprintUri")])
         .query("pub.svc.annotation.getThread", Auth::Open, get_thread)
+        .kept()
         .query("pub.svc.annotation.listByAuthor", Auth::Open, list_by_author)
+        .kept()
         .aliases(&[("did", "annotatorDid")])
 }
 

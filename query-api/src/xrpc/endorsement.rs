@@ -20,13 +20,17 @@ use crate::views::attached::{self, list_answer};
 pub fn routes() -> Routes {
     Routes::new()
         .query("pub.svc.endorsement.getSummary", Auth::Open, get_summary)
+        .kept()
         .aliases(&[("eprintUri", "uri")])
         .query("pub.svc.endorsement.listForEprint", Auth::Open, list_for_eprint)
+        .kept()
         .aliases(&[("eprintUri", "uri")])
         .query("pub.svc.endorsement.getUserEndorsement", Auth::Required, get_user_endorsement)
         .aliases(&[("eprintUri", "uri"), ("userDid", "did")])
         .query("pub.svc.endorsement.listForUser", Auth::Open, list_for_user)
+        .kept()
         .query("pub.svc.endorsement.listForAuthorPapers", Auth::Open, list_for_author_papers)
+        .kept()
 }
 
 /// An endorsement's view: the stored view with its `endorser`.

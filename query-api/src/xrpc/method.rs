@@ -22,6 +22,7 @@ use crate::body::Body;
 use crate::error::ApiError;
 use crate::identity::{Caller, Resolved};
 use crate::state::AppState;
+use crate::xrpc::kept::KeptAnswers;
 
 /// The largest procedure body accepted.
 pub const MAX_BODY: usize = 64 * 1024;
@@ -109,6 +110,9 @@ type BoxedHandler = Arc<dyn Fn(Call) -> Pin<Box<dyn Future<Output = Answer> + Se
 enum Handler {
     /// Answers from the read models at once, on the request's task.
     Read(fn(&Call) -> Answer),
+    /// As [`Handler::Read`], for an answer that is a function of the query string and the
+    /// read models alone: kept per state of the store ([`KeptAnswers`]).
+    Kept(fn(&Call) -> Answer, KeptAnswers),
     /// Awaits something (a search slot, a repository host, the log).
     Async(BoxedHandler),
 }
@@ -169,13 +173,44 @@ impl Method {
 
     /// Answers a request.
     pub async fn answer(&self, state: AppState, request: Request) -> Response {
+        if let Handler::Kept(f, kept) = &self.handler {
+            return self.answer_kept(*f, kept, state, request).await;
+        }
         let result = match self.prepare(state, request).await {
             Ok(call) => match &self.handler {
-                Handler::Read(f) => f(&call),
+                Handler::Read(f) | Handler::Kept(f, _) => f(&call),
                 Handler::Async(f) => f(call).await,
             },
             Err(e) => Err(e),
         };
+        match result {
+            Ok(body) => body.into_response(),
+            Err(e) => e.into_response(),
+        }
+    }
+
+    /// Answers a request to a method whose answers are kept: the kept answer to the same
+    /// query string at the store's present state, else a new one, kept if no write began
+    /// while it was computed. (Errors are not kept.)
+    async fn answer_kept(&self, f: fn(&Call) -> Answer, kept: &KeptAnswers, state: AppState, request: Request) -> Response {
+        let read = request.method() == HttpMethod::GET || request.method() == HttpMethod::HEAD;
+        let mark = if read { state.store.state_mark() } else { None };
+        let query = request.uri().query().unwrap_or_default();
+        if let Some(mark) = mark {
+            if let Some(body) = kept.get(query, mark) {
+                return body.into_response();
+            }
+        }
+        let query = mark.map(|_| query.to_owned());
+        let result = match self.prepare(state.clone(), request).await {
+            Ok(call) => f(&call),
+            Err(e) => Err(e),
+        };
+        if let (Ok(body), Some(mark), Some(query)) = (&result, mark, query) {
+            if state.store.unchanged_since(mark) {
+                kept.keep(query, mark, body.clone());
+            }
+        }
         match result {
             Ok(body) => body.into_response(),
             Err(e) => e.into_response(),
@@ -265,6 +300,17 @@ impl Routes {
         Fut: Future<Output = Answer> + Send + 'static,
     {
         self.push(nsid, Kind::Procedure, auth, Handler::Async(Arc::new(move |call| Box::pin(handler(call)))))
+    }
+
+    /// Keeps the answers of the method registered last per state of the store
+    /// ([`KeptAnswers`]): for an open query answered at once whose answer is a function of
+    /// its query string and the read models alone (no caller, no clock, no search index).
+    pub fn kept(mut self) -> Routes {
+        let last = self.0.last_mut().expect("a method to keep the answers of");
+        assert_eq!(last.auth, Auth::Open, "{}: only an open method's answers are the same for every caller", last.nsid);
+        let Handler::Read(f) = last.handler else { panic!("{}: only a query answered at once can be kept", last.nsid) };
+        last.handler = Handler::Kept(f, KeptAnswers::new());
+        self
     }
 
     /// Sets the parameter aliases of the method registered last.

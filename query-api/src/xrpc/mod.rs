@@ -24,6 +24,7 @@ mod eprint;
 pub mod governance;
 mod graph;
 mod import;
+mod kept;
 pub mod method;
 mod metrics;
 mod moderation;

@@ -16,10 +16,13 @@ use crate::views::attached::{self, list_answer};
 pub fn routes() -> Routes {
     Routes::new()
         .query("pub.svc.review.listForEprint", Auth::Open, list_for_eprint)
+        .kept()
         .aliases(&[("uri", "eprintUri")])
         .query("pub.svc.review.listForAuthor", Auth::Open, list_for_author)
+        .kept()
         .aliases(&[("did", "reviewerDid")])
         .query("pub.svc.review.getThread", Auth::Open, get_thread)
+        .kept()
 }
 
 /// The deepest a thread is followed (replies of replies…), against cycles and abuse.

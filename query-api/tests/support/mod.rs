@@ -38,6 +38,9 @@ pub struct Fixture {
     ctx: Context,
     projections: Vec<FollowActive>,
     pub state: AppState,
+    /// The application, built once as a running svc builds it (its kept answers live as
+    /// long as it does).
+    pub app: query_api::App,
     /// Set to stop the projector thread of [`Fixture::live`].
     stop: Arc<std::sync::atomic::AtomicBool>,
 }
@@ -141,7 +144,8 @@ impl Fixture {
             sources,
             registries: Arc::new(sources::registries::Registries::new(&sources::registries::RegistryUrls::all_at(registries))),
         });
-        Fixture { _dir: dir, log, ctx, projections, state, stop: Default::default() }
+        let app = query_api::app(state.clone());
+        Fixture { _dir: dir, log, ctx, projections, state, app, stop: Default::default() }
     }
 
     /// Appends events and applies them to every read model.
@@ -188,7 +192,7 @@ impl Fixture {
 
     /// Sends a request; answers the status, the headers and the body (JSON, or the text).
     pub async fn send(&self, request: Request<HttpBody>) -> (StatusCode, axum::http::HeaderMap, Value) {
-        let response = query_api::app(self.state.clone()).oneshot(request).await.unwrap();
+        let response = self.app.clone().oneshot(request).await.unwrap();
         let (status, headers) = (response.status(), response.headers().clone());
         let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
         let json = if bytes.is_empty() {
@@ -226,7 +230,7 @@ impl Fixture {
             }
             None => HttpBody::empty(),
         };
-        let response = query_api::app(self.state.clone()).oneshot(request.body(body).unwrap()).await.unwrap();
+        let response = self.app.clone().oneshot(request.body(body).unwrap()).await.unwrap();
         let status = response.status();
         let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
         let json = if bytes.is_empty() {
