@@ -5,7 +5,6 @@
 //! the dead letters). `/metrics` serves the text exposition format; the admin operations
 //! `getPrometheusMetrics` and `getEndpointMetrics` read the same figures.
 
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use std::time::Instant;
 
@@ -15,6 +14,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use metrics::{Counter, Histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use rustc_hash::FxHashMap as HashMap;
 use serde_json::{json, Value};
 use tracing::Instrument;
 

@@ -76,15 +76,16 @@ async fn answer(
         );
         return Ok(crate::security_headers(error_for_path(request.uri().path(), error)));
     }
-    let deadline = tokio::time::Instant::now() + limits.request_timeout;
-    let path = request.uri().path().to_owned();
+    let uri = request.uri().clone();
     let mut answering = std::pin::pin!(app.oneshot(request.map(axum::body::Body::new)));
-    // Most answers are ready at the first poll (a read from the store): they need no timer.
-    // Only a request that waits is given one, due when the request's time is up.
+    // Most answers are ready at the first poll (a read from the store): they need no timer,
+    // nor the time. Only a request that waits is given one, due when its time is up
+    // (counted from the end of that first poll: microseconds of work).
     if let Poll::Ready(response) = std::future::poll_fn(|cx| Poll::Ready(answering.as_mut().poll(cx))).await {
         return response;
     }
-    match tokio::time::timeout_at(deadline, answering).await {
+    let path = uri.path();
+    match tokio::time::timeout(limits.request_timeout, answering).await {
         Ok(response) => response,
         Err(_) => {
             warn!(path, timeout_ms = limits.request_timeout.as_millis() as u64, "request timed out");
@@ -92,7 +93,7 @@ async fn answer(
                 ErrorCode::ServiceUnavailable,
                 format!("the request was not answered within {} s", limits.request_timeout.as_secs_f64()),
             );
-            Ok(crate::security_headers(error_for_path(&path, error)))
+            Ok(crate::security_headers(error_for_path(path, error)))
         }
     }
 }

@@ -10,6 +10,7 @@
 # over the load test's getSubmission mix (run.sh's 1,000 newest eprints), counts REQUESTS
 # (default 2,000) more requests over one keep-alive connection, and prints instructions per
 # request, and the same for /health/liveness (svc's stack without a read). The axum hello world (query-api/examples/hello_baseline.rs) is counted the same way.
+# SVC_IR_KEEP=DIR keeps the callgrind profiles there (callgrind_annotate DIR/cg.*).
 # Needs valgrind, python3, curl; sends traffic to 127.0.0.1 only.
 # Load tests measure the service, not its rate limiter: limits are off.
 export SVC_RATE_LIMITS=off
@@ -61,6 +62,7 @@ count() {
   local total
   total=$(grep -h '^summary:\|^totals:' "$WORK"/cg."$file".*.1 | head -1 | awk '{print $2}')
   printf '%-40s %8d instructions/request\n' "$name" $((total / REQUESTS))
+  if [ -n "${SVC_IR_KEEP:-}" ]; then mkdir -p "$SVC_IR_KEEP" && cp "$WORK"/cg."$file".*.1 "$SVC_IR_KEEP/"; fi
 }
 
 echo / >"$WORK/base.txt"
