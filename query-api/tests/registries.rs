@@ -1,5 +1,5 @@
-//! `pub.svc.actor.autocompleteOrcid`, `autocompleteAffiliation`, `autocompleteKeyword` and
-//! `discoverAuthorIds` in process, against the registries' fixture server: each answers
+//! `pub.svc.actor.autocompleteOrcid`, `autocompleteAffiliation`, `autocompleteKeyword`,
+//! `autocompleteOpenReview` and `discoverAuthorIds` in process, against the registries' fixture server: each answers
 //! from its registry, keywords interleave FAST and Wikidata, a registry down is named in
 //! `sourceErrors` while the other's suggestions stand.
 
@@ -57,6 +57,14 @@ async fn profiles_are_completed_from_the_registries() {
     let only = ok("/xrpc/pub.svc.actor.autocompleteKeyword?query=machine+learning&sources=wikidata".into()).await;
     assert_eq!(names(&only, "source"), ["wikidata"]);
 
+    let reviewers = ok("/xrpc/pub.svc.actor.autocompleteOpenReview?query=mccallum".into()).await;
+    assert_eq!(
+        reviewers["suggestions"],
+        json!([{"id": "~Andrew_McCallum1", "displayName": "Andrew McCallum", "institution": "University of Massachusetts, Amherst"}])
+    );
+    let wu_profiles = ok("/xrpc/pub.svc.actor.autocompleteOpenReview?query=Yaxiong+Wu".into()).await;
+    assert_eq!(wu_profiles["suggestions"], json!([{"id": "~Yaxiong_Wu1", "displayName": "Yaxiong Wu"}]), "the preferred name, no position");
+
     let wu = login(&f, WU, "r-wu").await;
     assert_eq!(f.get("/xrpc/pub.svc.actor.discoverAuthorIds").await.0, StatusCode::UNAUTHORIZED);
     let (status, found) = f.get_as("/xrpc/pub.svc.actor.discoverAuthorIds", &wu).await;
@@ -72,6 +80,8 @@ async fn profiles_are_completed_from_the_registries() {
     let (status, down) = f.get("/xrpc/pub.svc.actor.autocompleteAffiliation?query=MIT+Cambridge").await;
     assert_eq!((status, down["suggestions"].clone()), (StatusCode::OK, json!([])), "{down}");
     assert_eq!(down["sourceErrors"][0]["source"], "ror");
+    let (status, down) = f.get("/xrpc/pub.svc.actor.autocompleteOpenReview?query=bok").await;
+    assert_eq!((status, down["sourceErrors"][0]["source"].clone()), (StatusCode::OK, json!("openreview")), "{down}");
     registries.set_fault(Fault::None);
     assert_eq!(f.get("/xrpc/pub.svc.actor.autocompleteOrcid").await.0, StatusCode::BAD_REQUEST, "a query is required");
     assert_eq!(f.get("/xrpc/pub.svc.actor.autocompleteOrcid?query=x&limit=51").await.0, StatusCode::BAD_REQUEST);

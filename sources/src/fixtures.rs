@@ -30,6 +30,7 @@ const WIKIDATA_ITEMS: &str = include_str!("../fixtures/registries/wikidata.json"
 const FAST_ITEMS: &str = include_str!("../fixtures/registries/fast.json");
 const OPENALEX_ITEMS: &str = include_str!("../fixtures/registries/openalex.json");
 const OPENALEX_WORKS: &str = include_str!("../fixtures/registries/openalex_works.json");
+const OPENREVIEW_ITEMS: &str = include_str!("../fixtures/registries/openreview.json");
 
 /// What a fixture server does instead of answering well.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,7 +80,7 @@ impl FixtureServer {
         FixtureServer { url, shared, task }
     }
 
-    /// ORCID, ROR, Wikidata, FAST and OpenAlex at one address (each API's own path),
+    /// ORCID, ROR, Wikidata, FAST, OpenAlex and OpenReview at one address (each API's own path),
     /// answering from the committed registry fixtures: the items every word of the query
     /// occurs in (an ORCID `orcid:<iD>` query: the person of that iD).
     ///
@@ -94,6 +95,7 @@ impl FixtureServer {
             .route("/searchfast/fastsuggest", get(fast))
             .route("/authors", get(openalex))
             .route("/works/{*id}", get(openalex_work))
+            .route("/profiles/search", get(openreview))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a local port");
         let url = format!("http://{}", listener.local_addr().expect("its address"));
@@ -260,6 +262,14 @@ async fn fast(State(shared): State<Shared>, Query(q): Query<HashMap<String, Stri
     }
     let found = matching(FAST_ITEMS, param(&q, "query"), rows(&q, "rows"));
     json_answer(serde_json::json!({"responseHeader": {"status": 0}, "response": {"numFound": found.len(), "start": 0, "docs": found}}))
+}
+
+async fn openreview(State(shared): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Response {
+    if let Some(answer) = faulty(&shared).await {
+        return answer;
+    }
+    let found = matching(OPENREVIEW_ITEMS, param(&q, "term"), rows(&q, "limit"));
+    json_answer(serde_json::json!({"profiles": found, "count": found.len()}))
 }
 
 async fn openalex(State(shared): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Response {

@@ -18,6 +18,8 @@ pub const WIKIDATA_URL: &str = "https://www.wikidata.org";
 pub const FAST_URL: &str = "https://fast.oclc.org";
 /// OpenAlex's API host.
 pub const OPENALEX_URL: &str = "https://api.openalex.org";
+/// OpenReview's API (version 2).
+pub const OPENREVIEW_URL: &str = "https://api2.openreview.net";
 
 /// Where each registry is, and the contact address given to them.
 #[derive(Debug, Clone)]
@@ -32,6 +34,8 @@ pub struct RegistryUrls {
     pub fast: String,
     /// OpenAlex.
     pub openalex: String,
+    /// OpenReview.
+    pub openreview: String,
     /// A contact e-mail address (OpenAlex's polite pool, every user agent).
     pub contact: Option<String>,
 }
@@ -44,6 +48,7 @@ impl Default for RegistryUrls {
             wikidata: WIKIDATA_URL.into(),
             fast: FAST_URL.into(),
             openalex: OPENALEX_URL.into(),
+            openreview: OPENREVIEW_URL.into(),
             contact: None,
         }
     }
@@ -52,7 +57,15 @@ impl Default for RegistryUrls {
 impl RegistryUrls {
     /// Every registry at one base URL (a fixture server answering for all of them).
     pub fn all_at(url: &str) -> RegistryUrls {
-        RegistryUrls { orcid: url.into(), ror: url.into(), wikidata: url.into(), fast: url.into(), openalex: url.into(), contact: None }
+        RegistryUrls {
+            orcid: url.into(),
+            ror: url.into(),
+            wikidata: url.into(),
+            fast: url.into(),
+            openalex: url.into(),
+            openreview: url.into(),
+            contact: None,
+        }
     }
 }
 
@@ -113,6 +126,19 @@ pub struct Keyword {
     pub uri: String,
 }
 
+/// A profile found in OpenReview.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenReviewProfile {
+    /// The profile's id (`~Jane_Doe1`).
+    pub id: String,
+    /// The preferred name (else the first), or the id.
+    pub display_name: String,
+    /// The institution of the profile's latest position, when it names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub institution: Option<String>,
+}
+
 /// An author found in OpenAlex.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -141,6 +167,7 @@ pub struct Registries {
     wikidata: Fetcher,
     fast: Fetcher,
     openalex: Fetcher,
+    openreview: Fetcher,
     contact: Option<String>,
 }
 
@@ -177,12 +204,17 @@ impl Registries {
         ror.interval = std::time::Duration::from_millis(100);
         let mut openalex = etiquette("openalex", &urls.openalex, contact);
         openalex.interval = std::time::Duration::from_millis(100);
+        // OpenReview allows some 100 requests a minute per client.
+        let mut openreview = etiquette("openreview", &urls.openreview, contact);
+        openreview.interval = std::time::Duration::from_millis(600);
+        openreview.accept = "application/json";
         Registries {
             orcid: Fetcher::new(orcid),
             ror: Fetcher::new(ror),
             wikidata: Fetcher::new(etiquette("wikidata", &urls.wikidata, contact)),
             fast: Fetcher::new(etiquette("fast", &urls.fast, contact)),
             openalex: Fetcher::new(openalex),
+            openreview: Fetcher::new(openreview),
             contact: urls.contact.clone(),
         }
     }
@@ -377,6 +409,63 @@ impl Registries {
                 label: d.auth,
                 source: "fast",
                 description: d.kind.filter(|k| k != "auth"),
+            })
+            .collect())
+    }
+
+    /// Profiles in OpenReview by name (`GET /profiles/search?term=`), as OpenReview ranks
+    /// them.
+    ///
+    /// # Errors
+    /// [`SourceError`] when OpenReview gives no usable answer.
+    pub async fn openreview(&self, name: &str, limit: usize) -> Result<Vec<OpenReviewProfile>, SourceError> {
+        #[derive(Deserialize)]
+        struct Found {
+            #[serde(default)]
+            profiles: Vec<Profile>,
+        }
+        #[derive(Deserialize)]
+        struct Profile {
+            id: String,
+            #[serde(default)]
+            content: Content,
+        }
+        #[derive(Deserialize, Default)]
+        struct Content {
+            #[serde(default)]
+            names: Vec<Name>,
+            #[serde(default)]
+            history: Vec<Position>,
+        }
+        #[derive(Deserialize)]
+        struct Name {
+            fullname: Option<String>,
+            #[serde(default)]
+            preferred: bool,
+        }
+        #[derive(Deserialize)]
+        struct Position {
+            institution: Option<Institution>,
+        }
+        #[derive(Deserialize)]
+        struct Institution {
+            name: Option<String>,
+        }
+        let path = format!("/profiles/search?term={}&limit={limit}", encode(name.trim()));
+        let found: Found = json("openreview", &self.openreview.get(&path).await?.unwrap_or_default())?;
+        Ok(found
+            .profiles
+            .into_iter()
+            .filter(|p| p.id.starts_with('~'))
+            .take(limit)
+            .map(|p| {
+                let names = &p.content.names;
+                let name = names.iter().find(|n| n.preferred).or(names.first()).and_then(|n| n.fullname.clone());
+                OpenReviewProfile {
+                    display_name: name.filter(|n| !n.trim().is_empty()).unwrap_or_else(|| p.id.clone()),
+                    institution: p.content.history.into_iter().find_map(|h| h.institution.and_then(|i| i.name)),
+                    id: p.id,
+                }
             })
             .collect())
     }

@@ -147,6 +147,9 @@ pub struct ExternalArgs {
     /// OpenAlex's API host (authors: `discoverAuthorIds`).
     #[arg(long, env = "SVC_OPENALEX_URL", default_value = sources::registries::OPENALEX_URL)]
     pub openalex_url: String,
+    /// OpenReview's API host (profiles: `actor.autocompleteOpenReview`).
+    #[arg(long, env = "SVC_OPENREVIEW_URL", default_value = sources::registries::OPENREVIEW_URL)]
+    pub openreview_url: String,
 }
 
 impl ExternalArgs {
@@ -159,6 +162,7 @@ impl ExternalArgs {
             ("--wikidata-url", &self.wikidata_url),
             ("--fast-url", &self.fast_url),
             ("--openalex-url", &self.openalex_url),
+            ("--openreview-url", &self.openreview_url),
         ] {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 return Err(ConfigError::SourceUrl { flag, url: url.clone(), schemes: "http:// or https://" });
@@ -175,6 +179,7 @@ impl ExternalArgs {
             wikidata: self.wikidata_url.clone(),
             fast: self.fast_url.clone(),
             openalex: self.openalex_url.clone(),
+            openreview: self.openreview_url.clone(),
             contact: self.sources_contact.clone(),
         })
     }

@@ -21,6 +21,7 @@ pub fn routes() -> Routes {
         .query_async("pub.svc.actor.autocompleteOrcid", Auth::Open, autocomplete_orcid)
         .query_async("pub.svc.actor.autocompleteAffiliation", Auth::Open, autocomplete_affiliation)
         .query_async("pub.svc.actor.autocompleteKeyword", Auth::Open, autocomplete_keyword)
+        .query_async("pub.svc.actor.autocompleteOpenReview", Auth::Open, autocomplete_openreview)
         .query_async("pub.svc.actor.discoverAuthorIds", Auth::Required, discover_author_ids)
         .query("pub.svc.actor.getDiscoverySettings", Auth::Required, get_discovery_settings)
         .query("pub.svc.actor.getProfileConfig", Auth::Open, get_profile_config)
@@ -118,6 +119,14 @@ async fn autocomplete_orcid(c: Call) -> Answer {
 async fn autocomplete_affiliation(c: Call) -> Answer {
     let mut errors = Vec::new();
     let found = answered(c.state.registries.ror(c.str("query"), c.limit(8)).await, &mut errors);
+    Body::json(&json!({"suggestions": found, "sourceErrors": errors}))
+}
+
+/// `autocompleteOpenReview {query, limit}` → `{suggestions, sourceErrors}`: profiles in
+/// OpenReview (beyond the contract).
+async fn autocomplete_openreview(c: Call) -> Answer {
+    let mut errors = Vec::new();
+    let found = answered(c.state.registries.openreview(c.str("query"), c.limit(10)).await, &mut errors);
     Body::json(&json!({"suggestions": found, "sourceErrors": errors}))
 }
 
