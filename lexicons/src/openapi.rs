@@ -202,12 +202,19 @@ pub(crate) fn render(lex: &Lexicons, title: &str, version: &str, extra: &[ExtraR
     for (nsid, kind) in lex.methods() {
         let Some(main) = lex.document(&nsid).and_then(|d| d.pointer("/defs/main")) else { continue };
         let output = main.pointer("/output/schema").map(|s| schema(&nsid, s)).unwrap_or(json!({"type": "object"}));
+        // An output that is not JSON (a PDF) is bytes of its encoding.
+        let encoding = main.pointer("/output/encoding").and_then(Value::as_str).unwrap_or("application/json");
+        let output_content = if encoding == "application/json" {
+            json!({"application/json": {"schema": output}})
+        } else {
+            json!({encoding: {"schema": {"type": "string", "format": "binary"}}})
+        };
         let mut op = json!({
             "operationId": nsid,
             "summary": main.get("description").cloned().unwrap_or(json!(nsid)),
             "tags": [nsid.rsplit_once('.').map_or("xrpc", |(ns, _)| ns)],
             "responses": {
-                "200": {"description": "OK", "content": {"application/json": {"schema": output}}},
+                "200": {"description": "OK", "content": output_content},
                 "400": error_response("InvalidRequest: a parameter or the body is invalid"),
                 "404": error_response("RecordNotFound"),
                 "405": error_response("InvalidRequest: wrong HTTP method (the Allow header names the right one)"),

@@ -8,14 +8,19 @@ use serde::Serialize;
 
 use crate::error::ApiError;
 
-/// A response body: JSON, already serialized.
+/// A response body, already serialized: JSON, or the bytes of a document svc passes on.
 #[derive(Debug, Clone)]
-pub struct Body(Bytes);
+pub struct Body(Bytes, &'static str);
 
 impl Body {
     /// Serializes `value`.
     pub fn json<T: Serialize + ?Sized>(value: &T) -> Result<Body, ApiError> {
-        serde_json::to_vec(value).map(|v| Body(v.into())).map_err(|e| ApiError::internal(e.to_string()))
+        serde_json::to_vec(value).map(|v| Body(v.into(), "application/json")).map_err(|e| ApiError::internal(e.to_string()))
+    }
+
+    /// A PDF document.
+    pub fn pdf(bytes: Bytes) -> Body {
+        Body(bytes, "application/pdf")
     }
 
     /// The bytes of the body.
@@ -26,7 +31,7 @@ impl Body {
 
 impl IntoResponse for Body {
     fn into_response(self) -> Response {
-        ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], self.0).into_response()
+        ([(header::CONTENT_TYPE, HeaderValue::from_static(self.1))], self.0).into_response()
     }
 }
 
@@ -88,7 +93,7 @@ impl JsonWriter {
     /// The finished object.
     pub fn finish(mut self) -> Body {
         self.out.push(b'}');
-        Body(self.out.into())
+        Body(self.out.into(), "application/json")
     }
 }
 

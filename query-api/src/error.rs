@@ -76,6 +76,14 @@ pub enum ErrorCode {
     DuplicateClaim,
     /// No co-author request by the id asked for.
     RequestNotFound,
+    /// The external source has no paper by the id asked for (the PDF proxy).
+    EprintNotFound,
+    /// The paper has no PDF its source serves.
+    PdfNotAvailable,
+    /// The paper's PDF is on a host the PDF proxy does not fetch from.
+    DomainNotAllowed,
+    /// The PDF could not be fetched, or what came back is not a PDF.
+    FetchFailed,
 }
 
 impl ErrorCode {
@@ -93,6 +101,10 @@ impl ErrorCode {
             AlreadyClaimed => (StatusCode::CONFLICT, "AlreadyClaimed", "ALREADY_CLAIMED"),
             DuplicateClaim => (StatusCode::CONFLICT, "DuplicateClaim", "DUPLICATE_CLAIM"),
             RequestNotFound => (StatusCode::NOT_FOUND, "RequestNotFound", "NOT_FOUND"),
+            EprintNotFound => (StatusCode::NOT_FOUND, "EprintNotFound", "NOT_FOUND"),
+            PdfNotAvailable => (StatusCode::NOT_FOUND, "PdfNotAvailable", "NOT_FOUND"),
+            DomainNotAllowed => (StatusCode::FORBIDDEN, "DomainNotAllowed", "FORBIDDEN"),
+            FetchFailed => (StatusCode::BAD_GATEWAY, "FetchFailed", "UPSTREAM_FAILURE"),
             RecordNotFound => (StatusCode::NOT_FOUND, "RecordNotFound", "NOT_FOUND"),
             NotFound => (StatusCode::NOT_FOUND, "NotFound", "NOT_FOUND"),
             RepoNotFound => (StatusCode::NOT_FOUND, "RepoNotFound", "NOT_FOUND"),

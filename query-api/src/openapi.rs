@@ -190,5 +190,7 @@ mod tests {
         let get = doc.pointer("/paths/~1xrpc~1pub.svc.eprint.getSubmission/get/parameters").unwrap().as_array().unwrap();
         let uri = get.iter().find(|p| p["name"] == "uri").unwrap();
         assert_eq!(uri["schema"]["pattern"], json!(RECORD_URI_PATTERN));
+        let pdf = doc.pointer("/paths/~1xrpc~1pub.svc.claiming.fetchExternalPdf/get/responses/200/content").unwrap();
+        assert_eq!(pdf, &json!({"application/pdf": {"schema": {"type": "string", "format": "binary"}}}), "bytes, not JSON");
     }
 }

@@ -285,3 +285,94 @@ async fn coauthors_suggestions_and_completion() {
         assert_eq!((status, done["suggestions"].as_array().map(Vec::len)), (StatusCode::OK, Some(0)), "{typed}: {done}");
     }
 }
+
+/// `fetchExternalPdf` passes on the PDF of a paper from where its source serves it (here
+/// the fixture, standing in for arxiv.org), imported or not; a PDF link to another host is
+/// refused, a paper without one is `PdfNotAvailable`, an answer that is not a PDF is
+/// `FetchFailed`; a caller is needed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pdf_proxy_passes_on_what_its_sources_serve_and_nothing_else() {
+    let arxiv = FixtureServer::arxiv().await;
+    let mut etiquette = sources::arxiv::etiquette(&arxiv.url, None);
+    etiquette.interval = Duration::ZERO;
+    let mut pdfs = sources::arxiv::pdf_etiquette(&arxiv.url, None);
+    pdfs.interval = Duration::ZERO;
+    let client = sources::arxiv::Arxiv::new(etiquette).with_pdfs(pdfs);
+    let sources = sources::Sources::new([Arc::new(client) as Arc<dyn sources::Source>]);
+    let limits = query_api::identity::limits::LimitSettings { tiers: None, ..Default::default() };
+    let mut f = Fixture::with_sources(limits, "http://127.0.0.1:9", sources);
+    // Imports as the log holds them: one linking its PDF on arXiv, one elsewhere, one none.
+    let import = |id: &str, pdf: Option<&str>| event_schema::NewEvent {
+        key: event_schema::ExternalPaper::key("arxiv", id),
+        source: event_schema::Source::Command {
+            nsid: "pub.svc.claiming.startClaimFromExternal".into(),
+            caller: WU.into(),
+            host: "https://svc.example".into(),
+        },
+        payload: event_schema::Payload::External(Box::new(event_schema::ExternalPaper {
+            source: "arxiv".into(),
+            external_id: id.into(),
+            url: format!("http://arxiv.org/abs/{id}"),
+            title: format!("Paper {id}"),
+            abstract_text: String::new(),
+            authors: Vec::new(),
+            publication_date: None,
+            categories: Vec::new(),
+            doi: None,
+            pdf_url: pdf.map(str::to_owned),
+            plugin: "arxiv-atom".into(),
+            fetched_at: "2026-11-27T00:00:00Z".into(),
+        })),
+    };
+    f.apply(vec![
+        import("2505.16392", Some("http://arxiv.org/pdf/2505.16392v1")),
+        import("2601.00001", Some("https://files.example.org/pdf/2601.00001.pdf")),
+        import("2601.00002", None),
+    ]);
+    f.live();
+    let wu = login(&f, WU, "pdf-wu").await;
+    let pdf = |id: &str| format!("/xrpc/pub.svc.claiming.fetchExternalPdf?source=arxiv&externalId={id}");
+    let fetch = |id: String| {
+        let (f, wu) = (&f, &wu);
+        async move {
+            let request = axum::http::Request::builder().uri(pdf(&id)).header("authorization", format!("Bearer {wu}"));
+            f.send(request.body(axum::body::Body::empty()).unwrap()).await
+        }
+    };
+
+    assert_eq!(f.get(&pdf("2505.16392")).await.0, StatusCode::UNAUTHORIZED);
+    // Imported: its link's path, fetched from the PDF host.
+    let (status, headers, body) = fetch("2505.16392".into()).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(headers["content-type"], "application/pdf");
+    assert!(body.as_str().is_some_and(|b| b.starts_with("%PDF-")), "{body}");
+    // Not imported: the source says where its PDF is; nothing is imported by asking.
+    let (status, _, body) = fetch("2503.11731".into()).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(f.get_as("/xrpc/pub.svc.import.exists?source=arxiv&externalId=2503.11731", &wu).await.1["exists"], false);
+
+    let refused = |id: &'static str, status: StatusCode, error: &'static str| {
+        let fetch = &fetch;
+        async move {
+            let (got, _, body) = fetch(id.into()).await;
+            assert_eq!((got, body["error"].as_str()), (status, Some(error)), "{id}: {body}");
+        }
+    };
+    refused("2601.00001", StatusCode::FORBIDDEN, "DomainNotAllowed").await;
+    refused("2601.00002", StatusCode::NOT_FOUND, "PdfNotAvailable").await;
+    refused("9912.99999", StatusCode::NOT_FOUND, "EprintNotFound").await;
+    let (status, _, body) = f
+        .send(
+            axum::http::Request::builder()
+                .uri("/xrpc/pub.svc.claiming.fetchExternalPdf?source=nowhere&externalId=1")
+                .header("authorization", format!("Bearer {wu}"))
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    // The PDF host answering a web page: not passed on.
+    arxiv.set_fault(Fault::Malformed);
+    refused("2505.16392", StatusCode::BAD_GATEWAY, "FetchFailed").await;
+    arxiv.set_fault(Fault::None);
+}

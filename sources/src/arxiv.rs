@@ -17,6 +17,12 @@ pub const NAME: &str = "arxiv";
 pub const PLUGIN: &str = "arxiv-atom";
 /// arXiv's API host.
 pub const BASE_URL: &str = "https://export.arxiv.org";
+/// Where arXiv serves its papers' PDFs.
+pub const PDF_URL: &str = "https://arxiv.org";
+/// The hosts arXiv's PDF links name (`http://arxiv.org/pdf/<id>v<n>` in the API's feed).
+const PDF_HOSTS: &[&str] = &["arxiv.org", "www.arxiv.org", "export.arxiv.org"];
+/// The largest PDF passed on (arXiv's own limit for a submission is 50 MB).
+pub const MAX_PDF: usize = 50 * 1024 * 1024;
 
 const ATOM: &str = "http://www.w3.org/2005/Atom";
 const ARXIV: &str = "http://arxiv.org/schemas/atom";
@@ -36,15 +42,37 @@ pub fn etiquette(base_url: &str, contact: Option<&str>) -> Etiquette {
     e
 }
 
+/// How svc fetches arXiv's PDFs from `pdf_url`: one at a time, at most one a second, up to
+/// [`MAX_PDF`], within 30 s, not kept (a client or a cache in front of svc keeps them).
+pub fn pdf_etiquette(pdf_url: &str, contact: Option<&str>) -> Etiquette {
+    let mut e = etiquette(pdf_url, contact);
+    e.interval = Duration::from_secs(1);
+    e.max_body = MAX_PDF;
+    e.deadline = Duration::from_secs(30);
+    e.cache_for = Duration::ZERO;
+    e.accept = "application/pdf";
+    e
+}
+
 /// The arXiv client.
 pub struct Arxiv {
     fetcher: Fetcher,
+    pdfs: Fetcher,
 }
 
 impl Arxiv {
-    /// A client that calls arXiv as `etiquette` says.
+    /// A client that calls arXiv's API as `etiquette` says, and fetches PDFs from
+    /// [`PDF_URL`].
     pub fn new(etiquette: Etiquette) -> Arxiv {
-        Arxiv { fetcher: Fetcher::new(etiquette) }
+        let contact = etiquette.user_agent.split_once("mailto:").map(|(_, c)| c.to_owned());
+        Arxiv { fetcher: Fetcher::new(etiquette), pdfs: Fetcher::new(pdf_etiquette(PDF_URL, contact.as_deref())) }
+    }
+
+    /// The same client, fetching PDFs as `etiquette` says (a mirror, or a test's server).
+    #[must_use]
+    pub fn with_pdfs(mut self, etiquette: Etiquette) -> Arxiv {
+        self.pdfs = Fetcher::new(etiquette);
+        self
     }
 
     async fn feed(&self, query: &[(&str, &str)]) -> Result<Option<Vec<ExternalPaper>>, SourceError> {
@@ -81,6 +109,25 @@ impl Source for Arxiv {
         let Some(id) = normalize_id(external_id) else { return Ok(None) };
         let papers = self.feed(&[("id_list", &id), ("max_results", "1")]).await?.unwrap_or_default();
         Ok(papers.into_iter().find(|p| p.external_id == id))
+    }
+
+    /// An `/pdf/…` URL of arXiv's hosts, or of the host PDFs are fetched from.
+    fn serves_pdf(&self, url: &str) -> bool {
+        let Ok(url) = reqwest::Url::parse(url) else { return false };
+        let ours = reqwest::Url::parse(&self.pdfs.etiquette().base_url).ok();
+        let host_is_ours = ours.is_some_and(|o| o.host_str() == url.host_str() && o.port_or_known_default() == url.port_or_known_default());
+        matches!(url.scheme(), "http" | "https")
+            && url.path().starts_with("/pdf/")
+            && (url.host_str().is_some_and(|h| PDF_HOSTS.contains(&h)) || host_is_ours)
+    }
+
+    /// Fetched by its path from the PDF host (arXiv's links say `http://`; arXiv answers
+    /// them over HTTPS).
+    async fn pdf(&self, url: &str) -> Result<Option<bytes::Bytes>, SourceError> {
+        let Some(path) = reqwest::Url::parse(url).ok().filter(|_| self.serves_pdf(url)).map(|u| u.path().to_owned()) else {
+            return Ok(None);
+        };
+        self.pdfs.get(&path).await
     }
 }
 

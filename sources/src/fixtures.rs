@@ -23,6 +23,9 @@ pub const ARXIV_ENTRIES: &[(&str, &str)] = &[
     ("2604.24104", include_str!("../fixtures/arxiv/2604.24104.xml")),
 ];
 
+/// The PDF the arXiv fixture serves for each of its papers (`/pdf/<id>v<n>`).
+pub const ARXIV_PDF: &[u8] = include_bytes!("../fixtures/arxiv/paper.pdf");
+
 /// The registries' fixtures: (the answer's wrapper, the items it wraps).
 const ORCID_ITEMS: &str = include_str!("../fixtures/registries/orcid.json");
 const ROR_ITEMS: &str = include_str!("../fixtures/registries/ror.json");
@@ -65,13 +68,14 @@ pub struct FixtureServer {
 
 impl FixtureServer {
     /// An arXiv API (`GET /api/query` with `id_list` or `search_query`, `max_results`)
-    /// answering from [`ARXIV_ENTRIES`].
+    /// answering from [`ARXIV_ENTRIES`], and arXiv's PDF host (`GET /pdf/<id>v<n>`:
+    /// [`ARXIV_PDF`] for each of them).
     ///
     /// # Panics
     /// When no local port can be bound.
     pub async fn arxiv() -> FixtureServer {
         let shared = Shared { fault: Arc::new(Mutex::new(Fault::None)), calls: Arc::new(AtomicU64::new(0)) };
-        let app = Router::new().route("/api/query", get(arxiv_query)).with_state(shared.clone());
+        let app = Router::new().route("/api/query", get(arxiv_query)).route("/pdf/{id}", get(arxiv_pdf)).with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a local port");
         let url = format!("http://{}", listener.local_addr().expect("its address"));
         let task = tokio::spawn(async move {
@@ -262,6 +266,17 @@ async fn fast(State(shared): State<Shared>, Query(q): Query<HashMap<String, Stri
     }
     let found = matching(FAST_ITEMS, param(&q, "query"), rows(&q, "rows"));
     json_answer(serde_json::json!({"responseHeader": {"status": 0}, "response": {"numFound": found.len(), "start": 0, "docs": found}}))
+}
+
+async fn arxiv_pdf(State(shared): State<Shared>, axum::extract::Path(id): axum::extract::Path<String>) -> Response {
+    if let Some(answer) = faulty(&shared).await {
+        return answer;
+    }
+    let unversioned = id.rsplit_once('v').filter(|(_, n)| n.chars().all(|c| c.is_ascii_digit())).map_or(id.as_str(), |(i, _)| i);
+    if !ARXIV_ENTRIES.iter().any(|(known, _)| *known == unversioned) {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    ([(header::CONTENT_TYPE, "application/pdf")], ARXIV_PDF).into_response()
 }
 
 async fn openreview(State(shared): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Response {

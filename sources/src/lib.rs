@@ -136,6 +136,20 @@ pub trait Source: Send + Sync {
     /// # Errors
     /// [`SourceError`] when the source gives no usable answer.
     async fn get(&self, external_id: &str) -> Result<Option<ExternalPaper>, SourceError>;
+
+    /// Whether `url` is where this source serves its papers' PDFs: the only URLs the PDF
+    /// proxy (`claiming.fetchExternalPdf`) fetches. None by default.
+    fn serves_pdf(&self, _url: &str) -> bool {
+        false
+    }
+
+    /// The PDF at `url` (one [`Source::serves_pdf`] accepts), `None` when there is none.
+    ///
+    /// # Errors
+    /// [`SourceError`] when the source gives no usable answer.
+    async fn pdf(&self, _url: &str) -> Result<Option<bytes::Bytes>, SourceError> {
+        Ok(None)
+    }
 }
 
 /// The sources svc is configured with, by name.

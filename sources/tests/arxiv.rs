@@ -156,3 +156,23 @@ async fn a_search_of_several_sources_reports_the_one_that_failed() {
     assert_eq!(errors[0].0, "mirror");
     assert!(matches!(errors[0].1, SourceError::Status { status: 500, .. }), "{:?}", errors[0].1);
 }
+
+/// The PDF proxy fetches only arXiv's `/pdf/…` links (or those of the host it is pointed
+/// at), by their path from that host.
+#[tokio::test]
+async fn only_arxiv_pdf_links_are_fetched_from_the_pdf_host() {
+    let server = FixtureServer::arxiv().await;
+    let client =
+        Arxiv::new(etiquette(&server.url)).with_pdfs(Etiquette { interval: Duration::ZERO, ..arxiv::pdf_etiquette(&server.url, None) });
+    for url in ["http://arxiv.org/pdf/2503.11731v1", "https://export.arxiv.org/pdf/2503.11731", &format!("{}/pdf/2503.11731v2", server.url)]
+    {
+        assert!(client.serves_pdf(url), "{url}");
+    }
+    for url in ["https://arxiv.org/abs/2503.11731", "https://evil.example/pdf/2503.11731", "ftp://arxiv.org/pdf/2503.11731", "not a url"] {
+        assert!(!client.serves_pdf(url), "{url}");
+        assert_eq!(client.pdf(url).await.unwrap(), None, "{url}");
+    }
+    let pdf = client.pdf("http://arxiv.org/pdf/2503.11731v1").await.unwrap().expect("the fixture's PDF");
+    assert_eq!(&pdf[..], sources::fixtures::ARXIV_PDF);
+    assert_eq!(client.pdf("http://arxiv.org/pdf/9912.99999v1").await.unwrap(), None, "no such paper");
+}

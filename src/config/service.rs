@@ -125,6 +125,10 @@ pub struct ExternalArgs {
     /// arXiv's API host (its `/api/query`).
     #[arg(long, env = "SVC_ARXIV_URL", default_value = sources::arxiv::BASE_URL)]
     pub arxiv_url: String,
+    /// Where arXiv's PDFs are fetched from (`claiming.fetchExternalPdf`: the `/pdf/…` paths
+    /// of arXiv's links).
+    #[arg(long, env = "SVC_ARXIV_PDF_URL", default_value = sources::arxiv::PDF_URL)]
+    pub arxiv_pdf_url: String,
     /// Milliseconds between two requests to arXiv (arXiv asks for 3,000).
     #[arg(long, env = "SVC_ARXIV_INTERVAL_MS", default_value_t = 3000, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pub arxiv_interval_ms: u64,
@@ -157,6 +161,7 @@ impl ExternalArgs {
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
         for (flag, url) in [
             ("--arxiv-url", &self.arxiv_url),
+            ("--arxiv-pdf-url", &self.arxiv_pdf_url),
             ("--orcid-url", &self.orcid_url),
             ("--ror-url", &self.ror_url),
             ("--wikidata-url", &self.wikidata_url),
@@ -188,7 +193,9 @@ impl ExternalArgs {
     pub fn sources(&self) -> sources::Sources {
         let mut arxiv = sources::arxiv::etiquette(&self.arxiv_url, self.sources_contact.as_deref());
         arxiv.interval = std::time::Duration::from_millis(self.arxiv_interval_ms);
-        sources::Sources::new([std::sync::Arc::new(sources::arxiv::Arxiv::new(arxiv)) as std::sync::Arc<dyn sources::Source>])
+        let pdfs = sources::arxiv::pdf_etiquette(&self.arxiv_pdf_url, self.sources_contact.as_deref());
+        let arxiv = sources::arxiv::Arxiv::new(arxiv).with_pdfs(pdfs);
+        sources::Sources::new([std::sync::Arc::new(arxiv) as std::sync::Arc<dyn sources::Source>])
     }
 }
 

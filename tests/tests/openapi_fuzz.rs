@@ -44,6 +44,8 @@ async fn the_openapi_document_survives_its_fuzzer() {
             "http://127.0.0.1:1",
             "--openreview-url",
             "http://127.0.0.1:1",
+            "--arxiv-pdf-url",
+            "http://127.0.0.1:1",
         ],
     )
     .await

@@ -152,6 +152,7 @@ async fn answers(svc: &Service, queries: &[String]) -> Vec<Value> {
 fn following(pds: &Pds, gov: &Account, arxiv: &FixtureServer, backend: Backend) -> Backend {
     backend
         .with_env("SVC_ARXIV_URL", &arxiv.url)
+        .with_env("SVC_ARXIV_PDF_URL", &arxiv.url)
         .with_env("SVC_ARXIV_INTERVAL_MS", "0")
         .with_env("SVC_ADMIN_DIDS", &gov.did)
         .with_env("SVC_FIREHOSE", &pds.ws_url())
@@ -308,6 +309,15 @@ async fn claiming(svc: &Service, pds: &Pds, gov: &Account, alice: &Account, bob:
     let paper = "/xrpc/pub.svc.import.get?source=arxiv&externalId=2509.21237".to_owned();
     let (_, _, imported) = svc.get(&paper).await.unwrap();
     assert_eq!((imported["claimStatus"].as_str(), imported["canonicalUri"].as_str()), (Some("claimed"), Some(mine.as_str())), "{imported}");
+    // The paper's PDF, through svc (the fixture server stands in for arxiv.org).
+    let pdf = reqwest::Client::new()
+        .get(format!("{}/xrpc/pub.svc.claiming.fetchExternalPdf?source=arxiv&externalId=2509.21237", svc.base))
+        .bearer_auth(token(alice, "fetchExternalPdf").await)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!((pdf.status().as_u16(), pdf.headers()["content-type"].to_str().unwrap()), (200, "application/pdf"));
+    assert_eq!(&pdf.bytes().await.unwrap()[..], sources::fixtures::ARXIV_PDF);
 
     // Bob asks Alice to recognise him as the author listed on her eprint; she approves.
     let ask = json!({"eprintUri": mine, "eprintOwnerDid": alice.did, "claimantName": "Bob B.", "authorIndex": 0,
@@ -532,7 +542,12 @@ async fn scenario(pds: &Pds, gov: &Account, arxiv: &FixtureServer, backend: &Bac
     })
     .await;
     lags.push(("related work", lag));
-    assert_eq!(related["relatedWorks"][0]["targetTitle"], "Message Passing on Graphs");
+    if related["relatedWorks"][0]["targetTitle"] != "Message Passing on Graphs" {
+        // Seen twice on Kafka and CQL, not reproduced since: say what the target looked like then.
+        let (status, _, target) = svc.get(&format!("/xrpc/pub.svc.eprint.getSubmission?uri={p}")).await.unwrap();
+        let (_, _, again) = svc.get(&format!("/xrpc/pub.svc.eprint.listRelatedWorks?uri={}", enc(&other))).await.unwrap();
+        panic!("no target title in {related}; the target then: {status} {target}; the listing again: {again}");
+    }
     let (graph, _) =
         until(&svc, &format!("/xrpc/pub.svc.discovery.getCitations?uri={p}&direction=cited"), "the citation graph", |s, _| s == 200).await;
     assert_eq!(graph["counts"]["cited"], 1, "{graph}");

@@ -42,6 +42,7 @@ pub fn routes() -> Routes {
         .procedure("pub.svc.claiming.completeClaim", Auth::Required, complete_claim)
         .query_async("pub.svc.claiming.searchEprints", Auth::Open, search_eprints)
         .query_async("pub.svc.claiming.getSubmissionData", Auth::Required, get_submission_data)
+        .query_async("pub.svc.claiming.fetchExternalPdf", Auth::Required, fetch_external_pdf)
         .procedure("pub.svc.claiming.requestCoauthorship", Auth::Required, request_coauthorship)
         .procedure("pub.svc.claiming.approveCoauthor", Auth::Required, approve_coauthor)
         .procedure("pub.svc.claiming.rejectCoauthor", Auth::Required, reject_coauthor)
@@ -461,6 +462,44 @@ async fn get_submission_data(c: Call) -> Answer {
         }
     }
     Body::json(&out)
+}
+
+/// `fetchExternalPdf {source, externalId}` (beyond the contract) → the paper's PDF
+/// (`application/pdf`), fetched from where its source serves it: a proxy for browsers,
+/// which cannot fetch it across origins. Only the source's own PDF hosts are fetched from,
+/// through its client (its pace, deadline and bound); nothing is imported or kept.
+async fn fetch_external_pdf(c: Call) -> Answer {
+    c.caller()?;
+    let source = c.str("source").to_owned();
+    let src = c.state.sources.get(&source).ok_or_else(|| unknown_source(&c, &source))?.clone();
+    let id = src
+        .normalize_id(c.str("externalId"))
+        .ok_or_else(|| ApiError::invalid_param("externalId", format!("not an identifier of {source}")))?;
+    let failed = |e: sources::SourceError| ApiError::new(ErrorCode::FetchFailed, e.to_string());
+    let paper = match find(&c.state, Some(&source), &id)?.as_ref().and_then(paper_of) {
+        Some(p) => p,
+        None => src
+            .get(&id)
+            .await
+            .map_err(failed)?
+            .ok_or_else(|| ApiError::new(ErrorCode::EprintNotFound, format!("{source} has no paper {id}")))?,
+    };
+    let url = paper
+        .pdf_url
+        .filter(|u| !u.trim().is_empty())
+        .ok_or_else(|| ApiError::new(ErrorCode::PdfNotAvailable, format!("{source} names no PDF of {id}")))?;
+    if !src.serves_pdf(&url) {
+        return Err(ApiError::new(ErrorCode::DomainNotAllowed, format!("{url} is not where {source} serves PDFs")));
+    }
+    let pdf = src
+        .pdf(&url)
+        .await
+        .map_err(failed)?
+        .ok_or_else(|| ApiError::new(ErrorCode::PdfNotAvailable, format!("{source} has no PDF at {url}")))?;
+    if !pdf.starts_with(b"%PDF-") {
+        return Err(ApiError::new(ErrorCode::FetchFailed, format!("{url} answered something other than a PDF")));
+    }
+    Ok(Body::pdf(pdf))
 }
 
 /// `requestCoauthorship {eprintUri, eprintOwnerDid, claimantName, authorIndex, authorName,
