@@ -84,6 +84,9 @@ pub enum ErrorCode {
     DomainNotAllowed,
     /// The PDF could not be fetched, or what came back is not a PDF.
     FetchFailed,
+    /// ORCID verification asked of a service with no ORCID client configured (400, as XRPC
+    /// names a refusal particular to a method).
+    OrcidNotConfigured,
 }
 
 impl ErrorCode {
@@ -105,6 +108,7 @@ impl ErrorCode {
             PdfNotAvailable => (StatusCode::NOT_FOUND, "PdfNotAvailable", "NOT_FOUND"),
             DomainNotAllowed => (StatusCode::FORBIDDEN, "DomainNotAllowed", "FORBIDDEN"),
             FetchFailed => (StatusCode::BAD_GATEWAY, "FetchFailed", "UPSTREAM_FAILURE"),
+            OrcidNotConfigured => (StatusCode::BAD_REQUEST, "OrcidNotConfigured", "INVALID_REQUEST"),
             RecordNotFound => (StatusCode::NOT_FOUND, "RecordNotFound", "NOT_FOUND"),
             NotFound => (StatusCode::NOT_FOUND, "NotFound", "NOT_FOUND"),
             RepoNotFound => (StatusCode::NOT_FOUND, "RepoNotFound", "NOT_FOUND"),

@@ -99,6 +99,7 @@ pub fn app(state: AppState) -> App {
         .merge(rest::routes())
         .merge(health::routes())
         .merge(auth::oauth::routes())
+        .merge(auth::orcid::routes())
         .route("/metrics", axum::routing::get(metrics::scrape))
         .fallback(fallback)
         .method_not_allowed_fallback(method_not_allowed)

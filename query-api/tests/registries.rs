@@ -164,3 +164,70 @@ async fn citation_extraction_enriches_the_eprints_openalex_knows() {
     assert_eq!(enrichment("unknown").await.1["available"], false);
     assert_eq!(enrichment("nothere").await.0, StatusCode::NOT_FOUND);
 }
+
+/// ORCID verification: Wu starts it and is sent to ORCID with a state; ORCID (the fixture)
+/// sends her back with a code, which svc exchanges for the iD it authenticated: her profile
+/// shows it verified, and the state cannot be used again. A code ORCID refuses, an unknown
+/// state and a declined authorization each come back with their reason; nothing is
+/// verified by them. A service without an ORCID client answers `OrcidNotConfigured`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_orcid_id_is_verified_through_orcid_once_per_state() {
+    let registries = FixtureServer::registries().await;
+    let limits = query_api::identity::limits::LimitSettings { tiers: None, ..Default::default() };
+    let mut f = Fixture::with_registries(limits, "http://127.0.0.1:9", sources::Sources::default(), &registries.url);
+    f.apply(vec![create(
+        WU,
+        "pub.svc.actor.profile",
+        "self",
+        "3l0000000000a",
+        json!({"displayName": "Yaxiong Wu", "createdAt": "2025-01-01T00:00:00Z"}),
+    )]);
+    f.live();
+    let wu = login(&f, WU, "orcid-wu").await;
+    let initiate = "/xrpc/pub.svc.author.initiateOrcidVerification";
+    assert_eq!(f.post_as(initiate, None, json!({})).await.0, StatusCode::UNAUTHORIZED);
+    let start = || async {
+        let (status, body) = f.post_as(initiate, Some(&wu), json!({})).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let url = body["authorizeUrl"].as_str().unwrap().to_owned();
+        assert!(url.starts_with(&format!("{}/oauth/authorize?client_id=APP-FIXTURE0000000&response_type=code&scope=%2Fauthenticate&redirect_uri=https%3A%2F%2Fsvc.example%2Fv1%2Fauth%2Forcid%2Fcallback&state=", registries.url)), "{url}");
+        url.rsplit_once("state=").unwrap().1.to_owned()
+    };
+    let fr = &f;
+    let back = |query: String| async move {
+        let f = fr;
+        let request = axum::http::Request::builder().uri(format!("/v1/auth/orcid/callback?{query}"));
+        let (status, headers, _) = f.send(request.body(axum::body::Body::empty()).unwrap()).await;
+        assert_eq!(status, StatusCode::SEE_OTHER);
+        headers["location"].to_str().unwrap().to_owned()
+    };
+    let outcome = |reason: &str| format!("{ORCID_RETURN}?orcidVerification=error&reason={reason}");
+    let profile = || async { f.get(&format!("/xrpc/pub.svc.author.getProfile?did={WU}")).await.1["profile"].clone() };
+    assert_eq!(profile().await["orcidVerified"], false);
+
+    // Declined at ORCID; a code ORCID refuses; an unknown state.
+    let state = start().await;
+    assert_eq!(back(format!("error=access_denied&error_description=User+denied+access&state={state}")).await, outcome("denied"));
+    assert_eq!(back(format!("code=WRONG1&state={state}")).await, outcome("exchange_failed"));
+    assert_eq!(back(format!("code={}&state=not-a-state", sources::fixtures::ORCID_CODE)).await, outcome("invalid_state"));
+    assert_eq!(back("code=x".into()).await, outcome("invalid_state"));
+    assert_eq!(profile().await["orcidVerified"], false, "nothing verified");
+
+    // The code ORCID exchanges: verified, once.
+    let code = sources::fixtures::ORCID_CODE;
+    assert_eq!(back(format!("code={code}&state={state}")).await, format!("{ORCID_RETURN}?orcidVerification=success"));
+    let shown = profile().await;
+    assert_eq!((shown["orcid"].as_str(), shown["orcidVerified"].as_bool()), (Some("0000-0002-1825-0097"), Some(true)), "{shown}");
+    assert_eq!(shown["verifiedOrcid"]["name"], "Josiah Carberry");
+    assert_eq!(back(format!("code={code}&state={state}")).await, outcome("invalid_state"), "a state is spent once");
+}
+
+#[tokio::test]
+async fn orcid_verification_needs_an_orcid_client() {
+    let mut f = Fixture::new();
+    f.live();
+    let wu = login(&f, WU, "orcid-none").await;
+    let (status, body) = f.post_as("/xrpc/pub.svc.author.initiateOrcidVerification", Some(&wu), json!({})).await;
+    assert_eq!((status, body["error"].as_str()), (StatusCode::BAD_REQUEST, Some("OrcidNotConfigured")), "{body}");
+    assert_eq!(f.get("/v1/auth/orcid/callback?code=x&state=y").await.0, StatusCode::NOT_FOUND);
+}

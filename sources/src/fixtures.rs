@@ -100,6 +100,7 @@ impl FixtureServer {
             .route("/authors", get(openalex))
             .route("/works/{*id}", get(openalex_work))
             .route("/profiles/search", get(openreview))
+            .route("/oauth/token", axum::routing::post(orcid_token))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a local port");
         let url = format!("http://{}", listener.local_addr().expect("its address"));
@@ -277,6 +278,36 @@ async fn arxiv_pdf(State(shared): State<Shared>, axum::extract::Path(id): axum::
         return StatusCode::NOT_FOUND.into_response();
     }
     ([(header::CONTENT_TYPE, "application/pdf")], ARXIV_PDF).into_response()
+}
+
+/// The client the ORCID fixture's OAuth knows: (client id, secret).
+pub const ORCID_CLIENT: (&str, &str) = ("APP-FIXTURE0000000", "fixture-secret");
+/// The authorization code the ORCID fixture exchanges for Josiah Carberry's iD.
+pub const ORCID_CODE: &str = "Q70Y3A";
+
+/// ORCID's token endpoint: [`ORCID_CODE`], from [`ORCID_CLIENT`] with a redirect URI,
+/// answers ORCID's token response naming `0000-0002-1825-0097`; any other code is
+/// `invalid_grant`, another client `invalid_client`, as ORCID answers them.
+async fn orcid_token(State(shared): State<Shared>, axum::extract::Form(form): axum::extract::Form<HashMap<String, String>>) -> Response {
+    if let Some(answer) = faulty(&shared).await {
+        return answer;
+    }
+    let field = |k: &str| form.get(k).map(String::as_str).unwrap_or_default();
+    if (field("client_id"), field("client_secret")) != ORCID_CLIENT {
+        let body =
+            serde_json::json!({"error": "invalid_client", "error_description": "Client not found: the client id or secret is wrong"});
+        return (StatusCode::UNAUTHORIZED, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response();
+    }
+    if field("grant_type") != "authorization_code" || field("code") != ORCID_CODE || field("redirect_uri").is_empty() {
+        let body =
+            serde_json::json!({"error": "invalid_grant", "error_description": "Invalid authorization code: the code is unknown or used"});
+        return (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response();
+    }
+    json_answer(serde_json::json!({
+        "access_token": "f5af9f51-07e6-4332-8f1a-c0c11c1e3728", "token_type": "bearer",
+        "refresh_token": "f725f747-3a65-49f6-a231-3e8944ce464d", "expires_in": 631138518,
+        "scope": "/authenticate", "name": "Josiah Carberry", "orcid": "0000-0002-1825-0097"
+    }))
 }
 
 async fn openreview(State(shared): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Response {

@@ -17,6 +17,7 @@ mod breaker;
 mod fetch;
 #[cfg(feature = "fixtures")]
 pub mod fixtures;
+pub mod orcid_oauth;
 pub mod registries;
 
 use std::collections::BTreeMap;

@@ -168,6 +168,7 @@ pub struct Registries {
     fast: Fetcher,
     openalex: Fetcher,
     openreview: Fetcher,
+    orcid_oauth: Option<crate::orcid_oauth::OrcidOAuth>,
     contact: Option<String>,
 }
 
@@ -215,8 +216,21 @@ impl Registries {
             fast: Fetcher::new(etiquette("fast", &urls.fast, contact)),
             openalex: Fetcher::new(openalex),
             openreview: Fetcher::new(openreview),
+            orcid_oauth: None,
             contact: urls.contact.clone(),
         }
+    }
+
+    /// The same, with svc registered as an ORCID OAuth client (ORCID verification).
+    #[must_use]
+    pub fn with_orcid_oauth(mut self, oauth: crate::orcid_oauth::OrcidOAuth) -> Registries {
+        self.orcid_oauth = Some(oauth);
+        self
+    }
+
+    /// svc's ORCID OAuth client, when one is configured.
+    pub fn orcid_oauth(&self) -> Option<&crate::orcid_oauth::OrcidOAuth> {
+        self.orcid_oauth.as_ref()
     }
 
     /// People in ORCID by name or iD.

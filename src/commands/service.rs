@@ -153,7 +153,7 @@ impl Supervisor {
             operation_stale_after: std::time::Duration::from_secs(args.operation_stale_seconds),
             appender: Default::default(),
             sources: args.external.sources(),
-            registries: Arc::new(args.external.registries()),
+            registries: Arc::new(args.external.registries(&public_url)),
         });
         let admins = args.auth.admins();
         if !admins.is_empty() {

@@ -100,6 +100,9 @@ pub enum ConfigError {
     /// A governance host without the password to sign in there.
     #[error("--governance-pds needs the governance account's password in SVC_GOVERNANCE_PASSWORD")]
     GovernancePassword,
+    /// An ORCID client id without its secret.
+    #[error("--orcid-client-id needs the client's secret in SVC_ORCID_CLIENT_SECRET")]
+    OrcidSecret,
     /// A size must be positive.
     #[error("{0} must be at least 1")]
     Zero(&'static str),

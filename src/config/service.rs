@@ -151,6 +151,19 @@ pub struct ExternalArgs {
     /// OpenAlex's API host (authors: `discoverAuthorIds`).
     #[arg(long, env = "SVC_OPENALEX_URL", default_value = sources::registries::OPENALEX_URL)]
     pub openalex_url: String,
+    /// ORCID's OAuth host (ORCID verification: `author.initiateOrcidVerification`).
+    #[arg(long, env = "SVC_ORCID_OAUTH_URL", default_value = sources::orcid_oauth::OAUTH_URL)]
+    pub orcid_oauth_url: String,
+    /// svc's client id at ORCID (its developer tools); ORCID verification is off without it.
+    #[arg(long, env = "SVC_ORCID_CLIENT_ID")]
+    pub orcid_client_id: Option<String>,
+    /// The client's secret. Give it in the environment, not as a flag.
+    #[arg(long, env = "SVC_ORCID_CLIENT_SECRET", hide_env_values = true)]
+    pub orcid_client_secret: Option<String>,
+    /// Where the browser goes after ORCID verification, with `orcidVerification=success` or
+    /// `=error&reason=…` added (the web client's page); default: the public URL.
+    #[arg(long, env = "SVC_ORCID_RETURN_URL")]
+    pub orcid_return_url: Option<String>,
     /// OpenReview's API host (profiles: `actor.autocompleteOpenReview`).
     #[arg(long, env = "SVC_OPENREVIEW_URL", default_value = sources::registries::OPENREVIEW_URL)]
     pub openreview_url: String,
@@ -168,17 +181,22 @@ impl ExternalArgs {
             ("--fast-url", &self.fast_url),
             ("--openalex-url", &self.openalex_url),
             ("--openreview-url", &self.openreview_url),
+            ("--orcid-oauth-url", &self.orcid_oauth_url),
         ] {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 return Err(ConfigError::SourceUrl { flag, url: url.clone(), schemes: "http:// or https://" });
             }
         }
+        if self.orcid_client_id.is_some() && self.orcid_client_secret.as_deref().is_none_or(str::is_empty) {
+            return Err(ConfigError::OrcidSecret);
+        }
         Ok(())
     }
 
-    /// The registries, as configured.
-    pub fn registries(&self) -> sources::registries::Registries {
-        sources::registries::Registries::new(&sources::registries::RegistryUrls {
+    /// The registries, as configured; ORCID verification returns users to `public_url`'s
+    /// `/v1/auth/orcid/callback`.
+    pub fn registries(&self, public_url: &str) -> sources::registries::Registries {
+        let registries = sources::registries::Registries::new(&sources::registries::RegistryUrls {
             orcid: self.orcid_url.clone(),
             ror: self.ror_url.clone(),
             wikidata: self.wikidata_url.clone(),
@@ -186,7 +204,16 @@ impl ExternalArgs {
             openalex: self.openalex_url.clone(),
             openreview: self.openreview_url.clone(),
             contact: self.sources_contact.clone(),
-        })
+        });
+        match (&self.orcid_client_id, &self.orcid_client_secret) {
+            (Some(id), Some(secret)) => {
+                let public = public_url.trim_end_matches('/');
+                let callback = format!("{public}/v1/auth/orcid/callback");
+                let return_to = self.orcid_return_url.clone().unwrap_or_else(|| format!("{public}/"));
+                registries.with_orcid_oauth(sources::orcid_oauth::OrcidOAuth::new(&self.orcid_oauth_url, id, secret, &callback, &return_to))
+            }
+            _ => registries,
+        }
     }
 
     /// The sources, as configured.

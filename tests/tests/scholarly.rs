@@ -147,10 +147,16 @@ async fn answers(svc: &Service, queries: &[String]) -> Vec<Value> {
 
 /// A backend with the peers every svc of these tests follows: the PDS's firehose, its
 /// PLC directory and handles; the governance repository `gov` on the PDS, which svc
-/// publishes approved proposals to (a pass a second), `gov` being an svc admin too; and the
-/// arXiv fixture server papers are imported from.
-fn following(pds: &Pds, gov: &Account, arxiv: &FixtureServer, backend: Backend) -> Backend {
+/// publishes approved proposals to (a pass a second), `gov` being an svc admin too; the
+/// arXiv fixture server papers are imported from; and ORCID's OAuth at the registries
+/// fixture server, svc being its client.
+fn following(pds: &Pds, gov: &Account, arxiv: &FixtureServer, registries: &FixtureServer, backend: Backend) -> Backend {
+    let (client, secret) = sources::fixtures::ORCID_CLIENT;
     backend
+        .with_env("SVC_ORCID_OAUTH_URL", &registries.url)
+        .with_env("SVC_ORCID_CLIENT_ID", client)
+        .with_env("SVC_ORCID_CLIENT_SECRET", secret)
+        .with_env("SVC_ORCID_RETURN_URL", "https://app.example/")
         .with_env("SVC_ARXIV_URL", &arxiv.url)
         .with_env("SVC_ARXIV_PDF_URL", &arxiv.url)
         .with_env("SVC_ARXIV_INTERVAL_MS", "0")
@@ -319,6 +325,27 @@ async fn claiming(svc: &Service, pds: &Pds, gov: &Account, alice: &Account, bob:
     assert_eq!((pdf.status().as_u16(), pdf.headers()["content-type"].to_str().unwrap()), (200, "application/pdf"));
     assert_eq!(&pdf.bytes().await.unwrap()[..], sources::fixtures::ARXIV_PDF);
 
+    // Alice proves her ORCID iD through ORCID (the registries fixture's OAuth stands in).
+    let initiate = "pub.svc.author.initiateOrcidVerification";
+    let (status, started) = svc
+        .post(&format!("/xrpc/{initiate}"), Some(&pds.service_auth(alice, SERVICE_DID, initiate, None).await.unwrap()), &json!({}))
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "{started}");
+    let state = started["authorizeUrl"].as_str().unwrap().rsplit_once("state=").unwrap().1.to_owned();
+    let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let callback = format!("{}/v1/auth/orcid/callback?code={}&state={state}", svc.base, sources::fixtures::ORCID_CODE);
+    let back = browser.get(&callback).send().await.unwrap();
+    assert_eq!(
+        (back.status().as_u16(), back.headers()["location"].to_str().unwrap()),
+        (303, "https://app.example/?orcidVerification=success")
+    );
+    let again = browser.get(&callback).send().await.unwrap();
+    assert_eq!(again.headers()["location"].to_str().unwrap(), "https://app.example/?orcidVerification=error&reason=invalid_state");
+    let her_profile = format!("/xrpc/pub.svc.author.getProfile?did={}", alice.did);
+    let (_, _, profile) = svc.get(&her_profile).await.unwrap();
+    assert_eq!(profile["profile"]["verifiedOrcid"]["orcid"], "0000-0002-1825-0097", "{profile}");
+
     // Bob asks Alice to recognise him as the author listed on her eprint; she approves.
     let ask = json!({"eprintUri": mine, "eprintOwnerDid": alice.did, "claimantName": "Bob B.", "authorIndex": 0,
                      "authorName": format!("Author {}", alice.handle)});
@@ -365,6 +392,7 @@ async fn claiming(svc: &Service, pds: &Pds, gov: &Account, alice: &Account, bob:
     assert!(searched["eprints"].as_array().unwrap().iter().any(|e| e["uri"] == mine.as_str()), "svc's own results stand: {searched}");
     vec![
         paper,
+        her_profile,
         "/xrpc/pub.svc.import.get?source=arxiv&externalId=2604.24104".into(),
         "/xrpc/pub.svc.import.exists?externalId=2509.21237".into(),
         "/xrpc/pub.svc.claiming.autocomplete?query=query-centric+gra".into(),
@@ -774,7 +802,8 @@ async fn the_scholarly_layer_from_a_real_pds_on_the_embedded_backend() {
     let pds = Pds::start().unwrap();
     let gov = pds.create_account("governance").await.unwrap();
     let arxiv = FixtureServer::arxiv().await;
-    let embedded = following(&pds, &gov, &arxiv, Backend::embedded());
+    let registries = FixtureServer::registries().await;
+    let embedded = following(&pds, &gov, &arxiv, &registries, Backend::embedded());
     let Ran { svc, data, _dir, mut queries, answers: mut before, usage } = scenario(&pds, &gov, &arxiv, &embedded).await;
     let calls = arxiv.calls();
     before.extend(answers(&svc, &usage).await);
@@ -802,16 +831,20 @@ async fn the_scholarly_layer_from_a_real_pds_on_kafka_and_cql() {
     // (The backend owns the broker and the CQL server: they live as long as the service.)
     let gov = pds.create_account("governance").await.unwrap();
     let arxiv = FixtureServer::arxiv().await;
-    let kafka = following(&pds, &gov, &arxiv, Backend::kafka_scylla());
+    let registries = FixtureServer::registries().await;
+    let kafka = following(&pds, &gov, &arxiv, &registries, Backend::kafka_scylla());
     let Ran { svc, queries, answers: on_kafka, .. } = scenario(&pds, &gov, &arxiv, &kafka).await;
     svc.stop().unwrap();
 
     // A svc on the embedded backend, following the same PDS from cursor 0, answers the same.
     let other_dir = tempfile::tempdir().unwrap();
-    let embedded =
-        Service::start_with(&other_dir.path().join("data"), tests::free_port(), &following(&pds, &gov, &arxiv, Backend::embedded()))
-            .await
-            .unwrap();
+    let embedded = Service::start_with(
+        &other_dir.path().join("data"),
+        tests::free_port(),
+        &following(&pds, &gov, &arxiv, &registries, Backend::embedded()),
+    )
+    .await
+    .unwrap();
     let last = queries.last().unwrap().clone();
     until(&embedded, &last, "the embedded svc catching up", |s, b| s == 200 && b["profile"]["displayName"] == "Bob B.").await;
     until(&embedded, &queries[0], "the approved proposal on the embedded svc", |_, b| b["status"] == "approved").await;

@@ -111,6 +111,26 @@ pub enum AccessAction {
         /// The new status.
         status: String,
     },
+    /// `pub.svc.author.initiateOrcidVerification`: the subject is sent to ORCID to prove an
+    /// iD, with a single-use state that expires.
+    OrcidVerificationStarted {
+        /// SHA-256 (hex) of the state sent to ORCID (the state itself is a secret).
+        state_hash: String,
+        /// When the state expires (seconds since the epoch).
+        expires_at: i64,
+    },
+    /// ORCID's redirect came back with a code that ORCID exchanged for this iD. Applied only
+    /// if the state is the subject's, unused and not expired when the event was appended:
+    /// the iD becomes the subject's verified ORCID and the state is spent.
+    OrcidVerified {
+        /// SHA-256 (hex) of the state ORCID returned.
+        state_hash: String,
+        /// The ORCID iD ORCID authenticated.
+        orcid: String,
+        /// The name ORCID gave, when it did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+    },
     /// A credential was refused in a way an operator should see (a replayed service-auth
     /// token, a reused refresh token or code, a wrong second factor).
     Refused {

@@ -183,6 +183,37 @@ impl AccessProjection {
                 st.put(&table(self.version, "alpha"), AUDIT_PARTITION, key.to_vec(), c, position);
                 audit_row(st, self.version, event, a, &at, "alpha_review", json!({"status": status}));
             }
+            AccessAction::OrcidVerificationStarted { state_hash, expires_at } => {
+                let mut c = Columns::new();
+                c.insert("did".into(), Value::Text(a.subject.clone()));
+                c.insert("expiresAt".into(), Value::Int(*expires_at));
+                st.put(&table(self.version, "orcid_states"), state_hash, Vec::new(), c, position);
+            }
+            AccessAction::OrcidVerified { state_hash, orcid, name } => {
+                let state = self.get(st, "orcid_states", state_hash, &[])?;
+                let refused = match &state {
+                    None => Some("unknown state"),
+                    Some(s) if text(s, "did").as_deref() != Some(a.subject.as_str()) => Some("another account's state"),
+                    Some(s) if s.get("spentBy").is_some_and(|v| *v != Value::Null) => Some("state used before"),
+                    Some(s) if s.get("expiresAt").and_then(Value::as_int).unwrap_or(0) < event.appended_at.timestamp() => {
+                        Some("state expired")
+                    }
+                    Some(_) => None,
+                };
+                if let Some(why) = refused {
+                    audit_row(st, self.version, event, a, &at, "orcid_refused", json!({"orcid": orcid, "reason": why}));
+                    return Ok(());
+                }
+                let mut spent = state.unwrap_or_default();
+                spent.insert("spentBy".into(), Value::Int(position as i64));
+                st.put(&table(self.version, "orcid_states"), state_hash, Vec::new(), spent, position);
+                let mut c = Columns::new();
+                c.insert("orcid".into(), Value::Text(orcid.clone()));
+                c.insert("name".into(), name.clone().map_or(Value::Null, Value::Text));
+                c.insert("verifiedAt".into(), Value::Text(at.clone()));
+                st.put(&table(self.version, "orcid"), &a.subject, Vec::new(), c, position);
+                audit_row(st, self.version, event, a, &at, "orcid_verified", json!({"orcid": orcid}));
+            }
             AccessAction::Refused { reason } => audit_row(st, self.version, event, a, &at, "token_refused", json!({"reason": reason})),
         }
         Ok(())

@@ -18,6 +18,9 @@
 //!   position.
 //! - `audit_by_actor`: actor DID → log position: the same row.
 //! - `audit_counts`: `all` or an actor DID → ∅: n, how many entries.
+//! - `orcid_states`: SHA-256 of an ORCID OAuth state → ∅: did, expiresAt, spentBy (the
+//!   log ordinal of the verification that used it).
+//! - `orcid`: DID → ∅: orcid, name, verifiedAt: the ORCID iD ORCID authenticated.
 //! - `alpha`: `all` → applicant DID: application (JSON: the submitted fields with id,
 //!   status, createdAt, updatedAt, reviewedAt, reviewedBy).
 
@@ -34,7 +37,8 @@ use store::TableRef;
 pub const MODEL: &str = "access";
 
 /// The tables of the model, for dropping a version.
-pub const TABLES: &[&str] = &["roles", "sessions", "spent", "factors", "passkeys", "audit", "audit_by_actor", "audit_counts", "alpha"];
+pub const TABLES: &[&str] =
+    &["roles", "sessions", "spent", "factors", "passkeys", "audit", "audit_by_actor", "audit_counts", "alpha", "orcid_states", "orcid"];
 
 pub(crate) fn table(version: u32, name: &'static str) -> TableRef {
     TableRef::new(MODEL, version, name)

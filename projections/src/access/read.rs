@@ -154,6 +154,21 @@ impl<'a> AccessReader<'a> {
         Ok(f)
     }
 
+    /// The ORCID iD `did` proved through ORCID: `(orcid, name, verifiedAt)`.
+    pub fn verified_orcid(&self, did: &str) -> Result<Option<(String, Option<String>, String)>, ProjectionError> {
+        Ok(self
+            .get("orcid", did, &[])?
+            .map(|r| (text(&r, "orcid").unwrap_or_default(), text(&r, "name"), text(&r, "verifiedAt").unwrap_or_default())))
+    }
+
+    /// The ORCID OAuth state hashed `hash`: `(did, expiresAt, spentBy)`.
+    pub fn orcid_state(&self, hash: &str) -> Result<Option<(String, i64, Option<u64>)>, ProjectionError> {
+        Ok(self.get("orcid_states", hash, &[])?.map(|r| {
+            let spent = r.get("spentBy").and_then(Value::as_int).map(|p| p as u64);
+            (text(&r, "did").unwrap_or_default(), r.get("expiresAt").and_then(Value::as_int).unwrap_or(0), spent)
+        }))
+    }
+
     /// The alpha application of `did`, in its API shape.
     pub fn alpha_application(&self, did: &str) -> Result<Option<Json>, ProjectionError> {
         Ok(self

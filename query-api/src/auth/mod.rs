@@ -18,6 +18,7 @@
 
 mod factors;
 pub mod oauth;
+pub mod orcid;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;

@@ -12,11 +12,18 @@ use crate::reads;
 
 /// The namespace's methods.
 pub fn routes() -> Routes {
-    Routes::new().query("pub.svc.author.getProfile", Auth::Open, get_profile).query(
-        "pub.svc.author.searchAuthors",
-        Auth::Open,
-        search_authors,
-    )
+    Routes::new()
+        .query("pub.svc.author.getProfile", Auth::Open, get_profile)
+        .query("pub.svc.author.searchAuthors", Auth::Open, search_authors)
+        .procedure("pub.svc.author.initiateOrcidVerification", Auth::Required, initiate_orcid_verification)
+}
+
+/// `pub.svc.author.initiateOrcidVerification` (beyond the contract) → `{authorizeUrl}`:
+/// ORCID's page to send the caller to, carrying a single-use state
+/// ([`crate::auth::orcid`]).
+async fn initiate_orcid_verification(c: Call) -> Answer {
+    let me = c.caller()?.did.clone();
+    Body::json(&json!({"authorizeUrl": crate::auth::orcid::initiate(&c.state, &me).await?}))
 }
 
 /// `pub.svc.author.searchAuthors` (beyond the contract): `{authors, cursor?}`, the accounts
@@ -95,8 +102,30 @@ fn get_profile(c: &Call) -> Answer {
             }
         }
         profile["hasProfileRecord"] = json!(record.is_some());
+        verified_orcid(&c.state, did, &mut profile)?;
         Ok(Some(json!({"profile": profile, "metrics": metrics, "eprints": Value::Array(eprints.eprints)})))
     })?;
     let answer = answer.ok_or_else(|| ApiError::not_found(format!("svc knows no author {did}")))?;
     Body::json(&answer)
+}
+
+/// Adds to a profile the ORCID iD its owner proved through ORCID, if any:
+/// `verifiedOrcid {orcid, name?, verifiedAt}`, and `orcidVerified` (whether the iD the
+/// profile shows is that one; a profile that shows none shows the verified one).
+fn verified_orcid(state: &crate::state::AppState, did: &str, profile: &mut Value) -> Result<(), projections::ProjectionError> {
+    let verified = projections::access::read::AccessReader::new(state.store.as_ref())?.verified_orcid(did)?;
+    let Some((orcid, name, at)) = verified else {
+        profile["orcidVerified"] = json!(false);
+        return Ok(());
+    };
+    if profile.get("orcid").and_then(Value::as_str).is_none_or(str::is_empty) {
+        profile["orcid"] = json!(orcid);
+    }
+    profile["orcidVerified"] = json!(profile["orcid"] == json!(orcid));
+    let mut v = json!({"orcid": orcid, "verifiedAt": at});
+    if let Some(n) = name {
+        v["name"] = json!(n);
+    }
+    profile["verifiedOrcid"] = v;
+    Ok(())
 }

@@ -70,30 +70,36 @@ impl Fixture {
     /// An empty service with these rate limits, resolving did:plc at `plc_url`, importing
     /// papers from `sources`.
     pub fn with_sources(limits: query_api::identity::limits::LimitSettings, plc_url: &str, sources: sources::Sources) -> Fixture {
-        Fixture::with_registries(limits, plc_url, sources, "http://127.0.0.1:9")
+        Fixture::build(limits, plc_url, sources, unreachable_registries(), projections::governance::RULE)
     }
 
     /// An empty service, without rate limits, tallying proposals by `consensus`.
     pub fn with_consensus(consensus: projections::governance::Rule) -> Fixture {
         let limits = query_api::identity::limits::LimitSettings { tiers: None, ..Default::default() };
-        Fixture::build(limits, "http://127.0.0.1:9", sources::Sources::default(), "http://127.0.0.1:9", consensus)
+        Fixture::build(limits, "http://127.0.0.1:9", sources::Sources::default(), unreachable_registries(), consensus)
     }
 
-    /// As [`Fixture::with_sources`], with every registry (ORCID, ROR…) at `registries`.
+    /// As [`Fixture::with_sources`], with every registry (ORCID, ROR…) at `registries` (a
+    /// fixture server), svc registered with its ORCID OAuth as the fixture's client, sending
+    /// users back to [`ORCID_RETURN`].
     pub fn with_registries(
         limits: query_api::identity::limits::LimitSettings,
         plc_url: &str,
         sources: sources::Sources,
         registries: &str,
     ) -> Fixture {
-        Fixture::build(limits, plc_url, sources, registries, projections::governance::RULE)
+        let (id, secret) = sources::fixtures::ORCID_CLIENT;
+        let callback = "https://svc.example/v1/auth/orcid/callback";
+        let oauth = sources::orcid_oauth::OrcidOAuth::new(registries, id, secret, callback, ORCID_RETURN);
+        let all = sources::registries::Registries::new(&sources::registries::RegistryUrls::all_at(registries)).with_orcid_oauth(oauth);
+        Fixture::build(limits, plc_url, sources, all, projections::governance::RULE)
     }
 
     fn build(
         limits: query_api::identity::limits::LimitSettings,
         plc_url: &str,
         sources: sources::Sources,
-        registries: &str,
+        registries: sources::registries::Registries,
         consensus: projections::governance::Rule,
     ) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
@@ -142,7 +148,7 @@ impl Fixture {
             operation_stale_after: Duration::from_secs(2),
             appender: Default::default(),
             sources,
-            registries: Arc::new(sources::registries::Registries::new(&sources::registries::RegistryUrls::all_at(registries))),
+            registries: Arc::new(registries),
         });
         let app = query_api::app(state.clone());
         Fixture { _dir: dir, log, ctx, projections, state, app, stop: Default::default() }
@@ -249,6 +255,14 @@ impl Fixture {
 
 fn write(did: &str, collection: &str, rkey: &str, rev: &str, record: Value) -> RecordWrite {
     RecordWrite { did: did.into(), collection: collection.into(), rkey: rkey.into(), cid: CID.into(), rev: rev.into(), record }
+}
+
+/// Where the ORCID callback of [`Fixture::with_registries`] sends users.
+pub const ORCID_RETURN: &str = "https://app.example/settings";
+
+/// Registries nothing answers for, without ORCID OAuth.
+fn unreachable_registries() -> sources::registries::Registries {
+    sources::registries::Registries::new(&sources::registries::RegistryUrls::all_at("http://127.0.0.1:9"))
 }
 
 /// The PKCE verifier of [`login`].
