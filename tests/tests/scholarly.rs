@@ -345,6 +345,9 @@ async fn claiming(svc: &Service, pds: &Pds, gov: &Account, alice: &Account, bob:
     let her_profile = format!("/xrpc/pub.svc.author.getProfile?did={}", alice.did);
     let (_, _, profile) = svc.get(&her_profile).await.unwrap();
     assert_eq!(profile["profile"]["verifiedOrcid"]["orcid"], "0000-0002-1825-0097", "{profile}");
+    let by_orcid = "/xrpc/pub.svc.resolve.byExternalId?system=orcid&identifier=0000-0002-1825-0097".to_owned();
+    let (_, _, resolved) = svc.get(&by_orcid).await.unwrap();
+    assert_eq!((resolved["entityType"].as_str(), resolved["uri"].as_str()), (Some("author"), Some(alice.did.as_str())), "{resolved}");
 
     // Bob asks Alice to recognise him as the author listed on her eprint; she approves.
     let ask = json!({"eprintUri": mine, "eprintOwnerDid": alice.did, "claimantName": "Bob B.", "authorIndex": 0,
@@ -393,6 +396,7 @@ async fn claiming(svc: &Service, pds: &Pds, gov: &Account, alice: &Account, bob:
     vec![
         paper,
         her_profile,
+        by_orcid,
         "/xrpc/pub.svc.import.get?source=arxiv&externalId=2604.24104".into(),
         "/xrpc/pub.svc.import.exists?externalId=2509.21237".into(),
         "/xrpc/pub.svc.claiming.autocomplete?query=query-centric+gra".into(),

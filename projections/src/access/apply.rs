@@ -212,6 +212,9 @@ impl AccessProjection {
                 c.insert("name".into(), name.clone().map_or(Value::Null, Value::Text));
                 c.insert("verifiedAt".into(), Value::Text(at.clone()));
                 st.put(&table(self.version, "orcid"), &a.subject, Vec::new(), c, position);
+                let mut owner = Columns::new();
+                owner.insert("did".into(), Value::Text(a.subject.clone()));
+                st.put(&table(self.version, "orcid_owners"), orcid, Vec::new(), owner, position);
                 audit_row(st, self.version, event, a, &at, "orcid_verified", json!({"orcid": orcid}));
             }
             AccessAction::Refused { reason } => audit_row(st, self.version, event, a, &at, "token_refused", json!({"reason": reason})),

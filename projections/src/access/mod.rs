@@ -21,6 +21,7 @@
 //! - `orcid_states`: SHA-256 of an ORCID OAuth state → ∅: did, expiresAt, spentBy (the
 //!   log ordinal of the verification that used it).
 //! - `orcid`: DID → ∅: orcid, name, verifiedAt: the ORCID iD ORCID authenticated.
+//! - `orcid_owners`: an ORCID iD → ∅: did, the account that proved it last.
 //! - `alpha`: `all` → applicant DID: application (JSON: the submitted fields with id,
 //!   status, createdAt, updatedAt, reviewedAt, reviewedBy).
 
@@ -37,8 +38,20 @@ use store::TableRef;
 pub const MODEL: &str = "access";
 
 /// The tables of the model, for dropping a version.
-pub const TABLES: &[&str] =
-    &["roles", "sessions", "spent", "factors", "passkeys", "audit", "audit_by_actor", "audit_counts", "alpha", "orcid_states", "orcid"];
+pub const TABLES: &[&str] = &[
+    "roles",
+    "sessions",
+    "spent",
+    "factors",
+    "passkeys",
+    "audit",
+    "audit_by_actor",
+    "audit_counts",
+    "alpha",
+    "orcid_states",
+    "orcid",
+    "orcid_owners",
+];
 
 pub(crate) fn table(version: u32, name: &'static str) -> TableRef {
     TableRef::new(MODEL, version, name)

@@ -161,6 +161,11 @@ impl<'a> AccessReader<'a> {
             .map(|r| (text(&r, "orcid").unwrap_or_default(), text(&r, "name"), text(&r, "verifiedAt").unwrap_or_default())))
     }
 
+    /// The account that proved the ORCID iD `orcid` through ORCID (the last, if several did).
+    pub fn orcid_owner(&self, orcid: &str) -> Result<Option<String>, ProjectionError> {
+        Ok(self.get("orcid_owners", orcid, &[])?.and_then(|r| text(&r, "did")))
+    }
+
     /// The ORCID OAuth state hashed `hash`: `(did, expiresAt, spentBy)`.
     pub fn orcid_state(&self, hash: &str) -> Result<Option<(String, i64, Option<u64>)>, ProjectionError> {
         Ok(self.get("orcid_states", hash, &[])?.map(|r| {

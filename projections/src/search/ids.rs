@@ -5,7 +5,7 @@ use serde_json::Value;
 
 /// The normalized identifiers of a record: `arxiv:<id>` (without a version suffix) from
 /// `externalIds.arxivId`, and `doi:<doi>` from `doi` and `externalIds.zenodoDoi`, lower-cased.
-pub(crate) fn of_record(record: &Value) -> Vec<String> {
+pub fn of_record(record: &Value) -> Vec<String> {
     let mut out = Vec::new();
     let external = record.get("externalIds");
     if let Some(id) = text(external.and_then(|e| e.get("arxivId"))) {
@@ -30,7 +30,7 @@ fn text(v: Option<&Value>) -> Option<&str> {
 /// The identifier a whole query names, normalized as [`of_record`] does, if it is one: an
 /// arXiv id (`2507.10072`, `2507.10072v2`, `arXiv:2507.10072`, `hep-th/9901001`, an
 /// `arxiv.org/abs/…` URL) or a DOI (`10.1234/x`, `doi:10.1234/x`, a `doi.org/…` URL).
-pub(crate) fn of_query(query: &str) -> Option<String> {
+pub fn of_query(query: &str) -> Option<String> {
     let q = query.trim();
     if q.is_empty() || q.contains(char::is_whitespace) {
         return None;

@@ -6,7 +6,7 @@
 
 mod answers;
 mod facets;
-mod ids;
+pub mod ids;
 mod indexer;
 mod links;
 mod query;

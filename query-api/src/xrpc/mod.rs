@@ -29,6 +29,7 @@ pub mod method;
 mod metrics;
 mod moderation;
 mod notification;
+mod resolve;
 mod review;
 pub mod sync;
 mod tag;
@@ -67,6 +68,7 @@ pub fn methods() -> Routes {
         .merge(actor::routes())
         .merge(admin::routes())
         .merge(alpha::routes())
+        .merge(resolve::routes())
 }
 
 /// The NSIDs this build serves, sorted.
