@@ -83,7 +83,7 @@ pub fn extra_routes() -> Vec<ExtraRoute> {
             "/api/v1/eprints/{uri}/integrations",
             op(
                 "rest.getIntegrations",
-                "Integration data of an eprint (not implemented yet: 501)",
+                "What the code and data platforms an eprint links to say of those links (GitHub, GitLab, Zenodo, Software Heritage; datasets as the record gives them), each platform's answer kept an hour",
                 json!([path("uri", record_uri(), "URL-encoded AT URI of the eprint")]),
                 true,
             ),

@@ -69,6 +69,8 @@ pub struct Shared {
     pub sources: sources::Sources,
     /// The registries of people, organizations and subjects (autocompletion, author ids).
     pub registries: Arc<sources::registries::Registries>,
+    /// The code and data platforms eprints link to (the integrations route).
+    pub platforms: Arc<sources::platforms::Platforms>,
 }
 
 /// Two search slots per core. A search is almost all CPU work: running many more at once

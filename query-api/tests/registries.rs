@@ -12,8 +12,9 @@ use support::*;
 
 const WU: &str = "did:plc:wu000000000000000000000";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn profiles_are_completed_from_the_registries() {
+/// The registries' fixture server, and a live service asking it where Yaxiong Wu has a
+/// profile.
+async fn wu_with_registries() -> (FixtureServer, Fixture) {
     let registries = FixtureServer::registries().await;
     let limits = query_api::identity::limits::LimitSettings { tiers: None, ..Default::default() };
     let mut f = Fixture::with_registries(limits, "http://127.0.0.1:9", sources::Sources::default(), &registries.url);
@@ -25,6 +26,12 @@ async fn profiles_are_completed_from_the_registries() {
         json!({"displayName": "Yaxiong Wu", "createdAt": "2025-01-01T00:00:00Z"}),
     )]);
     f.live();
+    (registries, f)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn profiles_are_completed_from_the_registries() {
+    let (registries, f) = wu_with_registries().await;
     let ok = |path: String| {
         let f = &f;
         async move {
@@ -172,17 +179,7 @@ async fn citation_extraction_enriches_the_eprints_openalex_knows() {
 /// verified by them. A service without an ORCID client answers `OrcidNotConfigured`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_orcid_id_is_verified_through_orcid_once_per_state() {
-    let registries = FixtureServer::registries().await;
-    let limits = query_api::identity::limits::LimitSettings { tiers: None, ..Default::default() };
-    let mut f = Fixture::with_registries(limits, "http://127.0.0.1:9", sources::Sources::default(), &registries.url);
-    f.apply(vec![create(
-        WU,
-        "pub.svc.actor.profile",
-        "self",
-        "3l0000000000a",
-        json!({"displayName": "Yaxiong Wu", "createdAt": "2025-01-01T00:00:00Z"}),
-    )]);
-    f.live();
+    let (registries, mut f) = wu_with_registries().await;
     let wu = login(&f, WU, "orcid-wu").await;
     let initiate = "/xrpc/pub.svc.author.initiateOrcidVerification";
     assert_eq!(f.post_as(initiate, None, json!({})).await.0, StatusCode::UNAUTHORIZED);
@@ -220,6 +217,35 @@ async fn an_orcid_id_is_verified_through_orcid_once_per_state() {
     assert_eq!((shown["orcid"].as_str(), shown["orcidVerified"].as_bool()), (Some("0000-0002-1825-0097"), Some(true)), "{shown}");
     assert_eq!(shown["verifiedOrcid"]["name"], "Josiah Carberry");
     assert_eq!(back(format!("code={code}&state={state}")).await, outcome("invalid_state"), "a state is spent once");
+
+    // Her claim on a paper listing that iD weighs the verified iD most (docs/claiming.md).
+    f.apply(vec![event_schema::NewEvent {
+        key: event_schema::ExternalPaper::key("arxiv", "2601.00009"),
+        source: event_schema::Source::Command { nsid: "test".into(), caller: WU.into(), host: "https://svc.example".into() },
+        payload: event_schema::Payload::External(Box::new(event_schema::ExternalPaper {
+            source: "arxiv".into(),
+            external_id: "2601.00009".into(),
+            url: "http://arxiv.org/abs/2601.00009".into(),
+            title: "A paper of Josiah's".into(),
+            abstract_text: String::new(),
+            authors: vec![event_schema::ExternalAuthor {
+                name: "Josiah Carberry".into(),
+                orcid: Some("0000-0002-1825-0097".into()),
+                affiliation: None,
+            }],
+            publication_date: None,
+            categories: Vec::new(),
+            doi: None,
+            pdf_url: None,
+            plugin: "arxiv-atom".into(),
+            fetched_at: "2026-11-27T00:00:00Z".into(),
+        })),
+    }]);
+    f.settled("imports").await;
+    let import = f.get_as("/xrpc/pub.svc.import.get?source=arxiv&externalId=2601.00009", &wu).await.1;
+    let (status, claimed) = f.post_as("/xrpc/pub.svc.claiming.startClaim", Some(&wu), json!({"importId": import["id"]})).await;
+    assert_eq!(status, StatusCode::OK, "{claimed}");
+    assert_eq!(claimed["claim"]["evidence"], json!({"verifiedOrcid": 70}), "{claimed}");
 }
 
 #[tokio::test]

@@ -84,7 +84,9 @@ impl FixtureServer {
         FixtureServer { url, shared, task }
     }
 
-    /// ORCID, ROR, Wikidata, FAST, OpenAlex and OpenReview at one address (each API's own path),
+    /// ORCID (its search and its OAuth token endpoint), ROR, Wikidata, FAST, OpenAlex,
+    /// OpenReview and the platforms of [`FixtureServer::platforms`] at one address (each
+    /// API's own path),
     /// answering from the committed registry fixtures: the items every word of the query
     /// occurs in (an ORCID `orcid:<iD>` query: the person of that iD).
     ///
@@ -101,7 +103,26 @@ impl FixtureServer {
             .route("/works/{*id}", get(openalex_work))
             .route("/profiles/search", get(openreview))
             .route("/oauth/token", axum::routing::post(orcid_token))
+            .merge(platform_routes(Router::new()))
             .with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a local port");
+        let url = format!("http://{}", listener.local_addr().expect("its address"));
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        FixtureServer { url, shared, task }
+    }
+
+    /// GitHub, GitLab, Zenodo and Software Heritage at one address (each API's own path),
+    /// answering from the committed platform fixtures for `octocat/Hello-World`,
+    /// `diaspora/graph-retrieval`, Zenodo record 7654321 and the archive's visit of the
+    /// GitHub repository; 404 for anything else, as each platform answers.
+    ///
+    /// # Panics
+    /// When no local port can be bound.
+    pub async fn platforms() -> FixtureServer {
+        let shared = Shared { fault: Arc::new(Mutex::new(Fault::None)), calls: Arc::new(AtomicU64::new(0)) };
+        let app = platform_routes(Router::new()).with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a local port");
         let url = format!("http://{}", listener.local_addr().expect("its address"));
         let task = tokio::spawn(async move {
@@ -278,6 +299,50 @@ async fn arxiv_pdf(State(shared): State<Shared>, axum::extract::Path(id): axum::
         return StatusCode::NOT_FOUND.into_response();
     }
     ([(header::CONTENT_TYPE, "application/pdf")], ARXIV_PDF).into_response()
+}
+
+const GITHUB_REPO: &str = include_str!("../fixtures/platforms/github.json");
+const GITLAB_PROJECT: &str = include_str!("../fixtures/platforms/gitlab.json");
+const ZENODO_RECORD: &str = include_str!("../fixtures/platforms/zenodo.json");
+const SWH_VISIT: &str = include_str!("../fixtures/platforms/swh.json");
+
+/// The platforms' routes (GitHub, GitLab, Zenodo, Software Heritage).
+fn platform_routes(router: Router<Shared>) -> Router<Shared> {
+    router
+        .route("/repos/{owner}/{repo}", get(github_repo))
+        .route("/api/v4/projects/{id}", get(gitlab_project))
+        .route("/api/records/{id}", get(zenodo_record))
+        .route("/api/1/origin/{*rest}", get(swh_visit))
+}
+
+/// A fixture answered as its platform answers it, or the platform's 404.
+async fn platform_answer(shared: &Shared, found: bool, body: &'static str) -> Response {
+    if let Some(answer) = faulty(shared).await {
+        return answer;
+    }
+    if !found {
+        return (StatusCode::NOT_FOUND, [(header::CONTENT_TYPE, "application/json")], r#"{"message":"Not Found"}"#).into_response();
+    }
+    ([(header::CONTENT_TYPE, "application/json; charset=utf-8")], body).into_response()
+}
+
+async fn github_repo(State(shared): State<Shared>, axum::extract::Path((owner, repo)): axum::extract::Path<(String, String)>) -> Response {
+    platform_answer(&shared, owner == "octocat" && repo == "Hello-World", GITHUB_REPO).await
+}
+
+async fn gitlab_project(State(shared): State<Shared>, axum::extract::Path(id): axum::extract::Path<String>) -> Response {
+    platform_answer(&shared, id == "diaspora/graph-retrieval", GITLAB_PROJECT).await
+}
+
+async fn zenodo_record(State(shared): State<Shared>, axum::extract::Path(id): axum::extract::Path<String>) -> Response {
+    platform_answer(&shared, id == "7654321", ZENODO_RECORD).await
+}
+
+async fn swh_visit(State(shared): State<Shared>, axum::extract::Path(rest): axum::extract::Path<String>) -> Response {
+    let origin = rest.strip_suffix("/visit/latest/").or_else(|| rest.strip_suffix("/visit/latest")).unwrap_or_default();
+    // The archive normalizes the scheme's double slash away in paths; accept both.
+    let known = ["https://github.com/octocat/Hello-World", "https:/github.com/octocat/Hello-World"].contains(&origin);
+    platform_answer(&shared, known, SWH_VISIT).await
 }
 
 /// The client the ORCID fixture's OAuth knows: (client id, secret).

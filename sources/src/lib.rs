@@ -18,6 +18,7 @@ mod fetch;
 #[cfg(feature = "fixtures")]
 pub mod fixtures;
 pub mod orcid_oauth;
+pub mod platforms;
 pub mod registries;
 
 use std::collections::BTreeMap;

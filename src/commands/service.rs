@@ -154,6 +154,7 @@ impl Supervisor {
             appender: Default::default(),
             sources: args.external.sources(),
             registries: Arc::new(args.external.registries(&public_url)),
+            platforms: Arc::new(args.external.platforms()),
         });
         let admins = args.auth.admins();
         if !admins.is_empty() {

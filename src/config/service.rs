@@ -164,6 +164,18 @@ pub struct ExternalArgs {
     /// `=error&reason=…` added (the web client's page); default: the public URL.
     #[arg(long, env = "SVC_ORCID_RETURN_URL")]
     pub orcid_return_url: Option<String>,
+    /// GitHub's API host (an eprint's code repositories: the integrations route).
+    #[arg(long, env = "SVC_GITHUB_URL", default_value = sources::platforms::GITHUB_URL)]
+    pub github_url: String,
+    /// GitLab's host (gitlab.com projects: the integrations route).
+    #[arg(long, env = "SVC_GITLAB_URL", default_value = sources::platforms::GITLAB_URL)]
+    pub gitlab_url: String,
+    /// Zenodo's host (an eprint's data records: the integrations route).
+    #[arg(long, env = "SVC_ZENODO_URL", default_value = sources::platforms::ZENODO_URL)]
+    pub zenodo_url: String,
+    /// The Software Heritage archive's host (archived code: the integrations route).
+    #[arg(long, env = "SVC_SWH_URL", default_value = sources::platforms::SWH_URL)]
+    pub swh_url: String,
     /// OpenReview's API host (profiles: `actor.autocompleteOpenReview`).
     #[arg(long, env = "SVC_OPENREVIEW_URL", default_value = sources::registries::OPENREVIEW_URL)]
     pub openreview_url: String,
@@ -182,6 +194,10 @@ impl ExternalArgs {
             ("--openalex-url", &self.openalex_url),
             ("--openreview-url", &self.openreview_url),
             ("--orcid-oauth-url", &self.orcid_oauth_url),
+            ("--github-url", &self.github_url),
+            ("--gitlab-url", &self.gitlab_url),
+            ("--zenodo-url", &self.zenodo_url),
+            ("--swh-url", &self.swh_url),
         ] {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 return Err(ConfigError::SourceUrl { flag, url: url.clone(), schemes: "http:// or https://" });
@@ -214,6 +230,16 @@ impl ExternalArgs {
             }
             _ => registries,
         }
+    }
+
+    /// The code and data platforms, as configured.
+    pub fn platforms(&self) -> sources::platforms::Platforms {
+        sources::platforms::Platforms::new(&sources::platforms::PlatformUrls {
+            github: self.github_url.clone(),
+            gitlab: self.gitlab_url.clone(),
+            zenodo: self.zenodo_url.clone(),
+            swh: self.swh_url.clone(),
+        })
     }
 
     /// The sources, as configured.

@@ -46,6 +46,14 @@ async fn the_openapi_document_survives_its_fuzzer() {
             "http://127.0.0.1:1",
             "--arxiv-pdf-url",
             "http://127.0.0.1:1",
+            "--github-url",
+            "http://127.0.0.1:1",
+            "--gitlab-url",
+            "http://127.0.0.1:1",
+            "--zenodo-url",
+            "http://127.0.0.1:1",
+            "--swh-url",
+            "http://127.0.0.1:1",
         ],
     )
     .await

@@ -148,11 +148,15 @@ async fn answers(svc: &Service, queries: &[String]) -> Vec<Value> {
 /// A backend with the peers every svc of these tests follows: the PDS's firehose, its
 /// PLC directory and handles; the governance repository `gov` on the PDS, which svc
 /// publishes approved proposals to (a pass a second), `gov` being an svc admin too; the
-/// arXiv fixture server papers are imported from; and ORCID's OAuth at the registries
-/// fixture server, svc being its client.
+/// arXiv fixture server papers are imported from; and at the registries fixture server,
+/// ORCID's OAuth (svc being its client) and the code and data platforms.
 fn following(pds: &Pds, gov: &Account, arxiv: &FixtureServer, registries: &FixtureServer, backend: Backend) -> Backend {
     let (client, secret) = sources::fixtures::ORCID_CLIENT;
     backend
+        .with_env("SVC_GITHUB_URL", &registries.url)
+        .with_env("SVC_GITLAB_URL", &registries.url)
+        .with_env("SVC_ZENODO_URL", &registries.url)
+        .with_env("SVC_SWH_URL", &registries.url)
         .with_env("SVC_ORCID_OAUTH_URL", &registries.url)
         .with_env("SVC_ORCID_CLIENT_ID", client)
         .with_env("SVC_ORCID_CLIENT_SECRET", secret)
@@ -303,11 +307,17 @@ async fn claiming(svc: &Service, pds: &Pds, gov: &Account, alice: &Account, bob:
         svc.post("/xrpc/pub.svc.claiming.approveClaim", Some(&token(gov, "approveClaim").await), &json!({"claimId": claim})).await.unwrap();
     assert_eq!((status, approved["claim"]["status"].as_str()), (200, Some("approved")), "{approved}");
 
-    let (mine, _) = pds
-        .create_record(alice, "pub.svc.eprint.submission", &submission("Query-Centric Graph Retrieval Augmented Generation", alice, None))
-        .await
-        .unwrap();
+    let mut record = submission("Query-Centric Graph Retrieval Augmented Generation", alice, None);
+    record["repositories"] = json!({"code": [{"url": "https://github.com/octocat/Hello-World", "platformSlug": "github"}]});
+    let (mine, _) = pds.create_record(alice, "pub.svc.eprint.submission", &record).await.unwrap();
     until(svc, &format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(&mine)), "her eprint", |s, _| s == 200).await;
+    // Her code, as GitHub and the archive describe it (the platforms fixture stands in).
+    let (status, _, integrations) = svc.get(&format!("/api/v1/eprints/{}/integrations", enc(&mine))).await.unwrap();
+    assert_eq!(status, 200, "{integrations}");
+    assert_eq!(
+        (integrations["github"][0]["stars"].as_u64(), integrations["softwareHeritage"][0]["archived"].as_bool()),
+        (Some(80), Some(true))
+    );
     let input = json!({"claimId": claim, "canonicalUri": mine});
     let (status, done) =
         svc.post("/xrpc/pub.svc.claiming.completeClaim", Some(&token(alice, "completeClaim").await), &input).await.unwrap();

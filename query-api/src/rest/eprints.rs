@@ -1,4 +1,5 @@
-//! `/api/v1/eprints`, `/api/v1/search`, `/api/v1/eprints/{uri}`, `/api/v1/authors/{did}/eprints`.
+//! `/api/v1/eprints`, `/api/v1/search`, `/api/v1/eprints/{uri}`, `/api/v1/eprints/{uri}/integrations`,
+//! `/api/v1/authors/{did}/eprints`.
 
 use axum::extract::{Path, RawQuery, State};
 use axum::routing::get;
@@ -94,9 +95,16 @@ async fn detail(State(state): State<AppState>, Path(uri): Path<String>) -> Resul
     Ok(eprint::get(&state, &uri, None)?)
 }
 
-async fn integrations(Path(uri): Path<String>) -> Result<Json<Value>, RestError> {
+/// What the code and data platforms the eprint links to say of those links
+/// ([`crate::views::integrations`]); 404 for an eprint svc does not serve.
+async fn integrations(State(state): State<AppState>, Path(uri): Path<String>) -> Result<Json<Value>, RestError> {
     parse_record_uri("uri", &uri)?;
-    Err(ApiError::not_implemented("GET /api/v1/eprints/{uri}/integrations").into())
+    let detail = crate::reads::blocking(&state, || projections::eprints::read::EprintsReader::new(state.store.as_ref())?.detail(&uri))
+        .map_err(ApiError::from_error)?
+        .filter(|d| !d.hidden())
+        .ok_or_else(|| ApiError::record_not_found(format!("no eprint at {uri}")))?;
+    let record: Value = serde_json::from_str(detail.record()).unwrap_or_default();
+    Ok(Json(crate::views::integrations::of(&state, &uri, &record).await))
 }
 
 async fn by_author(State(state): State<AppState>, Path(did): Path<String>, RawQuery(query): RawQuery) -> Result<Json<Value>, RestError> {

@@ -3,3 +3,4 @@
 
 pub mod attached;
 pub mod eprint;
+pub mod integrations;

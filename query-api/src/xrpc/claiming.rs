@@ -25,6 +25,7 @@ use crate::error::{ApiError, ErrorCode};
 use crate::params::parse_record_uri;
 use crate::reads::{self, blocking};
 use crate::search::{self, SearchArgs};
+use projections::access::read::AccessReader;
 use projections::access::Role;
 
 /// The namespace's methods.
@@ -111,6 +112,8 @@ fn name_agreement(a: &str, b: &str) -> u32 {
 /// The evidence weights of a claim's score (docs/claiming.md); the score is their sum, at
 /// most 100.
 pub mod weights {
+    /// The ORCID iD the caller proved through ORCID is an author's on the paper.
+    pub const VERIFIED_ORCID: u32 = 70;
     /// The caller's ORCID iD (on her profile) is an author's on the paper.
     pub const PROFILE_ORCID: u32 = 50;
     /// The ORCID iD given with the claim is an author's on the paper.
@@ -132,6 +135,7 @@ fn score(
     orcid: Option<&str>,
 ) -> Result<(u32, BTreeMap<String, u32>), ApiError> {
     let (names, profile_orcid) = profile_of(c, caller)?;
+    let verified = blocking(&c.state, || AccessReader::new(c.state.store.as_ref())?.verified_orcid(caller))?.map(|(orcid, ..)| orcid);
     let coauthors = reads::attached(&c.state, |r| {
         let mut coauthors = Vec::new();
         for eprint in r.eprints().by_author(caller, 50, None)?.eprints {
@@ -145,7 +149,9 @@ fn score(
     })?;
     let mut evidence = BTreeMap::new();
     let orcids: Vec<&str> = paper.authors.iter().filter_map(|a| a.orcid.as_deref()).collect();
-    if profile_orcid.as_deref().is_some_and(|o| orcids.contains(&o)) {
+    if verified.as_deref().is_some_and(|o| orcids.contains(&o)) {
+        evidence.insert("verifiedOrcid".to_owned(), weights::VERIFIED_ORCID);
+    } else if profile_orcid.as_deref().is_some_and(|o| orcids.contains(&o)) {
         evidence.insert("profileOrcid".to_owned(), weights::PROFILE_ORCID);
     } else if orcid.is_some_and(|o| orcids.contains(&o)) {
         evidence.insert("givenOrcid".to_owned(), weights::GIVEN_ORCID);

@@ -70,13 +70,20 @@ impl Fixture {
     /// An empty service with these rate limits, resolving did:plc at `plc_url`, importing
     /// papers from `sources`.
     pub fn with_sources(limits: query_api::identity::limits::LimitSettings, plc_url: &str, sources: sources::Sources) -> Fixture {
-        Fixture::build(limits, plc_url, sources, unreachable_registries(), projections::governance::RULE)
+        Fixture::build(limits, plc_url, sources, unreachable_registries(), projections::governance::RULE, NOWHERE)
+    }
+
+    /// An empty service, without rate limits, asking the code and data platforms at
+    /// `platforms` (a fixture server).
+    pub fn with_platforms(platforms: &str) -> Fixture {
+        let limits = query_api::identity::limits::LimitSettings { tiers: None, ..Default::default() };
+        Fixture::build(limits, NOWHERE, sources::Sources::default(), unreachable_registries(), projections::governance::RULE, platforms)
     }
 
     /// An empty service, without rate limits, tallying proposals by `consensus`.
     pub fn with_consensus(consensus: projections::governance::Rule) -> Fixture {
         let limits = query_api::identity::limits::LimitSettings { tiers: None, ..Default::default() };
-        Fixture::build(limits, "http://127.0.0.1:9", sources::Sources::default(), unreachable_registries(), consensus)
+        Fixture::build(limits, "http://127.0.0.1:9", sources::Sources::default(), unreachable_registries(), consensus, NOWHERE)
     }
 
     /// As [`Fixture::with_sources`], with every registry (ORCID, ROR…) at `registries` (a
@@ -92,7 +99,7 @@ impl Fixture {
         let callback = "https://svc.example/v1/auth/orcid/callback";
         let oauth = sources::orcid_oauth::OrcidOAuth::new(registries, id, secret, callback, ORCID_RETURN);
         let all = sources::registries::Registries::new(&sources::registries::RegistryUrls::all_at(registries)).with_orcid_oauth(oauth);
-        Fixture::build(limits, plc_url, sources, all, projections::governance::RULE)
+        Fixture::build(limits, plc_url, sources, all, projections::governance::RULE, NOWHERE)
     }
 
     fn build(
@@ -101,6 +108,7 @@ impl Fixture {
         sources: sources::Sources,
         registries: sources::registries::Registries,
         consensus: projections::governance::Rule,
+        platforms: &str,
     ) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let log: Arc<dyn EventLog> = Arc::new(EmbeddedLog::open(&dir.path().join("log"), 4).unwrap());
@@ -149,6 +157,7 @@ impl Fixture {
             appender: Default::default(),
             sources,
             registries: Arc::new(registries),
+            platforms: Arc::new(sources::platforms::Platforms::new(&sources::platforms::PlatformUrls::all_at(platforms))),
         });
         let app = query_api::app(state.clone());
         Fixture { _dir: dir, log, ctx, projections, state, app, stop: Default::default() }
@@ -259,6 +268,9 @@ fn write(did: &str, collection: &str, rkey: &str, rev: &str, record: Value) -> R
 
 /// Where the ORCID callback of [`Fixture::with_registries`] sends users.
 pub const ORCID_RETURN: &str = "https://app.example/settings";
+
+/// An address nothing answers at.
+const NOWHERE: &str = "http://127.0.0.1:9";
 
 /// Registries nothing answers for, without ORCID OAuth.
 fn unreachable_registries() -> sources::registries::Registries {
