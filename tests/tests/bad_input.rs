@@ -146,7 +146,9 @@ async fn invalid_records_are_dead_lettered_and_bad_requests_get_clear_errors() {
         ("/xrpc/pub.svc.endorsement.getUserEndorsement?uri=at://did:plc:x/pub.svc.eprint.submission/y".into(), 401, "AuthRequired"),
         ("/xrpc/pub.svc.admin.listDLQEntries".into(), 401, "AuthRequired"),
         ("/xrpc/pub.svc.admin.listImports".into(), 401, "AuthRequired"),
-        ("/xrpc/pub.svc.claiming.fetchExternalPdf?source=arxiv&externalId=2509.21237".into(), 501, "NotImplemented"),
+        ("/xrpc/pub.svc.claiming.fetchExternalPdf?source=arxiv&externalId=2509.21237".into(), 401, "AuthRequired"),
+        ("/xrpc/pub.svc.collection.getMarginAnnotations".into(), 501, "NotImplemented"),
+        ("/xrpc/pub.svc.resolve.byExternalId?system=isni&identifier=1".into(), 400, "InvalidRequest"),
         ("/xrpc/pub.svc.nothing.here".into(), 404, "NotFound"),
         ("/xrpc/not-an-nsid".into(), 404, "NotFound"),
     ];
@@ -180,7 +182,8 @@ async fn invalid_records_are_dead_lettered_and_bad_requests_get_clear_errors() {
         ("/api/v1/search?cursor=zzz".into(), 400, "INVALID_REQUEST"),
         ("/api/v1/authors/nope/eprints".into(), 400, "INVALID_REQUEST"),
         (format!("/api/v1/authors/{did}/eprints?limit=0"), 400, "INVALID_REQUEST"),
-        (format!("/api/v1/eprints/{}/integrations", enc(existing)), 501, "NOT_IMPLEMENTED"),
+        (format!("/api/v1/eprints/{}/integrations", enc(&format!("at://{did}/pub.svc.eprint.submission/none"))), 404, "NOT_FOUND"),
+        ("/api/v1/eprints/not-a-uri/integrations".into(), 400, "INVALID_REQUEST"),
         ("/api/v1/nothing".into(), 404, "NOT_FOUND"),
     ];
     for (path, status, code) in &rest_cases {
