@@ -16,8 +16,15 @@ const WU: &str = "did:plc:wu000000000000000000000";
 /// profile.
 async fn wu_with_registries() -> (FixtureServer, Fixture) {
     let registries = FixtureServer::registries().await;
+    let f = wu_at(&registries, sources::Sources::default());
+    (registries, f)
+}
+
+/// A live service asking `registries` and importing from `sources`, where Yaxiong Wu has a
+/// profile.
+fn wu_at(registries: &FixtureServer, sources: sources::Sources) -> Fixture {
     let limits = query_api::identity::limits::LimitSettings { tiers: None, ..Default::default() };
-    let mut f = Fixture::with_registries(limits, "http://127.0.0.1:9", sources::Sources::default(), &registries.url);
+    let mut f = Fixture::with_registries(limits, "http://127.0.0.1:9", sources, &registries.url);
     f.apply(vec![create(
         WU,
         "pub.svc.actor.profile",
@@ -26,7 +33,7 @@ async fn wu_with_registries() -> (FixtureServer, Fixture) {
         json!({"displayName": "Yaxiong Wu", "createdAt": "2025-01-01T00:00:00Z"}),
     )]);
     f.live();
-    (registries, f)
+    f
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -256,4 +263,27 @@ async fn orcid_verification_needs_an_orcid_client() {
     let (status, body) = f.post_as("/xrpc/pub.svc.author.initiateOrcidVerification", Some(&wu), json!({})).await;
     assert_eq!((status, body["error"].as_str()), (StatusCode::BAD_REQUEST, Some("OrcidNotConfigured")), "{body}");
     assert_eq!(f.get("/v1/auth/orcid/callback?code=x&state=y").await.0, StatusCode::NOT_FOUND);
+}
+
+/// OpenAlex as a source of papers: Wu finds her work by words, claims it by its OpenAlex
+/// id (imported first: an `external.paper` event), and her name on it counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paper_is_found_imported_and_claimed_from_openalex() {
+    let registries = FixtureServer::registries().await;
+    let etiquette = sources::Etiquette { interval: std::time::Duration::ZERO, ..sources::openalex::etiquette(&registries.url, None) };
+    let openalex = sources::openalex::OpenAlex::new(etiquette, None);
+    let f = wu_at(&registries, sources::Sources::new([std::sync::Arc::new(openalex) as std::sync::Arc<dyn sources::Source>]));
+    let (status, found) = f.get("/xrpc/pub.svc.claiming.searchEprints?query=query-centric+retrieval&sources=openalex").await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    assert_eq!(found["eprints"][0]["externalId"], "W4402000001", "{found}");
+    let wu = login(&f, WU, "openalex-wu").await;
+    let input = json!({"source": "openalex", "externalId": "https://openalex.org/W4402000001", "authorPosition": 0});
+    let (status, started) = f.post_as("/xrpc/pub.svc.claiming.startClaimFromExternal", Some(&wu), input).await;
+    assert_eq!(status, StatusCode::OK, "{started}");
+    assert_eq!(started["claim"]["evidence"]["name"], 30, "{started}");
+    let (_, imported) = f.get_as("/xrpc/pub.svc.import.get?source=openalex&externalId=W4402000001", &wu).await;
+    assert_eq!(
+        (imported["importedByPlugin"].as_str(), imported["doi"].as_str()),
+        (Some("openalex-works"), Some("10.48550/arxiv.2509.21237"))
+    );
 }

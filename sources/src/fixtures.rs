@@ -101,6 +101,7 @@ impl FixtureServer {
             .route("/searchfast/fastsuggest", get(fast))
             .route("/authors", get(openalex))
             .route("/works/{*id}", get(openalex_work))
+            .route("/works", get(openalex_works))
             .route("/profiles/search", get(openreview))
             .route("/oauth/token", axum::routing::post(orcid_token))
             .merge(platform_routes(Router::new()))
@@ -392,13 +393,26 @@ async fn openalex(State(shared): State<Shared>, Query(q): Query<HashMap<String, 
 }
 
 /// OpenAlex's work by `doi:<DOI>` (a DOI is case-insensitive), 404 for another.
+/// OpenAlex's works search: the works every word of `search` occurs in.
+async fn openalex_works(State(shared): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Response {
+    if let Some(answer) = faulty(&shared).await {
+        return answer;
+    }
+    let found = matching(OPENALEX_WORKS, param(&q, "search"), rows(&q, "per-page"));
+    json_answer(serde_json::json!({"meta": {"count": found.len(), "page": 1, "per_page": rows(&q, "per-page")}, "results": found}))
+}
+
 async fn openalex_work(State(shared): State<Shared>, axum::extract::Path(id): axum::extract::Path<String>) -> Response {
     if let Some(answer) = faulty(&shared).await {
         return answer;
     }
-    let doi = id.strip_prefix("doi:").unwrap_or(&id).to_lowercase();
     let works: Vec<serde_json::Value> = serde_json::from_str(OPENALEX_WORKS).expect("a fixture is a JSON list");
-    match works.into_iter().find(|w| w["doi"].as_str().is_some_and(|d| d.trim_start_matches("https://doi.org/") == doi)) {
+    // A work by its DOI (`doi:10.…`) or by its OpenAlex id (`W…`).
+    let wanted = |w: &serde_json::Value| match id.strip_prefix("doi:") {
+        Some(doi) => w["doi"].as_str().is_some_and(|d| d.trim_start_matches("https://doi.org/") == doi.to_lowercase()),
+        None => w["id"].as_str().is_some_and(|i| i.trim_start_matches("https://openalex.org/") == id),
+    };
+    match works.into_iter().find(wanted) {
         Some(w) => json_answer(w),
         None => (StatusCode::NOT_FOUND, "{\"error\": \"NotFoundError\"}").into_response(),
     }

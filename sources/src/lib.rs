@@ -1,6 +1,6 @@
-//! Clients of the external scholarly sources svc imports papers from (arXiv, and more to
-//! come: Crossref, OpenAlex, Semantic Scholar, ORCID, ROR…), each one module behind one
-//! trait, [`Source`].
+//! Clients of the external scholarly sources svc imports papers from (arXiv, OpenAlex; more
+//! to come: Crossref, Semantic Scholar), each one module behind one trait, [`Source`], and
+//! of the registries and platforms svc asks (ORCID, ROR, FAST, Wikidata, GitHub…).
 //!
 //! A source is only ever called through a [`Fetcher`]: the source's base URL (configurable,
 //! so tests point it at a local server), its etiquette (a contact in the user agent, its
@@ -17,6 +17,7 @@ mod breaker;
 mod fetch;
 #[cfg(feature = "fixtures")]
 pub mod fixtures;
+pub mod openalex;
 pub mod orcid_oauth;
 pub mod platforms;
 pub mod registries;

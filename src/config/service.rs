@@ -148,7 +148,7 @@ pub struct ExternalArgs {
     /// OCLC FAST's host (subject headings: `actor.autocompleteKeyword`).
     #[arg(long, env = "SVC_FAST_URL", default_value = sources::registries::FAST_URL)]
     pub fast_url: String,
-    /// OpenAlex's API host (authors: `discoverAuthorIds`).
+    /// OpenAlex's API host (works: a source of papers; authors: `discoverAuthorIds`).
     #[arg(long, env = "SVC_OPENALEX_URL", default_value = sources::registries::OPENALEX_URL)]
     pub openalex_url: String,
     /// ORCID's OAuth host (ORCID verification: `author.initiateOrcidVerification`).
@@ -248,7 +248,12 @@ impl ExternalArgs {
         arxiv.interval = std::time::Duration::from_millis(self.arxiv_interval_ms);
         let pdfs = sources::arxiv::pdf_etiquette(&self.arxiv_pdf_url, self.sources_contact.as_deref());
         let arxiv = sources::arxiv::Arxiv::new(arxiv).with_pdfs(pdfs);
-        sources::Sources::new([std::sync::Arc::new(arxiv) as std::sync::Arc<dyn sources::Source>])
+        let contact = self.sources_contact.as_deref();
+        let openalex = sources::openalex::OpenAlex::new(sources::openalex::etiquette(&self.openalex_url, contact), contact);
+        sources::Sources::new([
+            std::sync::Arc::new(arxiv) as std::sync::Arc<dyn sources::Source>,
+            std::sync::Arc::new(openalex) as std::sync::Arc<dyn sources::Source>,
+        ])
     }
 }
 

@@ -153,6 +153,7 @@ async fn answers(svc: &Service, queries: &[String]) -> Vec<Value> {
 fn following(pds: &Pds, gov: &Account, arxiv: &FixtureServer, registries: &FixtureServer, backend: Backend) -> Backend {
     let (client, secret) = sources::fixtures::ORCID_CLIENT;
     backend
+        .with_env("SVC_OPENALEX_URL", &registries.url)
         .with_env("SVC_GITHUB_URL", &registries.url)
         .with_env("SVC_GITLAB_URL", &registries.url)
         .with_env("SVC_ZENODO_URL", &registries.url)
