@@ -45,7 +45,11 @@ pub fn etiquette(base_url: &str, contact: Option<&str>) -> Etiquette {
 /// How svc fetches arXiv's PDFs from `pdf_url`: one at a time, at most one a second, up to
 /// [`MAX_PDF`], within 30 s, not kept (a client or a cache in front of svc keeps them).
 pub fn pdf_etiquette(pdf_url: &str, contact: Option<&str>) -> Etiquette {
-    let mut e = etiquette(pdf_url, contact);
+    for_pdfs(etiquette(pdf_url, contact))
+}
+
+/// `e` (its host and user agent) with the pace, bounds and cache of PDF fetches.
+fn for_pdfs(mut e: Etiquette) -> Etiquette {
     e.interval = Duration::from_secs(1);
     e.max_body = MAX_PDF;
     e.deadline = Duration::from_secs(30);
@@ -64,8 +68,8 @@ impl Arxiv {
     /// A client that calls arXiv's API as `etiquette` says, and fetches PDFs from
     /// [`PDF_URL`].
     pub fn new(etiquette: Etiquette) -> Arxiv {
-        let contact = etiquette.user_agent.split_once("mailto:").map(|(_, c)| c.to_owned());
-        Arxiv { fetcher: Fetcher::new(etiquette), pdfs: Fetcher::new(pdf_etiquette(PDF_URL, contact.as_deref())) }
+        let pdfs = for_pdfs(Etiquette { base_url: PDF_URL.into(), ..etiquette.clone() });
+        Arxiv { fetcher: Fetcher::new(etiquette), pdfs: Fetcher::new(pdfs) }
     }
 
     /// The same client, fetching PDFs as `etiquette` says (a mirror, or a test's server).

@@ -107,7 +107,6 @@ struct Topic {
 #[derive(Deserialize)]
 struct Location {
     pdf_url: Option<String>,
-    landing_page_url: Option<String>,
 }
 
 /// The abstract OpenAlex keeps as an inverted index (word → positions), in order.
@@ -134,7 +133,6 @@ fn paper_of(w: Work, fetched_at: &str) -> Option<ExternalPaper> {
         })
         .collect();
     let pdf_url = [&w.best_oa_location, &w.primary_location].into_iter().flatten().find_map(|l| l.pdf_url.clone());
-    let _landing = w.primary_location.and_then(|l| l.landing_page_url);
     Some(ExternalPaper {
         source: NAME.into(),
         url: format!("https://openalex.org/{external_id}"),

@@ -105,7 +105,7 @@ impl RowCache {
 
     /// Whether no write started since `ticket`: rows read under it are one state.
     pub fn unchanged_since(&self, ticket: Ticket) -> bool {
-        self.started.load(Ordering::SeqCst) == ticket.0
+        self.unchanged_since_mark(ticket.0)
     }
 
     /// Whether no write started since the state `mark` ([`Ticket::mark`]).

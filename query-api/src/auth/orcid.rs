@@ -16,6 +16,7 @@ use axum::Router;
 use data_encoding::BASE64URL_NOPAD;
 use event_schema::AccessAction;
 use projections::access::read::AccessReader;
+use sources::orcid_oauth::OrcidOAuth;
 
 use super::access_event;
 use crate::error::{ApiError, ErrorCode};
@@ -59,7 +60,7 @@ async fn callback(State(state): State<AppState>, Query(q): Query<HashMap<String,
         // The route is not offered without an ORCID client.
         return crate::server::error_for_path("/v1/auth/orcid/callback", ApiError::not_found("ORCID verification is not configured"));
     };
-    let outcome = verify(&state, &q).await;
+    let outcome = verify(&state, oauth, &q).await;
     if let Err(reason) = outcome {
         tracing::info!(reason, "ORCID verification refused");
     }
@@ -72,8 +73,7 @@ async fn callback(State(state): State<AppState>, Query(q): Query<HashMap<String,
 }
 
 /// The verification a callback asks for; `Err(reason)` when it is refused.
-async fn verify(state: &AppState, q: &HashMap<String, String>) -> Result<(), &'static str> {
-    let oauth = state.registries.orcid_oauth().ok_or("not_configured")?;
+async fn verify(state: &AppState, oauth: &OrcidOAuth, q: &HashMap<String, String>) -> Result<(), &'static str> {
     if q.contains_key("error") {
         return Err("denied");
     }
