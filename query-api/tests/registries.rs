@@ -287,3 +287,71 @@ async fn a_paper_is_found_imported_and_claimed_from_openalex() {
         (Some("openalex-works"), Some("10.48550/arxiv.2509.21237"))
     );
 }
+
+/// Crossref and Semantic Scholar as sources of papers: one search asks both (each paper
+/// under its own source's identifier), Wu claims the Crossref work by its DOI in any form
+/// (her ORCID iD is on it, her name too), and the Semantic Scholar paper is imported by its
+/// paper id; Crossref down leaves Semantic Scholar's answer standing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn papers_are_found_and_claimed_from_crossref_and_semantic_scholar() {
+    use std::sync::Arc;
+    let (registries, crossref_server) = (FixtureServer::registries().await, FixtureServer::crossref().await);
+    let crossref = sources::crossref::Crossref::new(
+        sources::Etiquette {
+            interval: std::time::Duration::ZERO,
+            cache_for: std::time::Duration::ZERO,
+            ..sources::crossref::etiquette(&crossref_server.url, None)
+        },
+        None,
+    );
+    let s2 = sources::semantic_scholar::SemanticScholar::new(sources::Etiquette {
+        interval: std::time::Duration::ZERO,
+        ..sources::semantic_scholar::etiquette(&registries.url, Some(sources::fixtures::SEMANTIC_SCHOLAR_KEY))
+    });
+    let f = wu_at(&registries, sources::Sources::new([Arc::new(crossref) as Arc<dyn sources::Source>, Arc::new(s2)]));
+    let (status, found) = f.get("/xrpc/pub.svc.claiming.searchEprints?query=query-centric+graph&sources=crossref,semanticscholar").await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    let mut ids: Vec<(String, String)> = found["eprints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["source"].as_str().unwrap_or_default().to_owned(), e["externalId"].as_str().unwrap_or_default().to_owned()))
+        .collect();
+    ids.sort();
+    assert_eq!(
+        ids,
+        [
+            ("crossref".to_owned(), "10.1145/3696410.3714001".to_owned()),
+            ("semanticscholar".to_owned(), "5c6e8a3b2d41f0e9a7b8c6d5e4f3a2b1c0d9e8f7".to_owned())
+        ],
+        "{found}"
+    );
+    assert_eq!(found["sourceErrors"], json!([]), "{found}");
+
+    let wu = login(&f, WU, "crossref-wu").await;
+    let input = json!({"source": "crossref", "externalId": "https://doi.org/10.1145/3696410.3714001", "authorPosition": 0});
+    let (status, started) = f.post_as("/xrpc/pub.svc.claiming.startClaimFromExternal", Some(&wu), input).await;
+    assert_eq!(status, StatusCode::OK, "{started}");
+    assert_eq!(started["claim"]["evidence"]["name"], 30, "{started}");
+    let (_, imported) = f.get_as("/xrpc/pub.svc.import.get?source=crossref&externalId=doi:10.1145/3696410.3714001", &wu).await;
+    assert_eq!(
+        (imported["importedByPlugin"].as_str(), imported["doi"].as_str()),
+        (Some("crossref-works"), Some("10.1145/3696410.3714001"))
+    );
+    let (_, exists) = f.get("/xrpc/pub.svc.import.exists?externalId=10.1145/3696410.3714001").await;
+    assert_eq!(exists["exists"], true, "a DOI finds the Crossref import whichever source is asked: {exists}");
+
+    let (status, bad) = f
+        .post_as("/xrpc/pub.svc.claiming.startClaimFromExternal", Some(&wu), json!({"source": "semanticscholar", "externalId": "10.1/x"}))
+        .await;
+    assert_eq!((status, bad["error"].as_str()), (StatusCode::BAD_REQUEST, Some("InvalidRequest")), "{bad}");
+
+    let (_, s2_paper) =
+        f.get_as("/xrpc/pub.svc.import.get?source=semanticscholar&externalId=5c6e8a3b2d41f0e9a7b8c6d5e4f3a2b1c0d9e8f7", &wu).await;
+    assert_eq!(s2_paper["error"], "NotFound", "not imported before it is claimed: {s2_paper}");
+    crossref_server.set_fault(sources::fixtures::Fault::Down);
+    let (_, down) = f.get("/xrpc/pub.svc.claiming.searchEprints?query=literature+graph+semantic&sources=crossref,semanticscholar").await;
+    assert_eq!(down["sourceErrors"][0]["source"], "crossref", "{down}");
+    assert_eq!(down["sourceErrors"].as_array().map(Vec::len), Some(1), "{down}");
+    assert_eq!(down["eprints"][0]["externalId"], "649def34f8be52c8b66281af98ae884c09aef38b", "{down}");
+}

@@ -39,6 +39,25 @@ pub struct Etiquette {
     pub breaker_threshold: u32,
     /// How long an open circuit stays open.
     pub breaker_cool_down: Duration,
+    /// Headers sent with every request (an API key), shown nowhere.
+    pub headers: Vec<(&'static str, Secret)>,
+}
+
+/// A value kept out of logs and debug output (an API key).
+#[derive(Clone)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret value.
+    pub fn new(value: &str) -> Secret {
+        Secret(value.to_owned())
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<secret>")
+    }
 }
 
 impl Etiquette {
@@ -58,6 +77,7 @@ impl Etiquette {
             accept: "*/*",
             breaker_threshold: 5,
             breaker_cool_down: Duration::from_secs(30),
+            headers: Vec::new(),
         }
     }
 }
@@ -105,8 +125,16 @@ enum Failed {
 impl Fetcher {
     /// A client that calls the source as `etiquette` says.
     pub fn new(etiquette: Etiquette) -> Fetcher {
+        let mut headers = reqwest::header::HeaderMap::new();
+        for (name, Secret(value)) in &etiquette.headers {
+            if let Ok(mut value) = reqwest::header::HeaderValue::from_str(value) {
+                value.set_sensitive(true);
+                headers.insert(*name, value);
+            }
+        }
         let client = reqwest::Client::builder()
             .user_agent(etiquette.user_agent.clone())
+            .default_headers(headers)
             .pool_max_idle_per_host(etiquette.connections.max(1))
             .connect_timeout(etiquette.deadline)
             .build()

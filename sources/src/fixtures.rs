@@ -34,6 +34,14 @@ const FAST_ITEMS: &str = include_str!("../fixtures/registries/fast.json");
 const OPENALEX_ITEMS: &str = include_str!("../fixtures/registries/openalex.json");
 const OPENALEX_WORKS: &str = include_str!("../fixtures/registries/openalex_works.json");
 const OPENREVIEW_ITEMS: &str = include_str!("../fixtures/registries/openreview.json");
+/// Crossref's works and Semantic Scholar's papers, as their APIs give one.
+const CROSSREF_WORKS: &str = include_str!("../fixtures/crossref/works.json");
+const SEMANTIC_SCHOLAR_PAPERS: &str = include_str!("../fixtures/semanticscholar/papers.json");
+
+/// The Semantic Scholar API key the fixture server takes (`x-api-key`); any other key is
+/// refused with 403, as Semantic Scholar refuses an invalid one. Requests without a key are
+/// answered (its public pool).
+pub const SEMANTIC_SCHOLAR_KEY: &str = "fixture-s2-key";
 
 /// What a fixture server does instead of answering well.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,9 +92,20 @@ impl FixtureServer {
         FixtureServer { url, shared, task }
     }
 
+    /// A Crossref REST API (`GET /works` with `query.bibliographic`, `query.author`, `rows`;
+    /// `GET /works/{DOI}`) answering from the committed Crossref works.
+    ///
+    /// # Panics
+    /// When no local port can be bound.
+    pub async fn crossref() -> FixtureServer {
+        FixtureServer::serve(crossref_routes()).await
+    }
+
     /// ORCID (its search and its OAuth token endpoint), ROR, Wikidata, FAST, OpenAlex,
-    /// OpenReview and the platforms of [`FixtureServer::platforms`] at one address (each
-    /// API's own path),
+    /// OpenReview, Semantic Scholar's Graph API (`/graph/v1/paper/search`,
+    /// `/graph/v1/paper/{id}`) and the platforms of [`FixtureServer::platforms`] at one
+    /// address (each API's own path; Crossref's of [`FixtureServer::crossref`] under
+    /// `/crossref`, its paths being OpenAlex's),
     /// answering from the committed registry fixtures: the items every word of the query
     /// occurs in (an ORCID `orcid:<iD>` query: the person of that iD).
     ///
@@ -103,7 +122,10 @@ impl FixtureServer {
             .route("/works/{*id}", get(openalex_work))
             .route("/works", get(openalex_works))
             .route("/profiles/search", get(openreview))
+            .route("/graph/v1/paper/search", get(s2_search))
+            .route("/graph/v1/paper/{id}", get(s2_paper))
             .route("/oauth/token", axum::routing::post(orcid_token))
+            .nest("/crossref", crossref_routes())
             .merge(platform_routes(Router::new()))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a local port");
@@ -124,6 +146,18 @@ impl FixtureServer {
     pub async fn platforms() -> FixtureServer {
         let shared = Shared { fault: Arc::new(Mutex::new(Fault::None)), calls: Arc::new(AtomicU64::new(0)) };
         let app = platform_routes(Router::new()).with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a local port");
+        let url = format!("http://{}", listener.local_addr().expect("its address"));
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        FixtureServer { url, shared, task }
+    }
+
+    /// A server of `routes` on a free local port.
+    async fn serve(routes: Router<Shared>) -> FixtureServer {
+        let shared = Shared { fault: Arc::new(Mutex::new(Fault::None)), calls: Arc::new(AtomicU64::new(0)) };
+        let app = routes.with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a local port");
         let url = format!("http://{}", listener.local_addr().expect("its address"));
         let task = tokio::spawn(async move {
@@ -415,5 +449,78 @@ async fn openalex_work(State(shared): State<Shared>, axum::extract::Path(id): ax
     match works.into_iter().find(wanted) {
         Some(w) => json_answer(w),
         None => (StatusCode::NOT_FOUND, "{\"error\": \"NotFoundError\"}").into_response(),
+    }
+}
+
+fn crossref_routes() -> Router<Shared> {
+    Router::new().route("/works", get(crossref_works)).route("/works/{*doi}", get(crossref_work))
+}
+
+/// Crossref's works search: the works every word of `query.bibliographic` and
+/// `query.author` occurs in, in Crossref's `work-list` message.
+async fn crossref_works(State(shared): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Response {
+    if let Some(answer) = faulty(&shared).await {
+        return answer;
+    }
+    let terms = format!("{} {}", param(&q, "query.bibliographic"), param(&q, "query.author"));
+    let found = matching(CROSSREF_WORKS, &terms, rows(&q, "rows"));
+    json_answer(serde_json::json!({
+        "status": "ok", "message-type": "work-list", "message-version": "1.0.0",
+        "message": {"facets": {}, "total-results": found.len(), "items": found, "items-per-page": rows(&q, "rows"),
+                    "query": {"start-index": 0, "search-terms": terms.trim()}}
+    }))
+}
+
+/// Crossref's work of a DOI (case aside), or its plain-text 404.
+async fn crossref_work(State(shared): State<Shared>, axum::extract::Path(doi): axum::extract::Path<String>) -> Response {
+    if let Some(answer) = faulty(&shared).await {
+        return answer;
+    }
+    let works: Vec<serde_json::Value> = serde_json::from_str(CROSSREF_WORKS).expect("a fixture is a JSON list");
+    match works.into_iter().find(|w| w["DOI"].as_str().is_some_and(|d| d.eq_ignore_ascii_case(&doi))) {
+        Some(w) => json_answer(serde_json::json!({"status": "ok", "message-type": "work", "message-version": "1.0.0", "message": w})),
+        None => (StatusCode::NOT_FOUND, [(header::CONTENT_TYPE, "text/plain")], "Resource not found.").into_response(),
+    }
+}
+
+/// Semantic Scholar's refusal of a key it does not know.
+fn s2_refused(headers: &axum::http::HeaderMap) -> Option<Response> {
+    let key = headers.get("x-api-key")?;
+    (key.as_bytes() != SEMANTIC_SCHOLAR_KEY.as_bytes()).then(|| (StatusCode::FORBIDDEN, "{\"message\":\"Forbidden\"}").into_response())
+}
+
+/// The fields of a paper a Graph API request asks for (`fields=`), `paperId` always.
+fn s2_fields(paper: serde_json::Value, fields: &str) -> serde_json::Value {
+    let wanted: Vec<&str> = fields.split(',').map(str::trim).filter(|f| !f.is_empty()).collect();
+    match paper {
+        serde_json::Value::Object(o) => o.into_iter().filter(|(k, _)| k == "paperId" || wanted.contains(&k.as_str())).collect(),
+        other => other,
+    }
+}
+
+/// Semantic Scholar's paper search: the papers every word of `query` occurs in.
+async fn s2_search(State(shared): State<Shared>, headers: axum::http::HeaderMap, Query(q): Query<HashMap<String, String>>) -> Response {
+    if let Some(answer) = faulty(&shared).await.or_else(|| s2_refused(&headers)) {
+        return answer;
+    }
+    let found = matching(SEMANTIC_SCHOLAR_PAPERS, param(&q, "query"), rows(&q, "limit"));
+    let data: Vec<serde_json::Value> = found.into_iter().map(|p| s2_fields(p, param(&q, "fields"))).collect();
+    json_answer(serde_json::json!({"total": data.len(), "offset": 0, "data": data}))
+}
+
+/// Semantic Scholar's paper of an id, or its JSON 404.
+async fn s2_paper(
+    State(shared): State<Shared>,
+    headers: axum::http::HeaderMap,
+    axum::extract::Path(id): axum::extract::Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    if let Some(answer) = faulty(&shared).await.or_else(|| s2_refused(&headers)) {
+        return answer;
+    }
+    let papers: Vec<serde_json::Value> = serde_json::from_str(SEMANTIC_SCHOLAR_PAPERS).expect("a fixture is a JSON list");
+    match papers.into_iter().find(|p| p["paperId"] == id.as_str()) {
+        Some(p) => json_answer(s2_fields(p, param(&q, "fields"))),
+        None => (StatusCode::NOT_FOUND, format!("{{\"error\":\"Paper with id {id} not found\"}}")).into_response(),
     }
 }

@@ -1,5 +1,5 @@
-//! Clients of the external scholarly sources svc imports papers from (arXiv, OpenAlex; more
-//! to come: Crossref, Semantic Scholar), each one module behind one trait, [`Source`], and
+//! Clients of the external scholarly sources svc imports papers from (arXiv, Crossref,
+//! OpenAlex, Semantic Scholar), each one module behind one trait, [`Source`], and
 //! of the registries and platforms svc asks (ORCID, ROR, FAST, Wikidata, GitHub…).
 //!
 //! A source is only ever called through a [`Fetcher`]: the source's base URL (configurable,
@@ -14,6 +14,7 @@
 
 pub mod arxiv;
 mod breaker;
+pub mod crossref;
 mod fetch;
 #[cfg(feature = "fixtures")]
 pub mod fixtures;
@@ -21,12 +22,13 @@ pub mod openalex;
 pub mod orcid_oauth;
 pub mod platforms;
 pub mod registries;
+pub mod semantic_scholar;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub use event_schema::{ExternalAuthor, ExternalPaper};
-pub use fetch::{encode, json, Etiquette, Fetcher};
+pub use fetch::{encode, json, Etiquette, Fetcher, Secret};
 
 /// Why a source gave no answer.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]

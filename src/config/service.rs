@@ -148,6 +148,16 @@ pub struct ExternalArgs {
     /// OCLC FAST's host (subject headings: `actor.autocompleteKeyword`).
     #[arg(long, env = "SVC_FAST_URL", default_value = sources::registries::FAST_URL)]
     pub fast_url: String,
+    /// Crossref's REST API host (works: a source of papers, by DOI).
+    #[arg(long, env = "SVC_CROSSREF_URL", default_value = sources::crossref::BASE_URL)]
+    pub crossref_url: String,
+    /// Semantic Scholar's API host (its Academic Graph: a source of papers).
+    #[arg(long, env = "SVC_SEMANTIC_SCHOLAR_URL", default_value = sources::semantic_scholar::BASE_URL)]
+    pub semantic_scholar_url: String,
+    /// A Semantic Scholar API key (sent as `x-api-key`; without one, svc uses the shared
+    /// public pool). Give it in the environment, not as a flag.
+    #[arg(long, env = "SVC_SEMANTIC_SCHOLAR_API_KEY", hide_env_values = true)]
+    pub semantic_scholar_api_key: Option<String>,
     /// OpenAlex's API host (works: a source of papers; authors: `discoverAuthorIds`).
     #[arg(long, env = "SVC_OPENALEX_URL", default_value = sources::registries::OPENALEX_URL)]
     pub openalex_url: String,
@@ -192,6 +202,8 @@ impl ExternalArgs {
             ("--wikidata-url", &self.wikidata_url),
             ("--fast-url", &self.fast_url),
             ("--openalex-url", &self.openalex_url),
+            ("--crossref-url", &self.crossref_url),
+            ("--semantic-scholar-url", &self.semantic_scholar_url),
             ("--openreview-url", &self.openreview_url),
             ("--orcid-oauth-url", &self.orcid_oauth_url),
             ("--github-url", &self.github_url),
@@ -250,9 +262,14 @@ impl ExternalArgs {
         let arxiv = sources::arxiv::Arxiv::new(arxiv).with_pdfs(pdfs);
         let contact = self.sources_contact.as_deref();
         let openalex = sources::openalex::OpenAlex::new(sources::openalex::etiquette(&self.openalex_url, contact), contact);
+        let crossref = sources::crossref::Crossref::new(sources::crossref::etiquette(&self.crossref_url, contact), contact);
+        let s2 = sources::semantic_scholar::etiquette(&self.semantic_scholar_url, self.semantic_scholar_api_key.as_deref());
+        let s2 = sources::semantic_scholar::SemanticScholar::new(s2);
         sources::Sources::new([
             std::sync::Arc::new(arxiv) as std::sync::Arc<dyn sources::Source>,
-            std::sync::Arc::new(openalex) as std::sync::Arc<dyn sources::Source>,
+            std::sync::Arc::new(crossref),
+            std::sync::Arc::new(openalex),
+            std::sync::Arc::new(s2),
         ])
     }
 }

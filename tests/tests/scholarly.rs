@@ -154,6 +154,8 @@ fn following(pds: &Pds, gov: &Account, arxiv: &FixtureServer, registries: &Fixtu
     let (client, secret) = sources::fixtures::ORCID_CLIENT;
     backend
         .with_env("SVC_OPENALEX_URL", &registries.url)
+        .with_env("SVC_CROSSREF_URL", &format!("{}/crossref", registries.url))
+        .with_env("SVC_SEMANTIC_SCHOLAR_URL", &registries.url)
         .with_env("SVC_GITHUB_URL", &registries.url)
         .with_env("SVC_GITLAB_URL", &registries.url)
         .with_env("SVC_ZENODO_URL", &registries.url)
