@@ -24,9 +24,9 @@ pub mod events;
 pub use envelope::{Envelope, EventKind, NewEvent, Position, Source};
 pub use error::{ClassifiedError, CodecError, ErrorClass};
 pub use events::{
-    AccessAction, AccessChange, AccountChange, AccountStatus, AdminAction, AdminCommand, BacklinkChange, Enrichment, ExternalAuthor,
-    ExternalPaper, IdentityChange, LoggedActivity, OnceProof, Payload, RecordDelete, RecordWrite, Rejected, SearchImpression, Topic,
-    UsageAction, UsageEvent, UserAction, UserCommand, OPERATIONS_KEY,
+    AccessAction, AccessChange, AccountChange, AccountStatus, AdminAction, AdminCommand, BacklinkChange, CitedWork, Enrichment,
+    ExternalAuthor, ExternalPaper, IdentityChange, LoggedActivity, OnceProof, Payload, RecordDelete, RecordWrite, Rejected,
+    SearchImpression, Topic, UsageAction, UsageEvent, UserAction, UserCommand, OPERATIONS_KEY,
 };
 
 /// The schema version this build writes.

@@ -60,7 +60,7 @@ pub struct ModelSpec {
 
 /// Every read model, in the order they are built: one line each.
 pub const CATALOG: &[ModelSpec] = &[
-    ModelSpec { name: eprints::MODEL, place: Place::Shared, tables: eprints::TABLES, open: open_eprints, format: 2 },
+    ModelSpec { name: eprints::MODEL, place: Place::Shared, tables: eprints::TABLES, open: open_eprints, format: 3 },
     // 2: endorsements listed per contribution type; deleted reviews and annotations kept as
     // placeholders. 4: knowledge graph nodes, edges and reconciliations. 6: discovery
     // settings and profile configurations.

@@ -103,7 +103,10 @@ async fn profiles_are_completed_from_the_registries() {
 
 /// `triggerCitationExtraction` asks OpenAlex (the fixture server) about every indexed eprint
 /// with a DOI and appends what it knows; `getEnrichment` serves it, `available: false` for
-/// an eprint OpenAlex does not know, 404 for one svc has not indexed.
+/// an eprint OpenAlex does not know, 404 for one svc has not indexed. The works an eprint
+/// references become its extracted citations (`source: auto`) in `listCitations` and
+/// `getCitations`, pointing at the eprints svc indexes for them (by DOI or arXiv id, as
+/// eprints come and go), and the cited eprint is cited by the citing one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn citation_extraction_enriches_the_eprints_openalex_knows() {
     let registries = FixtureServer::registries().await;
@@ -126,6 +129,12 @@ async fn citation_extraction_enriches_the_eprints_openalex_knows() {
         ),
         create(WU, "pub.svc.eprint.submission", "unknown", "3l0000000000a", with_doi("Unknown to OpenAlex", Some("10.1234/nothing"))),
         create(WU, "pub.svc.eprint.submission", "nodoi", "3l0000000000a", with_doi("Without a DOI", None)),
+        create(WU, "pub.svc.eprint.submission", "splat", "3l0000000000a", {
+            // Known by its arXiv id alone: OpenAlex's reference names its arXiv DOI.
+            let mut r = with_doi("Sensor Simulation via Gaussian Splatting", None);
+            r["externalIds"] = json!({"arxivId": "2503.11731v1"});
+            r
+        }),
     ]);
     f.live();
     const ADMIN: &str = "did:plc:admin000000000000000000";
@@ -165,6 +174,7 @@ async fn citation_extraction_enriches_the_eprints_openalex_knows() {
     assert_eq!(status, StatusCode::OK, "{started}");
     let op = finished(started["operationId"].as_str().unwrap().to_owned()).await;
     assert_eq!((op["status"].as_str(), op["recordsProcessed"].as_u64()), (Some("completed"), Some(2)), "the two eprints with a DOI: {op}");
+    // (The arXiv-only eprint has no DOI: OpenAlex is asked by DOI.)
     f.settled("imports").await;
     let (status, known) = enrichment("known").await;
     assert_eq!((status, known["available"].as_bool()), (StatusCode::OK, Some(true)), "{known}");
@@ -177,6 +187,87 @@ async fn citation_extraction_enriches_the_eprints_openalex_knows() {
     assert_eq!(e["openAccessUrl"], "https://arxiv.org/pdf/2509.21237");
     assert_eq!(enrichment("unknown").await.1["available"], false);
     assert_eq!(enrichment("nothere").await.0, StatusCode::NOT_FOUND);
+    // Of its three references, OpenAlex knows two by title: its extracted citations.
+    assert_eq!(e["citedWorks"].as_array().map(Vec::len), Some(2), "{e}");
+
+    let list = |query: String| {
+        let f = &f;
+        async move {
+            let (status, body) = f.get(&format!("/xrpc/pub.svc.eprint.listCitations?{query}")).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            body
+        }
+    };
+    let auto = list(format!("uri={}&source=auto", enc(&uri("known")))).await;
+    assert_eq!(auto["total"], 2, "{auto}");
+    let first = &auto["citations"][0];
+    assert_eq!(
+        (first["uri"].as_str(), first["source"].as_str(), first["citationType"].as_str(), first["eprintUri"].as_str()),
+        (Some("https://openalex.org/W2963403868"), Some("auto"), Some("cites"), Some(uri("known").as_str())),
+        "{first}"
+    );
+    assert_eq!(
+        first["citedWork"],
+        json!({"title": "Construction of the Literature Graph in Semantic Scholar", "doi": "10.18653/v1/n18-3011",
+               "authors": ["Waleed Ammar", "Dirk Groeneveld"], "year": 2018,
+               "venue": "North American Chapter of the Association for Computational Linguistics"})
+    );
+    assert_eq!(auto["citations"][1]["citedWork"]["svcUri"], uri("splat"), "the arXiv DOI names the eprint: {auto}");
+    assert_eq!(list(format!("uri={}&source=user", enc(&uri("known")))).await, json!({"citations": [], "total": 0}));
+
+    // All of them (the default), a page at a time.
+    let page1 = list(format!("uri={}&limit=1", enc(&uri("known")))).await;
+    assert_eq!((page1["total"].as_u64(), page1["cursor"].as_str()), (Some(2), Some("extracted.1")), "{page1}");
+    let page2 = list(format!("uri={}&limit=1&cursor=extracted.1", enc(&uri("known")))).await;
+    assert_eq!(page2["citations"][0]["citedWork"]["svcUri"], uri("splat"));
+    assert!(page2.get("cursor").is_none(), "{page2}");
+    assert_eq!(
+        f.get(&format!("/xrpc/pub.svc.eprint.listCitations?uri={}&cursor=extracted.x", enc(&uri("known")))).await.0,
+        StatusCode::BAD_REQUEST
+    );
+
+    // The graph: what the eprint cites, and who cites the splatting eprint.
+    let graph = |rkey: &str, direction: &str| {
+        let (f, u) = (&f, uri(rkey));
+        let direction = direction.to_owned();
+        async move { f.get(&format!("/xrpc/pub.svc.discovery.getCitations?uri={}&direction={direction}", enc(&u))).await.1 }
+    };
+    let citing = graph("known", "citing").await;
+    assert_eq!(citing["counts"]["citing"], 2, "{citing}");
+    assert_eq!(citing["citations"][1]["targetUri"], uri("splat"), "{citing}");
+    let cited = graph("splat", "cited-by").await;
+    assert_eq!(cited["counts"]["cited"], 1, "{cited}");
+    let edge = &cited["citations"][0];
+    assert_eq!(
+        (edge["direction"].as_str(), edge["eprintUri"].as_str(), edge["targetUri"].as_str(), edge["source"].as_str()),
+        (Some("cited"), Some(uri("known").as_str()), Some(uri("splat").as_str()), Some("auto")),
+        "{cited}"
+    );
+
+    // Extracted again: the citations are replaced, not repeated.
+    let (_, started) = f.post_as("/xrpc/pub.svc.admin.triggerCitationExtraction", Some(&admin), json!({"uri": uri("known")})).await;
+    assert_eq!(finished(started["operationId"].as_str().unwrap().to_owned()).await["status"], "completed");
+    f.settled("imports").await;
+    assert_eq!(graph("splat", "cited").await["counts"]["cited"], 1);
+
+    // A cited work indexed later points at its eprint; a deleted eprint is pointed at no more.
+    f.log
+        .append(&[
+            create(
+                WU,
+                "pub.svc.eprint.submission",
+                "graph",
+                "3l0000000000b",
+                with_doi("The Literature Graph", Some("10.18653/v1/N18-3011")),
+            ),
+            delete(WU, "pub.svc.eprint.submission", "splat", "3l0000000000c"),
+        ])
+        .unwrap();
+    f.settled("eprints").await;
+    let auto = list(format!("uri={}&source=auto", enc(&uri("known")))).await;
+    assert_eq!(auto["citations"][0]["citedWork"]["svcUri"], uri("graph"), "{auto}");
+    assert!(auto["citations"][1]["citedWork"].get("svcUri").is_none(), "{auto}");
+    assert_eq!(graph("graph", "cited").await["citations"][0]["eprintUri"], uri("known"));
 }
 
 /// ORCID verification: Wu starts it and is sent to ORCID with a state; ORCID (the fixture)

@@ -592,6 +592,74 @@ impl Registries {
     }
 }
 
+impl Registries {
+    /// What OpenAlex knows of the works of `ids` (OpenAlex ids or their URLs), asked 50 at
+    /// a time, in the order of `ids`: those it knows, with a title.
+    ///
+    /// # Errors
+    /// [`SourceError`] when OpenAlex gives no usable answer.
+    pub async fn openalex_cited_works(&self, ids: &[String]) -> Result<Vec<event_schema::CitedWork>, SourceError> {
+        #[derive(Deserialize)]
+        struct Page {
+            #[serde(default)]
+            results: Vec<Found>,
+        }
+        #[derive(Deserialize)]
+        struct Found {
+            id: String,
+            display_name: Option<String>,
+            doi: Option<String>,
+            publication_year: Option<u32>,
+            #[serde(default)]
+            authorships: Vec<Authorship>,
+            primary_location: Option<Location>,
+        }
+        #[derive(Deserialize)]
+        struct Authorship {
+            author: Option<Named>,
+            raw_author_name: Option<String>,
+        }
+        #[derive(Deserialize)]
+        struct Named {
+            display_name: Option<String>,
+        }
+        #[derive(Deserialize)]
+        struct Location {
+            source: Option<Named>,
+        }
+        let bare = |id: &str| id.trim().trim_start_matches("https://openalex.org/").to_owned();
+        let mut found: std::collections::HashMap<String, event_schema::CitedWork> = std::collections::HashMap::new();
+        for chunk in ids.chunks(50) {
+            let list = chunk.iter().map(|i| bare(i)).collect::<Vec<_>>().join("|");
+            let mut path = format!(
+                "/works?filter=openalex:{}&per-page=50&select=id,display_name,doi,publication_year,authorships,primary_location",
+                encode(&list)
+            );
+            if let Some(c) = &self.contact {
+                path.push_str(&format!("&mailto={}", encode(c)));
+            }
+            let page: Page = json("openalex", &self.openalex.get(&path).await?.unwrap_or_default())?;
+            for w in page.results {
+                let Some(title) = w.display_name.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty()) else { continue };
+                let work = event_schema::CitedWork {
+                    work_id: w.id.clone(),
+                    title,
+                    doi: w.doi.map(|d| d.trim_start_matches("https://doi.org/").to_lowercase()),
+                    authors: w
+                        .authorships
+                        .into_iter()
+                        .filter_map(|a| a.author.and_then(|p| p.display_name).or(a.raw_author_name))
+                        .collect(),
+                    year: w.publication_year,
+                    venue: w.primary_location.and_then(|l| l.source).and_then(|s| s.display_name),
+                };
+                found.insert(bare(&w.id), work);
+            }
+        }
+        Ok(ids.iter().filter_map(|i| found.remove(&bare(i))).collect())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -90,6 +90,33 @@ pub struct Enrichment {
     pub open_access_url: Option<String>,
     /// When svc fetched it (RFC 3339).
     pub fetched_at: String,
+    /// What the service knows of the works it references, in the order of `references`
+    /// (those it knows by title): the eprint's extracted citations. Empty in enrichments
+    /// made before svc kept them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cited_works: Vec<CitedWork>,
+}
+
+/// A work an enriched eprint references, as the bibliographic service describes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CitedWork {
+    /// Its id at the service (an OpenAlex URL).
+    pub work_id: String,
+    /// Its title.
+    pub title: String,
+    /// Its DOI (lower case), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub doi: Option<String>,
+    /// Its authors' names, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub authors: Vec<String>,
+    /// The year it was published.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub year: Option<u32>,
+    /// Where it was published (a journal, a conference, a repository).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub venue: Option<String>,
 }
 
 /// A topic of an [`Enrichment`].

@@ -15,7 +15,7 @@ pub use access::{AccessAction, AccessChange, OnceProof};
 pub use account::{AccountChange, AccountStatus};
 pub use admin::{AdminAction, AdminCommand, OPERATIONS_KEY};
 pub use backlink::BacklinkChange;
-pub use external::{Enrichment, ExternalAuthor, ExternalPaper, Topic};
+pub use external::{CitedWork, Enrichment, ExternalAuthor, ExternalPaper, Topic};
 pub use identity::IdentityChange;
 pub use record::{RecordDelete, RecordWrite};
 pub use rejected::Rejected;

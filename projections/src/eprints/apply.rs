@@ -9,7 +9,7 @@ use store::{consumer_name, Columns, Store, Value};
 use tracing::debug;
 
 use super::read::account_of;
-use super::{accounts, by_author, name_key, records, users, MODEL, USERS_BY_NAME};
+use super::{accounts, by_author, by_external_id, external_ids, name_key, records, users, MODEL, USERS_BY_NAME};
 use crate::attached::collections::PROFILE;
 use crate::catalog::Mode;
 use crate::deadletter::Parking;
@@ -83,6 +83,9 @@ impl EprintsProjection {
             let mut c = Columns::new();
             c.insert("uri".into(), Value::Text(uri.clone()));
             st.put(&by_author(self.version), did, listing_key(at, &uri), c, position);
+        }
+        for id in external_ids(&submission.record) {
+            st.put(&by_external_id(self.version), &id, uri.clone().into_bytes(), Columns::new(), position);
         }
         let mut c = Columns::new();
         c.insert("uri".into(), Value::Text(uri.clone()));
@@ -201,6 +204,12 @@ impl Listings for EprintsProjection {
         };
         for did in listed {
             st.delete(&by_author(self.version), &did, key.clone(), position);
+        }
+        if let (Some(uri), Some(record)) = (text(existing, "uri"), text(existing, "record")) {
+            let record: serde_json::Value = serde_json::from_str(&record).unwrap_or_default();
+            for id in external_ids(&record) {
+                st.delete(&by_external_id(self.version), &id, uri.clone().into_bytes(), position);
+            }
         }
         Ok(())
     }

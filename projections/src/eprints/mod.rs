@@ -11,6 +11,9 @@
 //!   Scanned backwards for newest first (equal dates: greater URI first), an order that
 //!   depends on the data only; summaries come from `records`; an author's total is the
 //!   partition's row count.
+//! - `by_external_id`: an identifier of a live eprint's record (`doi:…`, `arxiv:…`, as
+//!   [`crate::search::ids::of_record`] gives them, with [`crate::search::ids::with_aliases`])
+//!   → record URI: ∅ (what an extracted citation's DOI is resolved to an eprint by).
 //! - `accounts`: DID → empty: handle, displayName, active, status, firstSeen.
 //! - `users`: `by_did` → DID: did, firstSeen (when the index first saw it), and `by_handle`
 //!   → lowercased handle ‖ 0 ‖ DID: the same, for `pub.svc.admin.searchUsers` by DID or
@@ -37,8 +40,17 @@ use store::TableRef;
 pub const MODEL: &str = "eprints";
 
 /// The tables of the model, for dropping a version.
-pub const TABLES: &[&str] =
-    &["records", "by_author", "accounts", "users", "dead_letters", "superseded_letters", "dead_letter_records", "dead_letter_heads"];
+pub const TABLES: &[&str] = &[
+    "records",
+    "by_author",
+    "by_external_id",
+    "accounts",
+    "users",
+    "dead_letters",
+    "superseded_letters",
+    "dead_letter_records",
+    "dead_letter_heads",
+];
 
 /// The partition of `users` keyed by DID.
 pub(crate) const USERS_BY_DID: &str = "by_did";
@@ -95,6 +107,15 @@ pub(crate) fn records(version: u32) -> TableRef {
 
 pub(crate) fn by_author(version: u32) -> TableRef {
     TableRef::new(MODEL, version, "by_author")
+}
+
+pub(crate) fn by_external_id(version: u32) -> TableRef {
+    TableRef::new(MODEL, version, "by_external_id")
+}
+
+/// The identifiers an eprint record is filed under in `by_external_id`.
+pub(crate) fn external_ids(record: &serde_json::Value) -> Vec<String> {
+    crate::search::ids::with_aliases(crate::search::ids::of_record(record))
 }
 
 pub(crate) fn accounts(version: u32) -> TableRef {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde_json::Value as Json;
 use store::{Columns, Scan, Store, Value};
 
-use super::{accounts, by_author, name_words, records, users, MODEL, USERS_BY_DID, USERS_BY_HANDLE, USERS_BY_NAME};
+use super::{accounts, by_author, by_external_id, name_words, records, users, MODEL, USERS_BY_DID, USERS_BY_HANDLE, USERS_BY_NAME};
 use crate::submission::summary_of;
 use crate::ProjectionError;
 
@@ -228,6 +228,16 @@ impl<'a> EprintsReader<'a> {
         }
         let total = self.store.count(&by_author(v), did)? as i64;
         Ok(AuthorPage { eprints, next: page.next, total })
+    }
+
+    /// The URIs of up to `limit` live eprints whose record carries an identifier (`doi:…` or
+    /// `arxiv:…`, as [`crate::search::ids::of_query`] gives it; an arXiv paper is known by
+    /// its id and its DOI), in URI order (hidden ones included: the caller shows only what it
+    /// reads back).
+    pub fn by_external_id(&self, id: &str, limit: usize) -> Result<Vec<String>, ProjectionError> {
+        let Some(v) = self.version else { return Ok(Vec::new()) };
+        let page = self.store.scan(&by_external_id(v), id, &Scan { after: None, limit, reverse: false })?;
+        Ok(page.rows.into_iter().filter_map(|r| String::from_utf8(r.clustering).ok()).collect())
     }
 
     /// The URIs of up to `limit` eprints `did` is an author of, newest first (hidden ones

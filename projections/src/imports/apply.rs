@@ -360,6 +360,28 @@ impl ImportsModel {
     }
 }
 
+impl ImportsModel {
+    /// Keeps the newest enrichment of an eprint, and files the eprint under the identifiers
+    /// of the works it cites (`cited_by`), in place of those its previous enrichment cited.
+    fn enrich(&self, st: &mut Staged, e: &event_schema::Enrichment, position: u64) -> Result<(), ProjectionError> {
+        let (enrichments, cited_by) = (table(self.version(), "enrichments"), table(self.version(), "cited_by"));
+        let previous: Option<event_schema::Enrichment> = st
+            .get(self.base.store.as_ref(), &enrichments, &e.eprint_uri, &[])?
+            .and_then(|c| text(&c, "enrichment"))
+            .and_then(|j| serde_json::from_str(&j).ok());
+        let key = e.eprint_uri.clone().into_bytes();
+        for id in previous.iter().flat_map(|p| super::cited_ids(&p.cited_works)) {
+            st.delete(&cited_by, &id, key.clone(), position);
+        }
+        for id in super::cited_ids(&e.cited_works) {
+            st.put(&cited_by, &id, key.clone(), Columns::new(), position);
+        }
+        let c: Columns = [("enrichment".to_owned(), t(&serde_json::to_string(e).unwrap_or_default()))].into_iter().collect();
+        st.put(&enrichments, &e.eprint_uri, Vec::new(), c, position);
+        Ok(())
+    }
+}
+
 impl StagedModel for ImportsModel {
     fn base(&self) -> &ModelBase {
         &self.base
@@ -368,11 +390,7 @@ impl StagedModel for ImportsModel {
     fn stage(&mut self, st: &mut Staged, event: &Envelope) -> Result<(), ProjectionError> {
         match &event.payload {
             Payload::External(paper) => self.import(st, event, paper),
-            Payload::Enrichment(e) => {
-                let c: Columns = [("enrichment".to_owned(), t(&serde_json::to_string(e).unwrap_or_default()))].into_iter().collect();
-                st.put(&table(self.version(), "enrichments"), &e.eprint_uri, Vec::new(), c, event.position.ordinal());
-                Ok(())
-            }
+            Payload::Enrichment(e) => self.enrich(st, e, event.position.ordinal()),
             Payload::User(cmd) => self.user(st, event, &cmd.caller, &cmd.action),
             Payload::Admin(cmd) => match &cmd.action {
                 AdminAction::ClaimDecided { claim_id, approved, reason } => {

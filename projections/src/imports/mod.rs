@@ -32,6 +32,9 @@
 //! - `dismissed`: a DID → `<source>:<external id>`: ∅ (suggestions it dismissed).
 //! - `enrichments`: an eprint's URI → ∅: enrichment (the newest
 //!   [`event_schema::Enrichment`] of it, as JSON).
+//! - `cited_by`: an identifier of a work an enrichment cites (`doi:…`, `arxiv:…`, as
+//!   [`cited_ids`] gives them) → the citing eprint's URI: ∅ (the extracted citations of an
+//!   eprint svc indexes, found by its own identifiers).
 //!
 //! An import's id is the log ordinal of the event that first imported it, plus one; a
 //! claim's, the ordinal of the event that started it, plus one: stable across replays.
@@ -63,7 +66,15 @@ pub const TABLES: &[&str] = &[
     "coauthor_asks",
     "dismissed",
     "enrichments",
+    "cited_by",
 ];
+
+/// The identifiers of cited works (by their DOIs; an arXiv DOI also as the arXiv id), each
+/// once.
+pub fn cited_ids(works: &[event_schema::CitedWork]) -> Vec<String> {
+    let ids = works.iter().filter_map(|w| w.doi.as_deref()).filter_map(crate::search::ids::of_query).collect();
+    crate::search::ids::with_aliases(ids)
+}
 
 /// The partition of every row of a listing.
 pub(crate) const ALL: &str = "all";

@@ -264,6 +264,15 @@ impl<'a> ImportsReader<'a> {
         Ok(self.get("enrichments", eprint_uri, &[])?.and_then(|c| text(&c, "enrichment")).and_then(|e| serde_json::from_str(&e).ok()))
     }
 
+    /// Up to `limit` eprints whose extracted citations name the identifier `id` (`doi:…`,
+    /// `arxiv:…`), in URI order after `after`.
+    pub fn cited_by(&self, id: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>, ProjectionError> {
+        let Some(v) = self.version else { return Ok(Vec::new()) };
+        let scan = store::Scan { after: after.map(|a| a.as_bytes().to_vec()), limit, reverse: false };
+        let page = self.store.scan(&table(v, "cited_by"), id, &scan)?;
+        Ok(page.rows.into_iter().filter_map(|r| String::from_utf8(r.clustering).ok()).collect())
+    }
+
     /// A claim by id.
     pub fn claim(&self, id: u64) -> Result<Option<Columns>, ProjectionError> {
         if self.get("claim_keys", &id.to_string(), &[])?.is_none() {

@@ -53,6 +53,28 @@ pub fn of_query(query: &str) -> Option<String> {
     doi(stripped).or_else(|| arxiv(stripped))
 }
 
+/// The DOI arXiv registers for its papers: `10.48550/arXiv.<id>`.
+const ARXIV_DOI: &str = "doi:10.48550/arxiv.";
+
+/// Identifiers (as [`of_record`] gives them) with the other form of each arXiv paper's: its
+/// arXiv id beside its arXiv DOI and the other way round, each once, in order.
+pub fn with_aliases(ids: Vec<String>) -> Vec<String> {
+    let mut out = Vec::with_capacity(ids.len() * 2);
+    for id in ids {
+        let alias = match (id.strip_prefix(ARXIV_DOI), id.strip_prefix("arxiv:")) {
+            (Some(arxiv_id), _) => arxiv(arxiv_id),
+            (None, Some(arxiv_id)) => Some(format!("{ARXIV_DOI}{arxiv_id}")),
+            _ => None,
+        };
+        for form in std::iter::once(id).chain(alias) {
+            if !out.contains(&form) {
+                out.push(form);
+            }
+        }
+    }
+    out
+}
+
 /// `doi:<doi>` for a DOI (`10.<registrant>/<suffix>`), lower-cased as DOIs compare.
 fn doi(s: &str) -> Option<String> {
     let s = s.trim().to_ascii_lowercase();
@@ -103,6 +125,16 @@ mod tests {
         for q in ["graph neural networks", "2507", "10.1234", "v2", "attention", "1234.567", ""] {
             assert_eq!(of_query(q), None, "{q}");
         }
+    }
+
+    #[test]
+    fn an_arxiv_paper_is_known_by_its_id_and_its_doi() {
+        assert_eq!(with_aliases(vec!["arxiv:2507.10072".into()]), ["arxiv:2507.10072", "doi:10.48550/arxiv.2507.10072"]);
+        assert_eq!(
+            with_aliases(vec!["doi:10.48550/arxiv.2507.10072".into(), "arxiv:2507.10072".into()]),
+            ["doi:10.48550/arxiv.2507.10072", "arxiv:2507.10072"]
+        );
+        assert_eq!(with_aliases(vec!["doi:10.1103/x".into()]), ["doi:10.1103/x"]);
     }
 
     #[test]

@@ -2,5 +2,6 @@
 //! handlers (`xrpc/`, `rest/`) import them.
 
 pub mod attached;
+pub mod citations;
 pub mod eprint;
 pub mod integrations;

@@ -9,9 +9,10 @@ use serde_json::{json, Value};
 use super::method::{Answer, Auth, Call, Routes};
 use crate::body::Body;
 use crate::error::ApiError;
-use crate::params::{cursor, uri_param};
+use crate::params::uri_param;
 use crate::reads;
 use crate::search;
+use crate::views::citations;
 use event_schema::{NewEvent, Payload, Source, UserAction, UserCommand};
 use projections::interactions::read::InteractionsReader;
 
@@ -45,17 +46,19 @@ fn get_enrichment(c: &Call) -> Answer {
     Body::json(&out)
 }
 
-/// One edge of the citation graph.
-fn edge(item: &Item, direction: &str) -> Value {
-    let cited = &item.view["citedWork"];
+/// One edge of the citation graph, from a citation's view (a record's or an extracted
+/// one's).
+fn edge(uri: &Value, view: &Value, direction: &str) -> Value {
+    let cited = &view["citedWork"];
     let mut v = json!({
-        "uri": item.uri,
+        "uri": uri,
         "direction": direction,
-        "eprintUri": item.view["eprintUri"],
+        "eprintUri": view["eprintUri"],
         "title": cited["title"],
-        "relation": item.view["citationType"],
+        "relation": view["citationType"],
         "citedWork": cited,
-        "createdAt": item.view["createdAt"],
+        "createdAt": view["createdAt"],
+        "source": view.get("source").cloned().unwrap_or(json!("user")),
     });
     if let Some(target) = cited["svcUri"].as_str() {
         v["targetUri"] = json!(target);
@@ -64,12 +67,13 @@ fn edge(item: &Item, direction: &str) -> Value {
 }
 
 /// `pub.svc.discovery.getCitations`: `{eprint, counts, citations, cursor?, hasMore}`: the works
-/// the eprint cites (`citing`), the citation records that cite it (`cited`, or the
-/// reference's `cited-by`), or both, newest first; `NotFound` for an eprint svc does not
-/// index.
+/// the eprint cites (`citing`), the eprints that cite it (`cited`, or the reference's
+/// `cited-by`), or both: the citation records first, newest first, then the citations
+/// extracted from what a bibliographic service knows (`source: auto`); `NotFound` for an
+/// eprint svc does not index.
 fn get_citations(c: &Call) -> Answer {
     let uri = uri_param(&c.params, "uri")?;
-    let after = cursor(&c.params)?;
+    let start = citations::start(&c.params)?;
     let direction = c.params.str("direction").unwrap_or("both");
     let (citing_wanted, cited_wanted) = match direction {
         "citing" => (true, false),
@@ -79,29 +83,63 @@ fn get_citations(c: &Call) -> Answer {
     let limit = c.limit(20);
     let answer = reads::attached(&c.state, |r| {
         let Some(title) = r.eprint_title(uri)? else { return Ok(None) };
+        let imports = projections::imports::read::ImportsReader::new(c.state.store.as_ref())?;
         let (citing, cited) = (Listing::on_eprint(Kind::Citation, uri), Listing::pointing_at(Kind::Citation, uri));
-        // The next page of each direction asked for, merged newest first: bounded reads.
-        let mut edges: Vec<(Vec<u8>, Value)> = Vec::new();
+        // The extracted edges of each direction asked for, in order.
+        let mut extracted: Vec<Value> = Vec::new();
+        let (mut citing_extracted, mut cited_extracted) = (0, 0);
         if citing_wanted {
-            edges.extend(r.page(&citing, limit + 1, after.clone())?.items.iter().map(|i| (i.listing_key(), edge(i, "citing"))));
+            let (views, _) = citations::page_of(r, &imports, uri, 0, usize::MAX)?;
+            citing_extracted = views.len();
+            extracted.extend(views.iter().map(|v| edge(&v["uri"], v, "citing")));
         }
         if cited_wanted {
-            edges.extend(r.page(&cited, limit + 1, after.clone())?.items.iter().map(|i| (i.listing_key(), edge(i, "cited"))));
+            let views = citations::citing(r, &imports, uri)?;
+            cited_extracted = views.len();
+            extracted.extend(views.iter().map(|v| edge(&v["uri"], v, "cited")));
         }
-        edges.sort_by(|a, b| b.0.cmp(&a.0));
-        edges.dedup_by(|a, b| a.0 == b.0 && a.1["direction"] == b.1["direction"]);
-        let mut rest = edges;
-        let has_more = rest.len() > limit;
-        rest.truncate(limit);
+        let mut edges: Vec<Value> = Vec::new();
+        let mut next: Option<String> = None;
+        let from = match start {
+            citations::Start::Extracted(n) => n,
+            citations::Start::Records(after) => {
+                // The next page of each direction's records, merged newest first: bounded reads.
+                let mut records: Vec<(Vec<u8>, Value)> = Vec::new();
+                if citing_wanted {
+                    let page = r.page(&citing, limit + 1, after.clone())?;
+                    records.extend(page.items.iter().map(|i| (i.listing_key(), edge(&json!(i.uri), &i.view, "citing"))));
+                }
+                if cited_wanted {
+                    let page = r.page(&cited, limit + 1, after.clone())?;
+                    records.extend(page.items.iter().map(|i| (i.listing_key(), edge(&json!(i.uri), &i.view, "cited"))));
+                }
+                records.sort_by(|a, b| b.0.cmp(&a.0));
+                records.dedup_by(|a, b| a.0 == b.0 && a.1["direction"] == b.1["direction"]);
+                if records.len() > limit {
+                    records.truncate(limit);
+                    next = records.last().map(|e| data_encoding::BASE64URL_NOPAD.encode(&e.0));
+                }
+                edges.extend(records.into_iter().map(|(_, v)| v));
+                0
+            }
+        };
+        if next.is_none() {
+            let room = limit - edges.len();
+            edges.extend(extracted.iter().skip(from).take(room).cloned());
+            next = (from + room < extracted.len()).then(|| citations::extracted_cursor(from + room));
+        }
         let mut out = json!({
             "eprint": {"uri": uri, "title": title},
-            "counts": {"citing": r.count(&citing)?, "cited": r.count(&cited)?},
-            "hasMore": has_more,
+            "counts": {
+                "citing": if citing_wanted { r.count(&citing)? + citing_extracted as u64 } else { r.count(&citing)? },
+                "cited": if cited_wanted { r.count(&cited)? + cited_extracted as u64 } else { r.count(&cited)? },
+            },
+            "hasMore": next.is_some(),
+            "citations": edges,
         });
-        if has_more {
-            out["cursor"] = json!(data_encoding::BASE64URL_NOPAD.encode(&rest.last().map(|e| e.0.clone()).unwrap_or_default()));
+        if let Some(next) = next {
+            out["cursor"] = json!(next);
         }
-        out["citations"] = Value::Array(rest.into_iter().map(|(_, v)| v).collect());
         Ok(Some(out))
     })?;
     let answer = answer.ok_or_else(|| ApiError::not_found(format!("no eprint at {uri}")))?;

@@ -13,6 +13,7 @@ use crate::params::{cursor, uri_param};
 use crate::reads;
 use crate::search::{self, SearchArgs};
 use crate::views::attached::{self, list_answer};
+use crate::views::citations;
 use crate::views::eprint;
 
 /// The namespace's methods.
@@ -150,14 +151,50 @@ pub fn related_work_view(r: &AttachedReader, item: &Item) -> Result<Value, Proje
     Ok(v)
 }
 
-/// `pub.svc.eprint.listCitations`: `{citations, cursor?, total}`, newest first.
+/// `pub.svc.eprint.listCitations`: `{citations, cursor?, total}`: the citation records users
+/// wrote (`source=user`), newest first, then the citations extracted from what a
+/// bibliographic service knows of the eprint (`source=auto`), in its order; both by default
+/// (`all`).
 fn list_citations(c: &Call) -> Answer {
     let eprint = uri_param(&c.params, "uri")?;
-    let after = cursor(&c.params)?;
+    let start = citations::start(&c.params)?;
+    let (user, auto) = match c.params.str("source").unwrap_or("all") {
+        "user" => (true, false),
+        "auto" => (false, true),
+        _ => (true, true),
+    };
+    let limit = c.limit(50);
     let answer = reads::attached(&c.state, |r| {
-        let page = r.page(&Listing::on_eprint(Kind::Citation, eprint), c.limit(50), after)?;
-        let mut out = list_answer("citations", page.items.iter().map(citation_view).collect(), &page);
-        out.as_object_mut().map(|o| o.remove("hasMore"));
+        let imports = projections::imports::read::ImportsReader::new(c.state.store.as_ref())?;
+        let list = Listing::on_eprint(Kind::Citation, eprint);
+        let extracted = if auto { citations::count_of(&imports, eprint)? } else { 0 };
+        let total = extracted + if user { r.count(&list)? } else { 0 };
+        let (mut items, mut next) = (Vec::new(), None);
+        // The records first; the extracted citations from where the records end.
+        let from = match start {
+            citations::Start::Extracted(n) => Some(n),
+            citations::Start::Records(_) if !user => Some(0),
+            citations::Start::Records(after) => {
+                let page = r.page(&list, limit, after)?;
+                items.extend(page.items.iter().map(citation_view));
+                next = attached::next_cursor(&page);
+                next.is_none().then_some(0)
+            }
+        };
+        if let Some(from) = from.filter(|_| auto) {
+            let room = limit - items.len();
+            if room == 0 {
+                next = (from < extracted as usize).then(|| citations::extracted_cursor(from));
+            } else {
+                let (views, after) = citations::page_of(r, &imports, eprint, from, room)?;
+                items.extend(views);
+                next = after.map(citations::extracted_cursor);
+            }
+        }
+        let mut out = json!({"citations": items, "total": total});
+        if let Some(next) = next {
+            out["cursor"] = json!(next);
+        }
         Ok(out)
     })?;
     Body::json(&answer)

@@ -426,7 +426,8 @@ impl Runner {
     }
 
     /// What OpenAlex knows of each indexed eprint with a DOI (the one of `only`, when given),
-    /// appended as an `external.enrichment` event per eprint it knows; eprints read in pages
+    /// with the works it references (its extracted citations), appended as an
+    /// `external.enrichment` event per eprint it knows; eprints read in pages
     /// of 500, progress reported every 10, a cancel seen at each report. An eprint OpenAlex
     /// does not know is counted and skipped; OpenAlex failing ends the operation failed.
     async fn citation_extraction(&self, only: Option<&str>) -> Result<Stopped, String> {
@@ -473,6 +474,7 @@ impl Runner {
                 self.processed.store(i as u64 + 1, Ordering::Relaxed);
                 continue;
             };
+            let cited_works = self.state.registries.openalex_cited_works(&work.references).await.map_err(|e| format!("OpenAlex: {e}"))?;
             let enrichment = event_schema::Enrichment {
                 eprint_uri: uri.clone(),
                 source: "openalex".into(),
@@ -484,6 +486,7 @@ impl Runner {
                 topics: work.topics.into_iter().map(|(name, score)| event_schema::Topic { name, score }).collect(),
                 open_access_url: work.open_access_url,
                 fetched_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                cited_works,
             };
             let e = NewEvent {
                 key: uri.clone(),
