@@ -23,6 +23,13 @@ pub const ARXIV_ENTRIES: &[(&str, &str)] = &[
     ("2604.24104", include_str!("../fixtures/arxiv/2604.24104.xml")),
 ];
 
+/// The records arXiv's OAI-PMH interface answers with (metadata format `arXiv`), one of
+/// them deleted.
+const ARXIV_OAI_RECORDS: &str = include_str!("../fixtures/arxiv/oai_records.xml");
+
+/// How many records a page of the OAI-PMH fixture holds (arXiv's are 1,000 long).
+pub const ARXIV_OAI_PAGE: usize = 2;
+
 /// The PDF the arXiv fixture serves for each of its papers (`/pdf/<id>v<n>`).
 pub const ARXIV_PDF: &[u8] = include_bytes!("../fixtures/arxiv/paper.pdf");
 
@@ -58,6 +65,9 @@ pub enum Fault {
     Huge(usize),
     /// It answers 500.
     Down,
+    /// It answers 503 with this `Retry-After` (seconds) once, then well (arXiv's OAI-PMH
+    /// flow control).
+    BusyOnce(u64),
 }
 
 #[derive(Clone)]
@@ -76,14 +86,20 @@ pub struct FixtureServer {
 
 impl FixtureServer {
     /// An arXiv API (`GET /api/query` with `id_list` or `search_query`, `max_results`)
-    /// answering from [`ARXIV_ENTRIES`], and arXiv's PDF host (`GET /pdf/<id>v<n>`:
-    /// [`ARXIV_PDF`] for each of them).
+    /// answering from [`ARXIV_ENTRIES`], arXiv's PDF host (`GET /pdf/<id>v<n>`:
+    /// [`ARXIV_PDF`] for each of them), and its OAI-PMH interface (`GET /oai`,
+    /// `ListRecords` in the `arXiv` format with `from`, `until`, `set`, pages of
+    /// [`ARXIV_OAI_PAGE`] records continued by `resumptionToken`).
     ///
     /// # Panics
     /// When no local port can be bound.
     pub async fn arxiv() -> FixtureServer {
         let shared = Shared { fault: Arc::new(Mutex::new(Fault::None)), calls: Arc::new(AtomicU64::new(0)) };
-        let app = Router::new().route("/api/query", get(arxiv_query)).route("/pdf/{id}", get(arxiv_pdf)).with_state(shared.clone());
+        let app = Router::new()
+            .route("/api/query", get(arxiv_query))
+            .route("/pdf/{id}", get(arxiv_pdf))
+            .route("/oai", get(arxiv_oai))
+            .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a local port");
         let url = format!("http://{}", listener.local_addr().expect("its address"));
         let task = tokio::spawn(async move {
@@ -206,6 +222,10 @@ async fn faulty(shared: &Shared) -> Option<Response> {
             Some((StatusCode::OK, [(header::CONTENT_TYPE, "application/atom+xml")], body).into_response())
         }
         Fault::Down => Some((StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error").into_response()),
+        Fault::BusyOnce(s) => {
+            *shared.fault.lock().unwrap_or_else(|e| e.into_inner()) = Fault::None;
+            Some((StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, s.to_string())], "Retry after").into_response())
+        }
     }
 }
 
@@ -535,4 +555,66 @@ async fn s2_paper(
         Some(p) => json_answer(s2_fields(p, param(&q, "fields"))),
         None => (StatusCode::NOT_FOUND, format!("{{\"error\":\"Paper with id {id} not found\"}}")).into_response(),
     }
+}
+
+/// arXiv's OAI-PMH `ListRecords`: the fixture records whose datestamp is within
+/// `from`..=`until` and whose set is `set` (or under it), a page at a time; its errors as
+/// arXiv answers them (HTTP 200, an `<error>` element).
+async fn arxiv_oai(State(shared): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Response {
+    if let Some(answer) = faulty(&shared).await {
+        return answer;
+    }
+    let envelope = |body: String| {
+        let xml = format!(
+            r#"<?xml version="1.0" encoding="UTF-8"?>
+<OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:schemaLocation="http://www.openarchives.org/OAI/2.0/ http://www.openarchives.org/OAI/2.0/OAI-PMH.xsd">
+<responseDate>2026-11-27T00:00:00Z</responseDate>
+<request verb="ListRecords">http://oaipmh.arxiv.org/oai</request>
+{body}
+</OAI-PMH>
+"#
+        );
+        ([(header::CONTENT_TYPE, "text/xml; charset=utf-8")], xml).into_response()
+    };
+    let error = |code: &str, why: &str| envelope(format!(r#"<error code="{code}">{why}</error>"#));
+    if param(&q, "verb") != "ListRecords" {
+        return error("badVerb", "Illegal verb");
+    }
+    // The token names the harvest and where it is: `from|until|set|offset`.
+    let (from, until, set, offset) = match q.get("resumptionToken") {
+        Some(token) => {
+            let parts: Vec<&str> = token.split('|').collect();
+            match (parts.as_slice(), parts.get(3).and_then(|o| o.parse::<usize>().ok())) {
+                ([from, until, set, _], Some(offset)) => (from.to_string(), until.to_string(), set.to_string(), offset),
+                _ => return error("badResumptionToken", "Invalid or expired resumption token"),
+            }
+        }
+        None if param(&q, "metadataPrefix") != "arXiv" => return error("cannotDisseminateFormat", "Unknown metadata format"),
+        None => (param(&q, "from").to_owned(), param(&q, "until").to_owned(), param(&q, "set").to_owned(), 0),
+    };
+    let doc = roxmltree::Document::parse(ARXIV_OAI_RECORDS).expect("the fixture is XML");
+    let records: Vec<&str> = doc
+        .root_element()
+        .children()
+        .filter(|r| r.has_tag_name("record"))
+        .filter(|r| {
+            let field = |name: &str| r.descendants().find(|d| d.has_tag_name(name)).and_then(|d| d.text()).unwrap_or_default().to_owned();
+            let (stamp, spec) = (field("datestamp"), field("setSpec"));
+            (from.is_empty() || stamp.as_str() >= from.as_str())
+                && (until.is_empty() || stamp.as_str() <= until.as_str())
+                && (set.is_empty() || spec == set || spec.starts_with(&format!("{set}:")))
+        })
+        .map(|r| &ARXIV_OAI_RECORDS[r.range()])
+        .collect();
+    if records.is_empty() {
+        return error("noRecordsMatch", "No records match");
+    }
+    let page: Vec<&str> = records.iter().skip(offset).take(ARXIV_OAI_PAGE).copied().collect();
+    let next = offset + ARXIV_OAI_PAGE;
+    let token = if next < records.len() {
+        format!(r#"<resumptionToken cursor="{offset}" completeListSize="{}">{from}|{until}|{set}|{next}</resumptionToken>"#, records.len())
+    } else {
+        format!(r#"<resumptionToken cursor="{offset}" completeListSize="{}"/>"#, records.len())
+    };
+    envelope(format!("<ListRecords>\n{}\n{token}\n</ListRecords>", page.join("\n")))
 }

@@ -13,6 +13,7 @@
 //! into svc's log: nothing fetched reaches a read model any other way.
 
 pub mod arxiv;
+pub mod arxiv_oai;
 mod breaker;
 pub mod crossref;
 mod fetch;

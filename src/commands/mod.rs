@@ -1,6 +1,7 @@
 //! The subcommands.
 
 pub mod admin;
+pub mod arxiv;
 pub mod service;
 pub mod up;
 

@@ -99,11 +99,13 @@ pub async fn ingest(args: IngestArgs) -> anyhow::Result<()> {
 }
 
 /// `svc backfill did|pds`: prints one JSON line per repository; fails if any failed.
+/// `svc backfill arxiv`: [`super::arxiv::harvest`].
 pub async fn backfill(command: BackfillCommand) -> anyhow::Result<()> {
     use std::io::Write;
     let (args, did, pds) = match command {
         BackfillCommand::Did { args, did } => (args, Some(did), None),
         BackfillCommand::Pds { args, url } => (args, None, Some(url)),
+        BackfillCommand::Arxiv(args) => return super::arxiv::harvest(args).await,
     };
     let log = open_log(&args.data)?;
     let resolver = args.network.resolver();

@@ -9,7 +9,8 @@ mod tools;
 
 pub use service::{DataArgs, SourceArgs, UpArgs};
 pub use tools::{
-    AdminArgs, AdminCommand, AuthCommand, BackfillCommand, DeadLetterArgs, IngestArgs, LogCommand, ProjectArgs, ReplayArgs, SeedArgs,
+    AdminArgs, AdminCommand, ArxivHarvestArgs, AuthCommand, BackfillCommand, DeadLetterArgs, IngestArgs, LogCommand, ProjectArgs,
+    ReplayArgs, SeedArgs,
 };
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -109,6 +110,14 @@ pub enum ConfigError {
     /// A duration in seconds out of range.
     #[error("{0} must be a number of seconds above 0 and at most 86400")]
     Seconds(&'static str),
+    /// A day is not one.
+    #[error("{flag} {value:?} must be a day, YYYY-MM-DD")]
+    Day {
+        /// The flag.
+        flag: &'static str,
+        /// The value given.
+        value: String,
+    },
     /// A source URL is not one.
     #[error("{flag} {url:?} must be a {schemes} URL")]
     SourceUrl {
@@ -178,6 +187,7 @@ impl Cli {
                     return Err(ConfigError::SourceUrl { flag: "svc backfill pds", url: url.clone(), schemes: "http:// or https://" });
                 }
             }
+            Command::Backfill { command: BackfillCommand::Arxiv(args) } => args.validate()?,
             Command::DeadLetters(d) if !projections::catalog::MODELS.contains(&d.model.as_str()) => {
                 return Err(ConfigError::UnknownModel(d.model.clone()));
             }

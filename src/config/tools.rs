@@ -191,6 +191,59 @@ pub enum BackfillCommand {
         /// The PDS's `http://` or `https://` base URL.
         url: String,
     },
+    /// Import arXiv's papers of a period or category through its OAI-PMH interface
+    /// (`ListRecords`): one `external.paper` event per paper, as claiming imports them.
+    Arxiv(ArxivHarvestArgs),
+}
+
+/// `svc backfill arxiv`.
+#[derive(Debug, Clone, Args)]
+pub struct ArxivHarvestArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// arXiv's OAI-PMH base URL.
+    #[arg(long, env = "SVC_ARXIV_OAI_URL", default_value = sources::arxiv_oai::BASE_URL)]
+    pub arxiv_oai_url: String,
+    /// A contact e-mail address given to arXiv in the user agent.
+    #[arg(long, env = "SVC_SOURCES_CONTACT")]
+    pub sources_contact: Option<String>,
+    /// Papers announced or changed on or after this day (`YYYY-MM-DD`).
+    #[arg(long)]
+    pub from: Option<String>,
+    /// Papers announced or changed on or before this day (`YYYY-MM-DD`).
+    #[arg(long)]
+    pub until: Option<String>,
+    /// An OAI set: an archive (`cs`, `math`) or a physics archive (`physics:hep-th`).
+    #[arg(long)]
+    pub set: Option<String>,
+    /// Go on with a harvest that stopped, from the resumption token it printed.
+    #[arg(long)]
+    pub resume: Option<String>,
+    /// Stop after this many pages (arXiv's pages hold up to 1,000 papers); no bound by
+    /// default.
+    #[arg(long)]
+    pub max_pages: Option<u64>,
+}
+
+impl ArxivHarvestArgs {
+    /// Checks the URL and the days.
+    pub(super) fn validate(&self) -> Result<(), super::ConfigError> {
+        if !(self.arxiv_oai_url.starts_with("http://") || self.arxiv_oai_url.starts_with("https://")) {
+            return Err(super::ConfigError::SourceUrl {
+                flag: "--arxiv-oai-url",
+                url: self.arxiv_oai_url.clone(),
+                schemes: "http:// or https://",
+            });
+        }
+        for (flag, day) in [("--from", &self.from), ("--until", &self.until)] {
+            if let Some(day) = day {
+                if chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d").is_err() {
+                    return Err(super::ConfigError::Day { flag, value: day.clone() });
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// What every backfill needs.

@@ -329,3 +329,45 @@ async fn log_tail_on_kafka_follows_every_partition() {
     assert_eq!(keys.iter().filter(|k| **k == quiet).count(), 10);
     assert!(keys[1000..].iter().all(|k| *k == quiet), "the later events come last");
 }
+
+/// `svc backfill arxiv` imports arXiv's papers through its OAI-PMH interface (the arXiv
+/// fixture server): a harvest stopped after a page goes on from the token it printed,
+/// svc then serves every paper as an import, a bad day is refused before anything runs, and
+/// arXiv failing fails the harvest with its reason.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_arxiv_harvest_imports_papers_and_resumes() {
+    let arxiv = sources::fixtures::FixtureServer::arxiv().await;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let oai = format!("{}/oai", arxiv.url);
+    let harvest = |extra: &[&str]| {
+        let mut args = vec!["backfill", "arxiv", "--data-dir", data.to_str().unwrap(), "--arxiv-oai-url", &oai];
+        args.extend_from_slice(extra);
+        svc(&args)
+    };
+    let lines = |out: String| -> Vec<Value> { out.lines().map(|l| serde_json::from_str(l).unwrap()).collect() };
+
+    let first = lines(harvest(&["--max-pages", "1"]).unwrap());
+    let done = first.last().unwrap();
+    assert_eq!((done["pages"].as_u64(), done["papers"].as_u64(), done["completeListSize"].as_u64()), (Some(1), Some(2), Some(6)), "{done}");
+    let token = done["resume"].as_str().expect("a token to go on with").to_owned();
+    let rest = lines(harvest(&["--resume", &token]).unwrap());
+    let done = rest.last().unwrap();
+    assert_eq!((done["pages"].as_u64(), done["papers"].as_u64(), done["deleted"].as_u64()), (Some(2), Some(3), Some(1)), "{rest:?}");
+    assert!(done.get("resume").is_none(), "the list is complete: {done}");
+
+    let err = harvest(&["--from", "2026-13-01"]).unwrap_err().to_string();
+    assert!(err.contains("--from \"2026-13-01\" must be a day"), "{err}");
+    arxiv.set_fault(sources::fixtures::Fault::Down);
+    let err = harvest(&[]).unwrap_err().to_string();
+    assert!(err.contains("arXiv's OAI-PMH interface: arxiv-oai answered HTTP 500"), "{err}");
+
+    let service = Service::start(&data).await.unwrap();
+    service.wait_caught_up().await.unwrap();
+    for id in ["2503.11731", "2505.16392", "2509.21237", "2603.10233", "2604.24104"] {
+        let (_, _, exists) = service.get(&format!("/xrpc/pub.svc.import.exists?source=arxiv&externalId={id}")).await.unwrap();
+        assert_eq!(exists["exists"], true, "{id}");
+    }
+    let (status, _, paper) = service.get("/xrpc/pub.svc.import.get?source=arxiv&externalId=arXiv:2603.10233v1").await.unwrap();
+    assert_eq!((status, paper["importedByPlugin"].as_str()), (200, Some("arxiv-oai")), "{paper}");
+}
