@@ -1,10 +1,16 @@
--- Rotates over the request paths listed (one per line) in the file named by WRK_PATHS.
+-- Rotates over the request paths listed (one per line) in the file named by WRK_PATHS,
+-- with WRK_BEARER (when set) as the bearer token of every request.
 local paths = {}
 for line in io.lines(os.getenv("WRK_PATHS")) do
   paths[#paths + 1] = line
 end
+local headers = {}
+local bearer = os.getenv("WRK_BEARER")
+if bearer ~= nil and bearer ~= "" then
+  headers["Authorization"] = "Bearer " .. bearer
+end
 local i = 0
 request = function()
   i = i % #paths + 1
-  return wrk.format("GET", paths[i])
+  return wrk.format("GET", paths[i], headers)
 end

@@ -53,6 +53,7 @@ pub fn routes() -> Routes {
         .query_async("pub.svc.claiming.getSuggestions", Auth::Required, get_suggestions)
         .query("pub.svc.claiming.findClaimable", Auth::Required, find_claimable)
         .query("pub.svc.claiming.autocomplete", Auth::Open, autocomplete)
+        .kept()
 }
 
 /// The name of svc's own eprints among the sources of `searchEprints`.

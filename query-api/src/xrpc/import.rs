@@ -14,11 +14,13 @@ use crate::state::AppState;
 
 /// The namespace's methods.
 pub fn routes() -> Routes {
-    Routes::new().query("pub.svc.import.search", Auth::Required, search).query("pub.svc.import.exists", Auth::Open, exists).query(
-        "pub.svc.import.get",
-        Auth::Open,
-        get,
-    )
+    Routes::new()
+        .query("pub.svc.import.search", Auth::Required, search)
+        .kept()
+        .query("pub.svc.import.exists", Auth::Open, exists)
+        .kept()
+        .query("pub.svc.import.get", Auth::Open, get)
+        .kept()
 }
 
 /// A cursor of an import listing: the last import id of the page.

@@ -191,21 +191,29 @@ impl Method {
 
     /// Answers a request to a method whose answers are kept: the kept answer to the same
     /// query string at the store's present state, else a new one, kept if no write began
-    /// while it was computed. (Errors are not kept.)
+    /// while it was computed. (Errors are not kept.) A method that needs a caller checks
+    /// the caller's credential before anything kept is served.
     async fn answer_kept(&self, f: fn(&Call) -> Answer, kept: &KeptAnswers, state: AppState, request: Request) -> Response {
         let read = request.method() == HttpMethod::GET || request.method() == HttpMethod::HEAD;
         let mark = if read { state.store.state_mark() } else { None };
         let query = request.uri().query().unwrap_or_default();
-        if let Some(mark) = mark {
+        let open = self.auth == Auth::Open;
+        if let (Some(mark), true) = (mark, open) {
             if let Some(body) = kept.get(query, mark) {
                 return body.into_response();
             }
         }
         let query = mark.map(|_| query.to_owned());
-        let result = match self.prepare(state.clone(), request).await {
-            Ok(call) => f(&call),
-            Err(e) => Err(e),
+        let call = match self.prepare(state.clone(), request).await {
+            Ok(call) => call,
+            Err(e) => return e.into_response(),
         };
+        if let (Some(mark), Some(query), false) = (mark, &query, open) {
+            if let Some(body) = kept.get(query, mark) {
+                return body.into_response();
+            }
+        }
+        let result = f(&call);
         if let (Ok(body), Some(mark), Some(query)) = (&result, mark, query) {
             if state.store.unchanged_since(mark) {
                 kept.keep(query, mark, body.clone());
@@ -303,11 +311,16 @@ impl Routes {
     }
 
     /// Keeps the answers of the method registered last per state of the store
-    /// ([`KeptAnswers`]): for an open query answered at once whose answer is a function of
-    /// its query string and the read models alone (no caller, no clock, no search index).
+    /// ([`KeptAnswers`]): for a query answered at once whose answer is a function of its
+    /// query string and the read models alone (no caller, no clock, no search index), open
+    /// or asked by any verified caller (the answer the same for each).
     pub fn kept(mut self) -> Routes {
         let last = self.0.last_mut().expect("a method to keep the answers of");
-        assert_eq!(last.auth, Auth::Open, "{}: only an open method's answers are the same for every caller", last.nsid);
+        assert!(
+            matches!(last.auth, Auth::Open | Auth::Required),
+            "{}: a method behind a role is not kept (its answers are few and its callers fewer)",
+            last.nsid
+        );
         let Handler::Read(f) = last.handler else { panic!("{}: only a query answered at once can be kept", last.nsid) };
         last.handler = Handler::Kept(f, KeptAnswers::new());
         self
