@@ -147,7 +147,10 @@ async fn a_paper_is_imported_claimed_reviewed_and_completed() {
     // Its answer is kept for the next caller, but only a verified one is given it.
     let (status, body) = f.get("/xrpc/pub.svc.import.search?query=Graph+retrieval&authorName=wu").await;
     assert_eq!((status, body["error"].as_str()), (StatusCode::UNAUTHORIZED, Some("AuthRequired")), "{body}");
-    assert_eq!(f.get_as("/xrpc/pub.svc.import.search?query=Graph+retrieval&authorName=wu", "not-a-token").await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        f.get_as("/xrpc/pub.svc.import.search?query=Graph+retrieval&authorName=wu", "not-a-token").await.0,
+        StatusCode::UNAUTHORIZED
+    );
     assert_eq!(found["eprints"].as_array().unwrap().len(), 1, "{found}");
     assert_eq!(ok_as(&f, "/xrpc/pub.svc.import.search?query=graph&claimStatus=unclaimed", &carol).await["eprints"], json!([]));
     assert_eq!(ok_as(&f, "/xrpc/pub.svc.import.search?query=simplification", &carol).await["eprints"], json!([]));
