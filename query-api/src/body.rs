@@ -27,6 +27,11 @@ impl Body {
     pub fn as_bytes(&self) -> &[u8] {
         &self.0
     }
+
+    /// Its media type.
+    pub fn content_type(&self) -> &'static str {
+        self.1
+    }
 }
 
 impl IntoResponse for Body {

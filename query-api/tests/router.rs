@@ -59,6 +59,50 @@ async fn a_kept_answer_follows_every_write() {
     assert_eq!(f.get(&listing).await.1["total"], 0);
 }
 
+/// A kept answer goes gzipped to a client that accepts gzip (compressed once, when kept),
+/// as it is to one that does not; both say `Vary: Accept-Encoding`.
+#[tokio::test]
+async fn a_kept_answer_is_sent_gzipped_to_those_that_accept_it() {
+    use std::io::Read;
+    use tower::ServiceExt;
+    let mut f = Fixture::new();
+    let mut record = submission("Sparse Transformers", ALICE, "2024-05-01T00:00:00Z");
+    record["abstract"] = json!("Attention over long sequences, made sparse. ".repeat(40));
+    f.apply(vec![create(ALICE, "pub.svc.eprint.submission", "p1", "3l0000000000a", record)]);
+    let path = format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(&format!("at://{ALICE}/pub.svc.eprint.submission/p1")));
+    let raw = |encoding: Option<&'static str>| {
+        let (app, path) = (f.app.clone(), path.clone());
+        async move {
+            let mut request = axum::http::Request::get(path);
+            if let Some(e) = encoding {
+                request = request.header("accept-encoding", e);
+            }
+            let response = app.oneshot(request.body(axum::body::Body::empty()).unwrap()).await.unwrap();
+            let headers = response.headers().clone();
+            let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+            (headers, bytes.to_vec())
+        }
+    };
+    let (plain_headers, plain) = raw(None).await;
+    assert!(plain.len() > 1024, "long enough to be kept gzipped: {} bytes", plain.len());
+    assert_eq!(plain_headers["vary"], "accept-encoding");
+    assert!(plain_headers.get("content-encoding").is_none());
+    for accepted in ["gzip, deflate, br", "br;q=1.0, gzip;q=0.5"] {
+        let (headers, compressed) = raw(Some(accepted)).await;
+        assert!(compressed.len() < plain.len() / 3, "{} of {} bytes", compressed.len(), plain.len());
+        assert_eq!(
+            (headers["content-encoding"].to_str().unwrap(), headers["content-type"].to_str().unwrap()),
+            ("gzip", "application/json")
+        );
+        let mut unzipped = Vec::new();
+        flate2::read::GzDecoder::new(&compressed[..]).read_to_end(&mut unzipped).unwrap();
+        assert_eq!(unzipped, plain, "{accepted}");
+    }
+    let (headers, body) = raw(Some("gzip;q=0, identity")).await;
+    assert!(headers.get("content-encoding").is_none(), "gzip refused");
+    assert_eq!(body, plain);
+}
+
 #[tokio::test]
 async fn served_and_unserved_sets_are_derived_from_registration() {
     let f = Fixture::new();

@@ -6,11 +6,14 @@
 # sources' fixture servers (a process of their own): cached ones under wrk (ORCID people,
 # an OpenAlex works search), uncached ones one at a time (distinct queries), with their
 # latency.
+# Every request accepts gzip, as browsers and HTTP libraries do (WRK_GZIP=1; set
+# WRK_GZIP= to measure identity answers).
 # Usage: scripts/loadtest/claiming.sh DATA_DIR [DURATION] [CONNECTIONS]
 #   DATA_DIR: a data directory seeded with `svc seed --imports` (the papers imported).
 #   (SVC_BIN: the svc to run; by default a release build.)
 # Needs: wrk, python3, curl. Sends traffic to 127.0.0.1 only.
 export SVC_RATE_LIMITS=off
+export WRK_GZIP=${WRK_GZIP-1}
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DATA=$1

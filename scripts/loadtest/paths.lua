@@ -1,5 +1,6 @@
 -- Rotates over the request paths listed (one per line) in the file named by WRK_PATHS,
--- with WRK_BEARER (when set) as the bearer token of every request.
+-- with WRK_BEARER (when set) as the bearer token of every request, and accepting gzip
+-- (as browsers and HTTP libraries do) when WRK_GZIP is set.
 local paths = {}
 for line in io.lines(os.getenv("WRK_PATHS")) do
   paths[#paths + 1] = line
@@ -8,6 +9,9 @@ local headers = {}
 local bearer = os.getenv("WRK_BEARER")
 if bearer ~= nil and bearer ~= "" then
   headers["Authorization"] = "Bearer " .. bearer
+end
+if os.getenv("WRK_GZIP") ~= nil and os.getenv("WRK_GZIP") ~= "" then
+  headers["Accept-Encoding"] = "gzip"
 end
 local i = 0
 request = function()

@@ -11,24 +11,47 @@
 use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 
+use axum::body::Bytes;
+
 use crate::body::Body;
 
-/// What one method keeps, in bytes (some 2,500 eprint details).
-const KEPT_BYTES: u64 = 8 << 20;
+/// What a node keeps, in bytes, for all its kept methods together (some 20,000 eprint
+/// details, or 4,000 pages of 10 imports).
+const KEPT_BYTES: u64 = 64 << 20;
 
-/// A kept answer: the store's state mark it was computed at, and the body.
-type Kept = (u64, Body);
+/// Answers at least this long are kept gzipped too, for clients that accept it.
+const GZIP_FROM: usize = 1024;
+
+/// A kept answer: the store's state mark it was computed at, the body, and the body
+/// gzipped (for an answer of [`GZIP_FROM`] bytes or more).
+#[derive(Clone)]
+pub(crate) struct Kept {
+    mark: u64,
+    /// The answer.
+    pub body: Body,
+    /// The answer gzipped, compressed once when kept.
+    pub gzip: Option<Bytes>,
+}
 
 #[derive(Clone)]
 struct AnswerWeight;
 
 impl Weighter<String, Kept> for AnswerWeight {
     fn weight(&self, query: &String, answer: &Kept) -> u64 {
-        (query.len() + answer.1.as_bytes().len() + 64) as u64
+        (query.len() + answer.body.as_bytes().len() + answer.gzip.as_ref().map_or(0, Bytes::len) + 64) as u64
     }
 }
 
-/// The kept answers of one method, by query string.
+/// `bytes` gzipped (the default level: an answer is compressed once per state of the
+/// store and sent many times).
+fn gzip(bytes: &[u8]) -> Option<Bytes> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::with_capacity(bytes.len() / 3), flate2::Compression::default());
+    encoder.write_all(bytes).ok()?;
+    encoder.finish().ok().map(Bytes::from)
+}
+
+/// The kept answers of a node's methods, by method and query string.
 pub(crate) struct KeptAnswers {
     answers: Cache<String, Kept, AnswerWeight>,
 }
@@ -40,13 +63,29 @@ impl KeptAnswers {
     }
 
     /// The answer to `query` kept at the state `mark`, if any.
-    pub fn get(&self, query: &str, mark: u64) -> Option<Body> {
-        self.answers.get(query).filter(|(at, _)| *at == mark).map(|(_, body)| body)
+    pub fn get(&self, query: &str, mark: u64) -> Option<Kept> {
+        self.answers.get(query).filter(|k| k.mark == mark)
     }
 
     /// Keeps the answer to `query` computed at the state `mark`.
     pub fn keep(&self, query: String, mark: u64, body: Body) {
-        self.answers.insert(query, (mark, body));
+        self.answers.insert(query, Kept { mark, body, gzip: None });
+    }
+
+    /// `answer` (kept for `query`) with its gzipped copy, made and kept the first time a
+    /// client that accepts gzip is sent it again: compressed once per state of the store,
+    /// and only answers asked for more than once are. `None` for an answer too short to be
+    /// worth it.
+    pub fn gzipped(&self, query: &str, answer: Kept) -> Option<Kept> {
+        if answer.gzip.is_some() {
+            return Some(answer);
+        }
+        if answer.body.as_bytes().len() < GZIP_FROM {
+            return None;
+        }
+        let kept = Kept { gzip: Some(gzip(answer.body.as_bytes())?), ..answer };
+        self.answers.insert(query.to_owned(), kept.clone());
+        Some(kept)
     }
 }
 
@@ -59,10 +98,24 @@ mod tests {
     fn an_answer_is_served_only_at_the_state_it_was_computed_at() {
         let kept = KeptAnswers::new();
         kept.keep("uri=at://a".into(), 7, Body::json(&1).unwrap());
-        assert_eq!(kept.get("uri=at://a", 7).map(|b| b.as_bytes().to_vec()), Some(b"1".to_vec()));
+        assert_eq!(kept.get("uri=at://a", 7).map(|k| k.body.as_bytes().to_vec()), Some(b"1".to_vec()));
         assert!(kept.get("uri=at://a", 8).is_none(), "another state");
         assert!(kept.get("uri=at://b", 7).is_none(), "another query");
         kept.keep("uri=at://a".into(), 8, Body::json(&2).unwrap());
-        assert_eq!(kept.get("uri=at://a", 8).map(|b| b.as_bytes().to_vec()), Some(b"2".to_vec()));
+        assert_eq!(kept.get("uri=at://a", 8).map(|k| k.body.as_bytes().to_vec()), Some(b"2".to_vec()));
+        assert!(kept.gzipped("uri=at://a", kept.get("uri=at://a", 8).unwrap()).is_none(), "too short to be worth it");
+    }
+
+    #[test]
+    fn a_long_answer_is_kept_gzipped_too() {
+        use std::io::Read;
+        let kept = KeptAnswers::new();
+        let long = Body::json(&vec!["an abstract of a paper"; 100]).unwrap();
+        kept.keep("q=x".into(), 1, long.clone());
+        assert!(kept.get("q=x", 1).unwrap().gzip.is_none(), "not compressed before it is asked for again");
+        kept.gzipped("q=x", kept.get("q=x", 1).unwrap()).expect("long enough");
+        let mut plain = Vec::new();
+        flate2::read::GzDecoder::new(&kept.get("q=x", 1).unwrap().gzip.expect("kept gzipped")[..]).read_to_end(&mut plain).unwrap();
+        assert_eq!(plain, long.as_bytes());
     }
 }

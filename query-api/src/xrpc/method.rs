@@ -10,7 +10,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{header, Method as HttpMethod};
+use axum::http::{header, HeaderValue, Method as HttpMethod};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
@@ -111,8 +111,9 @@ enum Handler {
     /// Answers from the read models at once, on the request's task.
     Read(fn(&Call) -> Answer),
     /// As [`Handler::Read`], for an answer that is a function of the query string and the
-    /// read models alone: kept per state of the store ([`KeptAnswers`]).
-    Kept(fn(&Call) -> Answer, KeptAnswers),
+    /// read models alone: kept per state of the store, in the node's [`KeptAnswers`] (given
+    /// when the router is made; until then answered as [`Handler::Read`]).
+    Kept(fn(&Call) -> Answer, Option<Arc<KeptAnswers>>),
     /// Awaits something (a search slot, a repository host, the log).
     Async(BoxedHandler),
 }
@@ -173,7 +174,7 @@ impl Method {
 
     /// Answers a request.
     pub async fn answer(&self, state: AppState, request: Request) -> Response {
-        if let Handler::Kept(f, kept) = &self.handler {
+        if let Handler::Kept(f, Some(kept)) = &self.handler {
             return self.answer_kept(*f, kept, state, request).await;
         }
         let result = match self.prepare(state, request).await {
@@ -196,11 +197,14 @@ impl Method {
     async fn answer_kept(&self, f: fn(&Call) -> Answer, kept: &KeptAnswers, state: AppState, request: Request) -> Response {
         let read = request.method() == HttpMethod::GET || request.method() == HttpMethod::HEAD;
         let mark = if read { state.store.state_mark() } else { None };
-        let query = request.uri().query().unwrap_or_default();
+        // Methods share the node's kept answers: each query string under its method's NSID.
+        let query = format!("{}?{}", self.nsid, request.uri().query().unwrap_or_default());
+        let query = query.as_str();
+        let gzip = accepts_gzip(request.headers());
         let open = self.auth == Auth::Open;
         if let (Some(mark), true) = (mark, open) {
-            if let Some(body) = kept.get(query, mark) {
-                return body.into_response();
+            if let Some(answer) = kept.get(query, mark) {
+                return kept_response(kept, query, answer, gzip);
             }
         }
         let query = mark.map(|_| query.to_owned());
@@ -209,8 +213,8 @@ impl Method {
             Err(e) => return e.into_response(),
         };
         if let (Some(mark), Some(query), false) = (mark, &query, open) {
-            if let Some(body) = kept.get(query, mark) {
-                return body.into_response();
+            if let Some(answer) = kept.get(query, mark) {
+                return kept_response(kept, query, answer, gzip);
             }
         }
         let result = f(&call);
@@ -220,9 +224,39 @@ impl Method {
             }
         }
         match result {
-            Ok(body) => body.into_response(),
+            Ok(body) => ([(header::VARY, HeaderValue::from_static("accept-encoding"))], body).into_response(),
             Err(e) => e.into_response(),
         }
+    }
+}
+
+/// Whether a request's `Accept-Encoding` names gzip (and does not refuse it with `q=0`).
+fn accepts_gzip(headers: &axum::http::HeaderMap) -> bool {
+    headers.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(|coding| {
+        let mut parts = coding.split(';').map(str::trim);
+        let name = parts.next().unwrap_or_default();
+        let refused = parts.any(|p| p.strip_prefix("q=").is_some_and(|q| q.parse::<f32>().is_ok_and(|q| q == 0.0)));
+        (name.eq_ignore_ascii_case("gzip") || name == "*") && !refused
+    })
+}
+
+/// A kept answer to `query`: gzipped for a client that accepts it (compressed the first
+/// time one is sent it again, [`KeptAnswers::gzipped`]); `Vary: Accept-Encoding` either way,
+/// for caches in front of svc.
+fn kept_response(kept: &KeptAnswers, query: &str, answer: crate::xrpc::kept::Kept, gzip: bool) -> Response {
+    let vary = (header::VARY, HeaderValue::from_static("accept-encoding"));
+    let answer = if gzip { kept.gzipped(query, answer.clone()).unwrap_or(answer) } else { answer };
+    match answer.gzip {
+        Some(compressed) if gzip => (
+            [
+                (header::CONTENT_TYPE, HeaderValue::from_static(answer.body.content_type())),
+                (header::CONTENT_ENCODING, HeaderValue::from_static("gzip")),
+                vary,
+            ],
+            compressed,
+        )
+            .into_response(),
+        _ => ([vary], answer.body).into_response(),
     }
 }
 
@@ -322,7 +356,7 @@ impl Routes {
             last.nsid
         );
         let Handler::Read(f) = last.handler else { panic!("{}: only a query answered at once can be kept", last.nsid) };
-        last.handler = Handler::Kept(f, KeptAnswers::new());
+        last.handler = Handler::Kept(f, None);
         self
     }
 
@@ -349,9 +383,14 @@ impl Routes {
         &self.0
     }
 
-    /// One static route per method, `/xrpc/<nsid>`.
+    /// One static route per method, `/xrpc/<nsid>`; the kept methods share one
+    /// [`KeptAnswers`].
     pub fn into_router(self) -> Router<AppState> {
-        self.0.into_iter().fold(Router::new(), |router, method| {
+        let kept = Arc::new(KeptAnswers::new());
+        self.0.into_iter().fold(Router::new(), |router, mut method| {
+            if let Handler::Kept(_, answers) = &mut method.handler {
+                *answers = Some(kept.clone());
+            }
             let method = Arc::new(method);
             let path = format!("/xrpc/{}", method.nsid);
             router.route(
