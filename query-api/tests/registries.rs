@@ -244,6 +244,21 @@ async fn citation_extraction_enriches_the_eprints_openalex_knows() {
         "{cited}"
     );
 
+    // getSimilar counts extracted citations as citations, both ways.
+    let similar = |rkey: &str| {
+        let (f, u) = (&f, uri(rkey));
+        async move { f.get(&format!("/xrpc/pub.svc.discovery.getSimilar?uri={}&includeTypes=citation", enc(&u))).await.1 }
+    };
+    for (from, to) in [("known", "splat"), ("splat", "known")] {
+        let found = similar(from).await;
+        let entry = found["related"].as_array().unwrap().iter().find(|e| e["uri"] == uri(to)).cloned();
+        assert_eq!(entry.map(|e| e["reasons"].clone()), Some(json!(["citation"])), "{from} → {to}: {found}");
+    }
+    // Every signal (bibliographic coupling by the works cited, indexed or not, among them).
+    let (status, all) = f.get(&format!("/xrpc/pub.svc.discovery.getSimilar?uri={}", enc(&uri("known")))).await;
+    assert_eq!(status, StatusCode::OK, "{all}");
+    assert!(all["related"].as_array().unwrap().iter().any(|e| e["uri"] == uri("splat")), "{all}");
+
     // Extracted again: the citations are replaced, not repeated.
     let (_, started) = f.post_as("/xrpc/pub.svc.admin.triggerCitationExtraction", Some(&admin), json!({"uri": uri("known")})).await;
     assert_eq!(finished(started["operationId"].as_str().unwrap().to_owned()).await["status"], "completed");

@@ -95,6 +95,13 @@ fn cited_works(imports: &ImportsReader, eprint_uri: &str) -> Result<(Vec<Value>,
     Ok((works, e["fetchedAt"].clone()))
 }
 
+/// The identifiers (`doi:…`, `arxiv:…`) of each work `eprint_uri`'s newest enrichment
+/// cites, work by work (those without an identifier left out).
+pub fn cited_identifiers(imports: &ImportsReader, eprint_uri: &str) -> Result<Vec<Vec<String>>, ProjectionError> {
+    let (works, _) = cited_works(imports, eprint_uri)?;
+    Ok(works.iter().map(work_ids).filter(|ids| !ids.is_empty()).collect())
+}
+
 /// How many extracted citations `eprint_uri` has.
 pub fn count_of(imports: &ImportsReader, eprint_uri: &str) -> Result<u64, ProjectionError> {
     Ok(cited_works(imports, eprint_uri)?.0.len() as u64)

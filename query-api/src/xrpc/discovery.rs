@@ -244,6 +244,26 @@ async fn similar_to(c: &Call, uri: &str, weight: &(dyn Fn(&str) -> f64 + Sync)) 
         // Direct citation, either way.
         edges.extend(references.iter().filter_map(target).map(|t| (t, "citation", 1.0)));
         edges.extend(cited_by.iter().filter_map(citing_eprint).map(|t| (t, "citation", 1.0)));
+        // The extracted citations (what a bibliographic service knows the eprint cites, and
+        // the eprints whose extracted citations name it) count as citations too; and
+        // citing the same works, indexed by svc or not, is bibliographic coupling.
+        let imports = projections::imports::read::ImportsReader::new(c.state.store.as_ref())?;
+        let (extracted, _) = citations::page_of(r, &imports, uri, 0, NEIGHBOURS)?;
+        edges.extend(extracted.iter().filter_map(|v| v["citedWork"]["svcUri"].as_str()).map(|t| (t.to_owned(), "citation", 1.0)));
+        let extracted_citers = citations::citing(r, &imports, uri)?;
+        edges.extend(
+            extracted_citers.iter().take(NEIGHBOURS).filter_map(|v| v["eprintUri"].as_str()).map(|t| (t.to_owned(), "citation", 1.0)),
+        );
+        if wanted("bibliographic-coupling") {
+            for ids in citations::cited_identifiers(&imports, uri)?.iter().take(NEIGHBOURS) {
+                // One point per shared work, whichever of its identifiers the other names.
+                let mut others = std::collections::BTreeSet::new();
+                for id in ids {
+                    others.extend(imports.cited_by(id, None, NEIGHBOURS)?);
+                }
+                edges.extend(others.into_iter().map(|other| (other, "bibliographic-coupling", 1.0)));
+            }
+        }
         // Co-citation: cited together with this one by the same papers.
         if wanted("co-citation") {
             for citing in cited_by.iter().filter_map(citing_eprint) {
