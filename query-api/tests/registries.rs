@@ -377,7 +377,7 @@ async fn orcid_verification_needs_an_orcid_client() {
 async fn a_paper_is_found_imported_and_claimed_from_openalex() {
     let registries = FixtureServer::registries().await;
     let etiquette = sources::Etiquette { interval: std::time::Duration::ZERO, ..sources::openalex::etiquette(&registries.url, None) };
-    let openalex = sources::openalex::OpenAlex::new(etiquette, None);
+    let openalex = sources::openalex::OpenAlex::new(etiquette);
     let f = wu_at(&registries, sources::Sources::new([std::sync::Arc::new(openalex) as std::sync::Arc<dyn sources::Source>]));
     let (status, found) = f.get("/xrpc/pub.svc.claiming.searchEprints?query=query-centric+retrieval&sources=openalex").await;
     assert_eq!(status, StatusCode::OK, "{found}");
@@ -402,14 +402,11 @@ async fn a_paper_is_found_imported_and_claimed_from_openalex() {
 async fn papers_are_found_and_claimed_from_crossref_and_semantic_scholar() {
     use std::sync::Arc;
     let (registries, crossref_server) = (FixtureServer::registries().await, FixtureServer::crossref().await);
-    let crossref = sources::crossref::Crossref::new(
-        sources::Etiquette {
-            interval: std::time::Duration::ZERO,
-            cache_for: std::time::Duration::ZERO,
-            ..sources::crossref::etiquette(&crossref_server.url, None)
-        },
-        None,
-    );
+    let crossref = sources::crossref::Crossref::new(sources::Etiquette {
+        interval: std::time::Duration::ZERO,
+        cache_for: std::time::Duration::ZERO,
+        ..sources::crossref::etiquette(&crossref_server.url, None)
+    });
     let s2 = sources::semantic_scholar::SemanticScholar::new(sources::Etiquette {
         interval: std::time::Duration::ZERO,
         ..sources::semantic_scholar::etiquette(&registries.url, Some(sources::fixtures::SEMANTIC_SCHOLAR_KEY))

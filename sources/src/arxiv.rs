@@ -6,7 +6,6 @@
 
 use std::time::Duration;
 
-use chrono::{SecondsFormat, Utc};
 use event_schema::{ExternalAuthor, ExternalPaper};
 
 use crate::{encode, Etiquette, Fetcher, Source, SourceError, SourceQuery};
@@ -83,7 +82,7 @@ impl Arxiv {
         let query: String = query.iter().map(|(k, v)| format!("{k}={}", encode(v))).collect::<Vec<_>>().join("&");
         let Some(body) = self.fetcher.get(&format!("/api/query?{query}")).await? else { return Ok(None) };
         let text = std::str::from_utf8(&body).map_err(|_| malformed("the feed is not UTF-8"))?;
-        parse_feed(text, &Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true)).map(Some)
+        parse_feed(text, &crate::fetched_now()).map(Some)
     }
 }
 
@@ -232,12 +231,12 @@ pub fn parse_feed(xml: &str, fetched_at: &str) -> Result<Vec<ExternalPaper>, Sou
 }
 
 /// The first child element of `node` named `name` in namespace `ns`.
-fn child<'a, 'i>(node: roxmltree::Node<'a, 'i>, ns: &str, name: &str) -> Option<roxmltree::Node<'a, 'i>> {
+pub(crate) fn child<'a, 'i>(node: roxmltree::Node<'a, 'i>, ns: &str, name: &str) -> Option<roxmltree::Node<'a, 'i>> {
     node.children().find(|c| c.has_tag_name((ns, name)))
 }
 
 /// An element's text, whitespace collapsed; `None` when absent or blank.
-fn text(node: Option<roxmltree::Node<'_, '_>>) -> Option<String> {
+pub(crate) fn text(node: Option<roxmltree::Node<'_, '_>>) -> Option<String> {
     node.and_then(|n| n.text()).map(collapse).filter(|t| !t.is_empty())
 }
 

@@ -10,9 +10,9 @@
 
 use std::time::Duration;
 
-use chrono::{SecondsFormat, Utc};
 use event_schema::{ExternalAuthor, ExternalPaper};
 
+use crate::arxiv::{child, text};
 use crate::{encode, Etiquette, Fetcher, SourceError};
 
 /// The name the harvester is known by in errors.
@@ -99,23 +99,12 @@ impl ArxivOai {
             return Err(SourceError::Status { name: NAME, status: 404 });
         };
         let xml = std::str::from_utf8(&body).map_err(|e| malformed(e.to_string()))?;
-        parse_page(xml, &Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true))
+        parse_page(xml, &crate::fetched_now())
     }
 }
 
 fn malformed(reason: String) -> SourceError {
     SourceError::Malformed { name: NAME, reason }
-}
-
-/// The first child element of `node` named `name` in namespace `ns`.
-fn child<'a, 'i>(node: roxmltree::Node<'a, 'i>, ns: &str, name: &str) -> Option<roxmltree::Node<'a, 'i>> {
-    node.children().find(|c| c.has_tag_name((ns, name)))
-}
-
-/// An element's text, whitespace collapsed; `None` when absent or blank.
-fn text(node: Option<roxmltree::Node<'_, '_>>) -> Option<String> {
-    let t = node?.text()?.split_whitespace().collect::<Vec<_>>().join(" ");
-    (!t.is_empty()).then_some(t)
 }
 
 /// A `ListRecords` answer: its records as papers (fetched at `fetched_at`), its deleted

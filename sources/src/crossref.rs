@@ -8,11 +8,10 @@
 
 use std::time::Duration;
 
-use chrono::{SecondsFormat, Utc};
 use event_schema::{ExternalAuthor, ExternalPaper};
 use serde::Deserialize;
 
-use crate::{encode, json, Etiquette, Fetcher, Source, SourceError, SourceQuery};
+use crate::{encode, fetched_now, json, Etiquette, Fetcher, Source, SourceError, SourceQuery};
 
 /// The source's name.
 pub const NAME: &str = "crossref";
@@ -35,6 +34,7 @@ pub fn etiquette(base_url: &str, contact: Option<&str>) -> Etiquette {
             e.interval = Duration::from_millis(100);
             e.connections = 3;
             e.user_agent = format!("{} mailto:{contact}", e.user_agent);
+            e.query_param = Some(("mailto", contact.to_owned()));
         }
         None => {
             e.interval = Duration::from_millis(200);
@@ -47,20 +47,12 @@ pub fn etiquette(base_url: &str, contact: Option<&str>) -> Etiquette {
 /// The Crossref works client.
 pub struct Crossref {
     fetcher: Fetcher,
-    contact: Option<String>,
 }
 
 impl Crossref {
-    /// A client that calls Crossref as `etiquette` says, giving `contact` as its `mailto`.
-    pub fn new(etiquette: Etiquette, contact: Option<&str>) -> Crossref {
-        Crossref { fetcher: Fetcher::new(etiquette), contact: contact.map(str::to_owned) }
-    }
-
-    fn polite(&self, path: String) -> String {
-        match &self.contact {
-            Some(c) => format!("{path}{}mailto={}", if path.contains('?') { '&' } else { '?' }, encode(c)),
-            None => path,
-        }
+    /// A client that calls Crossref as `etiquette` says.
+    pub fn new(etiquette: Etiquette) -> Crossref {
+        Crossref { fetcher: Fetcher::new(etiquette) }
     }
 }
 
@@ -212,10 +204,6 @@ fn paper_of(w: Work, fetched_at: &str) -> Option<ExternalPaper> {
     })
 }
 
-fn now() -> String {
-    Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true)
-}
-
 #[async_trait::async_trait]
 impl Source for Crossref {
     fn name(&self) -> &'static str {
@@ -240,9 +228,9 @@ impl Source for Crossref {
         if let Some(author) = author {
             path.push_str(&format!("&query.author={}", encode(author)));
         }
-        let Some(body) = self.fetcher.get(&self.polite(path)).await? else { return Ok(Vec::new()) };
+        let Some(body) = self.fetcher.get(&path).await? else { return Ok(Vec::new()) };
         let page: Answer<WorkList> = json(NAME, &body)?;
-        let at = now();
+        let at = fetched_now();
         Ok(page.message.items.into_iter().filter_map(|w| paper_of(w, &at)).take(query.limit).collect())
     }
 
@@ -250,9 +238,9 @@ impl Source for Crossref {
         let Some(doi) = normalize_id(external_id) else { return Ok(None) };
         // A DOI's suffix may hold any printable character: each is encoded but its slashes.
         let path = format!("/works/{}", doi.split('/').map(encode).collect::<Vec<_>>().join("/"));
-        let Some(body) = self.fetcher.get(&self.polite(path)).await? else { return Ok(None) };
+        let Some(body) = self.fetcher.get(&path).await? else { return Ok(None) };
         let work: Answer<Work> = json(NAME, &body)?;
-        Ok(paper_of(work.message, &now()).filter(|p| p.external_id == doi))
+        Ok(paper_of(work.message, &fetched_now()).filter(|p| p.external_id == doi))
     }
 }
 

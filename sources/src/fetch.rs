@@ -41,6 +41,9 @@ pub struct Etiquette {
     pub breaker_cool_down: Duration,
     /// Headers sent with every request (an API key), shown nowhere.
     pub headers: Vec<(&'static str, Secret)>,
+    /// A parameter added to every request's query string (the `mailto` of OpenAlex's and
+    /// Crossref's polite pools).
+    pub query_param: Option<(&'static str, String)>,
 }
 
 /// A value kept out of logs and debug output (an API key).
@@ -78,6 +81,7 @@ impl Etiquette {
             breaker_threshold: 5,
             breaker_cool_down: Duration::from_secs(30),
             headers: Vec::new(),
+            query_param: None,
         }
     }
 }
@@ -165,7 +169,12 @@ impl Fetcher {
     /// [`SourceError`] when the source gives no answer within the deadline, an HTTP error,
     /// a body over the bound, or while its circuit is open.
     pub async fn get(&self, path: &str) -> Result<Option<Bytes>, SourceError> {
-        let url = format!("{}{path}", self.etiquette.base_url);
+        let url = match &self.etiquette.query_param {
+            Some((name, value)) => {
+                format!("{}{path}{}{name}={}", self.etiquette.base_url, if path.contains('?') { '&' } else { '?' }, encode(value))
+            }
+            None => format!("{}{path}", self.etiquette.base_url),
+        };
         if !self.etiquette.cache_for.is_zero() {
             if let Some(hit) = self.cache.get(&url).await {
                 return Ok(hit);

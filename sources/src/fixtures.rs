@@ -94,18 +94,8 @@ impl FixtureServer {
     /// # Panics
     /// When no local port can be bound.
     pub async fn arxiv() -> FixtureServer {
-        let shared = Shared { fault: Arc::new(Mutex::new(Fault::None)), calls: Arc::new(AtomicU64::new(0)) };
-        let app = Router::new()
-            .route("/api/query", get(arxiv_query))
-            .route("/pdf/{id}", get(arxiv_pdf))
-            .route("/oai", get(arxiv_oai))
-            .with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a local port");
-        let url = format!("http://{}", listener.local_addr().expect("its address"));
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        FixtureServer { url, shared, task }
+        let routes = Router::new().route("/api/query", get(arxiv_query)).route("/pdf/{id}", get(arxiv_pdf)).route("/oai", get(arxiv_oai));
+        FixtureServer::serve(routes).await
     }
 
     /// A Crossref REST API (`GET /works` with `query.bibliographic`, `query.author`, `rows`;
@@ -128,8 +118,7 @@ impl FixtureServer {
     /// # Panics
     /// When no local port can be bound.
     pub async fn registries() -> FixtureServer {
-        let shared = Shared { fault: Arc::new(Mutex::new(Fault::None)), calls: Arc::new(AtomicU64::new(0)) };
-        let app = Router::new()
+        let routes = Router::new()
             .route("/v3.0/expanded-search/", get(orcid))
             .route("/v2/organizations", get(ror))
             .route("/w/api.php", get(wikidata))
@@ -142,14 +131,8 @@ impl FixtureServer {
             .route("/graph/v1/paper/{id}", get(s2_paper))
             .route("/oauth/token", axum::routing::post(orcid_token))
             .nest("/crossref", crossref_routes())
-            .merge(platform_routes(Router::new()))
-            .with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a local port");
-        let url = format!("http://{}", listener.local_addr().expect("its address"));
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        FixtureServer { url, shared, task }
+            .merge(platform_routes(Router::new()));
+        FixtureServer::serve(routes).await
     }
 
     /// GitHub, GitLab, Zenodo and Software Heritage at one address (each API's own path),
@@ -160,14 +143,7 @@ impl FixtureServer {
     /// # Panics
     /// When no local port can be bound.
     pub async fn platforms() -> FixtureServer {
-        let shared = Shared { fault: Arc::new(Mutex::new(Fault::None)), calls: Arc::new(AtomicU64::new(0)) };
-        let app = platform_routes(Router::new()).with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a local port");
-        let url = format!("http://{}", listener.local_addr().expect("its address"));
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        FixtureServer { url, shared, task }
+        FixtureServer::serve(platform_routes(Router::new())).await
     }
 
     /// A server of `routes` on a free local port.

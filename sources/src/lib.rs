@@ -118,6 +118,20 @@ pub struct SourceQuery {
     pub limit: usize,
 }
 
+impl SourceQuery {
+    /// The words and the author's name as one search text (for sources that search both
+    /// at once), trimmed.
+    pub fn text_and_author(&self) -> String {
+        let author = self.author.as_deref().map(str::trim).unwrap_or_default();
+        format!("{} {author}", self.text.trim()).trim().to_owned()
+    }
+}
+
+/// When a paper is fetched: now, as its `fetchedAt` says it (RFC 3339, seconds).
+pub(crate) fn fetched_now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
 /// An external scholarly source.
 #[async_trait::async_trait]
 pub trait Source: Send + Sync {

@@ -5,11 +5,10 @@
 
 use std::time::Duration;
 
-use chrono::{SecondsFormat, Utc};
 use event_schema::{ExternalAuthor, ExternalPaper};
 use serde::Deserialize;
 
-use crate::{encode, json, Etiquette, Fetcher, Source, SourceError, SourceQuery};
+use crate::{encode, fetched_now, json, Etiquette, Fetcher, Source, SourceError, SourceQuery};
 
 /// The source's name.
 pub const NAME: &str = "openalex";
@@ -26,6 +25,7 @@ pub fn etiquette(base_url: &str, contact: Option<&str>) -> Etiquette {
     e.accept = "application/json";
     if let Some(contact) = contact {
         e.user_agent = format!("{} mailto:{contact}", e.user_agent);
+        e.query_param = Some(("mailto", contact.to_owned()));
     }
     e
 }
@@ -33,20 +33,12 @@ pub fn etiquette(base_url: &str, contact: Option<&str>) -> Etiquette {
 /// The OpenAlex works client.
 pub struct OpenAlex {
     fetcher: Fetcher,
-    contact: Option<String>,
 }
 
 impl OpenAlex {
-    /// A client that calls OpenAlex as `etiquette` says, giving `contact` as its `mailto`.
-    pub fn new(etiquette: Etiquette, contact: Option<&str>) -> OpenAlex {
-        OpenAlex { fetcher: Fetcher::new(etiquette), contact: contact.map(str::to_owned) }
-    }
-
-    fn polite(&self, path: String) -> String {
-        match &self.contact {
-            Some(c) => format!("{path}{}mailto={}", if path.contains('?') { '&' } else { '?' }, encode(c)),
-            None => path,
-        }
+    /// A client that calls OpenAlex as `etiquette` says.
+    pub fn new(etiquette: Etiquette) -> OpenAlex {
+        OpenAlex { fetcher: Fetcher::new(etiquette) }
     }
 }
 
@@ -149,10 +141,6 @@ fn paper_of(w: Work, fetched_at: &str) -> Option<ExternalPaper> {
     })
 }
 
-fn now() -> String {
-    Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true)
-}
-
 #[async_trait::async_trait]
 impl Source for OpenAlex {
     fn name(&self) -> &'static str {
@@ -164,26 +152,24 @@ impl Source for OpenAlex {
     }
 
     async fn search(&self, query: &SourceQuery) -> Result<Vec<ExternalPaper>, SourceError> {
-        let mut text = query.text.trim().to_owned();
-        if let Some(author) = query.author.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
-            text = format!("{text} {author}").trim().to_owned();
-        }
+        let text = query.text_and_author();
         if text.is_empty() {
             return Ok(Vec::new());
         }
         let per_page = query.limit.clamp(1, MAX_RESULTS);
-        let path = self.polite(format!("/works?search={}&per-page={per_page}", encode(&text)));
-        let Some(body) = self.fetcher.get(&path).await? else { return Ok(Vec::new()) };
+        let Some(body) = self.fetcher.get(&format!("/works?search={}&per-page={per_page}", encode(&text))).await? else {
+            return Ok(Vec::new());
+        };
         let page: Page = json(NAME, &body)?;
-        let at = now();
+        let at = fetched_now();
         Ok(page.results.into_iter().filter_map(|w| paper_of(w, &at)).take(query.limit).collect())
     }
 
     async fn get(&self, external_id: &str) -> Result<Option<ExternalPaper>, SourceError> {
         let Some(id) = normalize_id(external_id) else { return Ok(None) };
-        let Some(body) = self.fetcher.get(&self.polite(format!("/works/{id}"))).await? else { return Ok(None) };
+        let Some(body) = self.fetcher.get(&format!("/works/{id}")).await? else { return Ok(None) };
         let work: Work = json(NAME, &body)?;
-        Ok(paper_of(work, &now()).filter(|p| p.external_id == id))
+        Ok(paper_of(work, &fetched_now()).filter(|p| p.external_id == id))
     }
 }
 

@@ -169,7 +169,6 @@ pub struct Registries {
     openalex: Fetcher,
     openreview: Fetcher,
     orcid_oauth: Option<crate::orcid_oauth::OrcidOAuth>,
-    contact: Option<String>,
 }
 
 fn etiquette(name: &'static str, url: &str, contact: Option<&str>) -> Etiquette {
@@ -205,6 +204,8 @@ impl Registries {
         ror.interval = std::time::Duration::from_millis(100);
         let mut openalex = etiquette("openalex", &urls.openalex, contact);
         openalex.interval = std::time::Duration::from_millis(100);
+        // OpenAlex's polite pool: the contact in every query too.
+        openalex.query_param = contact.map(|c| ("mailto", c.to_owned()));
         // OpenReview allows some 100 requests a minute per client.
         let mut openreview = etiquette("openreview", &urls.openreview, contact);
         openreview.interval = std::time::Duration::from_millis(600);
@@ -217,7 +218,6 @@ impl Registries {
             openalex: Fetcher::new(openalex),
             openreview: Fetcher::new(openreview),
             orcid_oauth: None,
-            contact: urls.contact.clone(),
         }
     }
 
@@ -507,10 +507,7 @@ impl Registries {
         struct Institution {
             display_name: Option<String>,
         }
-        let mut path = format!("/authors?search={}&per-page={limit}", encode(name.trim()));
-        if let Some(c) = &self.contact {
-            path.push_str(&format!("&mailto={}", encode(c)));
-        }
+        let path = format!("/authors?search={}&per-page={limit}", encode(name.trim()));
         let found: Found = json("openalex", &self.openalex.get(&path).await?.unwrap_or_default())?;
         Ok(found
             .results
@@ -575,10 +572,7 @@ impl Registries {
             oa_url: Option<String>,
         }
         let doi = doi.trim().trim_start_matches("https://doi.org/").to_lowercase();
-        let mut path = format!("/works/doi:{}", doi.split('/').map(encode).collect::<Vec<_>>().join("/"));
-        if let Some(c) = &self.contact {
-            path.push_str(&format!("?mailto={}", encode(c)));
-        }
+        let path = format!("/works/doi:{}", doi.split('/').map(encode).collect::<Vec<_>>().join("/"));
         let Some(body) = self.openalex.get(&path).await? else { return Ok(None) };
         let w: Found = json("openalex", &body)?;
         Ok(Some(Work {
@@ -631,13 +625,10 @@ impl Registries {
         let mut found: std::collections::HashMap<String, event_schema::CitedWork> = std::collections::HashMap::new();
         for chunk in ids.chunks(50) {
             let list = chunk.iter().map(|i| bare(i)).collect::<Vec<_>>().join("|");
-            let mut path = format!(
+            let path = format!(
                 "/works?filter=openalex:{}&per-page=50&select=id,display_name,doi,publication_year,authorships,primary_location",
                 encode(&list)
             );
-            if let Some(c) = &self.contact {
-                path.push_str(&format!("&mailto={}", encode(c)));
-            }
             let page: Page = json("openalex", &self.openalex.get(&path).await?.unwrap_or_default())?;
             for w in page.results {
                 let Some(title) = w.display_name.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty()) else { continue };

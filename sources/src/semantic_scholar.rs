@@ -9,11 +9,10 @@
 
 use std::time::Duration;
 
-use chrono::{SecondsFormat, Utc};
 use event_schema::{ExternalAuthor, ExternalPaper};
 use serde::Deserialize;
 
-use crate::{encode, json, Etiquette, Fetcher, Source, SourceError, SourceQuery};
+use crate::{encode, fetched_now, json, Etiquette, Fetcher, Source, SourceError, SourceQuery};
 
 /// The source's name.
 pub const NAME: &str = "semanticscholar";
@@ -123,10 +122,6 @@ fn paper_of(p: Paper, fetched_at: &str) -> Option<ExternalPaper> {
     })
 }
 
-fn now() -> String {
-    Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true)
-}
-
 #[async_trait::async_trait]
 impl Source for SemanticScholar {
     fn name(&self) -> &'static str {
@@ -138,10 +133,7 @@ impl Source for SemanticScholar {
     }
 
     async fn search(&self, query: &SourceQuery) -> Result<Vec<ExternalPaper>, SourceError> {
-        let mut text = query.text.trim().to_owned();
-        if let Some(author) = query.author.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
-            text = format!("{text} {author}").trim().to_owned();
-        }
+        let text = query.text_and_author();
         if text.is_empty() {
             return Ok(Vec::new());
         }
@@ -149,7 +141,7 @@ impl Source for SemanticScholar {
         let path = format!("/graph/v1/paper/search?query={}&limit={limit}&fields={FIELDS}", encode(&text));
         let Some(body) = self.fetcher.get(&path).await? else { return Ok(Vec::new()) };
         let page: Page = json(NAME, &body)?;
-        let at = now();
+        let at = fetched_now();
         Ok(page.data.into_iter().filter_map(|p| paper_of(p, &at)).take(query.limit).collect())
     }
 
@@ -157,7 +149,7 @@ impl Source for SemanticScholar {
         let Some(id) = normalize_id(external_id) else { return Ok(None) };
         let Some(body) = self.fetcher.get(&format!("/graph/v1/paper/{id}?fields={FIELDS}")).await? else { return Ok(None) };
         let paper: Paper = json(NAME, &body)?;
-        Ok(paper_of(paper, &now()).filter(|p| p.external_id == id))
+        Ok(paper_of(paper, &fetched_now()).filter(|p| p.external_id == id))
     }
 }
 

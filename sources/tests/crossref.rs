@@ -12,7 +12,7 @@ use sources::{Etiquette, Source, SourceError, SourceQuery};
 fn client(url: &str) -> Crossref {
     let e =
         Etiquette { interval: Duration::ZERO, retries: 0, cache_for: Duration::ZERO, ..crossref::etiquette(url, Some("ops@example.org")) };
-    Crossref::new(e, Some("ops@example.org"))
+    Crossref::new(e)
 }
 
 #[tokio::test]

@@ -11,7 +11,7 @@ use sources::{Etiquette, Source, SourceError, SourceQuery};
 fn client(url: &str) -> OpenAlex {
     let e =
         Etiquette { interval: Duration::ZERO, retries: 0, cache_for: Duration::ZERO, ..openalex::etiquette(url, Some("ops@example.org")) };
-    OpenAlex::new(e, Some("ops@example.org"))
+    OpenAlex::new(e)
 }
 
 #[tokio::test]

@@ -261,8 +261,8 @@ impl ExternalArgs {
         let pdfs = sources::arxiv::pdf_etiquette(&self.arxiv_pdf_url, self.sources_contact.as_deref());
         let arxiv = sources::arxiv::Arxiv::new(arxiv).with_pdfs(pdfs);
         let contact = self.sources_contact.as_deref();
-        let openalex = sources::openalex::OpenAlex::new(sources::openalex::etiquette(&self.openalex_url, contact), contact);
-        let crossref = sources::crossref::Crossref::new(sources::crossref::etiquette(&self.crossref_url, contact), contact);
+        let openalex = sources::openalex::OpenAlex::new(sources::openalex::etiquette(&self.openalex_url, contact));
+        let crossref = sources::crossref::Crossref::new(sources::crossref::etiquette(&self.crossref_url, contact));
         let s2 = sources::semantic_scholar::etiquette(&self.semantic_scholar_url, self.semantic_scholar_api_key.as_deref());
         let s2 = sources::semantic_scholar::SemanticScholar::new(s2);
         sources::Sources::new([

@@ -69,11 +69,21 @@ pub const TABLES: &[&str] = &[
     "cited_by",
 ];
 
-/// The identifiers of cited works (by their DOIs; an arXiv DOI also as the arXiv id), each
-/// once.
+/// The identifiers a cited work is known by, from its DOI (an arXiv DOI also as the arXiv
+/// id).
+pub fn work_ids(doi: &str) -> Vec<String> {
+    crate::search::ids::with_aliases(crate::search::ids::of_query(doi).into_iter().collect())
+}
+
+/// The identifiers of cited works ([`work_ids`]), each once.
 pub fn cited_ids(works: &[event_schema::CitedWork]) -> Vec<String> {
-    let ids = works.iter().filter_map(|w| w.doi.as_deref()).filter_map(crate::search::ids::of_query).collect();
-    crate::search::ids::with_aliases(ids)
+    let mut out: Vec<String> = Vec::new();
+    for id in works.iter().filter_map(|w| w.doi.as_deref()).flat_map(work_ids) {
+        if !out.contains(&id) {
+            out.push(id);
+        }
+    }
+    out
 }
 
 /// The partition of every row of a listing.

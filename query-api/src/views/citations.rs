@@ -60,10 +60,9 @@ fn eprint_by_ids(r: &AttachedReader, ids: &[String]) -> Result<Option<String>, P
     Ok(None)
 }
 
-/// The identifiers a cited work is known by (its DOI; an arXiv DOI also as the arXiv id).
+/// The identifiers a cited work (as its enrichment stores it) is known by.
 fn work_ids(work: &Value) -> Vec<String> {
-    let doi = work["doi"].as_str().and_then(ids::of_query);
-    ids::with_aliases(doi.into_iter().collect())
+    work["doi"].as_str().map(projections::imports::work_ids).unwrap_or_default()
 }
 
 /// An extracted citation of `eprint_uri` (a cited work of its enrichment) in the shape of a
@@ -118,7 +117,7 @@ pub fn page_of(
 ) -> Result<(Vec<Value>, Option<usize>), ProjectionError> {
     let (works, fetched_at) = cited_works(imports, eprint_uri)?;
     let views = works.iter().skip(from).take(limit).map(|w| view(r, eprint_uri, w, &fetched_at)).collect::<Result<Vec<_>, _>>()?;
-    let next = (from + limit < works.len()).then_some(from + limit);
+    let next = (from.saturating_add(limit) < works.len()).then_some(from + limit);
     Ok((views, next))
 }
 

@@ -85,19 +85,10 @@ fn get_citations(c: &Call) -> Answer {
         let Some(title) = r.eprint_title(uri)? else { return Ok(None) };
         let imports = projections::imports::read::ImportsReader::new(c.state.store.as_ref())?;
         let (citing, cited) = (Listing::on_eprint(Kind::Citation, uri), Listing::pointing_at(Kind::Citation, uri));
-        // The extracted edges of each direction asked for, in order.
-        let mut extracted: Vec<Value> = Vec::new();
-        let (mut citing_extracted, mut cited_extracted) = (0, 0);
-        if citing_wanted {
-            let (views, _) = citations::page_of(r, &imports, uri, 0, usize::MAX)?;
-            citing_extracted = views.len();
-            extracted.extend(views.iter().map(|v| edge(&v["uri"], v, "citing")));
-        }
-        if cited_wanted {
-            let views = citations::citing(r, &imports, uri)?;
-            cited_extracted = views.len();
-            extracted.extend(views.iter().map(|v| edge(&v["uri"], v, "cited")));
-        }
+        // The extracted citations: what the eprint cites (counted; viewed only when paged
+        // to) and the eprints whose extracted citations name it.
+        let cites = citations::count_of(&imports, uri)? as usize;
+        let citers = citations::citing(r, &imports, uri)?;
         let mut edges: Vec<Value> = Vec::new();
         let mut next: Option<String> = None;
         let from = match start {
@@ -124,16 +115,20 @@ fn get_citations(c: &Call) -> Answer {
             }
         };
         if next.is_none() {
+            // The extracted edges of the directions asked for, citing then cited, from `from`.
+            let (citing_n, cited): (usize, &[Value]) = (if citing_wanted { cites } else { 0 }, if cited_wanted { &citers } else { &[] });
             let room = limit - edges.len();
-            edges.extend(extracted.iter().skip(from).take(room).cloned());
-            next = (from + room < extracted.len()).then(|| citations::extracted_cursor(from + room));
+            if from < citing_n {
+                let (views, _) = citations::page_of(r, &imports, uri, from, room)?;
+                edges.extend(views.iter().map(|v| edge(&v["uri"], v, "citing")));
+            }
+            let room_left = limit - edges.len();
+            edges.extend(cited.iter().skip(from.saturating_sub(citing_n)).take(room_left).map(|v| edge(&v["uri"], v, "cited")));
+            next = (from + room < citing_n + cited.len()).then(|| citations::extracted_cursor(from + room));
         }
         let mut out = json!({
             "eprint": {"uri": uri, "title": title},
-            "counts": {
-                "citing": if citing_wanted { r.count(&citing)? + citing_extracted as u64 } else { r.count(&citing)? },
-                "cited": if cited_wanted { r.count(&cited)? + cited_extracted as u64 } else { r.count(&cited)? },
-            },
+            "counts": {"citing": r.count(&citing)? + cites as u64, "cited": r.count(&cited)? + citers.len() as u64},
             "hasMore": next.is_some(),
             "citations": edges,
         });
