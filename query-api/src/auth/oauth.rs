@@ -274,13 +274,31 @@ pub(super) async fn start_session(state: &AppState, login: &LoginClaims, method:
         expires_at: now() + REFRESH_LIFETIME,
         proof,
     };
-    append(state, &login.sub, &login.sub, "/oauth/token", change).await?;
-    match read(state, |r| r.session(&session))? {
+    let at = crate::command::append(state, access_event(state, &login.sub, &login.sub, "/oauth/token", change))
+        .await
+        .map_err(OAuthError::from_api)?;
+    let mut started = read(state, |r| r.session(&session))?;
+    // A code is good once, so its caller cannot retry: a login waits longer than another
+    // procedure for the access model to apply it before saying so.
+    if started.is_none() && !crate::applied::wait(state, at, LOGIN_APPLY_WAIT).await {
+        return Err(OAuthError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "temporarily_unavailable",
+            "the session is recorded but this node has not applied it yet; log in again in a moment",
+        ));
+    }
+    if started.is_none() {
+        started = read(state, |r| r.session(&session))?;
+    }
+    match started {
         Some(s) if s.current == refresh_hash && s.ended.is_none() => ok(token_answer(state, &s, &session, &refresh_token)),
         Some(_) => Err(OAuthError::grant("the authorization code was already used; the session it made is now ended")),
         None => Err(OAuthError::grant("the second factor was already used (a TOTP code is accepted once, a recovery code once)")),
     }
 }
+
+/// How much longer than [`crate::command::APPLY_WAIT`] a login waits for its session.
+const LOGIN_APPLY_WAIT: std::time::Duration = std::time::Duration::from_secs(25);
 
 fn token_answer(state: &AppState, session: &Session, sid: &str, refresh_token: &str) -> Value {
     let t = now();
