@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use event_schema::{ClassifiedError, ErrorClass};
 use eventlog::{EventLog, GroupMember};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -21,15 +22,25 @@ pub struct WorkerConfig {
     /// While the worker is behind (its batches come back full), the batch size doubles up
     /// to this, and drops back to `batch_size` once caught up.
     pub max_batch_size: usize,
-    /// Attempts of a failing batch before the worker stops.
+    /// Attempts of a batch failing for a reason other than an unavailable log or store
+    /// before the worker stops. A log or store that cannot serve (a broker restarting, a
+    /// full disk) is waited for, however long it takes.
     pub max_attempts: u32,
     /// The first retry's delay; each retry doubles it.
     pub retry_base: Duration,
+    /// The longest delay between retries.
+    pub max_retry_delay: Duration,
 }
 
 impl Default for WorkerConfig {
     fn default() -> Self {
-        WorkerConfig { batch_size: 2000, max_batch_size: 32_768, max_attempts: 5, retry_base: Duration::from_millis(100) }
+        WorkerConfig {
+            batch_size: 2000,
+            max_batch_size: 32_768,
+            max_attempts: 5,
+            retry_base: Duration::from_millis(100),
+            max_retry_delay: Duration::from_secs(5),
+        }
     }
 }
 
@@ -43,6 +54,9 @@ pub struct Progress {
     /// The worker has read the log to its end at least once since it started: the model is
     /// complete as of some moment after the start (it may lag behind new events since).
     pub caught_up: bool,
+    /// Why the worker's batches are failing while it retries them (the log or store being
+    /// unavailable); `None` once a batch succeeds.
+    pub failing: Option<String>,
 }
 
 /// Events a reader at `checkpoints` has not read yet, by the log's end offsets (`ends`, one
@@ -200,7 +214,15 @@ impl Worker {
     pub fn new(log: Arc<dyn EventLog>, projections: Vec<Box<dyn Projection>>, config: WorkerConfig) -> Result<Worker, ProjectionError> {
         let progress = projections
             .iter()
-            .map(|p| watch::channel(Progress { checkpoints: p.durable_checkpoints().unwrap_or_default(), applied: 0, caught_up: false }).0)
+            .map(|p| {
+                watch::channel(Progress {
+                    checkpoints: p.durable_checkpoints().unwrap_or_default(),
+                    applied: 0,
+                    caught_up: false,
+                    failing: None,
+                })
+                .0
+            })
             .collect();
         let threads = WorkerThreads(Arc::new(appliers(projections.len())?));
         Ok(Worker { log, projections, threads, config, progress, member: None })
@@ -288,10 +310,11 @@ impl Worker {
                             );
                         }
                         progress.send_if_modified(|p| {
-                            let changed = p.checkpoints != checkpoints || caught_up_now;
+                            let changed = p.checkpoints != checkpoints || caught_up_now || p.failing.is_some();
                             p.checkpoints = checkpoints;
                             p.applied = applied_total;
                             p.caught_up |= caught_up_now;
+                            p.failing = None;
                             changed
                         });
                     }
@@ -316,12 +339,21 @@ impl Worker {
                 }
                 Err(e) => {
                     attempt += 1;
-                    if attempt >= config.max_attempts {
+                    let waits = e.error_class() == ErrorClass::Unavailable;
+                    if !waits && attempt >= config.max_attempts {
                         warn!(?models, error = %e, attempt, "projection batch failed; stopping worker");
                         return Err(e);
                     }
-                    let delay = config.retry_base * 2u32.saturating_pow(attempt - 1);
+                    let delay = config.retry_base.saturating_mul(2u32.saturating_pow(attempt - 1)).min(config.max_retry_delay);
                     warn!(?models, error = %e, attempt, delay_ms = delay.as_millis() as u64, "projection batch failed; retrying");
+                    let why = e.to_string();
+                    for progress in &progress {
+                        progress.send_if_modified(|p| {
+                            let changed = p.failing.as_deref() != Some(why.as_str());
+                            p.failing = Some(why.clone());
+                            changed
+                        });
+                    }
                     tokio::select! {
                         _ = tokio::time::sleep(delay) => {}
                         _ = cancel.cancelled() => break,

@@ -33,7 +33,8 @@ async fn liveness() -> Json<Value> {
 ///
 /// The body tells, per read model: `ready` (complete once), `caughtUp` (at the end of the
 /// log right now), `lag` (events not yet applied), `applied` (since start) and
-/// `deadLetters` (events it could not apply, for models that keep them). A shared model
+/// `deadLetters` (events it could not apply, for models that keep them), and `error` while its
+/// worker retries a batch the log or store cannot serve (a broker restarting, a full disk). A shared model
 /// built by an older svc with another row format keeps the node unready (`needsReplay`,
 /// status `needsReplay`) until `svc replay` rebuilds it.
 async fn readiness(State(state): State<AppState>) -> Response {
@@ -42,14 +43,16 @@ async fn readiness(State(state): State<AppState>) -> Response {
         let log = s.log.check().map_err(|e| e.to_string());
         let store = s.store.check().map_err(|e| e.to_string());
         let search = s.search_index().map(|_| ()).map_err(|e| e.to_string());
-        let ends = s.log.end_offsets().ok();
+        // A log that cannot serve is not asked further (each question would wait for it).
+        let ends = if log.is_ok() { s.log.end_offsets().ok() } else { None };
         // Events not yet applied, from the log's end offsets (None when they are unknown).
         let lag = |checkpoints: &projections::Checkpoints| ends.as_deref().map(|ends| projections::events_behind(ends, checkpoints));
         let caught_up = |checkpoints: &projections::Checkpoints| {
-            (0..s.log.partitions()).all(|part| {
-                let at = checkpoints.get(&part).copied().unwrap_or(0);
-                s.log.read(part, at, 1).map(|e| e.is_empty()).unwrap_or(false)
-            })
+            log.is_ok()
+                && (0..s.log.partitions()).all(|part| {
+                    let at = checkpoints.get(&part).copied().unwrap_or(0);
+                    s.log.read(part, at, 1).map(|e| e.is_empty()).unwrap_or(false)
+                })
         };
         let dead_letters = |model: &str| -> Option<u64> {
             if !projections::catalog::SHARED_MODELS.contains(&model) {
@@ -63,10 +66,14 @@ async fn readiness(State(state): State<AppState>) -> Response {
         for (model, rx) in s.progress.iter() {
             let p = rx.borrow().clone();
             all_ready &= p.caught_up;
-            projections.push(json!({
+            let mut entry = json!({
                 "model": model, "ready": p.caught_up, "caughtUp": caught_up(&p.checkpoints), "lag": lag(&p.checkpoints),
                 "applied": p.applied, "deadLetters": dead_letters(model),
-            }));
+            });
+            if let Some(why) = p.failing {
+                entry["error"] = json!(why);
+            }
+            projections.push(entry);
         }
         // Shared models built by other processes: their checkpoints are in the store.
         for model in projections::catalog::SHARED_MODELS.iter().filter(|m| !s.progress.iter().any(|(p, _)| p == *m)) {

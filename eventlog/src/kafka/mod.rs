@@ -41,7 +41,7 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::{Message, Offset, TopicPartitionList};
 use tokio::sync::watch;
 use tracing::{debug, warn};
@@ -56,6 +56,8 @@ mod group;
 
 /// How long one broker request may take before the call fails.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a health check waits for the broker.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 /// How often the watcher thread polls the high watermarks.
 const WATCH_INTERVAL: Duration = Duration::from_millis(100);
 /// How long a read at or past the reported end waits for a record, when no EOF comes,
@@ -387,8 +389,10 @@ impl EventLog for KafkaLog {
         self.appended_tx.subscribe()
     }
 
+    /// Asks the broker for partition 0's watermarks through the producer's connections, so a
+    /// probe neither waits for the reader's lock nor longer than [`CHECK_TIMEOUT`].
     fn check(&self) -> Result<(), LogError> {
-        self.end_offset(0).map(|_| ())
+        self.producer.client().fetch_watermarks(&self.config.topic, 0, CHECK_TIMEOUT).map(drop).map_err(|e| unavailable("check", e))
     }
 
     fn join_group(&self, group: &str) -> Result<GroupMember, LogError> {
