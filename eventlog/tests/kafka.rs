@@ -1,9 +1,11 @@
 //! The Kafka log against a real Kafka-protocol broker (tansu): the conformance suite, topic
-//! creation, reopening, and appends from another client waking readers.
+//! creation, reopening, and appends from another client waking readers, on the engine
+//! `$SVC_TEST_TANSU_ENGINE` names (memory by default; `scripts/test.sh` runs them on
+//! PostgreSQL too); and, on PostgreSQL always, a broker killed mid-append.
 
 use std::time::Duration;
 
-use eventlog::tansu::Tansu;
+use eventlog::tansu::{Engine, Tansu};
 use eventlog::test_suite::identity_events;
 use eventlog::{EventLog, KafkaConfig, KafkaLog};
 
@@ -98,32 +100,10 @@ fn append_with_own_producer(broker: &Tansu, topic: &str, events: &[event_schema:
     positions
 }
 
-/// What an independent client (a plain librdkafka consumer, not svc's reader) reads of the
-/// topic: every (partition, offset) until nothing more comes for 3 s.
+/// Every (partition, offset) an independent client reads of `topic` (see
+/// [`Tansu::independent_read`]).
 fn independent_read(broker: &Tansu, topic: &str, partitions: u32) -> Vec<(u32, u64)> {
-    use rdkafka::consumer::{BaseConsumer, Consumer};
-    use rdkafka::Message;
-    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", broker.addr().to_string())
-        .set("group.id", "independent-reader")
-        .set("enable.auto.commit", "false")
-        .create()
-        .unwrap();
-    let mut tpl = rdkafka::TopicPartitionList::new();
-    for p in 0..partitions {
-        tpl.add_partition_offset(topic, p as i32, rdkafka::Offset::Beginning).unwrap();
-    }
-    consumer.assign(&tpl).unwrap();
-    let mut seen = Vec::new();
-    let mut last = std::time::Instant::now();
-    while last.elapsed() < Duration::from_secs(3) {
-        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
-            seen.push((m.partition() as u32, m.offset() as u64));
-            last = std::time::Instant::now();
-        }
-    }
-    seen.sort();
-    seen
+    broker.independent_read(topic, partitions).into_iter().map(|(p, o, _)| (p, o)).collect()
 }
 
 /// The broker's real batching, two producers one after the other: svc's reader returns
@@ -174,4 +154,75 @@ fn reads_every_acknowledged_event_of_real_batches() {
         independent.len(),
         first_difference(&independent, &acked)
     );
+}
+
+/// The events (partition, offset) a fresh reader of `topic` reads, and each partition's end
+/// as the broker reports it to a process that has seen nothing yet.
+fn read_all(broker: &Tansu, topic: &str) -> (Vec<(u32, u64)>, Vec<u64>) {
+    let reader = KafkaLog::open(KafkaConfig::from_url(&format!("{}topic={topic}", broker.batched_url()), 4).unwrap()).unwrap();
+    let ends: Vec<u64> = (0..reader.partitions()).map(|p| reader.end_offset(p).unwrap()).collect();
+    let mut read = Vec::new();
+    for p in 0..reader.partitions() {
+        let mut from = 0;
+        loop {
+            let page = reader.read(p, from, 1_000).unwrap();
+            let Some(last) = page.last() else { break };
+            from = last.position.offset + 1;
+            read.extend(page.iter().map(|e| (e.position.partition, e.position.offset)));
+        }
+    }
+    read.sort();
+    (read, ends)
+}
+
+/// tansu's PostgreSQL engine, killed (SIGKILL) while a producer appends and restarted 5 s
+/// later: the appends complete (the producer retries; being idempotent, it writes nothing
+/// twice), every acknowledged event is read exactly once by svc's reader and by an
+/// independent one, and the broker's high watermarks are exact (each partition's
+/// acknowledged count), as a Kafka broker's are.
+#[test]
+fn a_durable_broker_killed_mid_append_loses_and_doubles_nothing() {
+    let mut broker = Tansu::start_on(Engine::Postgres);
+    let topic = "durable";
+    let events = identity_events(6_000);
+    let log = KafkaLog::open(KafkaConfig::from_url(&format!("{}topic={topic}", broker.batched_url()), 4).unwrap()).unwrap();
+    let mut acked: Vec<(u32, u64)> = std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            let mut acked = Vec::new();
+            for chunk in events.chunks(100) {
+                acked.extend(log.append(chunk).expect("an append across the broker's restart completes"));
+            }
+            acked
+        });
+        let appended = log.appended();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while *appended.borrow() < 1_000 {
+            assert!(std::time::Instant::now() < deadline, "the producer did not append 1,000 events in 60 s");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        broker.kill();
+        let at_kill = *appended.borrow();
+        std::thread::sleep(Duration::from_secs(5));
+        broker.restart();
+        let acked = writer.join().unwrap();
+        assert!(at_kill < 6_000, "the broker was killed after the last append: nothing was tested");
+        acked
+    })
+    .into_iter()
+    .map(|p| (p.partition, p.offset))
+    .collect();
+    acked.sort();
+    assert_eq!(acked.len(), 6_000);
+    let mut unique = acked.clone();
+    unique.dedup();
+    assert_eq!(unique.len(), 6_000, "two events were acknowledged at one position");
+
+    let (read, ends) = read_all(&broker, topic);
+    assert_eq!(read, acked, "svc's reader reads every acknowledged event once");
+    let independent = independent_read(&broker, topic, 4);
+    assert_eq!(independent, acked, "an independent reader reads every acknowledged event once");
+    for (p, end) in ends.iter().enumerate() {
+        let count = acked.iter().filter(|(q, _)| *q == p as u32).count() as u64;
+        assert_eq!(*end, count, "partition {p}'s high watermark is its acknowledged count");
+    }
 }

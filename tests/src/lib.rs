@@ -3,6 +3,7 @@
 
 pub mod pds;
 pub mod tamper;
+pub mod topology;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -52,6 +53,9 @@ pub fn svc_bin() -> &'static Path {
 pub fn svc(args: &[&str]) -> Result<String> {
     svc_with_env(args, &[])
 }
+
+/// The topic of the Kafka backends.
+pub const TOPIC: &str = "svc.e2e";
 
 /// The event log and store the `svc` processes of a test use.
 pub struct Backend {
@@ -113,7 +117,7 @@ impl Backend {
     /// A Kafka log on a tansu broker of this test's own (stopped when dropped).
     pub fn kafka() -> Backend {
         let broker = eventlog::tansu::Tansu::start();
-        let url = format!("{}&topic=svc.e2e", broker.url());
+        let url = format!("{}&topic={TOPIC}", broker.url());
         Backend { name: "kafka", env: vec![("SVC_LOG".into(), url)], _broker: Some(broker), _cql: None }
     }
 
@@ -127,13 +131,31 @@ impl Backend {
     }
 
     /// [`Backend::kafka_scylla`] with the producers' real batching, under which tansu's
-    /// high watermarks lag behind its records: svc must read past them.
+    /// memory engine's high watermarks lag behind its records: svc must read past them.
     pub fn kafka_scylla_batched() -> Backend {
-        let broker = eventlog::tansu::Tansu::start();
-        let url = format!("{}topic=svc.e2e", broker.batched_url());
+        Backend::kafka_scylla_batched_on(eventlog::tansu::Engine::from_env())
+    }
+
+    /// [`Backend::kafka_scylla_batched`] on tansu's PostgreSQL engine: a broker that keeps
+    /// its data when it is killed and restarted ([`Backend::broker`]).
+    pub fn kafka_scylla_durable() -> Backend {
+        Backend { name: "kafka(durable)+scylla", ..Backend::kafka_scylla_batched_on(eventlog::tansu::Engine::Postgres) }
+    }
+
+    fn kafka_scylla_batched_on(engine: eventlog::tansu::Engine) -> Backend {
+        let broker = eventlog::tansu::Tansu::start_on(engine);
+        let url = format!("{}topic={TOPIC}", broker.batched_url());
         let cql = CqlTestServer::start();
         let env = vec![("SVC_LOG".into(), url), ("SVC_STORE".into(), format!("scylla://{}/svc_e2e", cql.addr))];
         Backend { name: "kafka(batched)+scylla", env, _broker: Some(broker), _cql: Some(cql) }
+    }
+
+    /// This backend's broker, to kill and restart.
+    ///
+    /// # Panics
+    /// On a backend without one.
+    pub fn broker(&mut self) -> &mut eventlog::tansu::Tansu {
+        self._broker.as_mut().expect("a Kafka backend")
     }
 
     /// The same backend with one more environment variable for the `svc` processes.

