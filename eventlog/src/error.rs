@@ -28,21 +28,35 @@ pub enum LogError {
     /// An event could not be encoded.
     #[error(transparent)]
     Encode(CodecError),
+    /// The embedded log's file could not be written or read (a full disk, a file-size limit,
+    /// a failing device). Nothing after the last acknowledged append is kept, and the open
+    /// file refuses every later transaction: the process must stop, and a restart once the
+    /// cause is gone goes on from what was acknowledged.
+    #[error("event log file failed: {0} (free space or fix the device, then restart svc: every acknowledged event is kept)")]
+    Io(String),
 }
 
 impl ClassifiedError for LogError {
     fn error_class(&self) -> ErrorClass {
         match self {
-            LogError::Unavailable(_) => ErrorClass::Unavailable,
+            LogError::Unavailable(_) | LogError::Io(_) => ErrorClass::Unavailable,
             LogError::UnknownPartition { .. } => ErrorClass::InvalidRequest,
             LogError::Corrupt { .. } | LogError::Encode(_) => ErrorClass::Internal,
         }
     }
 }
 
+/// The reason of a [`LogError::Io`] that only repeats an earlier one (the file refuses every
+/// transaction after a failed write).
+pub const EARLIER_WRITE_FAILED: &str = "an earlier write failed";
+
 impl From<redb::Error> for LogError {
     fn from(e: redb::Error) -> Self {
-        LogError::Unavailable(e.to_string())
+        match e {
+            redb::Error::Io(e) => LogError::Io(e.to_string()),
+            redb::Error::PreviousIo => LogError::Io(EARLIER_WRITE_FAILED.into()),
+            e => LogError::Unavailable(e.to_string()),
+        }
     }
 }
 
@@ -50,7 +64,7 @@ macro_rules! from_redb {
     ($($t:ty),*) => {$(
         impl From<$t> for LogError {
             fn from(e: $t) -> Self {
-                LogError::Unavailable(e.to_string())
+                LogError::from(redb::Error::from(e))
             }
         }
     )*};

@@ -39,7 +39,7 @@ pub mod test_suite;
 use event_schema::{Envelope, NewEvent, Position};
 
 pub use embedded::{EmbeddedLog, LOG_FILE};
-pub use error::LogError;
+pub use error::{LogError, EARLIER_WRITE_FAILED};
 pub use group::GroupMember;
 pub use kafka::{KafkaConfig, KafkaLog};
 

@@ -33,6 +33,23 @@ impl From<tantivy::TantivyError> for ProjectionError {
     }
 }
 
+impl ProjectionError {
+    /// The embedded log's or store's file failed (see [`store::StoreError::Io`]): nothing
+    /// more can be written by this process, so a worker stops at once.
+    pub fn needs_restart(&self) -> bool {
+        matches!(self, ProjectionError::Store(store::StoreError::Io(_)) | ProjectionError::Log(eventlog::LogError::Io(_)))
+    }
+}
+
+impl ProjectionError {
+    /// Only a consequence of an earlier failure that another error names (the embedded file
+    /// refusing every transaction after a failed write).
+    pub fn repeats_an_earlier_failure(&self) -> bool {
+        matches!(self, ProjectionError::Store(store::StoreError::Io(why)) if why == store::EARLIER_WRITE_FAILED)
+            || matches!(self, ProjectionError::Log(eventlog::LogError::Io(why)) if why == eventlog::EARLIER_WRITE_FAILED)
+    }
+}
+
 impl ClassifiedError for ProjectionError {
     fn error_class(&self) -> ErrorClass {
         match self {

@@ -24,7 +24,8 @@ pub struct WorkerConfig {
     pub max_batch_size: usize,
     /// Attempts of a batch failing for a reason other than an unavailable log or store
     /// before the worker stops. A log or store that cannot serve (a broker restarting, a
-    /// full disk) is waited for, however long it takes.
+    /// ScyllaDB node down) is waited for, however long it takes; an embedded file that
+    /// failed (a full disk) stops the worker at once.
     pub max_attempts: u32,
     /// The first retry's delay; each retry doubles it.
     pub retry_base: Duration,
@@ -153,7 +154,10 @@ fn apply_to_all(projections: &mut [Box<dyn Projection>], batch: &EventBatch) -> 
             result
         })
         .collect();
-    results.into_iter().collect()
+    // Models fail together when the store does: the error named is the cause, not an echo.
+    let mut errors: Vec<ProjectionError> = results.into_iter().filter_map(Result::err).collect();
+    errors.sort_by_key(ProjectionError::repeats_an_earlier_failure);
+    errors.into_iter().next().map_or(Ok(()), Err)
 }
 
 /// Reads the next batch of `partitions` after the group's lowest checkpoints and applies it
@@ -339,8 +343,8 @@ impl Worker {
                 }
                 Err(e) => {
                     attempt += 1;
-                    let waits = e.error_class() == ErrorClass::Unavailable;
-                    if !waits && attempt >= config.max_attempts {
+                    let waits = e.error_class() == ErrorClass::Unavailable && !e.needs_restart();
+                    if e.needs_restart() || (!waits && attempt >= config.max_attempts) {
                         warn!(?models, error = %e, attempt, "projection batch failed; stopping worker");
                         return Err(e);
                     }

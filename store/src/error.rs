@@ -18,6 +18,11 @@ pub enum StoreError {
         /// Why the row could not be decoded.
         reason: String,
     },
+    /// The embedded store's file could not be written or read (a full disk, a file-size
+    /// limit, a failing device). The open file refuses every later transaction: the process
+    /// must stop, and a restart once the cause is gone goes on from the last durable commit.
+    #[error("store file failed: {0} (free space or fix the device, then restart svc: what was acknowledged is kept)")]
+    Io(String),
     /// A version that does not exist was named.
     #[error("read model {model} has no version {version}")]
     UnknownVersion {
@@ -31,8 +36,22 @@ pub enum StoreError {
 impl ClassifiedError for StoreError {
     fn error_class(&self) -> ErrorClass {
         match self {
-            StoreError::Unavailable(_) => ErrorClass::Unavailable,
+            StoreError::Unavailable(_) | StoreError::Io(_) => ErrorClass::Unavailable,
             StoreError::Corrupt { .. } | StoreError::UnknownVersion { .. } | StoreError::Config(_) => ErrorClass::Internal,
+        }
+    }
+}
+
+/// The reason of a [`StoreError::Io`] that only repeats an earlier one (the file refuses every
+/// transaction after a failed write).
+pub const EARLIER_WRITE_FAILED: &str = "an earlier write failed";
+
+impl From<redb::Error> for StoreError {
+    fn from(e: redb::Error) -> Self {
+        match e {
+            redb::Error::Io(e) => StoreError::Io(e.to_string()),
+            redb::Error::PreviousIo => StoreError::Io(EARLIER_WRITE_FAILED.into()),
+            e => StoreError::Unavailable(e.to_string()),
         }
     }
 }
@@ -41,9 +60,9 @@ macro_rules! from_redb {
     ($($t:ty),*) => {$(
         impl From<$t> for StoreError {
             fn from(e: $t) -> Self {
-                StoreError::Unavailable(e.to_string())
+                StoreError::from(redb::Error::from(e))
             }
         }
     )*};
 }
-from_redb!(redb::Error, redb::DatabaseError, redb::TransactionError, redb::TableError, redb::StorageError, redb::CommitError);
+from_redb!(redb::DatabaseError, redb::TransactionError, redb::TableError, redb::StorageError, redb::CommitError);

@@ -43,7 +43,7 @@ use std::sync::Arc;
 
 pub use batch::{Batch, Op};
 pub use embedded::{EmbeddedStore, STORE_FILE};
-pub use error::StoreError;
+pub use error::{StoreError, EARLIER_WRITE_FAILED};
 pub use scylla::{ScyllaConfig, ScyllaStore, DEFAULT_KEYSPACE};
 pub use value::{Columns, Value};
 
