@@ -142,7 +142,9 @@ pub fn document(lexicons: &Lexicons) -> Value {
     }
     // The methods registered as needing a caller: a service-auth token or a session, and 401
     // without one (403 without the role, for those that need one). Procedures anyone may
-    // call (`metrics.record*`, `sync.registerPDS`) take a credential when one is sent.
+    // call (`metrics.record*`, `sync.registerPDS`) take a credential when one is sent. A
+    // caller may still be refused with 403 where the method checks more than who it is
+    // (a record's owner, a governance administrator).
     for method in crate::xrpc::methods().methods() {
         let verb = match method.kind {
             crate::xrpc::Kind::Query => "get",
@@ -163,9 +165,12 @@ pub fn document(lexicons: &Lexicons) -> Value {
             auth => {
                 op["security"] = json!([{"serviceAuth": []}, {"session": []}]);
                 op["responses"]["401"] = error("AuthRequired, InvalidToken, ExpiredToken or RevokedToken: no valid credential");
-                if let crate::xrpc::Auth::Role(role) = auth {
-                    op["responses"]["403"] = error(&format!("Forbidden or AuthorizationError: the caller does not hold the {role} role"));
-                }
+                op["responses"]["403"] = match auth {
+                    crate::xrpc::Auth::Role(role) => {
+                        error(&format!("Forbidden or AuthorizationError: the caller does not hold the {role} role"))
+                    }
+                    _ => error("Forbidden or Unauthorized: the caller may not do this (not its owner, or without the standing it needs)"),
+                };
             }
         }
     }

@@ -2,32 +2,85 @@
 //! by `scripts/peers.sh`) generates requests from svc's own `/openapi.json` against a seeded
 //! svc and checks every answer with all its checks: no server errors, every status and
 //! header documented, every response matching its schema, every request the document
-//! allows accepted, every request it forbids refused, 405s with `Allow`. The rejections a
-//! schema cannot express are listed, with why, in `scripts/schemathesis.toml`.
+//! allows accepted, every request it forbids refused, 405s with `Allow`. It runs twice: as
+//! nobody, and as a user signed in with a session made from a real PDS's service-auth token,
+//! so the methods that need a caller are fuzzed past their 401. The rejections a schema
+//! cannot express are listed, with why, in `scripts/schemathesis.toml`.
 
-use std::process::Command;
+use std::process::{Command, Output};
 
+use data_encoding::BASE64URL_NOPAD;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use tests::pds::{Account, Pds};
 use tests::{free_port, svc, workspace_root, write_papers, Backend, Service};
+
+const SERVICE_DID: &str = "did:web:svc.test";
+const VERIFIER: &str = "M25iVXpKU3puUjFaYWg3T1NDTDQtcW1ROUY5YXlwalNoc0hhakxifmZHag";
+
+/// An svc session of `who`, from a service-auth token of the PDS.
+async fn login(svc: &Service, pds: &Pds, who: &Account) -> String {
+    let proof = pds.service_auth(who, SERVICE_DID, query_api::auth::oauth::AUTHORIZE_LXM, None).await.unwrap();
+    let challenge = BASE64URL_NOPAD.encode(&Sha256::digest(VERIFIER.as_bytes()));
+    let (status, code) =
+        svc.post("/oauth/authorize", Some(&proof), &json!({"code_challenge": challenge, "code_challenge_method": "S256"})).await.unwrap();
+    assert_eq!(status, 200, "{code}");
+    let body = json!({"grant_type": "authorization_code", "code": code["code"], "code_verifier": VERIFIER});
+    let (status, tokens) = svc.post("/oauth/token", None, &body).await.unwrap();
+    assert_eq!(status, 200, "{tokens}");
+    tokens["access_token"].as_str().unwrap().to_owned()
+}
+
+/// Runs schemathesis on svc's document, as `bearer` when given.
+fn fuzz(service: &Service, dir: &std::path::Path, bearer: Option<&str>) -> Output {
+    let st = workspace_root().join(".peers/st/bin/st");
+    assert!(st.exists(), "schemathesis is not installed at {}: run scripts/peers.sh", st.display());
+    let config = workspace_root().join("scripts/schemathesis.toml");
+    let mut command = Command::new(&st);
+    command
+        .current_dir(dir)
+        .arg("--config-file")
+        .arg(&config)
+        .args(["run", &format!("{}/openapi.json", service.base), "--checks", "all"])
+        .args(["--max-examples", "15", "--seed", "20261123", "--workers", "1", "--generation-database", "none"])
+        .args(["--output-sanitize", "false", "--no-color"]);
+    if let Some(token) = bearer {
+        command.args(["--header", &format!("Authorization: Bearer {token}")]);
+    }
+    command.output().expect("failed to run schemathesis")
+}
+
+fn assert_survived(who: &str, out: &Output) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary = stdout.lines().filter(|l| l.contains("generated") || l.contains("passed") || l.contains("failures")).collect::<Vec<_>>();
+    println!("schemathesis as {who}: {summary:?}");
+    assert!(out.status.success(), "schemathesis as {who} found failures:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains(" passed"), "schemathesis as {who} ran no test case:\n{stdout}");
+}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_openapi_document_survives_its_fuzzer() {
-    let st = workspace_root().join(".peers/st/bin/st");
-    assert!(st.exists(), "schemathesis is not installed at {}: run scripts/peers.sh", st.display());
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let papers = dir.path().join("papers.jsonl");
     write_papers(&papers, 300).unwrap();
     svc(&["seed", "--data-dir", data.to_str().unwrap(), papers.to_str().unwrap()]).unwrap();
-    // DIDs resolve through a directory that is not there: the sync operations then answer
-    // what they answer for a DID they cannot reach (the fuzzer's DIDs are made up anyway).
+    // A real PDS for the session: a user logs in with its service-auth tokens.
+    // The fuzzer's DIDs are made up: the PDS's directory does not know them.
+    let pds = Pds::start().unwrap();
+    let user = pds.create_account("fuzzuser").await.unwrap();
+    let admin = pds.create_account("fuzzadmin").await.unwrap();
+    let backend = Backend::embedded()
+        .with_env("SVC_PLC_URL", &pds.plc_url)
+        .with_env("SVC_HANDLE_RESOLVER", &pds.url)
+        .with_env("SVC_SERVICE_DID", SERVICE_DID)
+        .with_env("SVC_ADMIN_DIDS", &admin.did);
     let service = Service::start_args(
         "up",
         &data,
         free_port(),
-        &Backend::embedded(),
+        &backend,
         &[
-            "--plc-url",
-            "http://127.0.0.1:1",
             "--arxiv-url",
             "http://127.0.0.1:1",
             "--arxiv-interval-ms",
@@ -64,19 +117,10 @@ async fn the_openapi_document_survives_its_fuzzer() {
     .unwrap();
     service.wait_caught_up().await.unwrap();
 
-    let config = workspace_root().join("scripts/schemathesis.toml");
-    let out = Command::new(&st)
-        .current_dir(dir.path())
-        .arg("--config-file")
-        .arg(&config)
-        .args(["run", &format!("{}/openapi.json", service.base), "--checks", "all"])
-        .args(["--max-examples", "15", "--seed", "20261123", "--workers", "1", "--generation-database", "none"])
-        .args(["--output-sanitize", "false", "--no-color"])
-        .output()
-        .expect("failed to run schemathesis");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let summary = stdout.lines().filter(|l| l.contains("generated") || l.contains("passed") || l.contains("failures")).collect::<Vec<_>>();
-    println!("schemathesis: {summary:?}");
-    assert!(out.status.success(), "schemathesis found failures:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains(" passed"), "schemathesis ran no test case:\n{stdout}");
+    assert_survived("nobody", &fuzz(&service, dir.path(), None));
+    let user_token = login(&service, &pds, &user).await;
+    assert_survived("a user", &fuzz(&service, dir.path(), Some(&user_token)));
+    // Not yet in the suite: the same as the admin. It finds schema mismatches in the admin
+    // surface, and repeated triggerFullReindex calls make the embedded node stop answering
+    // (issue 31). The admin stays configured, so the user's run meets an svc that has one.
 }
