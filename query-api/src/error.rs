@@ -72,6 +72,8 @@ pub enum ErrorCode {
     ClaimNotFound,
     /// The paper's authorship was claimed already.
     AlreadyClaimed,
+    /// An operation of the same kind is running already (a second full reindex).
+    OperationInProgress,
     /// The caller has a pending or approved claim on the paper already.
     DuplicateClaim,
     /// No co-author request by the id asked for.
@@ -103,6 +105,7 @@ impl ErrorCode {
             ClaimNotFound => (StatusCode::NOT_FOUND, "ClaimNotFound", "NOT_FOUND"),
             AlreadyClaimed => (StatusCode::CONFLICT, "AlreadyClaimed", "ALREADY_CLAIMED"),
             DuplicateClaim => (StatusCode::CONFLICT, "DuplicateClaim", "DUPLICATE_CLAIM"),
+            OperationInProgress => (StatusCode::CONFLICT, "OperationInProgress", "CONFLICT"),
             RequestNotFound => (StatusCode::NOT_FOUND, "RequestNotFound", "NOT_FOUND"),
             EprintNotFound => (StatusCode::NOT_FOUND, "EprintNotFound", "NOT_FOUND"),
             PdfNotAvailable => (StatusCode::NOT_FOUND, "PdfNotAvailable", "NOT_FOUND"),

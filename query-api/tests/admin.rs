@@ -346,7 +346,7 @@ async fn op_status(f: &Fixture, admin: &str, id: &str) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_operation_whose_node_stopped_is_reported_failed_and_ended_in_the_log() {
+async fn an_operation_whose_node_stopped_is_reported_failed_and_ended_in_the_log_and_one_reindex_runs_at_a_time() {
     let (f, admin, _) = fixture().await;
     // A node started a reindex and died: its start is in the log, nothing follows.
     let id = "0b6f2c1e-7f4e-4d38-9d53-5c1b8f0f9a11";
@@ -362,6 +362,14 @@ async fn an_operation_whose_node_stopped_is_reported_failed_and_ended_in_the_log
     while op_status(&f, &admin, id).await["status"] != "running" {
         assert!(std::time::Instant::now() < deadline);
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // While it runs, no second reindex starts (through either trigger).
+    for (path, body) in
+        [("/xrpc/pub.svc.admin.triggerFullReindex", json!({})), ("/xrpc/pub.svc.admin.triggerBackfill", json!({"type": "fullReindex"}))]
+    {
+        let (status, refused) = f.post_as(path, Some(&admin), body).await;
+        assert_eq!((status, refused["error"].as_str()), (StatusCode::CONFLICT, Some("OperationInProgress")), "{refused}");
+        assert!(refused["message"].as_str().unwrap().contains(id), "names the running one: {refused}");
     }
     assert_eq!(f.post_as("/xrpc/pub.svc.admin.cancelBackfill", Some(&admin), json!({"id": id})).await.1["success"], true, "still running");
     tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
@@ -381,6 +389,9 @@ async fn an_operation_whose_node_stopped_is_reported_failed_and_ended_in_the_log
     let history = f.get_as("/xrpc/pub.svc.admin.getBackfillHistory", &admin).await.1;
     assert_eq!(history["operations"][0]["id"], id, "{history}");
     assert_eq!(f.post_as("/xrpc/pub.svc.admin.cancelBackfill", Some(&admin), json!({"id": id})).await.1["success"], false);
+    // An operation whose node stopped holds nothing back.
+    let (status, started) = f.post_as("/xrpc/pub.svc.admin.triggerFullReindex", Some(&admin), json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{started}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -30,7 +30,7 @@ use serde_json::{json, Value};
 use tracing::{info, warn};
 
 use crate::body::Body;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::params::check_did;
 use crate::reads::blocking;
 use crate::state::AppState;
@@ -150,8 +150,31 @@ fn trigger_suffix(kind: &str) -> &'static str {
     }
 }
 
+/// The operations that work on every record or read model: one of each kind at a time (a
+/// second full reindex beside the first would rebuild everything twice, each slowing the
+/// other and the API).
+const ONE_AT_A_TIME: &[&str] = &["fullReindex", "pdsScan", "freshnessScan", "governanceSync", "citationExtraction"];
+
 /// Appends an operation's start and runs it on this node in the background: its id.
+/// `OperationInProgress` (409) while an operation of a kind in [`ONE_AT_A_TIME`] runs (on
+/// any node: the admin model is shared; two calls at the same moment on two nodes may
+/// both start).
 async fn launch(c: &Call, nsid: &str, kind: &'static str, metadata: &Value) -> Result<String, ApiError> {
+    // One check and start at a time on this node, so two calls cannot both pass the check.
+    static LAUNCHING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _launching = LAUNCHING.lock().await;
+    if ONE_AT_A_TIME.contains(&kind) {
+        let all = blocking(&c.state, || AdminReader::new(c.state.store.as_ref())?.operations())?;
+        for op in all.into_iter().filter(|o| o.kind == kind && o.runs && o.status == "running") {
+            let id = op.id.clone();
+            if view(&c.state, op).await["status"] == "running" {
+                return Err(ApiError::new(
+                    ErrorCode::OperationInProgress,
+                    format!("a {kind} is running already ({id}): wait for it to end, or cancel it (cancelBackfill)"),
+                ));
+            }
+        }
+    }
     let id = start(c, nsid, kind, metadata).await?;
     let runner = Runner {
         state: c.state.clone(),
