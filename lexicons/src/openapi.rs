@@ -118,6 +118,9 @@ fn schema(base: &str, s: &Value) -> Value {
                     out.insert(key.into(), v.clone());
                 }
             }
+            // A lexicon integer is 64-bit: a larger one is refused, so the document says so.
+            out.entry("minimum").or_insert(json!(i64::MIN));
+            out.entry("maximum").or_insert(json!(i64::MAX));
         }
         "boolean" => {
             out.insert("type".into(), json!("boolean"));
@@ -230,7 +233,10 @@ pub(crate) fn render(lex: &Lexicons, title: &str, version: &str, extra: &[ExtraR
             }
             MethodKind::Procedure => {
                 if let Some(input) = main.pointer("/input/schema") {
-                    op["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": schema(&nsid, input)}}});
+                    // A body is required when the input requires a field; otherwise svc takes
+                    // a missing body as an empty object.
+                    let required = input.get("required").and_then(Value::as_array).is_some_and(|r| !r.is_empty());
+                    op["requestBody"] = json!({"required": required, "content": {"application/json": {"schema": schema(&nsid, input)}}});
                 }
                 // Every procedure svc serves acts for a caller: a service-auth token.
                 op["security"] = json!([{"serviceAuth": []}]);

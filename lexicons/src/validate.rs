@@ -42,7 +42,10 @@ fn int_prop(schema: &Value, key: &str) -> Option<i64> {
 /// The integer a JSON number holds: an integer, or a float with no fraction within the
 /// exactly representable range (`228.0`, as some JSON writers print integers).
 pub fn integral(value: &Value) -> Option<i64> {
-    value.as_i64().or_else(|| value.as_f64().filter(|f| f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0).map(|f| f as i64))
+    // Integral floats within the 64-bit range count (JSON Schema's integers include 2.0).
+    value
+        .as_i64()
+        .or_else(|| value.as_f64().filter(|f| f.fract() == 0.0 && (i64::MIN as f64..-(i64::MIN as f64)).contains(f)).map(|f| f as i64))
 }
 
 impl Validator<'_> {
@@ -281,6 +284,8 @@ mod tests {
         assert_eq!(crate::integral(&json!(228.0)), Some(228));
         assert_eq!(crate::integral(&json!(-3)), Some(-3));
         assert_eq!(crate::integral(&json!(228.5)), None);
+        assert_eq!(crate::integral(&json!(1e18)), Some(1_000_000_000_000_000_000));
+        assert_eq!(crate::integral(&json!(1e19)), None, "beyond 64 bits");
         assert_eq!(crate::integral(&json!(1e300)), None);
         assert_eq!(crate::integral(&json!("7")), None);
         // In a method's input, yes; in a record (no floats in its data model), no.

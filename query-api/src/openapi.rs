@@ -174,6 +174,15 @@ pub fn document(lexicons: &Lexicons) -> Value {
             }
         }
     }
+    // The operations of which one of a kind runs at a time.
+    for nsid in crate::xrpc::admin::one_at_a_time_methods() {
+        if let Some(op) = doc.pointer_mut(&format!("/paths/~1xrpc~1{nsid}/post")) {
+            op["responses"]["409"] = json!({
+                "description": "OperationInProgress: an operation of this kind is running already",
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/XrpcError"}}}
+            });
+        }
+    }
     doc
 }
 

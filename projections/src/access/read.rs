@@ -78,7 +78,8 @@ pub struct AuditEntry {
     pub action: String,
     /// Who did it.
     pub actor_did: String,
-    /// Whom it was about.
+    /// Whom it was about; empty (and not shown) for what concerns no account (a backfill).
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub target_did: String,
     /// The particulars.
     pub details: Json,

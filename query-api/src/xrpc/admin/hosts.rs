@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use event_schema::{AdminAction, AdminCommand, NewEvent, Payload, Source, OPERATIONS_KEY};
 use projections::access::Role;
 use projections::admin::read::AdminReader;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::body::Body;
 use crate::error::ApiError;
@@ -76,13 +76,17 @@ async fn firehose_status(c: Call) -> Answer {
             source["lagSeconds"] = json!(age);
         }
     }
-    let cursor = sources.first().map(|s| s["storedCursor"].clone()).unwrap_or(Value::Null);
-    Body::json(&json!({
-        "cursor": cursor,
+    let cursor = sources.first().map(|s| s["storedCursor"].clone()).filter(|c| !c.is_null());
+    let mut out = json!({
         "dlqCount": super::dlq::count(&c.state).await?,
         "timestamp": Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         "sources": sources,
-    }))
+    });
+    // Omitted, not null, until a source stored one (the lexicon's cursor is a string).
+    if let Some(cursor) = cursor {
+        out["cursor"] = cursor;
+    }
+    Body::json(&out)
 }
 
 /// `listPDSes`: `{stats: {total, healthy, unhealthy, withRecords, items}}`: every host the

@@ -14,6 +14,7 @@ mod hosts;
 mod moderation;
 mod node;
 mod operations;
+pub(crate) use operations::one_at_a_time_methods;
 mod roles;
 mod usage;
 

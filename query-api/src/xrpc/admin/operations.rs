@@ -155,6 +155,16 @@ fn trigger_suffix(kind: &str) -> &'static str {
 /// other and the API).
 const ONE_AT_A_TIME: &[&str] = &["fullReindex", "pdsScan", "freshnessScan", "governanceSync", "citationExtraction"];
 
+/// The methods that answer `OperationInProgress` (409) while an operation of their kind
+/// runs: the triggers of the kinds in [`ONE_AT_A_TIME`], and `triggerBackfill`.
+pub(crate) fn one_at_a_time_methods() -> Vec<String> {
+    ONE_AT_A_TIME
+        .iter()
+        .map(|kind| format!("pub.svc.admin.trigger{}", trigger_suffix(kind)))
+        .chain(["pub.svc.admin.triggerBackfill".to_owned()])
+        .collect()
+}
+
 /// Appends an operation's start and runs it on this node in the background: its id.
 /// `OperationInProgress` (409) while an operation of a kind in [`ONE_AT_A_TIME`] runs (on
 /// any node: the admin model is shared; two calls at the same moment on two nodes may
