@@ -219,8 +219,21 @@ async fn trigger_backfill(c: Call) -> Answer {
         check_did("did", metadata["did"].as_str().unwrap_or_default())?;
     }
     let id = launch(&c, "pub.svc.admin.triggerBackfill", kind, &metadata).await?;
-    let op = operation(&c.state, &id)?.ok_or_else(|| ApiError::internal("the operation was not applied in time"))?;
-    Body::json(&json!({"operation": op.view}))
+    // The answer is the admin model's row: wait for it past the usual read-your-writes wait
+    // (a rebuild running beside it can slow the model down).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(op) = operation(&c.state, &id)? {
+            return Body::json(&json!({"operation": op.view}));
+        }
+        if Instant::now() > deadline {
+            return Err(ApiError::new(
+                ErrorCode::ServiceUnavailable,
+                format!("operation {id} started, but this node has not applied it yet: see getBackfillStatus"),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// The view of an operation, reporting one whose node went silent as failed (and ending it
