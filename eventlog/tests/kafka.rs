@@ -123,19 +123,7 @@ fn reads_every_acknowledged_event_of_real_batches() {
     acked.sort();
     assert_eq!(acked.len(), 24_000);
 
-    let reader = KafkaLog::open(KafkaConfig::from_url(&format!("{}topic={topic}", broker.batched_url()), 4).unwrap()).unwrap();
-    let mut read = Vec::new();
-    for p in 0..reader.partitions() {
-        let mut from = 0;
-        loop {
-            let page = reader.read(p, from, 1_000).unwrap();
-            let Some(last) = page.last() else { break };
-            from = last.position.offset + 1;
-            read.extend(page.iter().map(|e| (e.position.partition, e.position.offset)));
-        }
-        assert!(reader.end_offset(p).unwrap() >= from, "the end offset of partition {p} is behind what was read");
-    }
-    read.sort();
+    let (mut read, _) = read_all(&broker, topic);
     let before = read.len();
     read.dedup();
     assert_eq!(read.len(), before, "a position was read twice");
@@ -170,6 +158,7 @@ fn read_all(broker: &Tansu, topic: &str) -> (Vec<(u32, u64)>, Vec<u64>) {
             from = last.position.offset + 1;
             read.extend(page.iter().map(|e| (e.position.partition, e.position.offset)));
         }
+        assert!(reader.end_offset(p).unwrap() >= from, "the end offset of partition {p} is behind what was read");
     }
     read.sort();
     (read, ends)

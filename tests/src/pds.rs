@@ -192,6 +192,26 @@ impl Pds {
         Ok(out["token"].as_str().context("token")?.to_owned())
     }
 
+    /// An svc session (its access token) of `who` on `svc`, whose service DID is
+    /// `service_did`: a service-auth token of this PDS, exchanged at `/oauth/authorize` for a
+    /// code and at `/oauth/token` for the session, with PKCE, as svc's web client does.
+    pub async fn svc_session(&self, svc: &crate::Service, who: &Account, service_did: &str) -> String {
+        use data_encoding::BASE64URL_NOPAD;
+        use sha2::{Digest, Sha256};
+        const VERIFIER: &str = "M25iVXpKU3puUjFaYWg3T1NDTDQtcW1ROUY5YXlwalNoc0hhakxifmZHag";
+        let proof = self.service_auth(who, service_did, query_api::auth::oauth::AUTHORIZE_LXM, None).await.unwrap();
+        let challenge = BASE64URL_NOPAD.encode(&Sha256::digest(VERIFIER.as_bytes()));
+        let (status, code) = svc
+            .post("/oauth/authorize", Some(&proof), &json!({"code_challenge": challenge, "code_challenge_method": "S256"}))
+            .await
+            .unwrap();
+        assert_eq!(status, 200, "{code}");
+        let body = json!({"grant_type": "authorization_code", "code": code["code"], "code_verifier": VERIFIER});
+        let (status, tokens) = svc.post("/oauth/token", None, &body).await.unwrap();
+        assert_eq!(status, 200, "{tokens}");
+        tokens["access_token"].as_str().unwrap().to_owned()
+    }
+
     /// `com.atproto.identity.updateHandle` to `<name>.test`.
     pub async fn update_handle(&self, account: &mut Account, name: &str) -> Result<()> {
         let handle = format!("{name}.test");

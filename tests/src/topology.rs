@@ -29,6 +29,19 @@ pub fn write_slice(all: &[String], dest: &Path, from: usize, to: usize) {
     std::fs::write(dest, all[from..to].join("\n") + "\n").unwrap();
 }
 
+/// Writes `all[from..to]` of each `(from, to)` of `slices` to `dir/part<i>.jsonl`: the paths.
+pub fn write_parts(all: &[String], dir: &Path, slices: &[(usize, usize)]) -> Vec<std::path::PathBuf> {
+    slices
+        .iter()
+        .enumerate()
+        .map(|(i, (from, to))| {
+            let path = dir.join(format!("part{i}.jsonl"));
+            write_slice(all, &path, *from, *to);
+            path
+        })
+        .collect()
+}
+
 /// Starts an `svc` command of the backend without waiting for it.
 pub fn spawn_svc(backend: &Backend, args: &[&str]) -> std::process::Child {
     Command::new(svc_bin())

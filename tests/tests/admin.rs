@@ -11,27 +11,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use data_encoding::BASE64URL_NOPAD;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use tests::pds::{submission, Account, Pds};
 use tests::{enc, Backend, Service};
 
 const SERVICE_DID: &str = "did:web:svc.test";
-const VERIFIER: &str = "M25iVXpKU3puUjFaYWg3T1NDTDQtcW1ROUY5YXlwalNoc0hhakxifmZHag";
 /// Papers seeded before the scenario, so that a reindex has work to report on.
 const PAPERS: usize = 1500;
 
 async fn login(svc: &Service, pds: &Pds, who: &Account) -> String {
-    let proof = pds.service_auth(who, SERVICE_DID, query_api::auth::oauth::AUTHORIZE_LXM, None).await.unwrap();
-    let challenge = BASE64URL_NOPAD.encode(&Sha256::digest(VERIFIER.as_bytes()));
-    let (status, code) =
-        svc.post("/oauth/authorize", Some(&proof), &json!({"code_challenge": challenge, "code_challenge_method": "S256"})).await.unwrap();
-    assert_eq!(status, 200, "{code}");
-    let body = json!({"grant_type": "authorization_code", "code": code["code"], "code_verifier": VERIFIER});
-    let (status, tokens) = svc.post("/oauth/token", None, &body).await.unwrap();
-    assert_eq!(status, 200, "{tokens}");
-    tokens["access_token"].as_str().unwrap().to_owned()
+    pds.svc_session(svc, who, SERVICE_DID).await
 }
 
 async fn get_as(svc: &Service, token: &str, path: &str) -> (u16, Value) {

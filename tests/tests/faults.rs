@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use event_schema::{codec, Payload, Position};
-use tests::topology::{assert_complete_and_equal, papers, spawn_svc, wait_owns_partitions, write_slice};
+use tests::topology::{assert_complete_and_equal, papers, spawn_svc, wait_owns_partitions, write_parts};
 use tests::{Backend, Projector, Service, TOPIC};
 
 /// Papers seeded before the deployment starts, and during which the broker dies.
@@ -23,15 +23,7 @@ async fn a_broker_killed_mid_seed_and_a_query_node_killed_under_load() {
     let work = dir.path();
     let mut backend = Backend::kafka_scylla_durable();
     let all = papers(SEEDS[1].1);
-    let parts: Vec<_> = SEEDS
-        .iter()
-        .enumerate()
-        .map(|(i, (from, to))| {
-            let path = work.join(format!("part{i}.jsonl"));
-            write_slice(&all, &path, *from, *to);
-            path
-        })
-        .collect();
+    let parts = write_parts(&all, work, &SEEDS);
     let ingest_dir = work.join("ingest");
     let ingest = |backend: &Backend, part: &std::path::Path| {
         spawn_svc(backend, &["ingest", "--data-dir", ingest_dir.to_str().unwrap(), "--seed", part.to_str().unwrap()])

@@ -10,27 +10,10 @@
 
 use std::process::{Command, Output};
 
-use data_encoding::BASE64URL_NOPAD;
-use serde_json::json;
-use sha2::{Digest, Sha256};
-use tests::pds::{Account, Pds};
+use tests::pds::Pds;
 use tests::{free_port, svc, workspace_root, write_papers, Backend, Service};
 
 const SERVICE_DID: &str = "did:web:svc.test";
-const VERIFIER: &str = "M25iVXpKU3puUjFaYWg3T1NDTDQtcW1ROUY5YXlwalNoc0hhakxifmZHag";
-
-/// An svc session of `who`, from a service-auth token of the PDS.
-async fn login(svc: &Service, pds: &Pds, who: &Account) -> String {
-    let proof = pds.service_auth(who, SERVICE_DID, query_api::auth::oauth::AUTHORIZE_LXM, None).await.unwrap();
-    let challenge = BASE64URL_NOPAD.encode(&Sha256::digest(VERIFIER.as_bytes()));
-    let (status, code) =
-        svc.post("/oauth/authorize", Some(&proof), &json!({"code_challenge": challenge, "code_challenge_method": "S256"})).await.unwrap();
-    assert_eq!(status, 200, "{code}");
-    let body = json!({"grant_type": "authorization_code", "code": code["code"], "code_verifier": VERIFIER});
-    let (status, tokens) = svc.post("/oauth/token", None, &body).await.unwrap();
-    assert_eq!(status, 200, "{tokens}");
-    tokens["access_token"].as_str().unwrap().to_owned()
-}
 
 /// Runs schemathesis on svc's document, as `bearer` when given.
 fn fuzz(service: &Service, dir: &std::path::Path, bearer: Option<&str>) -> Output {
@@ -119,8 +102,8 @@ async fn the_openapi_document_survives_its_fuzzer() {
     service.wait_caught_up().await.unwrap();
 
     assert_survived("nobody", &fuzz(&service, dir.path(), None));
-    let user_token = login(&service, &pds, &user).await;
+    let user_token = pds.svc_session(&service, &user, SERVICE_DID).await;
     assert_survived("a user", &fuzz(&service, dir.path(), Some(&user_token)));
-    let admin_token = login(&service, &pds, &admin).await;
+    let admin_token = pds.svc_session(&service, &admin, SERVICE_DID).await;
     assert_survived("an admin", &fuzz(&service, dir.path(), Some(&admin_token)));
 }

@@ -16,7 +16,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tests::topology::{assert_complete_and_equal, papers, spawn_svc, wait_owns_partitions, write_slice};
+use tests::topology::{assert_complete_and_equal, papers, spawn_svc, wait_owns_partitions, write_parts};
 use tests::{enc, Backend, Projector, Service};
 
 const SERVICE_DID: &str = "did:web:svc.test";
@@ -78,15 +78,7 @@ async fn ingest_two_projectors_two_query_nodes_takeover_and_online_replay() {
         .with_env("SVC_SERVICE_DID", SERVICE_DID)
         .with_env("SVC_ADMIN_DIDS", ADMIN);
     let all = papers(SEEDS[2].1);
-    let parts: Vec<_> = SEEDS
-        .iter()
-        .enumerate()
-        .map(|(i, (from, to))| {
-            let path = work.join(format!("part{i}.jsonl"));
-            write_slice(&all, &path, *from, *to);
-            path
-        })
-        .collect();
+    let parts = write_parts(&all, work, &SEEDS);
     let ingest_dir = work.join("ingest");
     let ingest =
         |part: &Path| spawn_svc(&backend, &["ingest", "--data-dir", ingest_dir.to_str().unwrap(), "--seed", part.to_str().unwrap()]);

@@ -21,7 +21,8 @@ const SCHEMA: &str = include_str!("postgres-schema.sql");
 pub struct Postgres {
     child: Child,
     addr: SocketAddr,
-    _dir: tempfile::TempDir,
+    /// Holds the cluster, its socket and its log; removed when dropped (after the server).
+    dir: tempfile::TempDir,
 }
 
 fn bin_dir() -> Option<PathBuf> {
@@ -82,7 +83,7 @@ impl Postgres {
         // broker: the tests kill brokers, never the machine.
         postgres.args(["-c", "synchronous_commit=off", "-c", "max_connections=200"]);
         let child = postgres.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log).spawn().expect("PostgreSQL starts");
-        let server = Postgres { child, addr, _dir: dir };
+        let server = Postgres { child, addr, dir };
         let deadline = Instant::now() + Duration::from_secs(30);
         while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
             assert!(Instant::now() < deadline, "PostgreSQL did not listen on {addr} within 30 s: {}", server.log());
@@ -93,7 +94,7 @@ impl Postgres {
     }
 
     fn apply_schema(&self, bin: &Path) {
-        let file = self._dir.path().join("schema.sql");
+        let file = self.dir.path().join("schema.sql");
         std::fs::write(&file, SCHEMA).expect("tansu's schema written");
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
@@ -117,7 +118,7 @@ impl Postgres {
     }
 
     fn log(&self) -> String {
-        std::fs::read_to_string(self._dir.path().join("postgres.log")).unwrap_or_default()
+        std::fs::read_to_string(self.dir.path().join("postgres.log")).unwrap_or_default()
     }
 }
 
