@@ -217,3 +217,92 @@ async fn invites(f: &Fixture, token: &str, query: &str) -> (Vec<(String, String)
         .collect();
     (states, body)
 }
+
+fn margin(did: &str, collection: &str, rkey: &str, rev: &str, source: &str, extra: Value, at: &str) -> event_schema::NewEvent {
+    let mut record = json!({"target": {"source": source, "title": "A page"}, "createdAt": at});
+    record.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    create(did, collection, rkey, rev, record)
+}
+
+/// Margin's annotations and highlights of an eprint: by its AT-URI and by its web page,
+/// newest first, paged; a record about another page or a review is listed on no eprint; an
+/// update that points elsewhere leaves, a delete leaves, an invalid record is not listed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn margin_annotations_are_listed_on_the_eprint_they_target() {
+    let mut f = Fixture::new();
+    let paper = format!("at://{ALICE}/pub.svc.eprint.submission/p1");
+    let page = format!("https://app.example/eprints/{}?tab=annotations", enc(&paper));
+    let (ann, hl) = ("at.margin.annotation", "at.margin.highlight");
+    let quote = json!({"type": "TextQuoteSelector", "exact": "sparse attention", "prefix": "we use "});
+    f.apply(vec![
+        create(ALICE, "pub.svc.eprint.submission", "p1", "3l0000000000a", submission("Sparse Attention", ALICE, "2025-01-01T00:00:00Z")),
+        margin(
+            BOB,
+            ann,
+            "3m0000000000a",
+            "3l0000000000a",
+            &paper,
+            json!({"body": {"value": "Which sparsity pattern?", "format": "text/plain"}, "motivation": "questioning", "tags": ["attention"]}),
+            "2025-03-01T00:00:00Z",
+        ),
+        margin(BOB, hl, "3m0000000000b", "3l0000000000a", &page, json!({"color": "#ffeb3b"}), "2025-03-02T00:00:00Z"),
+        margin(ALICE, ann, "3m0000000000c", "3l0000000000a", &page, json!({"body": {"value": "Erratum: eq. 3"}}), "2025-03-03T00:00:00Z"),
+        margin(BOB, ann, "3m0000000000d", "3l0000000000a", "https://example.com/blog/post", json!({}), "2025-03-04T00:00:00Z"),
+        // A selector and an invalid record (no target).
+        margin(BOB, ann, "3m0000000000e", "3l0000000000a", &paper, json!({"target": {"source": paper, "selector": quote}}), "2025-03-05T00:00:00Z"),
+        create(BOB, ann, "3m0000000000f", "3l0000000000a", json!({"body": {"value": "no target"}, "createdAt": "2025-03-06T00:00:00Z"})),
+    ]);
+    f.live();
+    let path = format!("/xrpc/pub.svc.collection.getMarginAnnotations?eprintUri={}", enc(&paper));
+    let all = ok(&f, &path).await;
+    let at = |did: &str, c: &str, rkey: &str| format!("at://{did}/{c}/{rkey}");
+    assert_eq!(
+        uris(&all, "annotations"),
+        [at(BOB, ann, "3m0000000000e"), at(ALICE, ann, "3m0000000000c"), at(BOB, hl, "3m0000000000b"), at(BOB, ann, "3m0000000000a")],
+        "{all}"
+    );
+    assert_eq!(all["total"], 4);
+    assert_eq!(all["annotations"][0]["selector"], quote);
+    let first = &all["annotations"][3];
+    assert_eq!(first["recordType"], "annotation");
+    assert_eq!(first["authorDid"], BOB);
+    assert_eq!(first["author"]["did"], BOB);
+    assert_eq!(first["body"], "Which sparsity pattern?");
+    assert_eq!(first["bodyFormat"], "text/plain");
+    assert_eq!(first["motivation"], "questioning");
+    assert_eq!(first["tags"], json!(["attention"]));
+    assert_eq!(first["pageTitle"], "A page");
+    assert_eq!(first["source"], paper.as_str());
+    assert_eq!(all["annotations"][2]["recordType"], "highlight");
+    assert_eq!(all["annotations"][2]["color"], "#ffeb3b");
+
+    // Pages of one.
+    let one = ok(&f, &format!("{path}&limit=1")).await;
+    assert_eq!(one["hasMore"], true);
+    let next = ok(&f, &format!("{path}&limit=1&cursor={}", one["cursor"].as_str().unwrap())).await;
+    assert_eq!(uris(&next, "annotations"), [at(ALICE, ann, "3m0000000000c")]);
+
+    // An update that points at another page leaves; a delete leaves.
+    f.log
+        .append(&[
+            update(
+                ALICE,
+                ann,
+                "3m0000000000c",
+                "3l0000000000b",
+                json!({"target": {"source": "https://example.com/x"}, "createdAt": "2025-03-03T00:00:00Z"}),
+            ),
+            delete(BOB, hl, "3m0000000000b", "3l0000000000b"),
+        ])
+        .unwrap();
+    f.settled("attached").await;
+    let after = ok(&f, &path).await;
+    assert_eq!(uris(&after, "annotations"), [at(BOB, ann, "3m0000000000e"), at(BOB, ann, "3m0000000000a")], "{after}");
+    assert_eq!(after["total"], 2);
+
+    // Bad input: no eprintUri, a malformed one.
+    let (status, body) = f.get("/xrpc/pub.svc.collection.getMarginAnnotations").await;
+    assert_eq!((status, body["error"].as_str()), (StatusCode::BAD_REQUEST, Some("InvalidRequest")), "{body}");
+    let (status, _) = f.get("/xrpc/pub.svc.collection.getMarginAnnotations?eprintUri=nope").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}

@@ -54,8 +54,9 @@ pub struct NetworkArgs {
     #[arg(long, env = "SVC_PLC_URL", default_value = atproto::identity::DEFAULT_PLC_URL)]
     pub plc_url: String,
 
-    /// The collections to index, comma-separated: NSIDs, or prefixes ending in `.`.
-    #[arg(long, env = "SVC_COLLECTIONS", default_value = "pub.svc.", value_delimiter = ',')]
+    /// The collections to index, comma-separated: NSIDs, or prefixes ending in `.` (svc's
+    /// own, and Margin's annotations and highlights, listed on the eprints they target).
+    #[arg(long, env = "SVC_COLLECTIONS", default_value = "pub.svc.,at.margin.annotation,at.margin.highlight", value_delimiter = ',')]
     pub collections: Vec<String>,
     /// Resolve handles through this service's `com.atproto.identity.resolveHandle` (an
     /// `http(s)://` XRPC base) instead of DNS and HTTPS.

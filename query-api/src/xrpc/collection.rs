@@ -4,7 +4,7 @@
 //! eprint, a node, any record), and a subcollection is a collection with an edge
 //! `subcollection-of` to its parent (docs/spec operations.md). A follow is anyone's edge
 //! `follows` from their repository (`at://<their DID>`) to what they follow (docs/graph.md,
-//! "Collections").
+//! "Collections"). Beside them, Margin's annotations of an eprint (`getMarginAnnotations`).
 
 use std::collections::{BTreeSet, VecDeque};
 
@@ -17,9 +17,9 @@ use serde_json::{json, Map, Value};
 use super::method::{Answer, Auth, Call, Routes};
 use crate::body::Body;
 use crate::error::ApiError;
-use crate::params::{check_did, cursor};
+use crate::params::{check_did, cursor, uri_param};
 use crate::reads;
-use crate::views::attached::next_cursor;
+use crate::views::attached::{self, list_answer, next_cursor};
 
 /// The relation of a collection to its items.
 pub const CONTAINS: &str = "contains";
@@ -42,6 +42,8 @@ pub fn routes() -> Routes {
         .query("pub.svc.collection.getFeed", Auth::Open, get_feed)
         .query("pub.svc.collection.getFollowStatus", Auth::Open, get_follow_status)
         .query("pub.svc.collection.getFollowerCount", Auth::Open, get_follower_count)
+        .query("pub.svc.collection.getMarginAnnotations", Auth::Open, get_margin_annotations)
+        .kept()
 }
 
 /// The most collections a walk of a collection's tree visits.
@@ -399,4 +401,26 @@ fn get_follower_count(c: &Call) -> Answer {
     let uri = c.str("uri");
     let count = reads::attached(&c.state, |r| r.count(&edges_to(uri, Some(FOLLOWS))))?;
     Body::json(&json!({"count": count}))
+}
+
+/// `getMarginAnnotations {eprintUri}` → `{annotations, cursor?, hasMore, total}`: Margin's
+/// annotations and highlights whose target is the eprint, newest first, each with its
+/// `author` and (as the reference names it) `authorDid`.
+fn get_margin_annotations(c: &Call) -> Answer {
+    let eprint = uri_param(&c.params, "eprintUri")?;
+    let after = cursor(&c.params)?;
+    let answer = reads::attached(&c.state, |r| {
+        let page = r.page(&Listing::on_eprint(Kind::Margin, eprint), c.limit(50), after)?;
+        let views = page
+            .items
+            .iter()
+            .map(|item| {
+                let mut v = attached::view(item, "author");
+                v["authorDid"] = json!(item.did);
+                v
+            })
+            .collect();
+        Ok(list_answer("annotations", views, &page))
+    })?;
+    Body::json(&answer)
 }

@@ -40,6 +40,8 @@ pub enum Kind {
     Invite,
     /// Acceptances of collaboration invites.
     InviteAcceptance,
+    /// Margin's annotations and highlights.
+    Margin,
 }
 
 impl Kind {
@@ -64,6 +66,7 @@ impl Kind {
             Kind::Vote => "vote",
             Kind::Invite => "invite",
             Kind::InviteAcceptance => "inviteAcceptance",
+            Kind::Margin => "margin",
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod governance;
 pub mod graph;
 mod history;
 mod listing;
+pub mod margin;
 mod profile;
 mod related_work;
 pub mod tag;
@@ -121,6 +122,8 @@ pub static COLLECTIONS: &[Collection] = &[
     Collection { nsid: EDGE_PROPOSAL, kind: Kind::Proposal, deletable: true, normalize: governance::edge_proposal, placeholder: None },
     Collection { nsid: VOTE, kind: Kind::Vote, deletable: true, normalize: governance::vote, placeholder: None },
     Collection { nsid: INVITE, kind: Kind::Invite, deletable: true, normalize: collaboration::invite, placeholder: None },
+    Collection { nsid: margin::ANNOTATION, kind: Kind::Margin, deletable: true, normalize: margin::margin, placeholder: None },
+    Collection { nsid: margin::HIGHLIGHT, kind: Kind::Margin, deletable: true, normalize: margin::margin, placeholder: None },
     Collection {
         nsid: INVITE_ACCEPTANCE,
         kind: Kind::InviteAcceptance,
