@@ -112,6 +112,7 @@ fn queries(paper: &str, other: &str, review: &str, annotation: &str, bob: &Accou
         format!("/xrpc/pub.svc.annotation.listForEprint?eprintUri={p}&includeEntityLinks=true"),
         format!("/xrpc/pub.svc.annotation.listForPage?eprintUri={p}&pageNumber=3"),
         format!("/xrpc/pub.svc.annotation.getThread?uri={}", enc(annotation)),
+        format!("/xrpc/pub.svc.collection.getMarginAnnotations?eprintUri={p}"),
         format!("/xrpc/pub.svc.endorsement.getSummary?uri={p}"),
         format!("/xrpc/pub.svc.endorsement.listForEprint?uri={p}"),
         format!("/xrpc/pub.svc.tag.listForEprint?uri={p}"),
@@ -312,6 +313,7 @@ async fn claiming(svc: &Service, pds: &Pds, gov: &Account, alice: &Account, bob:
 
     let mut record = submission("Query-Centric Graph Retrieval Augmented Generation", alice, None);
     record["repositories"] = json!({"code": [{"url": "https://github.com/octocat/Hello-World", "platformSlug": "github"}]});
+    record["doi"] = json!("10.48550/arXiv.2509.21237");
     let (mine, _) = pds.create_record(alice, "pub.svc.eprint.submission", &record).await.unwrap();
     until(svc, &format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(&mine)), "her eprint", |s, _| s == 200).await;
     // Her code, as GitHub and the archive describe it (the platforms fixture stands in).
@@ -326,6 +328,18 @@ async fn claiming(svc: &Service, pds: &Pds, gov: &Account, alice: &Account, bob:
         svc.post("/xrpc/pub.svc.claiming.completeClaim", Some(&token(alice, "completeClaim").await), &input).await.unwrap();
     assert_eq!((status, done["success"].as_bool()), (200, Some(true)), "{done}");
     let paper = "/xrpc/pub.svc.import.get?source=arxiv&externalId=2509.21237".to_owned();
+    // An admin extracts her eprint's citations: OpenAlex (the registries fixture) knows its
+    // DOI and two of the works it references.
+    let nsid = "pub.svc.admin.triggerCitationExtraction";
+    let admin = pds.service_auth(gov, SERVICE_DID, nsid, None).await.unwrap();
+    let (status, started) = svc.post(&format!("/xrpc/{nsid}"), Some(&admin), &json!({"uri": mine})).await.unwrap();
+    assert_eq!(status, 200, "{started}");
+    let enrichment = format!("/xrpc/pub.svc.discovery.getEnrichment?uri={}", enc(&mine));
+    let (enriched, _) = until(svc, &enrichment, "the enrichment", |s, b| s == 200 && b["available"] == true).await;
+    assert_eq!(enriched["enrichment"]["citedWorks"].as_array().map(Vec::len), Some(2), "{enriched}");
+    let extracted = format!("/xrpc/pub.svc.eprint.listCitations?uri={}&source=auto", enc(&mine));
+    let (_, _, auto) = svc.get(&extracted).await.unwrap();
+    assert_eq!(auto["total"], 2, "{auto}");
     let (_, _, imported) = svc.get(&paper).await.unwrap();
     assert_eq!((imported["claimStatus"].as_str(), imported["canonicalUri"].as_str()), (Some("claimed"), Some(mine.as_str())), "{imported}");
     // The paper's PDF, through svc (the fixture server stands in for arxiv.org).
@@ -408,6 +422,8 @@ async fn claiming(svc: &Service, pds: &Pds, gov: &Account, alice: &Account, bob:
     assert!(searched["eprints"].as_array().unwrap().iter().any(|e| e["uri"] == mine.as_str()), "svc's own results stand: {searched}");
     vec![
         paper,
+        enrichment,
+        extracted,
         her_profile,
         by_orcid,
         "/xrpc/pub.svc.import.get?source=arxiv&externalId=2604.24104".into(),
@@ -535,6 +551,18 @@ async fn scenario(pds: &Pds, gov: &Account, arxiv: &FixtureServer, backend: &Bac
     .await;
     lags.push(("annotation", lag));
     assert_eq!(page["annotations"][0]["target"]["selector"]["exact"], "over-smoothing");
+
+    // A Margin highlight of the paper's web page, written as margin.at writes it.
+    let margin_target = json!({"source": format!("https://app.example/eprints/{p}"), "title": "Message Passing on Graphs",
+                               "selector": {"type": "TextQuoteSelector", "exact": "message passing"}});
+    pds.create_record(&bob, "at.margin.highlight", &json!({"target": margin_target, "color": "yellow", "createdAt": now()})).await.unwrap();
+    let (margin, lag) =
+        until(&svc, &format!("/xrpc/pub.svc.collection.getMarginAnnotations?eprintUri={p}"), "the Margin highlight", |s, b| {
+            s == 200 && b["total"] == 1
+        })
+        .await;
+    lags.push(("margin highlight", lag));
+    assert_eq!((&margin["annotations"][0]["recordType"], &margin["annotations"][0]["color"]), (&json!("highlight"), &json!("yellow")));
 
     // An endorsement, two tags in two forms, a citation and a related work.
     pds.create_record(
@@ -826,7 +854,7 @@ async fn the_scholarly_layer_from_a_real_pds_on_the_embedded_backend() {
     let registries = FixtureServer::registries().await;
     let embedded = following(&pds, &gov, &arxiv, &registries, Backend::embedded());
     let Ran { svc, data, _dir, mut queries, answers: mut before, usage } = scenario(&pds, &gov, &arxiv, &embedded).await;
-    let calls = arxiv.calls();
+    let calls = (arxiv.calls(), registries.calls());
     before.extend(answers(&svc, &usage).await);
     queries.extend(usage);
 
@@ -839,7 +867,11 @@ async fn the_scholarly_layer_from_a_real_pds_on_the_embedded_backend() {
     for ((q, a), b) in queries.iter().zip(&before).zip(&after) {
         assert_eq!(a.to_string(), b.to_string(), "{q} changed across the replay");
     }
-    assert_eq!(arxiv.calls(), calls, "the replay rebuilt the import and the claim without calling arXiv");
+    assert_eq!(
+        (arxiv.calls(), registries.calls()),
+        calls,
+        "the replay rebuilt the import, the claim and the enrichment without calling arXiv or OpenAlex"
+    );
     // The replayed log marks the proposal published: svc writes nothing again.
     published_once(&pds, &gov).await;
     svc.stop().unwrap();
