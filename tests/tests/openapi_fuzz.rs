@@ -7,16 +7,26 @@
 //! PDS's service-auth token, so the methods that need a caller or the admin role are fuzzed
 //! past their 401 and 403. The rejections a schema
 //! cannot express are listed, with why, in `scripts/schemathesis.toml`.
+//!
+//! Then what the fuzzed calls changed is checked against what they asked: every command
+//! event the fuzzer's user or admin caused is one a 2xx request to its procedure asked
+//! for, naming every account and record it names (the requests from schemathesis's HAR
+//! reports, the events from `svc log tail`), and every seeded paper is still served unless
+//! such an event named it.
 
+use std::collections::BTreeSet;
+use std::path::Path;
 use std::process::{Command, Output};
 
+use serde_json::Value;
 use tests::pds::Pds;
-use tests::{free_port, svc, workspace_root, write_papers, Backend, Service};
+use tests::{enc, free_port, svc, workspace_root, write_papers, Backend, Service};
 
 const SERVICE_DID: &str = "did:web:svc.test";
 
-/// Runs schemathesis on svc's document, as `bearer` when given.
-fn fuzz(service: &Service, dir: &std::path::Path, bearer: Option<&str>) -> Output {
+/// Runs schemathesis on svc's document, as `bearer` when given, writing the requests and
+/// answers to `har`.
+fn fuzz(service: &Service, dir: &Path, bearer: Option<&str>, har: &Path) -> Output {
     let st = workspace_root().join(".peers/st/bin/st");
     assert!(st.exists(), "schemathesis is not installed at {}: run scripts/peers.sh", st.display());
     let config = workspace_root().join("scripts/schemathesis.toml");
@@ -27,7 +37,9 @@ fn fuzz(service: &Service, dir: &std::path::Path, bearer: Option<&str>) -> Outpu
         .arg(&config)
         .args(["run", &format!("{}/openapi.json", service.base), "--checks", "all"])
         .args(["--max-examples", "15", "--seed", "20261123", "--workers", "1", "--generation-database", "none"])
-        .args(["--output-sanitize", "false", "--no-color"]);
+        .args(["--output-sanitize", "false", "--no-color", "--report", "har"])
+        .arg("--report-har-path")
+        .arg(har);
     if let Some(token) = bearer {
         command.args(["--header", &format!("Authorization: Bearer {token}")]);
     }
@@ -49,6 +61,16 @@ async fn the_openapi_document_survives_its_fuzzer() {
     let papers = dir.path().join("papers.jsonl");
     write_papers(&papers, 300).unwrap();
     svc(&["seed", "--data-dir", data.to_str().unwrap(), papers.to_str().unwrap()]).unwrap();
+    let seeded: Vec<String> = svc(&["log", "tail", "--data-dir", data.to_str().unwrap()])
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["kind"] == "repo.record.create" && e["payload"]["collection"] == "pub.svc.eprint.submission")
+        .map(|e| {
+            format!("at://{}/pub.svc.eprint.submission/{}", e["payload"]["did"].as_str().unwrap(), e["payload"]["rkey"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(seeded.len(), 300);
     // A real PDS for the sessions: a user and an admin log in with its service-auth tokens.
     // The fuzzer's DIDs are made up: the PDS's directory does not know them.
     let pds = Pds::start().unwrap();
@@ -101,9 +123,113 @@ async fn the_openapi_document_survives_its_fuzzer() {
     .unwrap();
     service.wait_caught_up().await.unwrap();
 
-    assert_survived("nobody", &fuzz(&service, dir.path(), None));
+    let har = |who: &str| dir.path().join(format!("{who}.har"));
+    assert_survived("nobody", &fuzz(&service, dir.path(), None, &har("nobody")));
     let user_token = pds.svc_session(&service, &user, SERVICE_DID).await;
-    assert_survived("a user", &fuzz(&service, dir.path(), Some(&user_token)));
+    assert_survived("a user", &fuzz(&service, dir.path(), Some(&user_token), &har("user")));
     let admin_token = pds.svc_session(&service, &admin, SERVICE_DID).await;
-    assert_survived("an admin", &fuzz(&service, dir.path(), Some(&admin_token)));
+    assert_survived("an admin", &fuzz(&service, dir.path(), Some(&admin_token), &har("admin")));
+
+    // What the fuzzer's calls changed.
+    let accepted: Vec<Accepted> = ["user", "admin"].iter().flat_map(|who| accepted_requests(&har(who))).collect();
+    let fuzzers = BTreeSet::from([user.did.clone(), admin.did.clone()]);
+    let missing = papers_not_served(&service, &seeded).await;
+    service.stop().unwrap();
+    let log = svc(&["log", "tail", "--data-dir", data.to_str().unwrap()]).unwrap();
+    let commands: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["source"]["type"] == "command" && e["source"]["caller"].as_str().is_some_and(|c| fuzzers.contains(c)))
+        .collect();
+    // The test's own two logins (a session from a PDS token) are not the fuzzer's.
+    let (logins, commands): (Vec<&Value>, Vec<&Value>) =
+        commands.iter().partition(|e| e["source"]["nsid"] == "/oauth/token" && e["payload"]["change"]["method"] == "serviceAuth");
+    assert_eq!(logins.len(), 2, "{logins:?}");
+    println!("the fuzzed calls appended {} command events", commands.len());
+    // An event's key (the account or record it is about) was named by an accepted request to
+    // its procedure; anything else it names (what that record pointed at, say) by some
+    // accepted request of the fuzzer's.
+    let mut named_by_commands = BTreeSet::new();
+    for event in commands {
+        let (nsid, caller) = (event["source"]["nsid"].as_str().unwrap(), event["source"]["caller"].as_str().unwrap());
+        let mut names = BTreeSet::new();
+        identifiers(&event["payload"], &mut names);
+        names.remove(caller);
+        assert!(accepted.iter().any(|r| r.nsid == nsid), "no accepted request to {nsid} asked for {event}");
+        let key = event["key"].as_str().unwrap_or_default();
+        if key != caller && (key.starts_with("did:") || key.starts_with("at://")) {
+            assert!(
+                named(accepted.iter().filter(|r| r.nsid == nsid), key),
+                "{nsid} changed {key}, which no accepted request to it named: {event}"
+            );
+        }
+        for name in &names {
+            assert!(named(accepted.iter(), name), "{nsid} changed {name}, which no accepted request named: {event}");
+        }
+        named_by_commands.extend(names);
+    }
+    for uri in &missing {
+        let did = uri.trim_start_matches("at://").split('/').next().unwrap();
+        assert!(
+            named_by_commands.contains(uri) || named_by_commands.contains(did),
+            "the seeded paper {uri} is no longer served, and no fuzzed command named it"
+        );
+    }
+}
+
+/// A request schemathesis made that svc accepted (2xx): its procedure and its text (URL and
+/// body, where a name it asked about appears).
+struct Accepted {
+    nsid: String,
+    text: String,
+}
+
+/// Whether one of `requests` names `name` (as it is, or percent-encoded in a query).
+fn named<'a>(mut requests: impl Iterator<Item = &'a Accepted>, name: &str) -> bool {
+    let encoded = enc(name);
+    requests.any(|r| r.text.contains(name) || r.text.contains(&encoded))
+}
+
+/// The 2xx requests of a HAR report.
+fn accepted_requests(har: &Path) -> Vec<Accepted> {
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(har).unwrap()).unwrap();
+    let entries = report["log"]["entries"].as_array().cloned().unwrap_or_default();
+    entries
+        .iter()
+        .filter(|e| e["response"]["status"].as_u64().is_some_and(|s| (200..300).contains(&s)))
+        .filter_map(|e| {
+            let url = e["request"]["url"].as_str()?;
+            // An XRPC method by its NSID, another route by its path (as events name them).
+            let path = url.split('?').next()?;
+            let after_scheme = path.split_once("://").map_or(path, |(_, rest)| rest);
+            let route = after_scheme.find('/').map_or("/", |i| &after_scheme[i..]);
+            let nsid = route.strip_prefix("/xrpc/").unwrap_or(route);
+            let body = e["request"]["postData"]["text"].as_str().unwrap_or_default();
+            Some(Accepted { nsid: nsid.to_owned(), text: format!("{url} {body}") })
+        })
+        .collect()
+}
+
+/// Every DID and AT-URI in `v` (the accounts and records an event names).
+fn identifiers(v: &Value, into: &mut BTreeSet<String>) {
+    match v {
+        Value::String(s) if s.starts_with("did:") || s.starts_with("at://") => {
+            into.insert(s.clone());
+        }
+        Value::Array(items) => items.iter().for_each(|i| identifiers(i, into)),
+        Value::Object(fields) => fields.values().for_each(|f| identifiers(f, into)),
+        _ => {}
+    }
+}
+
+/// The seeded papers (from the log before svc started) svc no longer serves.
+async fn papers_not_served(service: &Service, seeded: &[String]) -> Vec<String> {
+    let mut missing = Vec::new();
+    for uri in seeded {
+        let (status, _, _) = service.get(&format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(uri))).await.unwrap();
+        if status != 200 {
+            missing.push(uri.clone());
+        }
+    }
+    missing
 }
