@@ -20,6 +20,7 @@ pub mod codec;
 mod envelope;
 mod error;
 pub mod events;
+pub mod packed;
 
 pub use envelope::{Envelope, EventKind, NewEvent, Position, Source};
 pub use error::{ClassifiedError, CodecError, ErrorClass};

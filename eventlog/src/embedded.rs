@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use chrono::Utc;
-use event_schema::{codec, Envelope, NewEvent, Position};
+use event_schema::{codec, packed, CodecError, Envelope, NewEvent, Position};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use tokio::sync::watch;
 
@@ -104,7 +104,7 @@ impl EventLog for EmbeddedLog {
             let mut next = meta.get(META_NEXT_OFFSET)?.map(|v| v.value()).unwrap_or(0);
             let now = Utc::now();
             for event in events {
-                let bytes = codec::encode(event, now).map_err(LogError::Encode)?;
+                let bytes = packed::pack(codec::encode(event, now).map_err(LogError::Encode)?);
                 let position = Position { partition: partition_for(&event.key, self.partitions), offset: next };
                 table.insert((position.partition, position.offset), bytes.as_slice())?;
                 positions.push(position);
@@ -127,7 +127,9 @@ impl EventLog for EmbeddedLog {
             let (key, value) = entry?;
             let (partition, offset) = key.value();
             let position = Position { partition, offset };
-            let envelope = codec::decode(position, value.value()).map_err(|source| LogError::Corrupt { partition, offset, source })?;
+            let corrupt = |source| LogError::Corrupt { partition, offset, source };
+            let bytes = packed::unpack(value.value()).map_err(|reason| corrupt(CodecError::Decode(reason)))?;
+            let envelope = codec::decode(position, &bytes).map_err(corrupt)?;
             out.push(envelope);
         }
         Ok(out)

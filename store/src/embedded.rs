@@ -512,6 +512,10 @@ impl Store for EmbeddedStore {
         self.db.reopen(open_db)
     }
 
+    fn compact(&self) -> Result<(), StoreError> {
+        self.db.compact()
+    }
+
     fn check(&self) -> Result<(), StoreError> {
         let db = self.db.get()?;
         let txn = db.begin_read()?;
@@ -553,6 +557,32 @@ mod tests {
         let third = store.state_mark().unwrap();
         store.drop_version("m", version, &["t"]).unwrap();
         assert!(!store.unchanged_since(third), "a version dropped");
+    }
+
+    #[test]
+    fn compaction_gives_a_dropped_versions_space_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        let size = || std::fs::metadata(dir.path().join(STORE_FILE)).unwrap().len();
+        let text = |i: usize| crate::Value::Text(format!("row {i}: ").repeat(200));
+        let (old, kept) = (store.create_version("m").unwrap(), TableRef::new("k", 1, "t"));
+        for chunk in 0..20 {
+            let mut batch = Batch::default();
+            for i in chunk * 100..(chunk + 1) * 100 {
+                let t = TableRef::new("m", old, "t");
+                batch.put(&t, &format!("p{i}"), Vec::new(), Columns::from([("v".to_owned(), text(i))]), 1);
+            }
+            batch.put(&kept, &format!("k{chunk}"), Vec::new(), Columns::from([("v".to_owned(), text(chunk))]), 1);
+            store.apply(batch).unwrap();
+        }
+        store.drop_version("m", old, &["t"]).unwrap();
+        let before = size();
+        store.compact().unwrap();
+        assert!(size() < before / 2, "{} bytes after compaction, {before} before", size());
+        for chunk in 0..20 {
+            let row = store.get(&kept, &format!("k{chunk}"), &[]).unwrap().expect("a kept row");
+            assert_eq!(row.get("v"), Some(&text(chunk)));
+        }
     }
 
     #[test]

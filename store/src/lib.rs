@@ -229,6 +229,13 @@ pub trait Store: Send + Sync {
         Ok(())
     }
 
+    /// Gives the space of dropped versions and deleted rows back to the file system (the
+    /// embedded store's file keeps it for later writes otherwise; ScyllaDB compacts on its
+    /// own). Reads and writes wait while it runs, so it is for offline commands.
+    fn compact(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     /// The backend's name (`embedded`, `scylladb`), for health reports.
     fn backend(&self) -> &'static str;
 

@@ -56,4 +56,13 @@ impl ReopenableDb {
         *db = Some(open(&self.path)?);
         Ok(())
     }
+
+    /// Compacts the file once no transaction is open (new ones wait): the pages freed by
+    /// dropped tables and deleted rows go back to the file system.
+    pub fn compact(&self) -> Result<(), StoreError> {
+        let mut db = self.db.write().unwrap_or_else(PoisonError::into_inner);
+        let Some(open_db) = db.as_mut() else { return Ok(()) };
+        while open_db.compact().map_err(|e| StoreError::Unavailable(format!("could not compact {}: {e}", self.path.display())))? {}
+        Ok(())
+    }
 }

@@ -1,5 +1,6 @@
 use std::collections::BTreeMap;
 
+use event_schema::packed;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 
@@ -100,18 +101,21 @@ impl<'de> Deserialize<'de> for Value {
 /// The columns of a row, by name.
 pub type Columns = BTreeMap<String, Value>;
 
-/// Encodes a row's columns as CBOR, the stored form of a row in every backend.
+/// Encodes a row's columns as CBOR, compressed when large ([`packed`]): the stored form of a
+/// row in every backend.
 pub(crate) fn encode_columns(columns: &Columns) -> Result<Vec<u8>, StoreError> {
     let mut out = Vec::with_capacity(256);
     ciborium::into_writer(columns, &mut out).map_err(|e| StoreError::Unavailable(format!("failed to encode row: {e}")))?;
-    Ok(out)
+    Ok(packed::pack(out))
 }
 
 /// Decodes a row stored by [`encode_columns`]; `table` names it in the error. cbor4ii reads
 /// from the slice (ciborium reads byte by byte through `io::Read`), which makes reads of
 /// rows with long text columns several times faster.
 pub(crate) fn decode_columns(table: &str, bytes: &[u8]) -> Result<Columns, StoreError> {
-    cbor4ii::serde::from_slice(bytes).map_err(|e| StoreError::Corrupt { table: table.to_owned(), reason: e.to_string() })
+    let corrupt = |reason: String| StoreError::Corrupt { table: table.to_owned(), reason };
+    let bytes = packed::unpack(bytes).map_err(corrupt)?;
+    cbor4ii::serde::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))
 }
 
 #[cfg(test)]
