@@ -28,6 +28,7 @@ fn main() -> anyhow::Result<()> {
         Command::Seed(args) => commands::seed(args),
         Command::Replay(args) => commands::replay(args),
         Command::DeadLetters(args) => commands::dead_letters(args),
+        Command::Compact(args) => commands::compact(args),
         Command::Backfill { command } => runtime()?.block_on(commands::up::backfill(command)),
         Command::Log { command: LogCommand::Tail { data, from, limit } } => commands::log_tail(data, from, limit),
         Command::Admin(args) => runtime()?.block_on(commands::admin::run(args)),

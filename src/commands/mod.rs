@@ -15,7 +15,7 @@ use projections::catalog::Context;
 use store::{EmbeddedStore, ScyllaConfig, ScyllaStore, Store};
 use tracing::info;
 
-use crate::config::{DataArgs, DeadLetterArgs, ReplayArgs, SeedArgs};
+use crate::config::{CompactArgs, DataArgs, DeadLetterArgs, ReplayArgs, SeedArgs};
 
 /// The work group of projectors unless `--group` says otherwise.
 pub const DEFAULT_GROUP: &str = "svc.project";
@@ -179,6 +179,22 @@ pub fn replay(args: ReplayArgs) -> anyhow::Result<()> {
         });
         writeln!(out, "{line}")?;
     }
+    Ok(())
+}
+
+/// `svc compact`: compacts this node's store file (`store.redb`), svc stopped; prints its
+/// size before and after as a JSON line.
+pub fn compact(args: CompactArgs) -> anyhow::Result<()> {
+    require_data(&args.data, store::STORE_FILE, "compact")?;
+    let path = args.data.data_dir.join(store::STORE_FILE);
+    let size = || std::fs::metadata(&path).map(|m| m.len()).with_context(|| format!("failed to read {}", path.display()));
+    let before = size()?;
+    let store =
+        EmbeddedStore::open(&args.data.data_dir).with_context(|| format!("failed to open {} (is svc running on it?)", path.display()))?;
+    store.compact().context("failed to compact the store")?;
+    drop(store);
+    let line = serde_json::json!({"file": path.display().to_string(), "bytesBefore": before, "bytesAfter": size()?});
+    writeln!(std::io::stdout().lock(), "{line}")?;
     Ok(())
 }
 

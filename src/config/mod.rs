@@ -9,8 +9,8 @@ mod tools;
 
 pub use service::{DataArgs, SourceArgs, UpArgs};
 pub use tools::{
-    AdminArgs, AdminCommand, ArxivHarvestArgs, AuthCommand, BackfillCommand, DeadLetterArgs, IngestArgs, LogCommand, ProjectArgs,
-    ReplayArgs, SeedArgs,
+    AdminArgs, AdminCommand, ArxivHarvestArgs, AuthCommand, BackfillCommand, CompactArgs, DeadLetterArgs, IngestArgs, LogCommand,
+    ProjectArgs, ReplayArgs, SeedArgs,
 };
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -67,6 +67,10 @@ pub enum Command {
     },
     /// List the events a read model could not apply (its dead letters), as JSON lines.
     DeadLetters(DeadLetterArgs),
+    /// Give the space the embedded store's file holds free (pages of dropped versions and
+    /// deleted rows) back to the file system; with svc stopped. `svc replay` does it at its
+    /// end; an online reindex or a first catch-up leaves that space in the file.
+    Compact(CompactArgs),
     /// Read the event log.
     Log {
         /// What to do with the log.

@@ -256,6 +256,13 @@ pub struct BackfillArgs {
     pub network: NetworkArgs,
 }
 
+/// `svc compact`.
+#[derive(Debug, Clone, Args)]
+pub struct CompactArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+}
+
 /// `svc dead-letters`.
 #[derive(Debug, Clone, Args)]
 pub struct DeadLetterArgs {
