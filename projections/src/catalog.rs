@@ -165,6 +165,15 @@ impl Context {
         Context { node: store.clone(), store, search: Arc::new(SearchIndexes::new(search_root)), lexicons: Arc::new(Lexicons::builtin()) }
     }
 
+    /// Each distinct store: the shared one, and this node's when it is another.
+    pub fn stores(&self) -> Vec<Arc<dyn Store>> {
+        if Arc::ptr_eq(&self.store, &self.node) {
+            vec![self.store.clone()]
+        } else {
+            vec![self.store.clone(), self.node.clone()]
+        }
+    }
+
     /// The store where `model`'s versions and active-version pointer are registered.
     pub fn registry(&self, model: &str) -> &Arc<dyn Store> {
         if CATALOG.iter().any(|m| m.name == model && m.place == Place::Node) {

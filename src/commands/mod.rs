@@ -163,8 +163,7 @@ pub fn replay(args: ReplayArgs) -> anyhow::Result<()> {
     progress.finish();
     // The dropped versions' pages go back to the file system (the embedded store's file
     // would otherwise keep twice the space of its models).
-    let stores = if Arc::ptr_eq(&ctx.store, &ctx.node) { vec![&ctx.store] } else { vec![&ctx.store, &ctx.node] };
-    for store in stores {
+    for store in ctx.stores() {
         store.compact().context("failed to compact the store after the replay")?;
     }
     let mut out = std::io::stdout().lock();

@@ -91,7 +91,7 @@ impl Supervisor {
         let feeds = progress.clone();
         let token = self.cancel.clone();
         let threads = self.worker_threads.clone();
-        let stores = if Arc::ptr_eq(&ctx.store, &ctx.node) { vec![ctx.store.clone()] } else { vec![ctx.store.clone(), ctx.node.clone()] };
+        let stores = ctx.stores();
         tokio::spawn(async move {
             for (_, mut rx) in feeds {
                 tokio::select! {

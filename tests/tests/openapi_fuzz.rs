@@ -61,10 +61,8 @@ async fn the_openapi_document_survives_its_fuzzer() {
     let papers = dir.path().join("papers.jsonl");
     write_papers(&papers, 300).unwrap();
     svc(&["seed", "--data-dir", data.to_str().unwrap(), papers.to_str().unwrap()]).unwrap();
-    let seeded: Vec<String> = svc(&["log", "tail", "--data-dir", data.to_str().unwrap()])
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+    let seeded: Vec<String> = log_events(&data)
+        .into_iter()
         .filter(|e| e["kind"] == "repo.record.create" && e["payload"]["collection"] == "pub.svc.eprint.submission")
         .map(|e| {
             format!("at://{}/pub.svc.eprint.submission/{}", e["payload"]["did"].as_str().unwrap(), e["payload"]["rkey"].as_str().unwrap())
@@ -135,10 +133,8 @@ async fn the_openapi_document_survives_its_fuzzer() {
     let fuzzers = BTreeSet::from([user.did.clone(), admin.did.clone()]);
     let missing = papers_not_served(&service, &seeded).await;
     service.stop().unwrap();
-    let log = svc(&["log", "tail", "--data-dir", data.to_str().unwrap()]).unwrap();
-    let commands: Vec<Value> = log
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+    let commands: Vec<Value> = log_events(&data)
+        .into_iter()
         .filter(|e| e["source"]["type"] == "command" && e["source"]["caller"].as_str().is_some_and(|c| fuzzers.contains(c)))
         .collect();
     // The test's own two logins (a session from a PDS token) are not the fuzzer's.
@@ -175,6 +171,11 @@ async fn the_openapi_document_survives_its_fuzzer() {
             "the seeded paper {uri} is no longer served, and no fuzzed command named it"
         );
     }
+}
+
+/// Every event of the log in `data` (svc stopped), as `svc log tail` prints them.
+fn log_events(data: &Path) -> Vec<Value> {
+    svc(&["log", "tail", "--data-dir", data.to_str().unwrap()]).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
 /// A request schemathesis made that svc accepted (2xx): its procedure and its text (URL and
