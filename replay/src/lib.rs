@@ -207,6 +207,13 @@ pub fn rebuild_all_reporting(
         }
     }
     drop_old(ctx, &mut reports, options.grace);
+    // The new versions' files keep the pages the rebuild wrote in their caches; a store
+    // serving after an online reindex holds what a freshly opened one would.
+    for store in ctx.stores() {
+        if let Err(e) = store.release_caches() {
+            warn!(error = %e, "could not release the store's caches after the rebuild");
+        }
+    }
     match failed {
         Some(e) => Err(e),
         None => Ok(reports),

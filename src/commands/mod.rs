@@ -181,18 +181,21 @@ pub fn replay(args: ReplayArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `svc compact`: compacts this node's store file (`store.redb`), svc stopped; prints its
-/// size before and after as a JSON line.
+/// `svc compact`: compacts this node's store files (`store.redb` and the versions' files),
+/// svc stopped; prints their total size before and after as a JSON line.
 pub fn compact(args: CompactArgs) -> anyhow::Result<()> {
     require_data(&args.data, store::STORE_FILE, "compact")?;
-    let path = args.data.data_dir.join(store::STORE_FILE);
-    let size = || std::fs::metadata(&path).map(|m| m.len()).with_context(|| format!("failed to read {}", path.display()));
+    let dir = &args.data.data_dir;
+    let size = || -> anyhow::Result<u64> {
+        let files = store::store_files(dir).with_context(|| format!("failed to list the store files in {}", dir.display()))?;
+        files.iter().map(|f| Ok(std::fs::metadata(f).with_context(|| format!("failed to read {}", f.display()))?.len())).sum()
+    };
     let before = size()?;
     let store =
-        EmbeddedStore::open(&args.data.data_dir).with_context(|| format!("failed to open {} (is svc running on it?)", path.display()))?;
+        EmbeddedStore::open(dir).with_context(|| format!("failed to open the store in {} (is svc running on it?)", dir.display()))?;
     store.compact().context("failed to compact the store")?;
     drop(store);
-    let line = serde_json::json!({"file": path.display().to_string(), "bytesBefore": before, "bytesAfter": size()?});
+    let line = serde_json::json!({"dataDir": dir.display().to_string(), "bytesBefore": before, "bytesAfter": size()?});
     writeln!(std::io::stdout().lock(), "{line}")?;
     Ok(())
 }

@@ -67,9 +67,9 @@ pub enum Command {
     },
     /// List the events a read model could not apply (its dead letters), as JSON lines.
     DeadLetters(DeadLetterArgs),
-    /// Give the space the embedded store's file holds free (pages of dropped versions and
-    /// deleted rows) back to the file system; with svc stopped. `svc replay` does it at its
-    /// end; an online reindex or a first catch-up leaves that space in the file.
+    /// Give the space the embedded store's files hold free (pages of deleted rows and
+    /// replaced pages) back to the file system; with svc stopped. `svc replay` does it at
+    /// its end; a first catch-up leaves that space in the files.
     Compact(CompactArgs),
     /// Read the event log.
     Log {

@@ -1,16 +1,18 @@
-//! The embedded store: one redb file in the data directory, one redb table per versioned
-//! read-model table, keyed by `(partition, clustering)`.
+//! The embedded store: redb files in the data directory, one redb table per versioned
+//! read-model table, keyed by `(partition, clustering)`. `store.redb` holds which versions
+//! exist and which is active; each version made since lives in a file of its own under
+//! `versions/` (tables of versions made before that stay in `store.redb`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, TableError, TableHandle};
 
 use crate::reopenable::ReopenableDb;
-use crate::row_cache::{RowCache, RowKeyRef};
+use crate::row_cache::{CachedRow, RowCache, RowKeyRef, Ticket};
 use crate::value::{decode_columns, encode_columns};
 use crate::{consumer_name, Batch, Columns, Op, Page, Row, Scan, Store, StoreError, TableRef, VersionState};
 
@@ -25,11 +27,17 @@ const ACTIVE: TableDefinition<&str, u32> = TableDefinition::new("_active");
 /// The store file's name inside the data directory.
 pub const STORE_FILE: &str = "store.redb";
 
-/// redb's page cache for the store (its default is 1 GiB per database). A catch-up touches
-/// every page once and a full cache stays resident for the life of the process; the pages
-/// queries re-read (interior nodes, recent rows) fit in far less, and the operating system's
-/// file cache keeps the rest (docs/performance.md, "Memory after catch-up").
+/// The folder of the versions' files inside the data directory: `<model>.v<version>.redb`.
+pub const VERSIONS_DIR: &str = "versions";
+
+/// redb's page cache for `store.redb` (its default is 1 GiB per database). A catch-up
+/// touches every page once and a full cache stays resident for the life of the process; the
+/// pages queries re-read (interior nodes, recent rows) fit in far less, and the operating
+/// system's file cache keeps the rest (docs/performance.md, "Memory after catch-up").
 const PAGE_CACHE_BYTES: usize = 256 * 1024 * 1024;
+
+/// redb's page cache for each version's file: a node has a dozen models' files open.
+const VERSION_PAGE_CACHE_BYTES: usize = 32 * 1024 * 1024;
 
 /// The longest a deferred batch ([`Batch::deferred`]) waits to be made durable: the first
 /// deferred batch after it is committed durably. redb frees the pages a non-durable commit
@@ -38,81 +46,112 @@ const PAGE_CACHE_BYTES: usize = 256 * 1024 * 1024;
 /// as it went (docs/performance.md, "Replay against live projection").
 const MAX_DEFERRAL: Duration = Duration::from_secs(10);
 
-/// How long after a live (not deferred) commit deferred batches are committed durably too.
-/// redb makes durable everything committed before a durable commit: while live writes
-/// commit, a rebuild's deferred writes would all be flushed by the next live commit, which
-/// would wait for them (a write made during an API reindex took up to 1.7 s to show, 40 ×
-/// its usual lag). Committing the rebuild's batches durably meanwhile costs the rebuild
-/// their fsyncs and keeps each live commit to its own writes.
-const LIVE_WINDOW: Duration = Duration::from_secs(2);
-
 /// The row cache's size: about 64 MiB of rows (a detail row is ~3 KB: some 20,000 of them).
 const ROW_CACHE_BYTES: u64 = 64 << 20;
 
-/// The embedded [`Store`] on one redb file.
+/// The embedded [`Store`] on redb files.
+///
+/// Each version of a model has a file of its own, so a rebuild never shares redb's one
+/// write transaction, nor its commits' durability, with the live version it replaces: a
+/// live commit does not wait for the rebuild's batches or flush them (it did when they
+/// shared a file: a write made during an API reindex took up to 1.7 s to show, 40 × its
+/// usual lag), and dropping a version deletes its file, its space back at once.
 pub struct EmbeddedStore {
-    db: ReopenableDb,
+    dir: PathBuf,
+    /// `store.redb`: versions, the active ones, and the tables of older versions.
+    main: Arc<StoreFile>,
+    /// The file of each version that has one, by its name ([`consumer_name`]).
+    files: RwLock<HashMap<String, Arc<StoreFile>>>,
     /// The active version of every model, as in the `_active` table. redb lets one process
     /// at a time open the file and every change goes through [`Store::set_active_version`],
     /// so this copy is exact; it spares every query a read transaction.
     active: RwLock<HashMap<String, u32>>,
     /// Rows read recently, exact under writes (see [`RowCache`]).
     rows: RowCache,
+}
+
+/// One redb file of the store, with its own write transaction and durability.
+struct StoreFile {
+    db: ReopenableDb,
+    open: fn(&Path) -> Result<Database, StoreError>,
     /// When the last durable commit was made.
     last_durable: Mutex<Instant>,
-    /// Live batches pending and the last one written: deferred batches (a rebuild's) let
-    /// them go first and stay durable near them ([`LivePriority`]).
-    live: LivePriority,
 }
 
-/// Live batches before deferred ones. redb has one write transaction at a time, taken in
-/// no particular order: during a rebuild, a live batch would queue behind any number of the
-/// rebuild's. A deferred batch waits (up to [`MAX_YIELD`]) while live ones are pending.
-#[derive(Default)]
-struct LivePriority {
-    pending: Mutex<usize>,
-    done: std::sync::Condvar,
-    /// When the last live batch was written.
-    last: Mutex<Option<Instant>>,
-}
+impl StoreFile {
+    fn open(path: PathBuf, open: fn(&Path) -> Result<Database, StoreError>) -> Result<StoreFile, StoreError> {
+        let db = open(&path)?;
+        let txn = db.begin_write()?;
+        txn.open_table(CHECKPOINTS)?;
+        txn.commit()?;
+        Ok(StoreFile { db: ReopenableDb::new(db, path), open, last_durable: Mutex::new(Instant::now()) })
+    }
 
-/// The longest a deferred batch yields to live ones, so that a steady stream of live writes
-/// cannot stall a rebuild.
-const MAX_YIELD: Duration = Duration::from_millis(500);
-
-impl LivePriority {
-    /// Runs a live batch's `write`, counted as pending meanwhile.
-    fn live<T>(&self, write: impl FnOnce() -> T) -> T {
-        /// Ends the pending live batch however its write ends (a panic included, which the
-        /// worker catches: a count left up would hold every later deferred batch back).
-        struct Pending<'a>(&'a LivePriority);
-        impl Drop for Pending<'_> {
-            fn drop(&mut self) {
-                if let Ok(mut n) = self.0.pending.lock() {
-                    *n -= 1;
+    /// Writes `ops` (of this file's tables and checkpoints) in one transaction, made
+    /// durable unless `deferred` (and the last durable commit is recent); names each
+    /// changed row to `write`.
+    fn write(&self, ops: &[&Op], deferred: bool, write: &mut crate::row_cache::WriteGuard<'_>) -> Result<(), StoreError> {
+        let db = self.db.get()?;
+        let mut txn = db.begin_write()?;
+        let deferred = deferred && self.last_durable.lock().is_ok_and(|at| at.elapsed() < MAX_DEFERRAL);
+        if deferred {
+            txn.set_durability(Durability::None).map_err(|e| StoreError::Unavailable(format!("cannot defer durability: {e}")))?;
+        }
+        {
+            let mut names: BTreeMap<&str, Vec<&Op>> = BTreeMap::new();
+            let mut checkpoints = txn.open_table(CHECKPOINTS)?;
+            for op in ops {
+                match op {
+                    Op::Put { table, .. } | Op::Delete { table, .. } => names.entry(table.physical_name()).or_default().push(op),
+                    Op::Checkpoint { consumer, partition, next_offset } => {
+                        checkpoints.insert((consumer.as_str(), *partition), *next_offset)?;
+                    }
+                    // One transaction: everything lands together, so order needs no barrier.
+                    Op::Barrier => {}
                 }
-                if let Ok(mut last) = self.0.last.lock() {
-                    *last = Some(Instant::now());
+            }
+            // Ops on different tables never touch the same row, and within one table a
+            // stable sort by key keeps the order of ops on the same row: the batch lands in
+            // key order, near-sequentially in the B-tree, whatever order the events had.
+            for (name, mut ops) in names {
+                ops.sort_by(|a, b| row_key(a).cmp(&row_key(b)));
+                let mut t = txn.open_table(RowTable::new(name))?;
+                for op in ops {
+                    write.touch(|| {
+                        let (partition, clustering) = row_key(op);
+                        (name.to_owned(), partition.to_owned(), clustering.to_vec())
+                    });
+                    match op {
+                        Op::Put { partition, clustering, columns, .. } => {
+                            let bytes = encode_columns(columns)?;
+                            t.insert((partition.as_str(), clustering.as_slice()), bytes.as_slice())?;
+                        }
+                        Op::Delete { partition, clustering, .. } => {
+                            t.remove((partition.as_str(), clustering.as_slice()))?;
+                        }
+                        Op::Checkpoint { .. } | Op::Barrier => {}
+                    }
                 }
-                self.0.done.notify_all();
             }
         }
-        if let Ok(mut n) = self.pending.lock() {
-            *n += 1;
+        txn.commit()?;
+        if !deferred {
+            self.made_durable();
         }
-        let _pending = Pending(self);
-        write()
+        Ok(())
     }
 
-    /// Whether a live batch was written within [`LIVE_WINDOW`].
-    fn recent(&self) -> bool {
-        self.last.lock().is_ok_and(|at| at.is_some_and(|at| at.elapsed() < LIVE_WINDOW))
+    /// A durable commit makes the non-durable ones before it durable too.
+    fn sync(&self) -> Result<(), StoreError> {
+        self.db.get()?.begin_write()?.commit()?;
+        self.made_durable();
+        Ok(())
     }
 
-    /// Waits until no live batch is pending, [`MAX_YIELD`] at most.
-    fn yield_to_live(&self) {
-        let Ok(n) = self.pending.lock() else { return };
-        let _ = self.done.wait_timeout_while(n, MAX_YIELD, |n| *n > 0);
+    fn made_durable(&self) {
+        if let Ok(mut at) = self.last_durable.lock() {
+            *at = Instant::now();
+        }
     }
 }
 
@@ -169,99 +208,177 @@ fn partition_end(partition: &str) -> String {
 }
 
 /// Opens (or creates) the store's file.
-fn open_db(path: &Path) -> Result<Database, StoreError> {
+fn open_main(path: &Path) -> Result<Database, StoreError> {
     Ok(redb::Builder::new().set_cache_size(PAGE_CACHE_BYTES).create(path)?)
 }
 
-impl EmbeddedStore {
-    /// Opens the store in `dir`, creating it if needed.
-    ///
-    /// # Errors
-    /// [`StoreError::Unavailable`] when the file cannot be opened.
-    pub fn open(dir: &Path) -> Result<EmbeddedStore, StoreError> {
-        std::fs::create_dir_all(dir).map_err(|e| StoreError::Unavailable(format!("failed to create {}: {e}", dir.display())))?;
-        let db = open_db(&dir.join(STORE_FILE))?;
-        let txn = db.begin_write()?;
-        txn.open_table(CHECKPOINTS)?;
-        txn.open_table(VERSIONS)?;
-        txn.open_table(ACTIVE)?;
-        txn.commit()?;
-        let mut active = HashMap::new();
-        let txn = db.begin_read()?;
-        for entry in txn.open_table(ACTIVE)?.iter()? {
-            let (model, version) = entry?;
-            active.insert(model.value().to_owned(), version.value());
+fn open_version(path: &Path) -> Result<Database, StoreError> {
+    Ok(redb::Builder::new().set_cache_size(VERSION_PAGE_CACHE_BYTES).create(path)?)
+}
+
+/// The model and version a version file's name (`<model>.v<version>.redb`) names.
+fn version_of_file(path: &Path) -> Option<(String, u32)> {
+    let stem = path.file_name()?.to_str()?.strip_suffix(".redb")?;
+    let (model, version) = stem.rsplit_once(".v")?;
+    Some((model.to_owned(), version.parse().ok()?))
+}
+
+/// Every file of the embedded store in `dir` (the data directory): `store.redb` and the
+/// versions' files.
+///
+/// # Errors
+/// When the versions' folder exists but cannot be listed.
+pub fn store_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files = vec![dir.join(STORE_FILE)];
+    files.extend(version_files(dir)?);
+    Ok(files)
+}
+
+/// The versions' files in the data directory `dir`, by name.
+fn version_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    match std::fs::read_dir(dir.join(VERSIONS_DIR)) {
+        Ok(entries) => {
+            for entry in entries {
+                let path = entry?.path();
+                if version_of_file(&path).is_some() {
+                    files.push(path);
+                }
+            }
         }
-        drop(txn);
-        Ok(EmbeddedStore {
-            db: ReopenableDb::new(db, dir.join(STORE_FILE)),
-            active: RwLock::new(active),
-            rows: RowCache::new(ROW_CACHE_BYTES),
-            last_durable: Mutex::new(Instant::now()),
-            live: LivePriority::default(),
-        })
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
     }
+    files.sort();
+    Ok(files)
 }
 
 impl EmbeddedStore {
-    /// Writes a batch in one transaction (see [`Store::apply`]).
-    fn write(&self, batch: Batch) -> Result<(), StoreError> {
-        // Announced before the transaction, ended (evicting the rows) after its commit.
-        let mut write = self.rows.begin_write();
-        let db = self.db.get()?;
-        let mut txn = db.begin_write()?;
-        let deferred = batch.deferred && !self.live.recent() && self.last_durable.lock().is_ok_and(|at| at.elapsed() < MAX_DEFERRAL);
-        if deferred {
-            txn.set_durability(Durability::None).map_err(|e| StoreError::Unavailable(format!("cannot defer durability: {e}")))?;
-        }
+    /// Opens the store in `dir`, creating it if needed. A version file whose version was
+    /// dropped (or whose creation never committed) is deleted.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when a file cannot be opened.
+    pub fn open(dir: &Path) -> Result<EmbeddedStore, StoreError> {
+        let io = |what: &str, path: &Path, e: std::io::Error| StoreError::Unavailable(format!("failed to {what} {}: {e}", path.display()));
+        std::fs::create_dir_all(dir).map_err(|e| io("create", dir, e))?;
+        let main = StoreFile::open(dir.join(STORE_FILE), open_main)?;
+        let mut active = HashMap::new();
+        let mut live = std::collections::HashSet::new();
         {
-            let mut names: BTreeMap<String, Vec<&Op>> = BTreeMap::new();
-            let mut checkpoints = txn.open_table(CHECKPOINTS)?;
-            for op in &batch.ops {
-                match op {
-                    Op::Put { table, .. } | Op::Delete { table, .. } => names.entry(table.physical_name().to_owned()).or_default().push(op),
-                    Op::Checkpoint { consumer, partition, next_offset } => {
-                        checkpoints.insert((consumer.as_str(), *partition), *next_offset)?;
-                    }
-                    // One transaction: everything lands together, so order needs no barrier.
-                    Op::Barrier => {}
-                }
+            let db = main.db.get()?;
+            let txn = db.begin_write()?;
+            txn.open_table(VERSIONS)?;
+            txn.open_table(ACTIVE)?;
+            txn.commit()?;
+            let txn = db.begin_read()?;
+            for entry in txn.open_table(ACTIVE)?.iter()? {
+                let (model, version) = entry?;
+                active.insert(model.value().to_owned(), version.value());
             }
-            // Ops on different tables never touch the same row, and within one table a
-            // stable sort by key keeps the order of ops on the same row: the batch lands in
-            // key order, near-sequentially in the B-tree, whatever order the events had.
-            for (name, mut ops) in names {
-                ops.sort_by(|a, b| row_key(a).cmp(&row_key(b)));
-                let mut t = txn.open_table(RowTable::new(&name))?;
-                for op in ops {
-                    write.touch(|| {
-                        let (partition, clustering) = row_key(op);
-                        (name.clone(), partition.to_owned(), clustering.to_vec())
-                    });
-                    match op {
-                        Op::Put { partition, clustering, columns, .. } => {
-                            let bytes = encode_columns(columns)?;
-                            t.insert((partition.as_str(), clustering.as_slice()), bytes.as_slice())?;
-                        }
-                        Op::Delete { partition, clustering, .. } => {
-                            t.remove((partition.as_str(), clustering.as_slice()))?;
-                        }
-                        Op::Checkpoint { .. } | Op::Barrier => {}
-                    }
+            for entry in txn.open_table(VERSIONS)?.iter()? {
+                let (key, state) = entry?;
+                let (model, version) = key.value();
+                if state_from(state.value()).is_some() {
+                    live.insert(consumer_name(model, version));
                 }
             }
         }
-        txn.commit()?;
-        if !deferred {
-            self.made_durable();
+        let mut files = HashMap::new();
+        for path in version_files(dir).map_err(|e| io("list", &dir.join(VERSIONS_DIR), e))? {
+            let Some((model, version)) = version_of_file(&path) else { continue };
+            let name = consumer_name(&model, version);
+            if live.contains(&name) {
+                files.insert(name, Arc::new(StoreFile::open(path, open_version)?));
+            } else {
+                std::fs::remove_file(&path).map_err(|e| io("remove", &path, e))?;
+            }
+        }
+        Ok(EmbeddedStore {
+            dir: dir.to_owned(),
+            main: Arc::new(main),
+            files: RwLock::new(files),
+            active: RwLock::new(active),
+            rows: RowCache::new(ROW_CACHE_BYTES),
+        })
+    }
+
+    /// The file holding the tables and checkpoints of the version named `name`
+    /// ([`consumer_name`]): its own, or `store.redb` for a version older than version files.
+    fn file(&self, name: &str) -> Arc<StoreFile> {
+        self.files.read().unwrap_or_else(std::sync::PoisonError::into_inner).get(name).cloned().unwrap_or_else(|| self.main.clone())
+    }
+
+    /// Every file: `store.redb` and the versions'.
+    fn all_files(&self) -> Vec<Arc<StoreFile>> {
+        let files = self.files.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        std::iter::once(self.main.clone()).chain(files.values().cloned()).collect()
+    }
+
+    /// Writes a batch (see [`Store::apply`]): one transaction per file its ops go to (a
+    /// projection's batch names one version, so one file).
+    fn write(&self, batch: Batch) -> Result<(), StoreError> {
+        // Announced before the transactions, ended (evicting the rows) after their commits.
+        let mut write = self.rows.begin_write();
+        let mut groups: Vec<(Arc<StoreFile>, Vec<&Op>)> = Vec::new();
+        let mut last: Option<(&str, usize)> = None;
+        for op in &batch.ops {
+            let name = match op {
+                Op::Put { table, .. } | Op::Delete { table, .. } => table.version_name(),
+                Op::Checkpoint { consumer, .. } => consumer.as_str(),
+                Op::Barrier => continue,
+            };
+            let group = match last {
+                Some((last_name, group)) if last_name == name => group,
+                _ => {
+                    let file = self.file(name);
+                    let group = groups.iter().position(|(f, _)| Arc::ptr_eq(f, &file)).unwrap_or_else(|| {
+                        groups.push((file, Vec::new()));
+                        groups.len() - 1
+                    });
+                    last = Some((name, group));
+                    group
+                }
+            };
+            groups[group].1.push(op);
+        }
+        for (file, ops) in groups {
+            file.write(&ops, batch.deferred, &mut write)?;
         }
         Ok(())
     }
 
-    fn made_durable(&self) {
-        if let Ok(mut at) = self.last_durable.lock() {
-            *at = Instant::now();
+    /// Reads each row of `keys` whose slot in `rows` is empty, in one read transaction per
+    /// version; remembers them in the row cache under `ticket`, if given.
+    fn read_missing(
+        &self,
+        keys: &[(&TableRef, &str, &[u8])],
+        rows: &mut [Option<CachedRow>],
+        ticket: Option<Ticket>,
+    ) -> Result<(), StoreError> {
+        let mut pending: Vec<usize> = (0..keys.len()).filter(|i| rows[*i].is_none()).collect();
+        while let Some(&first) = pending.first() {
+            let version = keys[first].0.version_name();
+            let file = self.file(version);
+            let db = file.db.get()?;
+            let txn = db.begin_read()?;
+            let mut rest = Vec::new();
+            for i in pending {
+                let (table, partition, clustering) = keys[i];
+                if table.version_name() != version {
+                    rest.push(i);
+                    continue;
+                }
+                let key = RowKeyRef(table.physical_name(), partition, clustering);
+                let row = read_row(&txn, key)?.map(Arc::new);
+                if let Some(ticket) = ticket {
+                    self.rows.fill(ticket, key.owned(), row.clone());
+                }
+                rows[i] = Some(row);
+            }
+            pending = rest;
         }
+        Ok(())
     }
 }
 
@@ -294,7 +411,8 @@ impl Store for EmbeddedStore {
                 return Ok(row.map(|c| (*c).clone()));
             }
         }
-        let db = self.db.get()?;
+        let file = self.file(table.version_name());
+        let db = file.db.get()?;
         let txn = db.begin_read()?;
         let row = read_row(&txn, key)?;
         if let Some(ticket) = ticket {
@@ -305,7 +423,8 @@ impl Store for EmbeddedStore {
 
     fn get_many(&self, table: &TableRef, keys: &[(String, Vec<u8>)]) -> Result<Vec<Option<Columns>>, StoreError> {
         let name = table.physical_name();
-        let db = self.db.get()?;
+        let file = self.file(table.version_name());
+        let db = file.db.get()?;
         let txn = db.begin_read()?;
         let Some(t) = open_rows(&txn, name)? else { return Ok(vec![None; keys.len()]) };
         keys.iter()
@@ -317,32 +436,24 @@ impl Store for EmbeddedStore {
     }
 
     fn get_each(&self, keys: &[(&TableRef, &str, &[u8])]) -> Result<Vec<Option<Arc<Columns>>>, StoreError> {
-        let keys: Vec<RowKeyRef<'_>> = keys.iter().map(|(t, p, c)| RowKeyRef(t.physical_name(), p, c)).collect();
         if let Some(ticket) = self.rows.begin_read() {
-            let mut rows: Vec<Option<Option<Arc<Columns>>>> = keys.iter().map(|k| self.rows.get(*k)).collect();
-            if rows.iter().any(Option::is_none) {
-                let db = self.db.get()?;
-                let txn = db.begin_read()?;
-                for (key, slot) in keys.iter().zip(&mut rows).filter(|(_, slot)| slot.is_none()) {
-                    let row = read_row(&txn, *key)?.map(Arc::new);
-                    self.rows.fill(ticket, key.owned(), row.clone());
-                    *slot = Some(row);
-                }
-            }
+            let mut rows: Vec<Option<CachedRow>> = keys.iter().map(|(t, p, c)| self.rows.get(RowKeyRef(t.physical_name(), p, c))).collect();
+            self.read_missing(keys, &mut rows, Some(ticket))?;
             // Cached rows are the state when the read began; the rest are too unless a
             // write started since.
             if self.rows.unchanged_since(ticket) {
                 return Ok(rows.into_iter().map(Option::unwrap_or_default).collect());
             }
         }
-        let db = self.db.get()?;
-        let txn = db.begin_read()?;
-        keys.iter().map(|key| Ok(read_row(&txn, *key)?.map(Arc::new))).collect()
+        let mut rows = vec![None; keys.len()];
+        self.read_missing(keys, &mut rows, None)?;
+        Ok(rows.into_iter().map(Option::unwrap_or_default).collect())
     }
 
     fn count(&self, table: &TableRef, partition: &str) -> Result<u64, StoreError> {
         let name = table.physical_name();
-        let db = self.db.get()?;
+        let file = self.file(table.version_name());
+        let db = file.db.get()?;
         let txn = db.begin_read()?;
         let Some(t) = open_rows(&txn, name)? else { return Ok(0) };
         let end = partition_end(partition);
@@ -358,7 +469,8 @@ impl Store for EmbeddedStore {
 
     fn scan(&self, table: &TableRef, partition: &str, scan: &Scan) -> Result<Page, StoreError> {
         let name = table.physical_name();
-        let db = self.db.get()?;
+        let file = self.file(table.version_name());
+        let db = file.db.get()?;
         let txn = db.begin_read()?;
         let Some(t) = open_rows(&txn, name)? else { return Ok(Page { rows: Vec::new(), next: None }) };
         let end = partition_end(partition);
@@ -399,23 +511,16 @@ impl Store for EmbeddedStore {
         if batch.is_empty() {
             return Ok(());
         }
-        if batch.deferred {
-            self.live.yield_to_live();
-            self.write(batch)
-        } else {
-            self.live.live(|| self.write(batch))
-        }
+        self.write(batch)
     }
 
-    /// A durable commit makes the non-durable ones before it durable too.
     fn sync(&self) -> Result<(), StoreError> {
-        self.db.get()?.begin_write()?.commit()?;
-        self.made_durable();
-        Ok(())
+        self.all_files().iter().try_for_each(|file| file.sync())
     }
 
     fn checkpoints(&self, consumer: &str) -> Result<BTreeMap<u32, u64>, StoreError> {
-        let db = self.db.get()?;
+        let file = self.file(consumer);
+        let db = file.db.get()?;
         let txn = db.begin_read()?;
         let t = txn.open_table(CHECKPOINTS)?;
         let mut out = BTreeMap::new();
@@ -431,7 +536,7 @@ impl Store for EmbeddedStore {
     }
 
     fn versions(&self, model: &str) -> Result<BTreeMap<u32, VersionState>, StoreError> {
-        let db = self.db.get()?;
+        let db = self.main.db.get()?;
         let txn = db.begin_read()?;
         let t = txn.open_table(VERSIONS)?;
         let mut out = BTreeMap::new();
@@ -444,8 +549,10 @@ impl Store for EmbeddedStore {
         Ok(out)
     }
 
+    /// Registers the version in `store.redb` and makes its file (before the registration
+    /// commits: a file without one is deleted on the next open).
     fn create_version(&self, model: &str) -> Result<u32, StoreError> {
-        let db = self.db.get()?;
+        let db = self.main.db.get()?;
         let txn = db.begin_write()?;
         let version = {
             let mut t = txn.open_table(VERSIONS)?;
@@ -454,7 +561,18 @@ impl Store for EmbeddedStore {
             t.insert((model, version), state_code(VersionState::Building))?;
             version
         };
+        let name = consumer_name(model, version);
+        let folder = self.dir.join(VERSIONS_DIR);
+        std::fs::create_dir_all(&folder).map_err(|e| StoreError::Unavailable(format!("failed to create {}: {e}", folder.display())))?;
+        let path = folder.join(format!("{name}.redb"));
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(StoreError::Unavailable(format!("failed to remove {}: {e}", path.display()))),
+        }
+        let file = StoreFile::open(path, open_version)?;
         txn.commit()?;
+        self.files.write().unwrap_or_else(std::sync::PoisonError::into_inner).insert(name, Arc::new(file));
         Ok(version)
     }
 
@@ -464,7 +582,7 @@ impl Store for EmbeddedStore {
         let _write = self.rows.begin_write();
         // Held across the commit, so that no reader sees the copy disagree with the file.
         let mut cached = self.active.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let db = self.db.get()?;
+        let db = self.main.db.get()?;
         let txn = db.begin_write()?;
         {
             let mut versions = txn.open_table(VERSIONS)?;
@@ -483,10 +601,13 @@ impl Store for EmbeddedStore {
         Ok(())
     }
 
+    /// Unregisters the version, then closes and deletes its file (a file left by a crash
+    /// between the two is deleted on the next open); a version kept in `store.redb` has its
+    /// tables deleted there.
     fn drop_version(&self, model: &str, version: u32, tables: &[&str]) -> Result<(), StoreError> {
         let mut write = self.rows.begin_write();
         write.touch_all();
-        let db = self.db.get()?;
+        let db = self.main.db.get()?;
         let txn = db.begin_write()?;
         {
             for name in tables {
@@ -502,22 +623,29 @@ impl Store for EmbeddedStore {
             }
         }
         txn.commit()?;
+        drop(db);
+        let file = self.files.write().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&consumer_name(model, version));
+        if let Some(file) = file {
+            file.db.close()?;
+            let path = file.db.path();
+            std::fs::remove_file(path).map_err(|e| StoreError::Unavailable(format!("failed to remove {}: {e}", path.display())))?;
+        }
         Ok(())
     }
 
-    /// Reopens the file, which empties redb's page cache, and empties the row cache.
+    /// Reopens every file, which empties redb's page caches, and empties the row cache.
     fn release_caches(&self) -> Result<(), StoreError> {
         let mut write = self.rows.begin_write();
         write.touch_all();
-        self.db.reopen(open_db)
+        self.all_files().iter().try_for_each(|file| file.db.reopen(file.open))
     }
 
     fn compact(&self) -> Result<(), StoreError> {
-        self.db.compact()
+        self.all_files().iter().try_for_each(|file| file.db.compact())
     }
 
     fn check(&self) -> Result<(), StoreError> {
-        let db = self.db.get()?;
+        let db = self.main.db.get()?;
         let txn = db.begin_read()?;
         let t = txn.open_table(ACTIVE)?;
         let _ = t.name();
@@ -560,22 +688,22 @@ mod tests {
     }
 
     #[test]
-    fn compaction_gives_a_dropped_versions_space_back() {
+    fn compaction_gives_the_space_of_dropped_tables_in_the_store_file_back() {
+        // Versions made before version files keep their tables in `store.redb`.
         let dir = tempfile::tempdir().unwrap();
         let store = EmbeddedStore::open(dir.path()).unwrap();
         let size = || std::fs::metadata(dir.path().join(STORE_FILE)).unwrap().len();
         let text = |i: usize| crate::Value::Text(format!("row {i}: ").repeat(200));
-        let (old, kept) = (store.create_version("m").unwrap(), TableRef::new("k", 1, "t"));
+        let (old, kept) = (TableRef::new("m", 1, "t"), TableRef::new("k", 1, "t"));
         for chunk in 0..20 {
             let mut batch = Batch::default();
             for i in chunk * 100..(chunk + 1) * 100 {
-                let t = TableRef::new("m", old, "t");
-                batch.put(&t, &format!("p{i}"), Vec::new(), Columns::from([("v".to_owned(), text(i))]), 1);
+                batch.put(&old, &format!("p{i}"), Vec::new(), Columns::from([("v".to_owned(), text(i))]), 1);
             }
             batch.put(&kept, &format!("k{chunk}"), Vec::new(), Columns::from([("v".to_owned(), text(chunk))]), 1);
             store.apply(batch).unwrap();
         }
-        store.drop_version("m", old, &["t"]).unwrap();
+        store.drop_version("m", 1, &["t"]).unwrap();
         let before = size();
         store.compact().unwrap();
         assert!(size() < before / 2, "{} bytes after compaction, {before} before", size());
@@ -583,6 +711,40 @@ mod tests {
             let row = store.get(&kept, &format!("k{chunk}"), &[]).unwrap().expect("a kept row");
             assert_eq!(row.get("v"), Some(&text(chunk)));
         }
+    }
+
+    #[test]
+    fn each_version_lives_in_a_file_of_its_own_until_it_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |v: u32| dir.path().join(VERSIONS_DIR).join(format!("m.v{v}.redb"));
+        let (first, second) = {
+            let store = EmbeddedStore::open(dir.path()).unwrap();
+            let first = store.create_version("m").unwrap();
+            let second = store.create_version("m").unwrap();
+            for v in [first, second] {
+                let mut batch = Batch::default();
+                batch.put(&TableRef::new("m", v, "t"), "p", Vec::new(), n(v.into()), 1);
+                batch.checkpoint(&consumer_name("m", v), 0, u64::from(v) * 10);
+                store.apply(batch).unwrap();
+            }
+            assert!(file(first).exists() && file(second).exists());
+            store.set_active_version("m", second).unwrap();
+            store.drop_version("m", first, &["t"]).unwrap();
+            assert!(!file(first).exists(), "a dropped version's file is deleted");
+            assert_eq!(store.get(&TableRef::new("m", first, "t"), "p", &[]).unwrap(), None);
+            (first, second)
+        };
+        // A version file left behind (a crash between unregistering and deleting) goes on
+        // the next open; the live version's rows and checkpoints stay.
+        std::fs::copy(file(second), file(first)).unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        assert!(!file(first).exists());
+        assert_eq!(store.get(&TableRef::new("m", second, "t"), "p", &[]).unwrap(), Some(n(second.into())));
+        assert_eq!(store.checkpoints(&consumer_name("m", second)).unwrap(), BTreeMap::from([(0, u64::from(second) * 10)]));
+        assert_eq!(store_files(dir.path()).unwrap(), vec![dir.path().join(STORE_FILE), file(second)]);
+        // A version's number is never reused, so its file is new.
+        assert_eq!(store.create_version("m").unwrap(), second + 1);
+        assert_eq!(store.get(&TableRef::new("m", second + 1, "t"), "p", &[]).unwrap(), None);
     }
 
     #[test]
@@ -604,17 +766,6 @@ mod tests {
         let store = EmbeddedStore::open(dir.path()).unwrap();
         assert_eq!(store.get(&t, "p", &[]).unwrap(), Some(columns));
         assert_eq!(store.checkpoints("m.v1").unwrap(), BTreeMap::from([(0, 2)]));
-    }
-
-    #[test]
-    fn a_live_write_that_panics_does_not_hold_deferred_batches_back() {
-        let live = LivePriority::default();
-        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| live.live(|| panic!("a bug in a write"))));
-        assert!(panicked.is_err());
-        assert_eq!(*live.pending.lock().unwrap(), 0);
-        let waited = Instant::now();
-        live.yield_to_live();
-        assert!(waited.elapsed() < MAX_YIELD, "a deferred batch waited {:?}", waited.elapsed());
     }
 
     #[test]

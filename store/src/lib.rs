@@ -42,7 +42,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub use batch::{Batch, Op};
-pub use embedded::{EmbeddedStore, STORE_FILE};
+pub use embedded::{store_files, EmbeddedStore, STORE_FILE, VERSIONS_DIR};
 pub use error::{StoreError, EARLIER_WRITE_FAILED};
 pub use scylla::{ScyllaConfig, ScyllaStore, DEFAULT_KEYSPACE};
 pub use value::{Columns, Value};
@@ -89,6 +89,12 @@ impl TableRef {
     /// The physical name: `<model>.v<version>.<name>`.
     pub fn physical_name(&self) -> &str {
         &self.physical
+    }
+
+    /// The model's version this table belongs to, named as its consumer is
+    /// ([`consumer_name`]): `<model>.v<version>`.
+    pub fn version_name(&self) -> &str {
+        &self.physical[..self.name_start - 1]
     }
 }
 
@@ -192,7 +198,9 @@ pub trait Store: Send + Sync {
     /// A page of rows of one partition.
     fn scan(&self, table: &TableRef, partition: &str, scan: &Scan) -> Result<Page, StoreError>;
 
-    /// Applies a batch atomically, and durably unless it is [`Batch::deferred`].
+    /// Applies a batch atomically (the ops of each model version together: a projection's
+    /// batch writes one version and its checkpoints), and durably unless it is
+    /// [`Batch::deferred`].
     fn apply(&self, batch: Batch) -> Result<(), StoreError>;
 
     /// Makes every batch applied so far durable (the deferred ones too).
@@ -271,6 +279,7 @@ mod tests {
             let t = TableRef::new(model, version, name);
             assert_eq!((t.model(), t.version(), t.name()), (model, version, name));
             assert_eq!(t.physical_name(), format!("{model}.v{version}.{name}"));
+            assert_eq!(t.version_name(), super::consumer_name(model, version));
         }
         let mut tables = [TableRef::new("m", 10, "a"), TableRef::new("m", 9, "b"), TableRef::new("l", 99, "z"), TableRef::new("m", 9, "a")];
         tables.sort();

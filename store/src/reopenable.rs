@@ -41,7 +41,7 @@ impl ReopenableDb {
     pub fn get(&self) -> Result<DbGuard<'_>, StoreError> {
         let guard = self.db.read().unwrap_or_else(PoisonError::into_inner);
         if guard.is_none() {
-            return Err(StoreError::Unavailable(format!("{} could not be opened again", self.path.display())));
+            return Err(StoreError::Unavailable(format!("{} is closed (dropped, or it could not be opened again)", self.path.display())));
         }
         Ok(DbGuard(guard))
     }
@@ -54,6 +54,21 @@ impl ReopenableDb {
             open_db.close().map_err(|e| StoreError::Unavailable(format!("could not close {}: {e}", self.path.display())))?;
         }
         *db = Some(open(&self.path)?);
+        Ok(())
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Closes the database once no transaction is open; later calls to
+    /// [`ReopenableDb::get`] fail.
+    pub fn close(&self) -> Result<(), StoreError> {
+        let mut db = self.db.write().unwrap_or_else(PoisonError::into_inner);
+        if let Some(open_db) = db.take() {
+            open_db.close().map_err(|e| StoreError::Unavailable(format!("could not close {}: {e}", self.path.display())))?;
+        }
         Ok(())
     }
 
