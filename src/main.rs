@@ -13,7 +13,7 @@ use clap::Parser;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use crate::config::{AuthCommand, Cli, Command, LogCommand};
+use crate::config::{AuthCommand, Cli, Command, LogCommand, SnapshotCommand};
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
@@ -31,6 +31,8 @@ fn main() -> anyhow::Result<()> {
         Command::Compact(args) => commands::compact(args),
         Command::Backfill { command } => runtime()?.block_on(commands::up::backfill(command)),
         Command::Log { command: LogCommand::Tail { data, from, limit } } => commands::log_tail(data, from, limit),
+        Command::Snapshot { command: SnapshotCommand::Create { data, to } } => commands::snapshot::create(data, &to),
+        Command::Snapshot { command: SnapshotCommand::Restore { data, from } } => commands::snapshot::restore(data, &from),
         Command::Admin(args) => runtime()?.block_on(commands::admin::run(args)),
         Command::Auth { command: AuthCommand::RotateKey { data, auth_keys } } => {
             let file = auth_keys.unwrap_or_else(|| data.data_dir.join("auth-keys.json"));

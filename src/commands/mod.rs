@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod arxiv;
 pub mod service;
+pub mod snapshot;
 pub mod up;
 
 use std::io::Write;
@@ -75,7 +76,7 @@ pub fn open_context(data: &DataArgs, with_node_models: bool) -> anyhow::Result<C
 
 /// Refuses a data directory that holds no `file` of svc's (a mistyped `--data-dir`):
 /// commands that only read must not create one. Only `seed` and `up` create one.
-fn require_data(data: &DataArgs, file: &str, what: &str) -> anyhow::Result<()> {
+pub(crate) fn require_data(data: &DataArgs, file: &str, what: &str) -> anyhow::Result<()> {
     let dir = &data.data_dir;
     if !dir.is_dir() {
         anyhow::bail!("--data-dir {} does not exist: nothing to {what} (svc seed or svc up create one)", dir.display());

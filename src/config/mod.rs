@@ -10,7 +10,7 @@ mod tools;
 pub use service::{DataArgs, SourceArgs, UpArgs};
 pub use tools::{
     AdminArgs, AdminCommand, ArxivHarvestArgs, AuthCommand, BackfillCommand, CompactArgs, DeadLetterArgs, IngestArgs, LogCommand,
-    ProjectArgs, ReplayArgs, SeedArgs,
+    ProjectArgs, ReplayArgs, SeedArgs, SnapshotCommand,
 };
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -71,6 +71,13 @@ pub enum Command {
     /// replaced pages) back to the file system; with svc stopped. `svc replay` does it at
     /// its end; a first catch-up leaves that space in the files.
     Compact(CompactArgs),
+    /// Bootstrap a new query node from another node's search index instead of a replay:
+    /// `svc snapshot create` on a stopped node, `svc snapshot restore` on the new one.
+    Snapshot {
+        /// What to do.
+        #[command(subcommand)]
+        command: SnapshotCommand,
+    },
     /// Read the event log.
     Log {
         /// What to do with the log.

@@ -278,6 +278,32 @@ pub struct DeadLetterArgs {
     pub limit: usize,
 }
 
+/// `svc snapshot …`.
+#[derive(Debug, Subcommand)]
+pub enum SnapshotCommand {
+    /// Copy this node's search index (its active version, with the node store's rows for
+    /// it and where it stands in the log) into a folder, svc stopped on this data directory.
+    Create {
+        #[command(flatten)]
+        data: DataArgs,
+
+        /// The folder to write (created; it must not exist): a shared directory, or one
+        /// copied to the new node.
+        #[arg(long)]
+        to: PathBuf,
+    },
+    /// Make a snapshot this node's search index, before its first start: `svc serve` then
+    /// follows the log from where the snapshot stands instead of from position 0.
+    Restore {
+        #[command(flatten)]
+        data: DataArgs,
+
+        /// The folder `svc snapshot create` wrote.
+        #[arg(long)]
+        from: PathBuf,
+    },
+}
+
 /// `svc log …`.
 #[derive(Debug, Subcommand)]
 pub enum LogCommand {

@@ -303,6 +303,46 @@ impl EmbeddedStore {
         })
     }
 
+    /// The file of `model`'s `version`, if it has one of its own (a version made before
+    /// version files lives in `store.redb`). Its contents are consistent while no write is
+    /// under way: copy it from a store no process writes to.
+    pub fn version_file(&self, model: &str, version: u32) -> Option<PathBuf> {
+        let files = self.files.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        files.get(&consumer_name(model, version)).map(|f| f.db.path().to_owned())
+    }
+
+    /// Makes a copy of `file`, another store's file of `model`'s `version`
+    /// ([`EmbeddedStore::version_file`]), this store's active version of `model`: its
+    /// tables and checkpoints as they were there. Refused when this store has a version of
+    /// `model` already (the version's number names its tables, so it cannot be renumbered).
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when `model` has versions here, or on a file error.
+    pub fn adopt_version(&self, model: &str, version: u32, file: &Path) -> Result<(), StoreError> {
+        let unavailable = |what: String| StoreError::Unavailable(what);
+        if !self.versions(model)?.is_empty() {
+            return Err(unavailable(format!("this store already has versions of {model}: adopt a version into a store without any")));
+        }
+        let name = consumer_name(model, version);
+        let folder = self.dir.join(VERSIONS_DIR);
+        std::fs::create_dir_all(&folder).map_err(|e| unavailable(format!("failed to create {}: {e}", folder.display())))?;
+        let (partial, path) = (folder.join(format!("{name}.redb.partial")), folder.join(format!("{name}.redb")));
+        std::fs::copy(file, &partial)
+            .map_err(|e| unavailable(format!("failed to copy {} to {}: {e}", file.display(), partial.display())))?;
+        std::fs::rename(&partial, &path).map_err(|e| unavailable(format!("failed to rename {}: {e}", partial.display())))?;
+        let adopted = Arc::new(StoreFile::open(path, open_version)?);
+        let _write = self.rows.begin_write();
+        let mut cached = self.active.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let db = self.main.db.get()?;
+        let txn = db.begin_write()?;
+        txn.open_table(VERSIONS)?.insert((model, version), state_code(VersionState::Active))?;
+        txn.open_table(ACTIVE)?.insert(model, version)?;
+        txn.commit()?;
+        cached.insert(model.to_owned(), version);
+        self.files.write().unwrap_or_else(std::sync::PoisonError::into_inner).insert(name, adopted);
+        Ok(())
+    }
+
     /// The file holding the tables and checkpoints of the version named `name`
     /// ([`consumer_name`]): its own, or `store.redb` for a version older than version files.
     fn file(&self, name: &str) -> Arc<StoreFile> {
@@ -745,6 +785,34 @@ mod tests {
         // A version's number is never reused, so its file is new.
         assert_eq!(store.create_version("m").unwrap(), second + 1);
         assert_eq!(store.get(&TableRef::new("m", second + 1, "t"), "p", &[]).unwrap(), None);
+    }
+
+    #[test]
+    fn a_version_file_copied_to_another_store_is_adopted_as_its_active_version() {
+        let (from, to) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let t = TableRef::new("m", 2, "t");
+        let file = {
+            let store = EmbeddedStore::open(from.path()).unwrap();
+            store.create_version("m").unwrap();
+            assert_eq!(store.create_version("m").unwrap(), 2);
+            let mut batch = Batch::default();
+            batch.put(&t, "p", Vec::new(), n(7), 1);
+            batch.checkpoint("m.v2", 0, 42);
+            store.apply(batch).unwrap();
+            store.set_active_version("m", 2).unwrap();
+            store.version_file("m", 2).unwrap()
+        };
+        let store = EmbeddedStore::open(to.path()).unwrap();
+        store.adopt_version("m", 2, &file).unwrap();
+        assert_eq!(store.active_version("m").unwrap(), Some(2));
+        assert_eq!(store.get(&t, "p", &[]).unwrap(), Some(n(7)));
+        assert_eq!(store.checkpoints("m.v2").unwrap(), BTreeMap::from([(0, 42)]));
+        let err = store.adopt_version("m", 2, &file).unwrap_err().to_string();
+        assert!(err.contains("already has versions of m"), "{err}");
+        drop(store);
+        let store = EmbeddedStore::open(to.path()).unwrap();
+        assert_eq!((store.active_version("m").unwrap(), store.get(&t, "p", &[]).unwrap()), (Some(2), Some(n(7))), "kept on reopening");
+        assert_eq!(store.create_version("m").unwrap(), 3, "later versions number on");
     }
 
     #[test]

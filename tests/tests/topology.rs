@@ -225,4 +225,46 @@ async fn ingest_two_projectors_two_query_nodes_takeover_and_online_replay() {
         assert_eq!(listed(&q.get(&on_paper).await.unwrap().2).map(|r| r["deleted"].clone()), Some(Value::Bool(true)));
     }
     assert_eq!(assert_complete_and_equal(&q1, &q2, SEEDS[2].1 - 1).await, kept);
+
+    // A third query node joins from a snapshot of q2's search index (q2 stopped to take it)
+    // instead of reading the log from position 0; a fourth from position 0, for comparison.
+    q2.stop().unwrap();
+    let snapshot = work.join("snapshot");
+    let (q3_dir, q4_dir) = (work.join("q3"), work.join("q4"));
+    let path = |p: &Path| p.to_str().unwrap().to_owned();
+    let taken = backend.svc(&["snapshot", "create", "--data-dir", &path(&work.join("q2")), "--to", &path(&snapshot)]).unwrap();
+    let taken: Value = serde_json::from_str(taken.trim()).unwrap();
+    assert_eq!(taken["model"], "search", "{taken}");
+    let restored = backend.svc(&["snapshot", "restore", "--data-dir", &path(&q3_dir), "--from", &path(&snapshot)]).unwrap();
+    assert_eq!(serde_json::from_str::<Value>(restored.trim()).unwrap()["checkpoints"], taken["checkpoints"], "{restored}");
+    let started = Instant::now();
+    let q3 = Service::start_role("serve", &q3_dir, tests::free_port(), &backend).await.unwrap();
+    q3.wait_caught_up().await.unwrap();
+    let from_snapshot = started.elapsed();
+    let started = Instant::now();
+    let q4 = Service::start_role("serve", &q4_dir, tests::free_port(), &backend).await.unwrap();
+    q4.wait_caught_up().await.unwrap();
+    let from_zero = started.elapsed();
+    assert_eq!(assert_complete_and_equal(&q1, &q3, SEEDS[2].1 - 1).await, kept);
+    assert_eq!(assert_complete_and_equal(&q1, &q4, SEEDS[2].1 - 1).await, kept);
+    // The snapshot's node read only what was appended after the snapshot's checkpoints.
+    let ((read_q3, took_q3), (read_q4, took_q4)) = (search_catch_up(&q3.log()), search_catch_up(&q4.log()));
+    println!(
+        "a query node from a snapshot: search caught up in {took_q3} s reading {read_q3} events, ready after {from_snapshot:?}; \
+         from position 0: {took_q4} s reading {read_q4} events, ready after {from_zero:?}"
+    );
+    assert!(read_q3 < read_q4 / 10, "from the snapshot {read_q3} events read, from position 0 {read_q4}");
+    let again = backend.svc(&["snapshot", "restore", "--data-dir", &path(&q4_dir), "--from", &path(&snapshot)]);
+    assert!(again.is_err_and(|e| format!("{e:#}").contains("is svc running on it?")), "q4 runs: refused");
+}
+
+/// The events the search worker of a query node read before its first catch-up ended, and
+/// the seconds it took, from its log line.
+fn search_catch_up(log: &str) -> (u64, f64) {
+    let line = log
+        .lines()
+        .find(|l| l.contains("the read model is complete") && l.contains("model=\"search\""))
+        .unwrap_or_else(|| panic!("no catch-up of search in {log}"));
+    let field = |name: &str| line.split_whitespace().find_map(|w| w.strip_prefix(name)).unwrap_or_else(|| panic!("{line}"));
+    (field("events=").parse().unwrap(), field("seconds=").parse().unwrap())
 }

@@ -149,6 +149,20 @@ fn index_settings() -> IndexSettings {
     IndexSettings { docstore_compression: Compressor::None, docstore_blocksize: 4096, ..IndexSettings::default() }
 }
 
+/// The folder of one version of the index under `root` (usually `<data>/search`).
+pub fn index_dir(root: &Path, version: u32) -> PathBuf {
+    root.join(format!("v{version}"))
+}
+
+/// The checkpoints of the last commit of the index in `dir` (where in the log it stands).
+///
+/// # Errors
+/// When `dir` holds no readable index.
+pub fn committed_checkpoints(dir: &Path) -> Result<Checkpoints, ProjectionError> {
+    let index = Index::open_in_dir(dir)?;
+    Ok(CommitPayload::parse(index.load_metas()?.payload.as_deref()).checkpoints)
+}
+
 /// The index versions of one data directory, opened once and shared by the projection that
 /// writes them and the queries that read them.
 pub struct SearchIndexes {
@@ -163,7 +177,7 @@ impl SearchIndexes {
     }
 
     fn dir(&self, version: u32) -> PathBuf {
-        self.root.join(format!("v{version}"))
+        index_dir(&self.root, version)
     }
 
     /// Opens (creating if needed) one version of the index.
