@@ -103,6 +103,8 @@ pub fn extra_routes() -> Vec<ExtraRoute> {
         ),
         route("/health/liveness", op("health.liveness", "200 while the process runs", json!([]), false)),
         route("/health/readiness", op("health.readiness", "200 when log, store and search index answer", json!([]), false)),
+        route("/health", op("health.health", "200 while the process runs: status, timestamp, version, uptime", json!([]), false)),
+        route("/ready", op("health.ready", "each backend's status, latency and message; healthy, degraded (200) or unhealthy (503)", json!([]), false)),
         route("/.well-known/did.json", op("identity.didDocument", "The service DID document", json!([]), false)),
         route("/openapi.json", op("spec.openapi", "This document", json!([]), false)),
     ]

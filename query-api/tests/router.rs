@@ -158,6 +158,34 @@ async fn an_unknown_record_is_not_found_in_the_envelope() {
     assert!(body["message"].as_str().is_some_and(|m| m.contains("missing")));
 }
 
+/// The contract's probes: `/health` always answers, `/ready` names each backend with its
+/// latency, and a read model that needs a replay makes the node degraded, not unhealthy.
+#[tokio::test]
+async fn the_contracts_health_and_ready_routes() {
+    let f = seeded();
+    let (status, health) = f.get("/health").await;
+    assert_eq!((status, &health["status"], &health["version"]), (StatusCode::OK, &json!("healthy"), &json!(env!("CARGO_PKG_VERSION"))));
+    assert!(health["uptime"].is_u64() && health["timestamp"].as_str().is_some_and(|t| t.ends_with('Z')), "{health}");
+    let (status, ready) = f.get("/ready").await;
+    assert_eq!((status, &ready["status"]), (StatusCode::OK, &json!("healthy")), "{ready}");
+    for backend in ["log", "store", "search"] {
+        let check = &ready["checks"][backend];
+        assert_eq!(check["status"], "healthy", "{ready}");
+        assert!(check["latencyMs"].as_f64().is_some_and(|ms| ms >= 0.0) && check["message"].is_string(), "{ready}");
+    }
+    assert_eq!(ready["checks"]["projections"]["status"], "healthy", "{ready}");
+
+    let v = f.state.store.active_version("attached").unwrap().unwrap();
+    let mut batch = store::Batch::default();
+    let format = [("format".to_owned(), store::Value::Int(0))].into_iter().collect();
+    batch.put(&store::TableRef::new("attached", v, "meta"), "format", Vec::new(), format, 1);
+    f.state.store.apply(batch).unwrap();
+    let (status, ready) = f.get("/ready").await;
+    assert_eq!((status, &ready["status"]), (StatusCode::OK, &json!("degraded")), "{ready}");
+    let projections = &ready["checks"]["projections"];
+    assert!(projections["status"] == "degraded" && projections["message"].as_str().unwrap().contains("replay"), "{ready}");
+}
+
 /// A shared model built by an older svc with another row format keeps the node unready and
 /// says which model needs a replay.
 #[tokio::test]

@@ -283,7 +283,7 @@ async fn scenario(pds: &Pds, alice: &Account, bob: &Account, carl: &Account, adm
     let (_, started) = svc.post("/xrpc/pub.svc.admin.triggerFullReindex", Some(&token), &json!({})).await.unwrap();
     let id2 = started["operationId"].as_str().unwrap().to_owned();
     let (_, cancelled) = svc.post("/xrpc/pub.svc.admin.cancelBackfill", Some(&token), &json!({"id": id2})).await.unwrap();
-    assert_eq!(cancelled, json!({"success": true, "id": id2}));
+    assert_eq!(cancelled, json!({"success": true, "id": id2, "status": "cancelled"}), "the cancel waits for the end and says how it ended");
     let last = follow(&svc, &token, &id2).await.pop().unwrap();
     assert_eq!(last["status"], "cancelled", "{last}");
     // The cancelled rebuild's versions are dropped as it stops; wait for the old ones too.

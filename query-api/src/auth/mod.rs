@@ -165,7 +165,7 @@ async fn resolve(state: &AppState, headers: &HeaderMap, path: &str, ip: &str) ->
 
 /// Paths no credential or limit applies to: probes and well-known documents.
 fn is_exempt(path: &str) -> bool {
-    path.starts_with("/health/") || path.starts_with("/.well-known/") || path == "/metrics"
+    path.starts_with("/health/") || path == "/health" || path == "/ready" || path.starts_with("/.well-known/") || path == "/metrics"
 }
 
 /// The tier and limiter key of a caller.

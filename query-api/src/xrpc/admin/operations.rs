@@ -301,20 +301,40 @@ async fn history(c: Call) -> Answer {
     Body::json(&json!({"operations": out}))
 }
 
-/// `cancelBackfill`: `{success, id}`; `success = false` for an unknown or finished
-/// operation. The running node stops within about a second.
+/// How long `cancelBackfill` waits for a running operation to stop (a running one checks
+/// for a cancel about once a second, and between its batches).
+const CANCEL_WAIT: Duration = Duration::from_secs(10);
+
+/// `cancelBackfill`: `{success, id, status}`. It asks the operation to stop and waits for
+/// it to end: `success` is true only when it ended cancelled; a cancel that came too late
+/// (the work was done, or it failed) answers false with the status it ended with, as does
+/// one for an operation that had ended already. An operation still running after
+/// [`CANCEL_WAIT`] answers false with status `running` (the request stays recorded: follow
+/// `getBackfillStatus`). An unknown id answers false without a status.
 async fn cancel(c: Call) -> Answer {
     let admin = c.caller()?.did.clone();
     let id = c.input["id"].as_str().unwrap_or_default().to_owned();
-    let running = match operation(&c.state, &id)? {
-        Some(op) => view(&c.state, op).await["status"] == "running",
-        None => false,
-    };
-    if running {
-        let action = AdminAction::OperationCancelRequested { id: id.clone() };
-        crate::command::append(&c.state, event(&c.state, &admin, "pub.svc.admin.cancelBackfill", action)).await?;
+    let Some(op) = operation(&c.state, &id)? else { return Body::json(&json!({"success": false, "id": id})) };
+    let status = view(&c.state, op).await["status"].clone();
+    if status != "running" {
+        return Body::json(&json!({"success": false, "id": id, "status": status}));
     }
-    Body::json(&json!({"success": running, "id": id}))
+    let action = AdminAction::OperationCancelRequested { id: id.clone() };
+    crate::command::append(&c.state, event(&c.state, &admin, "pub.svc.admin.cancelBackfill", action)).await?;
+    let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
+    loop {
+        let status = match operation(&c.state, &id)? {
+            Some(op) => view(&c.state, op).await["status"].clone(),
+            None => json!("running"),
+        };
+        if status != "running" {
+            return Body::json(&json!({"success": status == "cancelled", "id": id, "status": status}));
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Body::json(&json!({"success": false, "id": id, "status": "running"}));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// How an operation's work stopped, when it did not fail.
