@@ -74,11 +74,15 @@ fn assess(s: &AppState) -> Assessment {
     let ends = if log_ok { s.log.end_offsets().ok() } else { None };
     // Events not yet applied, from the log's end offsets (None when they are unknown).
     let lag = |checkpoints: &projections::Checkpoints| ends.as_deref().map(|ends| projections::events_behind(ends, checkpoints));
+    // Whether nothing lies at or past each partition's checkpoint. Models that are caught
+    // up share their checkpoints, so each position is read once (on a broker whose
+    // watermarks lag, a read at the end waits until its fetches stay empty).
+    let at_end: std::cell::RefCell<std::collections::HashMap<(u32, u64), bool>> = Default::default();
     let caught_up = |checkpoints: &projections::Checkpoints| {
         log_ok
             && (0..s.log.partitions()).all(|part| {
                 let at = checkpoints.get(&part).copied().unwrap_or(0);
-                s.log.read(part, at, 1).map(|e| e.is_empty()).unwrap_or(false)
+                *at_end.borrow_mut().entry((part, at)).or_insert_with(|| s.log.read(part, at, 1).map(|e| e.is_empty()).unwrap_or(false))
             })
     };
     let dead_letters = |model: &str| -> Option<u64> {
