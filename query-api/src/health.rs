@@ -164,10 +164,11 @@ async fn readiness(State(state): State<AppState>) -> Response {
     let Ok(a) = tokio::task::spawn_blocking(move || assess(&s)).await else {
         return (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "unavailable"}))).into_response();
     };
-    let check = |name: &str| match a.backends.iter().find(|(n, _, _)| *n == name).map(|(_, r, _)| r) {
-        Some(Err(e)) => json!({"error": e}),
-        _ => json!("ok"),
-    };
+    let checks: serde_json::Map<String, Value> = a
+        .backends
+        .iter()
+        .map(|(name, outcome, _)| ((*name).to_owned(), outcome.as_ref().map_or_else(|e| json!({"error": e}), |()| json!("ok"))))
+        .collect();
     let healthy = a.healthy();
     let ready = healthy && a.complete && a.stale.is_empty();
     let mut body = json!({
@@ -177,7 +178,7 @@ async fn readiness(State(state): State<AppState>) -> Response {
             _ if !a.stale.is_empty() => "needsReplay",
             _ => "catchingUp",
         },
-        "checks": {"log": check("log"), "store": check("store"), "search": check("search")},
+        "checks": checks,
         "projections": a.projections,
     });
     if !a.stale.is_empty() {

@@ -158,6 +158,15 @@ async fn an_unknown_record_is_not_found_in_the_envelope() {
     assert!(body["message"].as_str().is_some_and(|m| m.contains("missing")));
 }
 
+/// Marks the active version of `model` as built with row format 0 (by an older svc).
+fn built_by_an_older_svc(f: &Fixture, model: &str) {
+    let v = f.state.store.active_version(model).unwrap().unwrap();
+    let mut batch = store::Batch::default();
+    let format = [("format".to_owned(), store::Value::Int(0))].into_iter().collect();
+    batch.put(&store::TableRef::new(model, v, "meta"), "format", Vec::new(), format, 1);
+    f.state.store.apply(batch).unwrap();
+}
+
 /// The contract's probes: `/health` always answers, `/ready` names each backend with its
 /// latency, and a read model that needs a replay makes the node degraded, not unhealthy.
 #[tokio::test]
@@ -175,11 +184,7 @@ async fn the_contracts_health_and_ready_routes() {
     }
     assert_eq!(ready["checks"]["projections"]["status"], "healthy", "{ready}");
 
-    let v = f.state.store.active_version("attached").unwrap().unwrap();
-    let mut batch = store::Batch::default();
-    let format = [("format".to_owned(), store::Value::Int(0))].into_iter().collect();
-    batch.put(&store::TableRef::new("attached", v, "meta"), "format", Vec::new(), format, 1);
-    f.state.store.apply(batch).unwrap();
+    built_by_an_older_svc(&f, "attached");
     let (status, ready) = f.get("/ready").await;
     assert_eq!((status, &ready["status"]), (StatusCode::OK, &json!("degraded")), "{ready}");
     let projections = &ready["checks"]["projections"];
@@ -193,11 +198,7 @@ async fn readiness_names_a_model_that_needs_a_replay() {
     let f = seeded();
     let (_, before) = f.get("/health/readiness").await;
     assert!(before.get("needsReplay").is_none(), "{before}");
-    let v = f.state.store.active_version("attached").unwrap().unwrap();
-    let mut batch = store::Batch::default();
-    let format = [("format".to_owned(), store::Value::Int(0))].into_iter().collect();
-    batch.put(&store::TableRef::new("attached", v, "meta"), "format", Vec::new(), format, 1);
-    f.state.store.apply(batch).unwrap();
+    built_by_an_older_svc(&f, "attached");
     let (status, body) = f.get("/health/readiness").await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     let current = projections::catalog::CATALOG.iter().find(|m| m.name == "attached").unwrap().format;

@@ -182,6 +182,11 @@ pub fn replay(args: ReplayArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Opens the embedded store of `dir` for an offline command (its lock refuses a running svc).
+pub(crate) fn open_stopped_store(dir: &std::path::Path) -> anyhow::Result<EmbeddedStore> {
+    EmbeddedStore::open(dir).with_context(|| format!("failed to open the store in {} (is svc running on it?)", dir.display()))
+}
+
 /// `svc compact`: compacts this node's store files (`store.redb` and the versions' files),
 /// svc stopped; prints their total size before and after as a JSON line.
 pub fn compact(args: CompactArgs) -> anyhow::Result<()> {
@@ -192,8 +197,7 @@ pub fn compact(args: CompactArgs) -> anyhow::Result<()> {
         files.iter().map(|f| Ok(std::fs::metadata(f).with_context(|| format!("failed to read {}", f.display()))?.len())).sum()
     };
     let before = size()?;
-    let store =
-        EmbeddedStore::open(dir).with_context(|| format!("failed to open the store in {} (is svc running on it?)", dir.display()))?;
+    let store = open_stopped_store(dir)?;
     store.compact().context("failed to compact the store")?;
     drop(store);
     let line = serde_json::json!({"dataDir": dir.display().to_string(), "bytesBefore": before, "bytesAfter": size()?});

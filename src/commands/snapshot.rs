@@ -14,7 +14,7 @@ use std::path::Path;
 use anyhow::Context as _;
 use projections::search;
 use serde::{Deserialize, Serialize};
-use store::{consumer_name, EmbeddedStore, Store};
+use store::{consumer_name, Store};
 
 use crate::config::DataArgs;
 
@@ -46,8 +46,7 @@ pub fn create(data: DataArgs, to: &Path) -> anyhow::Result<()> {
     anyhow::ensure!(!to.exists(), "{} exists: a snapshot is written to a new folder", to.display());
     let dir = &data.data_dir;
     // Held open until the copy is done: no svc can start on the data directory meanwhile.
-    let store =
-        EmbeddedStore::open(dir).with_context(|| format!("failed to open the store in {} (is svc running on it?)", dir.display()))?;
+    let store = super::open_stopped_store(dir)?;
     let model = search::MODEL;
     let version =
         store.active_version(model)?.with_context(|| format!("{} has no search index yet: start svc on it first", dir.display()))?;
@@ -97,8 +96,7 @@ pub fn restore(data: DataArgs, from: &Path) -> anyhow::Result<()> {
 
     let dir = &data.data_dir;
     std::fs::create_dir_all(dir).with_context(|| format!("failed to create {}", dir.display()))?;
-    let store =
-        EmbeddedStore::open(dir).with_context(|| format!("failed to open the store in {} (is svc running on it?)", dir.display()))?;
+    let store = super::open_stopped_store(dir)?;
     anyhow::ensure!(
         store.versions(model)?.is_empty(),
         "{} has a search index already: restore a snapshot into a new node's data directory",

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, TableError, TableHandle};
 
 use crate::reopenable::ReopenableDb;
-use crate::row_cache::{CachedRow, RowCache, RowKeyRef, Ticket};
+use crate::row_cache::{CachedRow, RowCache, RowKeyRef, Ticket, WriteGuard};
 use crate::value::{decode_columns, encode_columns};
 use crate::{consumer_name, Batch, Columns, Op, Page, Row, Scan, Store, StoreError, TableRef, VersionState};
 
@@ -90,7 +90,7 @@ impl StoreFile {
     /// Writes `ops` (of this file's tables and checkpoints) in one transaction, made
     /// durable unless `deferred` (and the last durable commit is recent); names each
     /// changed row to `write`.
-    fn write(&self, ops: &[&Op], deferred: bool, write: &mut crate::row_cache::WriteGuard<'_>) -> Result<(), StoreError> {
+    fn write(&self, ops: &[&Op], deferred: bool, write: &mut WriteGuard<'_>) -> Result<(), StoreError> {
         let db = self.db.get()?;
         let mut txn = db.begin_write()?;
         let deferred = deferred && self.last_durable.lock().is_ok_and(|at| at.elapsed() < MAX_DEFERRAL);
@@ -216,6 +216,11 @@ fn open_version(path: &Path) -> Result<Database, StoreError> {
     Ok(redb::Builder::new().set_cache_size(VERSION_PAGE_CACHE_BYTES).create(path)?)
 }
 
+/// A file operation that failed, as the store reports it.
+fn io_failed(what: &str, path: &Path, e: std::io::Error) -> StoreError {
+    StoreError::Unavailable(format!("failed to {what} {}: {e}", path.display()))
+}
+
 /// The model and version a version file's name (`<model>.v<version>.redb`) names.
 fn version_of_file(path: &Path) -> Option<(String, u32)> {
     let stem = path.file_name()?.to_str()?.strip_suffix(".redb")?;
@@ -260,8 +265,7 @@ impl EmbeddedStore {
     /// # Errors
     /// [`StoreError::Unavailable`] when a file cannot be opened.
     pub fn open(dir: &Path) -> Result<EmbeddedStore, StoreError> {
-        let io = |what: &str, path: &Path, e: std::io::Error| StoreError::Unavailable(format!("failed to {what} {}: {e}", path.display()));
-        std::fs::create_dir_all(dir).map_err(|e| io("create", dir, e))?;
+        std::fs::create_dir_all(dir).map_err(|e| io_failed("create", dir, e))?;
         let main = StoreFile::open(dir.join(STORE_FILE), open_main)?;
         let mut active = HashMap::new();
         let mut live = std::collections::HashSet::new();
@@ -285,13 +289,13 @@ impl EmbeddedStore {
             }
         }
         let mut files = HashMap::new();
-        for path in version_files(dir).map_err(|e| io("list", &dir.join(VERSIONS_DIR), e))? {
+        for path in version_files(dir).map_err(|e| io_failed("list", &dir.join(VERSIONS_DIR), e))? {
             let Some((model, version)) = version_of_file(&path) else { continue };
             let name = consumer_name(&model, version);
             if live.contains(&name) {
                 files.insert(name, Arc::new(StoreFile::open(path, open_version)?));
             } else {
-                std::fs::remove_file(&path).map_err(|e| io("remove", &path, e))?;
+                std::fs::remove_file(&path).map_err(|e| io_failed("remove", &path, e))?;
             }
         }
         Ok(EmbeddedStore {
@@ -319,17 +323,16 @@ impl EmbeddedStore {
     /// # Errors
     /// [`StoreError::Unavailable`] when `model` has versions here, or on a file error.
     pub fn adopt_version(&self, model: &str, version: u32, file: &Path) -> Result<(), StoreError> {
-        let unavailable = |what: String| StoreError::Unavailable(what);
         if !self.versions(model)?.is_empty() {
-            return Err(unavailable(format!("this store already has versions of {model}: adopt a version into a store without any")));
+            return Err(StoreError::Unavailable(format!(
+                "this store already has versions of {model}: adopt a version into a store without any"
+            )));
         }
         let name = consumer_name(model, version);
-        let folder = self.dir.join(VERSIONS_DIR);
-        std::fs::create_dir_all(&folder).map_err(|e| unavailable(format!("failed to create {}: {e}", folder.display())))?;
-        let (partial, path) = (folder.join(format!("{name}.redb.partial")), folder.join(format!("{name}.redb")));
-        std::fs::copy(file, &partial)
-            .map_err(|e| unavailable(format!("failed to copy {} to {}: {e}", file.display(), partial.display())))?;
-        std::fs::rename(&partial, &path).map_err(|e| unavailable(format!("failed to rename {}: {e}", partial.display())))?;
+        let path = self.version_path(&name)?;
+        let partial = path.with_extension("redb.partial");
+        std::fs::copy(file, &partial).map_err(|e| io_failed(&format!("copy {} to", file.display()), &partial, e))?;
+        std::fs::rename(&partial, &path).map_err(|e| io_failed("rename", &partial, e))?;
         let adopted = Arc::new(StoreFile::open(path, open_version)?);
         let _write = self.rows.begin_write();
         let mut cached = self.active.write().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -341,6 +344,13 @@ impl EmbeddedStore {
         cached.insert(model.to_owned(), version);
         self.files.write().unwrap_or_else(std::sync::PoisonError::into_inner).insert(name, adopted);
         Ok(())
+    }
+
+    /// Where the file of the version named `name` ([`consumer_name`]) lives, its folder made.
+    fn version_path(&self, name: &str) -> Result<PathBuf, StoreError> {
+        let folder = self.dir.join(VERSIONS_DIR);
+        std::fs::create_dir_all(&folder).map_err(|e| io_failed("create", &folder, e))?;
+        Ok(folder.join(format!("{name}.redb")))
     }
 
     /// The file holding the tables and checkpoints of the version named `name`
@@ -602,13 +612,11 @@ impl Store for EmbeddedStore {
             version
         };
         let name = consumer_name(model, version);
-        let folder = self.dir.join(VERSIONS_DIR);
-        std::fs::create_dir_all(&folder).map_err(|e| StoreError::Unavailable(format!("failed to create {}: {e}", folder.display())))?;
-        let path = folder.join(format!("{name}.redb"));
+        let path = self.version_path(&name)?;
         match std::fs::remove_file(&path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(StoreError::Unavailable(format!("failed to remove {}: {e}", path.display()))),
+            Err(e) => return Err(io_failed("remove", &path, e)),
         }
         let file = StoreFile::open(path, open_version)?;
         txn.commit()?;
@@ -668,7 +676,7 @@ impl Store for EmbeddedStore {
         if let Some(file) = file {
             file.db.close()?;
             let path = file.db.path();
-            std::fs::remove_file(path).map_err(|e| StoreError::Unavailable(format!("failed to remove {}: {e}", path.display())))?;
+            std::fs::remove_file(path).map_err(|e| io_failed("remove", path, e))?;
         }
         Ok(())
     }
