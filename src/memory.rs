@@ -1,25 +1,49 @@
-//! Handing memory back to the operating system after bulk work.
+//! The allocator, and handing memory back to the operating system after bulk work.
+
+use std::ffi::{c_char, CStr};
 
 use tracing::info;
 
+/// jemalloc's options, compiled in (`_RJEM_MALLOC_CONF` in the environment adds to them):
+/// a background thread purges freed pages (not the next allocation on some thread), and
+/// purged pages are returned at once (`MADV_DONTNEED`), not left resident until the kernel
+/// is short of memory (`MADV_FREE`), so the resident set is what svc holds.
+#[repr(transparent)]
+pub struct MallocConf(*const c_char);
+
+// SAFETY: the pointer is to a static C string, never written.
+unsafe impl Sync for MallocConf {}
+
+#[unsafe(export_name = "_rjem_malloc_conf")]
+#[used]
+static MALLOC_CONF: MallocConf = MallocConf(c"background_thread:true,muzzy_decay_ms:0".as_ptr());
+
 /// Returns the memory the allocator holds freed (after a catch-up: batches, staging maps,
 /// index writer buffers) to the operating system, and logs the resident set before and
-/// after. mimalloc keeps freed pages for reuse; a long-running node that caught up from
-/// zero would otherwise keep the peak of the catch-up resident while it serves.
+/// after. A long-running node that caught up from zero would otherwise keep the peak of the
+/// catch-up resident while it serves until the allocator's decay (seconds) returns it.
 ///
-/// mimalloc keeps pages per thread and collects only the calling thread's (a block another
-/// thread frees only marks its page): each of `threads` (the projection workers', which did
-/// the catch-up's work) collects its own, then the calling thread.
+/// Each thread keeps a small cache of freed blocks that only it can flush: each of
+/// `threads` (the projection workers', which did the catch-up's work) flushes its own, then
+/// every arena's free pages are purged.
 pub fn release_free_memory(threads: &[projections::WorkerThreads]) {
     let before = resident_mb();
-    // SAFETY: `mi_collect` only walks mimalloc's own heaps; it takes no pointers and is
-    // safe to call from any thread at any time.
-    let collect = || unsafe { libmimalloc_sys::mi_collect(true) };
     for pool in threads {
-        pool.run_on_each(collect);
+        pool.run_on_each(|| mallctl(c"thread.tcache.flush"));
     }
-    collect();
+    mallctl(c"thread.tcache.flush");
+    // 4096 is `MALLCTL_ARENAS_ALL`: every arena.
+    mallctl(c"arena.4096.purge");
     info!(resident_mb_before = before, resident_mb_after = resident_mb(), "released the memory the catch-up used");
+}
+
+/// Runs a jemalloc control that reads and writes nothing (a command).
+fn mallctl(name: &CStr) {
+    // SAFETY: `name` is a C string naming a command, which takes no old or new value.
+    let rc = unsafe { tikv_jemalloc_sys::mallctl(name.as_ptr(), std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut(), 0) };
+    if rc != 0 {
+        tracing::warn!(control = ?name, rc, "the allocator refused a control");
+    }
 }
 
 /// The resident set in MB (Linux; None elsewhere).

@@ -11,6 +11,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use arc_swap::ArcSwap;
 use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 
@@ -62,8 +63,13 @@ impl Weighter<RowKey, CachedRow> for RowWeight {
     }
 }
 
+type Rows = Cache<RowKey, CachedRow, RowWeight>;
+
 pub(crate) struct RowCache {
-    rows: Cache<RowKey, CachedRow, RowWeight>,
+    /// Replaced, not cleared, when every row is evicted: a cleared cache keeps the slab it
+    /// grew to (after a catch-up, some 14 MB of slots for an empty cache).
+    rows: ArcSwap<Rows>,
+    capacity_bytes: u64,
     started: AtomicU64,
     finished: AtomicU64,
     /// Held to fill the cache and to evict a write's rows, so that no fill of a row read
@@ -74,13 +80,18 @@ pub(crate) struct RowCache {
 impl RowCache {
     /// A cache of about `capacity_bytes` of rows.
     pub fn new(capacity_bytes: u64) -> RowCache {
-        let estimated_rows = (capacity_bytes / 2048).max(16) as usize;
         RowCache {
-            rows: Cache::with_weighter(estimated_rows, capacity_bytes.max(1), RowWeight),
+            rows: ArcSwap::from_pointee(Self::empty(capacity_bytes)),
+            capacity_bytes,
             started: AtomicU64::new(0),
             finished: AtomicU64::new(0),
             fill: Mutex::new(()),
         }
+    }
+
+    fn empty(capacity_bytes: u64) -> Rows {
+        let estimated_rows = (capacity_bytes / 2048).max(16) as usize;
+        Cache::with_weighter(estimated_rows, capacity_bytes.max(1), RowWeight)
     }
 
     /// Starts a read: `None` while a write is under way (the cache must not be used then).
@@ -91,14 +102,14 @@ impl RowCache {
 
     /// The cached row at `key`: `None` on a miss, `Some(None)` for a cached absence.
     pub fn get(&self, key: RowKeyRef<'_>) -> Option<CachedRow> {
-        self.rows.get(&key)
+        self.rows.load().get(&key)
     }
 
     /// Remembers a row read from the store under `ticket`, unless a write started since.
     pub fn fill(&self, ticket: Ticket, key: RowKey, row: CachedRow) {
         if let Ok(_guard) = self.fill.try_lock() {
             if self.started.load(Ordering::SeqCst) == ticket.0 {
-                self.rows.insert(key, row);
+                self.rows.load().insert(key, row);
             }
         }
     }
@@ -119,7 +130,7 @@ impl RowCache {
         self.started.fetch_add(1, Ordering::SeqCst);
         let empty = {
             let _guard = self.fill.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            self.rows.is_empty()
+            self.rows.load().is_empty()
         };
         WriteGuard { cache: self, rows: Vec::new(), track: !empty, all: false }
     }
@@ -152,10 +163,11 @@ impl Drop for WriteGuard<'_> {
         {
             let _guard = self.cache.fill.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             if self.all {
-                self.cache.rows.clear();
+                self.cache.rows.store(Arc::new(RowCache::empty(self.cache.capacity_bytes)));
             }
+            let rows = self.cache.rows.load();
             for key in &self.rows {
-                self.cache.rows.remove(key);
+                rows.remove(key);
             }
         }
         self.cache.finished.fetch_add(1, Ordering::SeqCst);
@@ -175,5 +187,17 @@ mod tests {
         assert_eq!(cache.get(key), Some(None));
         assert_eq!(cache.get(RowKeyRef("listing_sizes_v1", "review@eprint:at://did:plc:x/c/1", b"\x00")), None);
         assert_eq!(cache.get(RowKeyRef("listing_sizes_v1", "review@eprint:at://did:plc:x/c/", b"1\x00k")), None);
+    }
+
+    #[test]
+    fn a_write_that_evicts_every_row_leaves_an_empty_cache_that_fills_again() {
+        let cache = RowCache::new(1 << 20);
+        let key = RowKeyRef("t", "p", b"c");
+        cache.fill(cache.begin_read().unwrap(), key.owned(), None);
+        cache.begin_write().touch_all();
+        assert_eq!(cache.get(key), None, "evicted");
+        assert!(cache.rows.load().is_empty());
+        cache.fill(cache.begin_read().unwrap(), key.owned(), None);
+        assert_eq!(cache.get(key), Some(None), "the new cache is the one filled and read");
     }
 }

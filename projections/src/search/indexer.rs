@@ -398,6 +398,11 @@ impl SearchProjection {
     fn end_catch_up(&mut self) -> Result<(), ProjectionError> {
         self.catching_up = false;
         self.commit_pending()?;
+        // Emptied by the commit, the staging maps keep the capacity the catch-up's batches
+        // grew them to; idle, they need none.
+        self.pending_revs.shrink_to_fit();
+        self.pending_sources.shrink_to_fit();
+        self.new_tombstones.shrink_to_fit();
         if std::mem::take(&mut self.merge_after_catch_up) {
             self.shrink_writer()?;
             self.merge_segments()?;
