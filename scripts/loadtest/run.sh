@@ -5,6 +5,7 @@
 #   (getSubmission's ratio also in back-to-back pairs, SVC_LOADTEST_PAIRS, default 5), and
 #   svc's resident memory.
 # Usage: scripts/loadtest/run.sh [PAPERS_FILE] [DURATION] [CONNECTIONS]
+#   SEED_ARGS=--social seeds the scholarly layer beside the papers.
 #   SVC_BIN=path/to/svc measures that binary instead of building this checkout (to compare
 #   two builds on the same machine, one run after the other).
 # Needs: wrk (Debian package `wrk`), python3, curl. Sends traffic to 127.0.0.1 only.
@@ -39,10 +40,10 @@ start_svc() { RUST_LOG=warn $SVC up --data-dir "$DATA" --listen "127.0.0.1:$PORT
 
 echo "## machine"
 echo "- $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -r)"
-echo "- papers: $PAPERS"
+echo "- papers: $PAPERS ${SEED_ARGS:-}"
 
 t0=$(now)
-seed=$($SVC seed --data-dir "$DATA" "$PAPERS" 2>/dev/null)
+seed=$($SVC seed --data-dir "$DATA" ${SEED_ARGS:-} "$PAPERS" 2>/dev/null)
 t1=$(now)
 events=$(echo "$seed" | json 'd["events"]')
 start_svc
