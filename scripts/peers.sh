@@ -12,6 +12,8 @@
 #   time: better-sqlite3 compiles from source; reinstalled when package.json changes);
 #   the Compose tool (Debian's docker-compose; it validates docker-compose.yml, no Docker
 #   engine needed), with apt when run as root;
+#   a real browser: Debian's Chromium and its WebDriver server (chromium, chromium-driver),
+#   with apt when run as root, for the tests of svc's pages (tests/tests/browser.rs);
 #   schemathesis (an OpenAPI-driven fuzzer, from PyPI) into the virtualenv .peers/st, for
 #   the test that fuzzes svc from its own /openapi.json (tests/tests/openapi_fuzz.rs).
 set -euo pipefail
@@ -106,6 +108,15 @@ if ! command -v docker-compose >/dev/null; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-compose >/dev/null
   else
     echo "warning: docker-compose is missing and cannot be installed without root; the compose test will fail: apt-get install docker-compose" >&2
+  fi
+fi
+
+if ! command -v chromedriver >/dev/null || [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "installing a browser from Debian: chromium, chromium-driver" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null
+  else
+    echo "warning: chromium or chromedriver is missing and cannot be installed without root; the browser tests will fail: apt-get install chromium chromium-driver" >&2
   fi
 fi
 

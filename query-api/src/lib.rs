@@ -17,6 +17,7 @@ pub mod auth;
 pub mod body;
 pub mod command;
 pub mod communities;
+mod docs;
 pub mod error;
 mod health;
 pub mod identity;
@@ -98,6 +99,7 @@ pub fn app(state: AppState) -> App {
         .merge(xrpc::routes(methods))
         .merge(rest::routes())
         .merge(health::routes())
+        .merge(docs::routes())
         .merge(auth::oauth::routes())
         .merge(auth::orcid::routes())
         .route("/metrics", axum::routing::get(metrics::scrape))
@@ -110,12 +112,13 @@ pub fn app(state: AppState) -> App {
 }
 
 /// Sets the [`SECURITY_HEADERS`] on a response (one layer for all of them; a plain function,
-/// so the layer neither boxes nor allocates per request).
+/// so the layer neither boxes nor allocates per request). A header the handler set stands:
+/// a page may state its own Content-Security-Policy.
 pub(crate) fn security_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.reserve(SECURITY_HEADER_PAIRS.len());
     for (name, value) in SECURITY_HEADER_PAIRS {
-        headers.insert(name, value);
+        headers.entry(name).or_insert(value);
     }
     response
 }

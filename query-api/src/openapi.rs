@@ -47,6 +47,16 @@ fn op(id: &str, summary: &str, params: Value, rest: bool) -> Value {
     })
 }
 
+/// A route answering an HTML page.
+fn page(id: &str, summary: &str) -> Value {
+    json!({
+        "operationId": id,
+        "summary": summary,
+        "parameters": [],
+        "responses": {"200": {"description": "OK", "content": {"text/html": {"schema": {"type": "string"}}}}}
+    })
+}
+
 fn q(name: &str, schema: Value, description: &str) -> Value {
     json!({"name": name, "in": "query", "required": false, "schema": schema, "description": description})
 }
@@ -107,6 +117,7 @@ pub fn extra_routes() -> Vec<ExtraRoute> {
         route("/ready", op("health.ready", "each backend's status, latency and message; healthy, degraded (200) or unhealthy (503)", json!([]), false)),
         route("/.well-known/did.json", op("identity.didDocument", "The service DID document", json!([]), false)),
         route("/openapi.json", op("spec.openapi", "This document", json!([]), false)),
+        route("/docs", page("spec.docs", "An interactive reference over this document (Swagger UI), served by svc")),
     ]
 }
 

@@ -191,6 +191,37 @@ async fn the_contracts_health_and_ready_routes() {
     assert!(projections["status"] == "degraded" && projections["message"].as_str().unwrap().contains("replay"), "{ready}");
 }
 
+/// `/docs`: a page with no inline script under its own policy, its assets from the binary
+/// (only those listed), the icon; none needs a credential. (Rendered in Chromium by
+/// `tests/tests/browser.rs`.)
+#[tokio::test]
+async fn the_api_reference_page_and_its_assets() {
+    let f = seeded();
+    let get = |uri: &str| f.send(axum::http::Request::builder().uri(uri).body(axum::body::Body::empty()).unwrap());
+    let (status, headers, page) = get("/docs").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["content-security-policy"], "default-src 'self'; img-src 'self' data:");
+    assert_eq!(headers["x-frame-options"], "DENY", "the other security headers as on every response");
+    let page = page.as_str().unwrap();
+    assert!(page.contains(r#"<script src="/docs/start.js"></script>"#) && !page.contains("<script>"), "{page}");
+    for (asset, kind) in [
+        ("/docs/start.js", "text/javascript"),
+        ("/docs/assets/swagger-ui-bundle.js", "text/javascript"),
+        ("/docs/assets/swagger-ui.css", "text/css"),
+        ("/favicon.svg", "image/svg+xml"),
+    ] {
+        let (status, headers, body) = get(asset).await;
+        assert_eq!(status, StatusCode::OK, "{asset}");
+        assert!(headers["content-type"].to_str().unwrap().starts_with(kind), "{asset}: {:?}", headers["content-type"]);
+        assert!(body.as_str().is_some_and(|b| !b.is_empty()), "{asset}");
+    }
+    assert!(get("/docs/start.js").await.2.as_str().unwrap().contains("\"/openapi.json\""));
+    let (status, _, body) = get("/docs/assets/index.html").await;
+    assert_eq!((status, body["error"].as_str()), (StatusCode::NOT_FOUND, Some("NotFound")), "{body}");
+    let (status, _, body) = get("/docs/assets/..%2Fstart.js").await;
+    assert_eq!((status, body["error"].as_str()), (StatusCode::NOT_FOUND, Some("NotFound")), "{body}");
+}
+
 /// A shared model built by an older svc with another row format keeps the node unready and
 /// says which model needs a replay.
 #[tokio::test]

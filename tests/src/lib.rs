@@ -1,6 +1,7 @@
 //! The harness of svc's end-to-end tests: builds the `svc` binary once, runs its
 //! subcommands on a temporary data directory, and talks to `svc up` over HTTP.
 
+pub mod browser;
 pub mod pds;
 pub mod tamper;
 pub mod topology;

@@ -163,9 +163,17 @@ async fn resolve(state: &AppState, headers: &HeaderMap, path: &str, ip: &str) ->
     service_caller(state, headers, token, lxm, ip).await.map(Some)
 }
 
-/// Paths no credential or limit applies to: probes and well-known documents.
+/// Paths no credential or limit applies to: probes, well-known documents and the API
+/// reference's page and assets.
 fn is_exempt(path: &str) -> bool {
-    path.starts_with("/health/") || path == "/health" || path == "/ready" || path.starts_with("/.well-known/") || path == "/metrics"
+    path.starts_with("/health/")
+        || path == "/health"
+        || path == "/ready"
+        || path.starts_with("/.well-known/")
+        || path == "/metrics"
+        || path == "/docs"
+        || path.starts_with("/docs/")
+        || path == "/favicon.svg"
 }
 
 /// The tier and limiter key of a caller.
