@@ -41,6 +41,7 @@ pub mod rows;
 pub mod search;
 mod staged;
 pub mod submission;
+pub mod trace;
 pub mod usage;
 mod worker;
 

@@ -477,3 +477,71 @@ async fn eprint_updates_and_deletes_are_pre_checked_for_their_authors() {
     let (status, e) = f.post_as(update, Some(&alice), json!({"uri": p9, "versionBump": "patch"})).await;
     assert_eq!((status, e["error"].as_str()), (StatusCode::FORBIDDEN, Some("Unauthorized")), "{e}");
 }
+
+/// `traceRecord`: an eprint through the log, the eprints model and the search index; a
+/// review through the attached model, then its delete (a placeholder as of the delete's
+/// event); Carol's refused review as a dead letter with its event; URIs that name no record
+/// refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_is_traced_through_every_layer() {
+    let (mut f, admin, _) = fixture().await;
+    async fn trace(f: &Fixture, admin: &str, uri: String) -> (StatusCode, Value) {
+        f.get_as(&format!("/xrpc/pub.svc.admin.traceRecord?uri={}", enc(&uri)), admin).await
+    }
+    let model = |t: &Value, name: &str| t["models"].as_array().unwrap().iter().find(|m| m["model"] == name).cloned().unwrap();
+
+    let p1 = format!("at://{ALICE}/pub.svc.eprint.submission/p1");
+    let (status, t) = trace(&f, &admin, p1.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{t}");
+    assert_eq!(
+        (t["did"].as_str(), t["collection"].as_str(), t["rkey"].as_str()),
+        (Some(ALICE), Some("pub.svc.eprint.submission"), Some("p1"))
+    );
+    let eprints = model(&t, "eprints");
+    assert_eq!((eprints["state"].as_str(), eprints["rev"].as_str()), (Some("live"), Some("3l0000000000a")), "{t}");
+    assert_eq!(eprints["record"]["title"], "Sparse Transformers", "{t}");
+    let offset = eprints["offset"].as_u64().expect("the row names its event");
+    assert!(eprints["readTo"].as_u64().unwrap() > offset && t["logEnd"].as_u64().unwrap() > offset, "{t}");
+    assert_eq!(model(&t, "attached")["state"], "absent", "{t}");
+    assert_eq!(t["search"]["indexed"], true, "{t}");
+    assert!(t["search"]["document"].to_string().contains("Sparse Transformers") && t["search"]["readTo"].as_u64().unwrap() > offset, "{t}");
+    let events = t["events"].as_array().unwrap();
+    assert_eq!(events.len(), 1, "{t}");
+    assert_eq!((events[0]["offset"].as_u64(), events[0]["source"]["type"].as_str()), (Some(offset), Some("manual")), "{t}");
+    assert_eq!(events[0]["payload"]["rkey"], "p1", "the event read back: {t}");
+    assert_eq!(t["deadLetters"], json!([]));
+
+    let r1 = format!("at://{BOB}/pub.svc.review.comment/r1");
+    let (_, t) = trace(&f, &admin, r1.clone()).await;
+    let (attached, search) = (model(&t, "attached"), &t["search"]);
+    assert_eq!(
+        (attached["state"].as_str(), model(&t, "eprints")["state"].as_str(), &search["indexed"]),
+        (Some("live"), Some("absent"), &json!(false)),
+        "{t}"
+    );
+    let created = attached["offset"].as_u64().unwrap();
+    f.apply(vec![delete(BOB, "pub.svc.review.comment", "r1", "3l0000000000f")]);
+    f.settled("attached").await;
+    let (_, t) = trace(&f, &admin, r1).await;
+    let attached = model(&t, "attached");
+    assert_eq!((attached["state"].as_str(), attached["rev"].as_str()), (Some("placeholder"), Some("3l0000000000f")), "{t}");
+    assert!(attached["offset"].as_u64().unwrap() > created && attached.get("record").is_none(), "the delete's event, no content: {t}");
+
+    let (_, t) = trace(&f, &admin, format!("at://{CAROL}/pub.svc.review.comment/bad")).await;
+    let letters = t["deadLetters"].as_array().unwrap();
+    assert_eq!((letters.len(), letters[0]["model"].as_str()), (1, Some("attached")), "{t}");
+    assert_eq!(t["events"][0]["offset"], letters[0]["offset"], "the parked event read back: {t}");
+    assert_eq!(model(&t, "attached")["state"], "absent", "{t}");
+
+    for bad in [
+        format!("at://{ALICE}"),
+        format!("at://{ALICE}/pub.svc.eprint.submission"),
+        "at://alice.test/pub.svc.eprint.submission/p1".into(),
+        "p1".into(),
+    ] {
+        let (status, body) = trace(&f, &admin, bad.clone()).await;
+        assert_eq!((status, body["error"].as_str()), (StatusCode::BAD_REQUEST, Some("InvalidRequest")), "{bad}: {body}");
+    }
+    let (status, body) = f.get_as("/xrpc/pub.svc.admin.traceRecord", &admin).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "uri is required: {body}");
+}

@@ -101,6 +101,11 @@ pub struct SegmentStats {
 }
 
 impl SearchIndex {
+    /// Where in the log the index's last commit stands.
+    pub fn committed(&self) -> Result<Checkpoints, ProjectionError> {
+        Ok(CommitPayload::parse(self.index.load_metas()?.payload.as_deref()).checkpoints)
+    }
+
     /// How the visible commit's documents lie in segments.
     pub fn segment_stats(&self) -> SegmentStats {
         let searcher = self.reader.searcher();
