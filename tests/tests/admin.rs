@@ -143,6 +143,20 @@ async fn scenario(pds: &Pds, alice: &Account, bob: &Account, carl: &Account, adm
     let (index, first) = letter_of(&listed, &bad).unwrap();
     assert_eq!(first["errorType"], "VALIDATION_ERROR", "{first}");
 
+    // Traced: the paper through the firehose frame that brought it, the eprints model and
+    // the search index; the refused endorsement to its dead letter and its frame.
+    let trace = |uri: &str| format!("/xrpc/pub.svc.admin.traceRecord?uri={}", enc(uri));
+    let paper = until(&svc, &token, &trace(&early), "the paper indexed", |t| t["search"]["indexed"] == true).await;
+    let eprints = paper["models"].as_array().unwrap().iter().find(|m| m["model"] == "eprints").unwrap();
+    assert_eq!((eprints["state"].as_str(), &paper["events"][0]["offset"]), (Some("live"), &eprints["offset"]), "{paper}");
+    let frame = &paper["events"][0]["source"];
+    assert_eq!((frame["type"].as_str(), frame["url"].as_str()), (Some("firehose"), Some(pds.ws_url().as_str())), "{paper}");
+    assert!(frame["seq"].as_i64().is_some_and(|s| s > 0), "the frame's sequence number: {paper}");
+    let (status, refused) = get_as(&svc, &token, &trace(&bad)).await;
+    assert_eq!((status, refused["deadLetters"][0]["offset"].clone()), (200, first["offset"].clone()), "{refused}");
+    assert_eq!(refused["events"][0]["source"]["type"], "firehose", "{refused}");
+    assert_eq!(get_as(&svc, &user, &trace(&bad)).await.0, 403, "a non-admin");
+
     // Nothing of his waits behind it (principle 4): his tag and the deletion of his reply
     // apply as they come.
     let started = Instant::now();
@@ -203,6 +217,10 @@ async fn scenario(pds: &Pds, alice: &Account, bob: &Account, carl: &Account, adm
     assert!(thread["parent"]["deleted"] == true && !thread.to_string().contains("Rude words"), "{thread}");
     let listed = get_as(&svc, &token, "/xrpc/pub.svc.admin.listReviews?limit=100").await.1;
     assert!(!listed["items"].as_array().unwrap().iter().any(|i| i["uri"] == review.as_str()), "{listed}");
+    let traced = get_as(&svc, &token, &trace(&review)).await.1;
+    let attached = traced["models"].as_array().unwrap().iter().find(|m| m["model"] == "attached").unwrap();
+    assert!(attached["state"] == "takenDown" && !traced.to_string().contains("Rude words"), "the take-down, no content: {traced}");
+    assert_eq!(traced["events"][0]["source"]["type"], "command", "the take-down's command event: {traced}");
 
     // A full reindex through the API, under a load of searches.
     let queries = [
