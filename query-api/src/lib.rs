@@ -17,6 +17,7 @@ pub mod auth;
 pub mod body;
 pub mod command;
 pub mod communities;
+mod console;
 mod docs;
 pub mod error;
 mod health;
@@ -100,6 +101,7 @@ pub fn app(state: AppState) -> App {
         .merge(rest::routes())
         .merge(health::routes())
         .merge(docs::routes())
+        .merge(console::routes())
         .merge(auth::oauth::routes())
         .merge(auth::orcid::routes())
         .route("/metrics", axum::routing::get(metrics::scrape))

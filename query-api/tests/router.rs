@@ -222,6 +222,31 @@ async fn the_api_reference_page_and_its_assets() {
     assert_eq!((status, body["error"].as_str()), (StatusCode::NOT_FOUND, Some("NotFound")), "{body}");
 }
 
+/// `/console`: the page, its script and style sheet, without a credential; scripts only from
+/// svc (no inline script or style, no eval); the page is never cached.
+#[tokio::test]
+async fn the_console_page_and_its_assets() {
+    let f = seeded();
+    let get = |uri: &str| f.send(axum::http::Request::builder().uri(uri).body(axum::body::Body::empty()).unwrap());
+    let (status, headers, page) = get("/console").await;
+    assert_eq!((status, &headers["cache-control"]), (StatusCode::OK, &"no-store".parse::<axum::http::HeaderValue>().unwrap()));
+    let policy = headers["content-security-policy"].to_str().unwrap();
+    assert!(
+        policy.starts_with("default-src 'self';") && !policy.contains("unsafe") && policy.contains("frame-ancestors 'none'"),
+        "{policy}"
+    );
+    let page = page.as_str().unwrap();
+    assert!(page.contains(r#"<script type="module" src="/console/console.js"></script>"#), "{page}");
+    assert!(!page.contains("<script>") && !page.contains("style=") && !page.contains("<style"), "nothing inline: {page}");
+    for (asset, kind) in [("/console/console.js", "text/javascript"), ("/console/console.css", "text/css")] {
+        let (status, headers, body) = get(asset).await;
+        assert_eq!(status, StatusCode::OK, "{asset}");
+        assert!(headers["content-type"].to_str().unwrap().starts_with(kind), "{asset}");
+        assert!(body.as_str().is_some_and(|b| !b.contains("innerHTML") && !b.contains("eval(")), "{asset}: text only");
+    }
+    assert_eq!(get("/console/other.js").await.0, StatusCode::NOT_FOUND);
+}
+
 /// A shared model built by an older svc with another row format keeps the node unready and
 /// says which model needs a replay.
 #[tokio::test]

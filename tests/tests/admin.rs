@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use tests::browser::Browser;
 use tests::pds::{submission, Account, Pds};
 use tests::{enc, Backend, Service};
 
@@ -433,5 +434,118 @@ async fn repositories(pds: &Pds, alice: &Account, bob: &Account, admin: &Account
     assert!(hosts["stats"]["withRecords"].as_u64() >= Some(1), "{hosts}");
     run("triggerPDSScan", json!({})).await;
     until(&svc, &token, &of(&carols), "carol's paper, scanned", |b| b["record"]["title"] == "Carol's first").await;
+    svc.stop().unwrap();
+}
+
+/// Waits (up to 60 s) for an element the XPath names, in the page the browser shows.
+async fn element(browser: &Browser, xpath: &str) -> fantoccini::elements::Element {
+    browser
+        .client
+        .wait()
+        .at_most(Duration::from_secs(60))
+        .for_element(fantoccini::Locator::XPath(xpath))
+        .await
+        .unwrap_or_else(|e| panic!("no {xpath}: {e}"))
+}
+
+/// Waits (up to 60 s) until no element matches the XPath.
+async fn gone(browser: &Browser, xpath: &str) {
+    let started = Instant::now();
+    while !browser.client.find_all(fantoccini::Locator::XPath(xpath)).await.unwrap().is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(60), "{xpath} is still there");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Logs in through the console's form as `who` (password `password`).
+async fn console_login(browser: &Browser, svc: &Service, pds: &Pds, who: &Account) {
+    browser.client.goto(&format!("{}/console", svc.base)).await.unwrap();
+    for (id, value) in [("login-pds", pds.url.as_str()), ("login-handle", who.handle.as_str()), ("login-password", "password")] {
+        let input = element(browser, &format!("//input[@id='{id}']")).await;
+        input.clear().await.unwrap();
+        input.send_keys(value).await.unwrap();
+    }
+    element(browser, "//button[@id='login-submit']").await.click().await.unwrap();
+}
+
+/// The operator console in Chromium, against the real PDS: a non-admin is refused; the
+/// admin logs in the AT Protocol way, sees every read model, retries a dead letter (parked
+/// again: its record is still invalid) and dismisses it (it leaves the list), traces a
+/// paper to the firehose frame that brought it, runs a full reindex to 100 % and cancels a
+/// second one; no page logs a console error or violates its Content-Security-Policy.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_operator_uses_the_console_in_a_real_browser() {
+    let (pds, [alice, _bob, carl, admin], backend) = peers(Backend::embedded()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (data, papers) = (dir.path().join("data"), dir.path().join("papers.jsonl"));
+    tests::write_papers(&papers, PAPERS).unwrap();
+    backend.svc(&["seed", "--data-dir", data.to_str().unwrap(), papers.to_str().unwrap()]).unwrap();
+    let svc = Service::start_with(&data, tests::free_port(), &backend).await.unwrap();
+    svc.wait_caught_up().await.unwrap();
+    let token = login(&svc, &pds, &admin).await;
+    let (paper, _) = pds.create_record(&alice, "pub.svc.eprint.submission", &submission("Console Wavelets", &alice, None)).await.unwrap();
+    let endorsement = json!({"eprintUri": paper, "contributions": [], "createdAt": now()});
+    let (bad, _) = pds.create_record(&carl, "pub.svc.review.endorsement", &endorsement).await.unwrap();
+    until(&svc, &token, "/xrpc/pub.svc.admin.listDLQEntries", "the dead letter", |l| letter_of(l, &bad).is_some()).await;
+
+    let browser = Browser::start().await.unwrap_or_else(|e| panic!("{e:#}"));
+    console_login(&browser, &svc, &pds, &carl).await;
+    let refusal = element(&browser, "//p[@id='login-error'][contains(., 'is not an admin')]").await.text().await.unwrap();
+    assert!(refusal.contains(&carl.handle), "{refusal}");
+
+    console_login(&browser, &svc, &pds, &admin).await;
+    element(&browser, "//span[@id='who'][contains(., 'adam')]").await;
+    for model in ["eprints", "attached", "search"] {
+        element(&browser, &format!("//table[@id='models']//tr[@data-model='{model}']")).await;
+    }
+
+    // Dead letters: retried, the record parks again (a new offset); dismissed, it leaves.
+    browser.client.goto(&format!("{}/console#dead-letters", svc.base)).await.unwrap();
+    let row = format!("//table[@id='letters']//tr[@data-uri='{bad}'][.//button[contains(@class,'retry')]]");
+    let offset = element(&browser, &row).await.attr("data-offset").await.unwrap().unwrap();
+    element(&browser, &format!("{row}//button[contains(@class,'retry')]")).await.click().await.unwrap();
+    element(&browser, &format!("//table[@id='letters']//tr[@data-uri='{bad}'][not(@data-offset='{offset}')][.//button]")).await;
+    let again = format!("//table[@id='letters']//tr[@data-uri='{bad}'][.//button[contains(@class,'dismiss')]]");
+    element(&browser, &format!("{again}//button[contains(@class,'dismiss')]")).await.click().await.unwrap();
+    gone(&browser, &format!("//table[@id='letters']//tr[@data-uri='{bad}'][.//button]")).await;
+
+    // Trace the paper.
+    browser.client.goto(&format!("{}/console#trace", svc.base)).await.unwrap();
+    element(&browser, "//input[@id='trace-uri']").await.send_keys(&paper).await.unwrap();
+    element(&browser, "//form[@id='trace-form']//button").await.click().await.unwrap();
+    let state = element(&browser, "//table[@id='trace']//tr[starts-with(@data-layer,'model eprints')]/td[@class='state']").await;
+    assert_eq!(state.text().await.unwrap(), "live");
+    element(&browser, "//table[@id='trace']//tr[starts-with(@data-layer,'search index')]/td[@class='state'][.='indexed']").await;
+    let source = element(&browser, "//table[@id='trace-events']//td[@class='source']").await.text().await.unwrap();
+    assert!(source.starts_with(&format!("firehose {} frame ", pds.ws_url())), "{source}");
+
+    // A full reindex to 100 %, then a second one cancelled.
+    browser.client.goto(&format!("{}/console#operations", svc.base)).await.unwrap();
+    let started = Instant::now();
+    element(&browser, "//button[@id='trigger-reindex']").await.click().await.unwrap();
+    let done = element(&browser, "//table[@id='operations']//tr[@data-status='completed'][.//span[@class='percent'][.='100 %']]").await;
+    let first = done.attr("data-id").await.unwrap().unwrap();
+    eprintln!("the first reindex: 100 % shown {:?} after the click", started.elapsed());
+    element(&browser, "//button[@id='trigger-reindex']").await.click().await.unwrap();
+    element(
+        &browser,
+        &format!("//table[@id='operations']//tr[@data-status='running'][not(@data-id='{first}')]//button[contains(@class,'cancel')]"),
+    )
+    .await
+    .click()
+    .await
+    .unwrap();
+    let told = element(&browser, "//p[contains(@class,'notice')][contains(., 'Cancelled') or contains(., 'Not cancelled')]").await;
+    let told = told.text().await.unwrap();
+    element(
+        &browser,
+        &format!("//table[@id='operations']//tr[not(@data-id='{first}')][@data-status='cancelled' or @data-status='completed']"),
+    )
+    .await;
+    eprintln!("the second reindex: {told}");
+
+    let errors = browser.console_errors().await.unwrap();
+    assert!(errors.is_empty(), "the console logged errors: {errors:#?}");
+    browser.close().await.unwrap();
     svc.stop().unwrap();
 }

@@ -163,8 +163,8 @@ async fn resolve(state: &AppState, headers: &HeaderMap, path: &str, ip: &str) ->
     service_caller(state, headers, token, lxm, ip).await.map(Some)
 }
 
-/// Paths no credential or limit applies to: probes, well-known documents and the API
-/// reference's page and assets.
+/// Paths no credential or limit applies to: probes, well-known documents, and the pages of
+/// the API reference and the console and their assets (the console's calls are XRPC calls).
 fn is_exempt(path: &str) -> bool {
     path.starts_with("/health/")
         || path == "/health"
@@ -174,6 +174,8 @@ fn is_exempt(path: &str) -> bool {
         || path == "/docs"
         || path.starts_with("/docs/")
         || path == "/favicon.svg"
+        || path == "/console"
+        || path.starts_with("/console/")
 }
 
 /// The tier and limiter key of a caller.

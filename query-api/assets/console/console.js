@@ -1,0 +1,370 @@
+// svc's operator console: a client of the admin XRPC API and nothing else.
+//
+// Login is the AT Protocol way (docs/auth.md): a session on the admin's PDS, a service-auth
+// token from it for pub.svc.auth.authorize, and the PKCE code exchange at /oauth/authorize
+// and /oauth/token. The access token lives in this module's memory only: no storage, no
+// cookie; closing the tab ends the session. Text from the API is only ever set as text
+// (textContent), never parsed as HTML.
+
+const session = { token: null, did: null, handle: null };
+
+/// An error the API answered, in its envelope.
+class ApiError extends Error {
+  constructor(status, error, message) {
+    super(message || error || `HTTP ${status}`);
+    this.status = status;
+    this.error = error;
+  }
+}
+
+async function json(response) {
+  const text = await response.text();
+  let body = null;
+  try { body = text ? JSON.parse(text) : null; } catch { body = null; }
+  if (!response.ok) {
+    const e = body && typeof body.error === "object" ? body.error : body || {};
+    throw new ApiError(response.status, e.error || e.code || body?.error, e.message || body?.message || text);
+  }
+  return body;
+}
+
+/// Calls an XRPC method of svc with the session's token: a query with `params`, a
+/// procedure with `body`.
+async function xrpc(nsid, { params, body } = {}) {
+  const query = params ? "?" + new URLSearchParams(params).toString() : "";
+  const init = { method: body === undefined ? "GET" : "POST", headers: {} };
+  if (session.token) init.headers.Authorization = `Bearer ${session.token}`;
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  return json(await fetch(`/xrpc/${nsid}${query}`, init));
+}
+
+function base64url(bytes) {
+  let s = "";
+  for (const b of bytes) s += String.fromCharCode(b);
+  return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+/// Logs in: PDS session, service-auth token, PKCE exchange. `totp` answers svc's request
+/// for a second factor, when the account has one.
+async function login(pds, handle, password, totp) {
+  pds = pds.replace(/\/+$/, "");
+  const pdsSession = await json(await fetch(`${pds}/xrpc/com.atproto.server.createSession`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ identifier: handle, password }),
+  }));
+  const service = await json(await fetch("/.well-known/did.json"));
+  const auth = await json(await fetch(
+    `${pds}/xrpc/com.atproto.server.getServiceAuth?` +
+      new URLSearchParams({ aud: service.id, lxm: "pub.svc.auth.authorize" }),
+    { headers: { Authorization: `Bearer ${pdsSession.accessJwt}` } },
+  ));
+  const verifier = base64url(crypto.getRandomValues(new Uint8Array(32)));
+  const challenge = base64url(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier))));
+  const code = await json(await fetch("/oauth/authorize", {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Authorization: `Bearer ${auth.token}` },
+    body: JSON.stringify({ code_challenge: challenge, code_challenge_method: "S256" }),
+  }));
+  const exchange = await fetch("/oauth/token", {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ grant_type: "authorization_code", code: code.code, code_verifier: verifier }),
+  });
+  let tokens;
+  if (exchange.status === 403) {
+    const body = await exchange.json();
+    if (body.error !== "mfa_required") throw new ApiError(403, body.error, body.error_description || body.error);
+    if (!totp) throw new ApiError(403, "mfa_required", "This account has a second factor: enter the code from your authenticator.");
+    tokens = await json(await fetch("/oauth/mfa/verify", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ mfa_token: body.mfa_token, method: "totp", code: totp }),
+    }));
+  } else {
+    tokens = await json(exchange);
+  }
+  session.token = tokens.access_token;
+  session.did = pdsSession.did;
+  session.handle = pdsSession.handle;
+}
+
+// --- rendering ------------------------------------------------------------------------
+
+/// An element with attributes and children (strings become text nodes).
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else if (k === "dataset") Object.assign(node.dataset, v);
+    else node.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    node.append(c instanceof Node ? c : String(c));
+  }
+  return node;
+}
+
+function table(headers, rows, attrs = {}) {
+  return el("table", attrs, el("thead", {}, el("tr", {}, headers.map((h) => el("th", {}, h)))), el("tbody", {}, rows));
+}
+
+function fmtTime(t) {
+  return t ? new Date(t).toLocaleString() : "";
+}
+
+function fmtDuration(seconds) {
+  if (!isFinite(seconds)) return "";
+  if (seconds < 60) return `${Math.round(seconds)} s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ${Math.round(seconds % 60)} s`;
+  return `${Math.floor(seconds / 3600)} h ${Math.round((seconds % 3600) / 60)} min`;
+}
+
+function notice(text, kind = "info") {
+  const p = el("p", { class: `notice ${kind}`, role: kind === "error" ? "alert" : "status" }, text);
+  return p;
+}
+
+const view = () => document.getElementById("view");
+let timer = null;
+
+/// Shows a page: `build` fills the section; `every` (ms) rebuilds it on a timer.
+async function show(build, every) {
+  clearInterval(timer);
+  const section = view();
+  const run = async () => {
+    try {
+      const content = await build();
+      section.replaceChildren(...[content].flat());
+    } catch (e) {
+      section.replaceChildren(notice(describe(e), "error"));
+      if (e.status === 401) logout("Your session ended: log in again.");
+    }
+  };
+  await run();
+  if (every) timer = setInterval(run, every);
+}
+
+function describe(e) {
+  if (e instanceof ApiError) return `${e.error || "Error"}: ${e.message}`;
+  return String(e.message || e);
+}
+
+// --- pages ----------------------------------------------------------------------------
+
+async function overview() {
+  const [health, readiness] = await Promise.all([
+    xrpc("pub.svc.admin.getSystemHealth"),
+    json(await fetch("/health/readiness")).catch(() => null),
+  ]);
+  const lag = new Map((readiness?.projections || []).map((p) => [p.model, p]));
+  return [
+    el("h1", {}, "Overview"),
+    el("p", { id: "status", class: `status ${health.status}` }, `Status: ${health.status}`, ` · up ${fmtDuration(health.uptime)}`),
+    el("h2", {}, "Backends"),
+    table(["backend", "healthy", "latency"], health.databases.map((d) =>
+      el("tr", {}, el("td", {}, d.name), el("td", {}, d.healthy ? "yes" : `no: ${d.error || ""}`), el("td", {}, `${d.latencyMs} ms`))), { id: "backends" }),
+    el("h2", {}, "Read models"),
+    table(["model", "version", "caught up", "behind (events)", "needs a replay"], health.readModels.map((m) => {
+      const l = lag.get(m.name);
+      return el("tr", { dataset: { model: m.name } },
+        el("td", {}, m.name),
+        el("td", {}, m.activeVersion ?? "none"),
+        el("td", {}, l ? (l.caughtUp ? "yes" : "no") : ""),
+        el("td", { class: "lag" }, l?.lag ?? ""),
+        el("td", {}, m.needsReplay ? "yes" : "no"));
+    }), { id: "models" }),
+  ];
+}
+
+async function deadLetters() {
+  const filter = deadLetters.filter || (deadLetters.filter = { model: "", errorType: "", key: "" });
+  const listed = await xrpc("pub.svc.admin.listDLQEntries", { params: { limit: 100, includeSuperseded: "true" } });
+  // Indexes address the default listing (letters nothing superseded), in log order.
+  let index = 0;
+  const entries = listed.entries.map((e) => ({ ...e, index: e.supersededBy ? null : index++ }));
+  const shown = entries.filter((e) =>
+    (!filter.model || e.model === filter.model) && (!filter.errorType || e.errorType === filter.errorType) &&
+    (!filter.key || (e.key || "").includes(filter.key) || (e.uri || "").includes(filter.key)));
+  const act = async (nsid, body, what) => {
+    try {
+      const out = await xrpc(nsid, { body });
+      await show(deadLetters, 5000);
+      view().prepend(notice(`${what}: ${out.message || (out.success ? "done" : "nothing done")}`));
+    } catch (e) {
+      view().prepend(notice(describe(e), "error"));
+    }
+  };
+  const select = (name, values) => el("select", { name, onchange: (ev) => { filter[name] = ev.target.value; show(deadLetters, 5000); } },
+    el("option", { value: "" }, `every ${name === "errorType" ? "error type" : name}`),
+    [...new Set(values)].map((v) => el("option", { value: v, selected: filter[name] === v }, v)));
+  const rows = shown.map((e) => el("tr", { dataset: { uri: e.uri || "", offset: e.offset } },
+    el("td", {}, e.model), el("td", {}, e.kind), el("td", {}, e.uri || e.key), el("td", {}, e.errorType), el("td", {}, e.error),
+    el("td", {}, fmtTime(e.timestamp)),
+    el("td", {}, e.supersededBy ? `superseded by offset ${e.supersededBy.offset}` : "parked"),
+    el("td", {}, e.index === null ? "" : [
+      el("button", { class: "retry", onclick: () => act("pub.svc.admin.retryDLQEntry", { index: e.index }, "Retried") }, "Retry"),
+      el("button", { class: "dismiss", onclick: () => act("pub.svc.admin.dismissDLQEntry", { index: e.index }, "Dismissed") }, "Dismiss"),
+    ])));
+  return [
+    el("h1", {}, "Dead letters"),
+    el("p", {}, `${listed.total} in all (superseded ones included); each was kept out of its read model, and nothing waits behind it.`),
+    el("div", { class: "filters" },
+      select("model", entries.map((e) => e.model)), select("errorType", entries.map((e) => e.errorType)),
+      el("input", { name: "key", placeholder: "key or URI contains", value: filter.key, onchange: (ev) => { filter.key = ev.target.value; show(deadLetters, 5000); } }),
+      el("button", { id: "retry-all", onclick: () => act("pub.svc.admin.retryAllDLQ", filter.errorType ? { errorType: filter.errorType } : {}, "Retried all") },
+        filter.errorType ? `Retry all ${filter.errorType}` : "Retry all"),
+      el("button", { id: "purge", onclick: () => act("pub.svc.admin.purgeOldDLQ", { olderThanDays: 7 }, "Purged") }, "Purge older than 7 days")),
+    shown.length ? table(["model", "kind", "record or key", "type", "error", "entered the log", "state", ""], rows, { id: "letters" })
+      : el("p", { id: "letters-empty" }, "No dead letter."),
+  ];
+}
+
+/// Remembers the rate of each running operation between refreshes, for its ETA.
+const seen = new Map();
+
+function progressOf(op) {
+  const now = Date.now() / 1000;
+  const before = seen.get(op.id);
+  seen.set(op.id, { at: now, done: op.recordsProcessed });
+  let rate = null;
+  if (before && now > before.at && op.recordsProcessed >= before.done) rate = (op.recordsProcessed - before.done) / (now - before.at);
+  const left = op.recordsTotal ? op.recordsTotal - op.recordsProcessed : null;
+  const eta = rate && left !== null ? left / rate : null;
+  return el("div", { class: "progress", dataset: { id: op.id, status: op.status } },
+    el("progress", { max: 100, value: op.progress }),
+    el("span", { class: "percent" }, `${op.progress} %`),
+    el("span", {}, ` ${op.recordsProcessed}${op.recordsTotal ? ` of ${op.recordsTotal}` : ""} events`),
+    rate !== null ? el("span", {}, ` · ${Math.round(rate)}/s`) : null,
+    eta !== null && op.status === "running" ? el("span", {}, ` · about ${fmtDuration(eta)} left`) : null);
+}
+
+async function operations() {
+  // Every operation, running or ended (getBackfillHistory lists only the ended ones).
+  const history = await xrpc("pub.svc.admin.getBackfillStatus");
+  const trigger = async (nsid, body = {}) => {
+    try {
+      await xrpc(nsid, { body });
+      await show(operations, 1000);
+    } catch (e) {
+      view().prepend(notice(describe(e), "error"));
+    }
+  };
+  const cancel = async (id) => {
+    try {
+      const out = await xrpc("pub.svc.admin.cancelBackfill", { body: { id } });
+      await show(operations, 1000);
+      view().prepend(notice(out.success ? `Cancelled ${id}.` : `Not cancelled: it ended ${out.status}.`));
+    } catch (e) {
+      view().prepend(notice(describe(e), "error"));
+    }
+  };
+  const rows = history.operations.map((op) => el("tr", { dataset: { id: op.id, status: op.status } },
+    el("td", {}, op.type), el("td", { class: "op-status" }, op.status), el("td", {}, progressOf(op)),
+    el("td", {}, fmtTime(op.startedAt)), el("td", {}, fmtTime(op.completedAt)), el("td", {}, op.error || ""),
+    el("td", {}, op.status === "running" ? el("button", { class: "cancel", onclick: () => cancel(op.id) }, "Cancel") : "")));
+  return [
+    el("h1", {}, "Operations"),
+    el("div", { class: "actions" },
+      el("button", { id: "trigger-reindex", onclick: () => trigger("pub.svc.admin.triggerFullReindex") }, "Full reindex"),
+      el("button", { id: "trigger-did-sync", onclick: () => trigger("pub.svc.admin.triggerDIDSync") }, "DID sync"),
+      el("button", { id: "trigger-pds-scan", onclick: () => trigger("pub.svc.admin.triggerPDSScan") }, "PDS scan"),
+      el("button", { id: "trigger-freshness", onclick: () => trigger("pub.svc.admin.triggerFreshnessScan") }, "Freshness scan")),
+    history.operations.length ? table(["operation", "status", "progress", "started", "ended", "error", ""], rows, { id: "operations" })
+      : el("p", {}, "No operation yet."),
+  ];
+}
+
+async function trace() {
+  const form = el("form", { id: "trace-form" },
+    el("label", {}, "AT URI ", el("input", { id: "trace-uri", name: "uri", size: 70, required: true, value: trace.uri || "", placeholder: "at://did:plc:…/pub.svc.eprint.submission/…" })),
+    el("button", { type: "submit" }, "Trace"));
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    trace.uri = form.uri.value.trim();
+    show(trace);
+  });
+  if (!trace.uri) return [el("h1", {}, "Trace a record"), form];
+  const t = await xrpc("pub.svc.admin.traceRecord", { params: { uri: trace.uri } });
+  const layer = (name, state, offset, readTo, detail) => el("tr", { dataset: { layer: name } },
+    el("td", {}, name), el("td", { class: "state" }, state), el("td", {}, offset ?? ""), el("td", {}, readTo ?? ""),
+    el("td", {}, offset === undefined || offset === null ? "" : readTo > offset ? "applied" : "not yet"), el("td", {}, detail || ""));
+  const source = (s) => {
+    switch (s.type) {
+      case "firehose": return `firehose ${s.url} frame ${s.seq}`;
+      case "jetstream": return `Jetstream ${s.url} at ${s.timeUs}`;
+      case "backfill": return `backfill from ${s.host}`;
+      case "seed": return `seed from ${s.file}`;
+      case "command": return `${s.nsid} by ${s.caller}`;
+      default: return JSON.stringify(s);
+    }
+  };
+  return [
+    el("h1", {}, "Trace a record"), form,
+    el("p", {}, `Repository ${t.did}, collection ${t.collection}, key ${t.rkey}: log partition ${t.partition}, which ends at offset ${t.logEnd}.`),
+    table(["layer", "state", "event offset", "read to", "", "detail"], [
+      ...t.models.map((m) => layer(`model ${m.model}${m.version ? ` v${m.version}` : ""}`, m.state, m.offset, m.readTo, m.rev ? `rev ${m.rev}` : "")),
+      layer(`search index${t.search.version ? ` v${t.search.version}` : ""}`, t.search.indexed ? "indexed" : "no document", null, t.search.readTo, ""),
+      ...t.deadLetters.map((d) => layer(`dead letter (${d.model})`, "parked", d.offset, null, d.reason)),
+    ], { id: "trace" }),
+    el("h2", {}, "Log events"),
+    table(["offset", "kind", "entered the log", "source"], t.events.map((e) =>
+      el("tr", { dataset: { offset: e.offset } }, el("td", {}, e.offset), el("td", {}, e.kind), el("td", {}, fmtTime(e.appendedAt)), el("td", { class: "source" }, source(e.source)))),
+      { id: "trace-events" }),
+  ];
+}
+
+const pages = { overview: [overview, 5000], "dead-letters": [deadLetters, 5000], operations: [operations, 1000], trace: [trace] };
+
+function route() {
+  if (!session.token) return;
+  const [page, every] = pages[location.hash.slice(1)] || pages.overview;
+  for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("current", a.getAttribute("href") === (location.hash || "#overview"));
+  show(page, every);
+}
+
+function logout(message) {
+  session.token = null;
+  clearInterval(timer);
+  document.getElementById("view").hidden = true;
+  document.getElementById("nav").hidden = true;
+  document.getElementById("who").textContent = "";
+  document.getElementById("login").hidden = false;
+  document.getElementById("login-error").textContent = message || "";
+}
+
+async function submitLogin(ev) {
+  ev.preventDefault();
+  const form = ev.target;
+  const error = document.getElementById("login-error");
+  error.textContent = "";
+  form.querySelector("button").disabled = true;
+  try {
+    await login(form.pds.value.trim(), form.handle.value.trim(), form.password.value, form.totp.value.trim());
+    form.password.value = "";
+    // The console is for admins (every admin operation checks the role on each call too).
+    const roles = await xrpc("pub.svc.actor.getMyRoles").catch((e) => { session.token = null; throw e; });
+    if (!roles.isAdmin) {
+      session.token = null;
+      throw new Error(`${session.handle || session.did} is not an admin of this svc: the console is for admins.`);
+    }
+    document.getElementById("login").hidden = true;
+    document.getElementById("view").hidden = false;
+    document.getElementById("nav").hidden = false;
+    document.getElementById("who").textContent = session.handle || session.did;
+    route();
+  } catch (e) {
+    if (e.error === "mfa_required") document.getElementById("login-totp-row").hidden = false;
+    error.textContent = describe(e);
+  } finally {
+    form.querySelector("button").disabled = false;
+  }
+}
+
+document.getElementById("login-form").addEventListener("submit", submitLogin);
+window.addEventListener("hashchange", route);
