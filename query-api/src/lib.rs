@@ -22,6 +22,7 @@ mod docs;
 pub mod error;
 mod health;
 pub mod identity;
+pub mod lag;
 pub mod metrics;
 pub mod openapi;
 pub mod params;

@@ -60,6 +60,8 @@ pub struct Shared {
     pub started: std::time::Instant,
     /// The shared models built elsewhere that readiness has seen complete since the start.
     pub complete_models: std::sync::Mutex<std::collections::BTreeSet<&'static str>>,
+    /// The read models' lag over the last hour ([`crate::lag::sample_forever`] fills it).
+    pub lag_history: crate::lag::LagHistory,
     /// How long a running backfill operation may go without a report before it is taken
     /// for interrupted (its node stopped) and reported failed.
     pub operation_stale_after: std::time::Duration,

@@ -143,6 +143,16 @@ async fn roles_are_granted_by_admins_only_and_rebuilt_by_a_replay() {
     assert_eq!((status, health["status"].as_str()), (StatusCode::OK, Some("healthy")), "{health}");
     let names: Vec<&str> = health["databases"].as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["log (embedded)", "store (embedded)", "search index (tantivy)"]);
+    // Each model's lag, in events and time (a model with nothing to apply is 0 behind). The
+    // history is empty: the fixture runs no sampler (a node samples every 30 s).
+    for model in health["readModels"].as_array().unwrap() {
+        let (lag, behind) = (model["lag"].as_u64().unwrap(), model["behindMs"].as_u64().unwrap());
+        assert!(lag > 0 || behind == 0, "{model}");
+    }
+    assert_eq!(health["lagHistory"], json!([]));
+    let s = f.state.clone();
+    let measured = tokio::task::spawn_blocking(move || query_api::lag::measure(&s)).await.unwrap();
+    assert_eq!(measured.len(), projections::catalog::MODELS.len());
     let (status, node) = f.get_as("/xrpc/pub.svc.admin.getNodeMetrics", &admin_token).await;
     assert_eq!(status, StatusCode::OK, "{node}");
     assert_eq!(node["processInfo"]["pid"].as_u64(), Some(u64::from(std::process::id())));

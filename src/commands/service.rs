@@ -150,6 +150,7 @@ impl Supervisor {
             searches: query_api::state::search_slots(),
             started: std::time::Instant::now(),
             complete_models: Default::default(),
+            lag_history: Default::default(),
             operation_stale_after: std::time::Duration::from_secs(args.operation_stale_seconds),
             appender: Default::default(),
             sources: args.external.sources(),
@@ -171,6 +172,16 @@ impl Supervisor {
             let (state, every) = (state.clone(), Duration::from_secs(args.communities_seconds));
             self.spawn(|token| async move {
                 query_api::communities::run(state, every, async move { token.cancelled().await }).await;
+                Ok(())
+            });
+        }
+        {
+            let state = state.clone();
+            self.spawn(|token| async move {
+                tokio::select! {
+                    () = query_api::lag::sample_forever(state) => {}
+                    () = token.cancelled() => {}
+                }
                 Ok(())
             });
         }

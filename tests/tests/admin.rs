@@ -496,8 +496,9 @@ async fn an_operator_uses_the_console_in_a_real_browser() {
     console_login(&browser, &svc, &pds, &admin).await;
     element(&browser, "//span[@id='who'][contains(., 'adam')]").await;
     for model in ["eprints", "attached", "search"] {
-        element(&browser, &format!("//table[@id='models']//tr[@data-model='{model}']")).await;
+        element(&browser, &format!("//table[@id='models']//tr[@data-model='{model}']/td[@class='behind'][.='0 s']")).await;
     }
+    element(&browser, "//*[local-name()='svg'][@id='lag-chart']//*[local-name()='polyline'][@data-model='eprints']").await;
 
     // Dead letters: retried, the record parks again (a new offset); dismissed, it leaves.
     browser.client.goto(&format!("{}/console#dead-letters", svc.base)).await.unwrap();

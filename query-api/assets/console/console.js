@@ -157,12 +157,51 @@ function describe(e) {
 
 // --- pages ----------------------------------------------------------------------------
 
+const SVG = "http://www.w3.org/2000/svg";
+
+function svg(tag, attrs = {}, ...children) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  for (const c of children.flat()) if (c) node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return node;
+}
+
+const PALETTE = ["#1f4e79", "#c0504d", "#9bbb59", "#8064a2", "#4bacc6", "#f79646", "#2c4d75", "#772c2a", "#5f7530", "#4d3b62", "#276a7c"];
+
+/// The lag chart: seconds behind per model over the samples the node kept (the last hour).
+function lagChart(samples) {
+  const [w, h, pad] = [720, 200, 36];
+  if (samples.length === 0) return el("p", { id: "lag-chart-empty" }, "No sample yet: the node samples every 30 s.");
+  const times = samples.map((s) => Date.parse(s.at));
+  const [t0, t1] = [Math.min(...times), Math.max(...times, Math.min(...times) + 1)];
+  const models = [...new Set(samples.flatMap((s) => s.models.map((m) => m.model)))];
+  const worst = Math.max(1, ...samples.flatMap((s) => s.models.map((m) => m.behindMs / 1000)));
+  const x = (t) => pad + ((t - t0) / (t1 - t0)) * (w - 2 * pad);
+  const y = (v) => h - pad + 10 - (v / worst) * (h - 2 * pad);
+  const lines = models.map((model, i) => {
+    const points = samples.map((s, j) => {
+      const m = s.models.find((m) => m.model === model);
+      return m ? `${x(times[j]).toFixed(1)},${y(m.behindMs / 1000).toFixed(1)}` : null;
+    }).filter(Boolean).join(" ");
+    return svg("polyline", { points, fill: "none", stroke: PALETTE[i % PALETTE.length], "stroke-width": 1.5, "data-model": model });
+  });
+  const legend = models.map((model, i) => svg("text", { x: w - pad + 4, y: 14 + i * 13, fill: PALETTE[i % PALETTE.length], "font-size": 10 }, model));
+  return svg("svg", { id: "lag-chart", viewBox: `0 0 ${w + 80} ${h + 10}`, width: "100%", role: "img", "aria-label": "seconds behind the log per read model, last hour" },
+    svg("line", { x1: pad, y1: h - pad + 10, x2: w - pad, y2: h - pad + 10, stroke: "#999" }),
+    svg("line", { x1: pad, y1: 10, x2: pad, y2: h - pad + 10, stroke: "#999" }),
+    svg("text", { x: 2, y: 16, "font-size": 10 }, `${worst.toFixed(1)} s`),
+    svg("text", { x: 2, y: h - pad + 10, "font-size": 10 }, "0"),
+    svg("text", { x: pad, y: h + 6, "font-size": 10 }, new Date(t0).toLocaleTimeString()),
+    svg("text", { x: w - pad - 50, y: h + 6, "font-size": 10 }, new Date(t1).toLocaleTimeString()),
+    lines, legend);
+}
+
 async function overview() {
   const [health, readiness] = await Promise.all([
     xrpc("pub.svc.admin.getSystemHealth"),
     json(await fetch("/health/readiness")).catch(() => null),
   ]);
-  const lag = new Map((readiness?.projections || []).map((p) => [p.model, p]));
+  const caught = new Map((readiness?.projections || []).map((p) => [p.model, p]));
   return [
     el("h1", {}, "Overview"),
     el("p", { id: "status", class: `status ${health.status}` }, `Status: ${health.status}`, ` · up ${fmtDuration(health.uptime)}`),
@@ -170,15 +209,18 @@ async function overview() {
     table(["backend", "healthy", "latency"], health.databases.map((d) =>
       el("tr", {}, el("td", {}, d.name), el("td", {}, d.healthy ? "yes" : `no: ${d.error || ""}`), el("td", {}, `${d.latencyMs} ms`))), { id: "backends" }),
     el("h2", {}, "Read models"),
-    table(["model", "version", "caught up", "behind (events)", "needs a replay"], health.readModels.map((m) => {
-      const l = lag.get(m.name);
+    table(["model", "version", "caught up", "behind (events)", "behind (time)", "needs a replay"], health.readModels.map((m) => {
+      const c = caught.get(m.name);
       return el("tr", { dataset: { model: m.name } },
         el("td", {}, m.name),
         el("td", {}, m.activeVersion ?? "none"),
-        el("td", {}, l ? (l.caughtUp ? "yes" : "no") : ""),
-        el("td", { class: "lag" }, l?.lag ?? ""),
+        el("td", {}, c ? (c.caughtUp ? "yes" : "no") : ""),
+        el("td", { class: "lag" }, m.lag ?? ""),
+        el("td", { class: "behind" }, m.behindMs === undefined ? "" : fmtDuration(m.behindMs / 1000)),
         el("td", {}, m.needsReplay ? "yes" : "no"));
     }), { id: "models" }),
+    el("h2", {}, "Time behind the log, last hour"),
+    lagChart(health.lagHistory || []),
   ];
 }
 

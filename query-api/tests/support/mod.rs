@@ -153,6 +153,7 @@ impl Fixture {
             searches: query_api::state::search_slots(),
             started: std::time::Instant::now(),
             complete_models: Default::default(),
+            lag_history: Default::default(),
             operation_stale_after: Duration::from_secs(2),
             appender: Default::default(),
             sources,

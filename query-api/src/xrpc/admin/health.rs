@@ -64,6 +64,18 @@ pub(super) async fn system_health(c: Call) -> Answer {
     })
     .await
     .map_err(|e| ApiError::internal(e.to_string()))?;
+    let s = c.state.clone();
+    let lags = tokio::task::spawn_blocking(move || crate::lag::measure(&s)).await.map_err(|e| ApiError::internal(e.to_string()))?;
+    let models: Vec<Value> = models
+        .into_iter()
+        .map(|mut m| {
+            if let Some(l) = lags.iter().find(|l| m["name"] == l.model) {
+                m["lag"] = json!(l.lag);
+                m["behindMs"] = json!(l.behind_ms);
+            }
+            m
+        })
+        .collect();
     let up = databases.iter().filter(|d| d["healthy"] == true).count();
     let status = match up {
         n if n == databases.len() => "healthy",
@@ -74,6 +86,7 @@ pub(super) async fn system_health(c: Call) -> Answer {
         "status": status,
         "databases": databases,
         "readModels": models,
+        "lagHistory": c.state.lag_history.samples(),
         "uptime": c.state.started.elapsed().as_secs(),
         "timestamp": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
     }))
