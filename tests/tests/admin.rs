@@ -437,15 +437,16 @@ async fn repositories(pds: &Pds, alice: &Account, bob: &Account, admin: &Account
     svc.stop().unwrap();
 }
 
-/// Waits (up to 60 s) for an element the XPath names, in the page the browser shows.
+/// Waits (up to 60 s) for an element the XPath names, in the page the browser shows; when
+/// none comes, fails with what the page shows and logged.
 async fn element(browser: &Browser, xpath: &str) -> fantoccini::elements::Element {
-    browser
-        .client
-        .wait()
-        .at_most(Duration::from_secs(60))
-        .for_element(fantoccini::Locator::XPath(xpath))
-        .await
-        .unwrap_or_else(|e| panic!("no {xpath}: {e}"))
+    match browser.client.wait().at_most(Duration::from_secs(60)).for_element(fantoccini::Locator::XPath(xpath)).await {
+        Ok(found) => found,
+        Err(e) => {
+            let shown = browser.client.execute("return document.body.innerText", vec![]).await.unwrap_or_default();
+            panic!("no {xpath}: {e}\nthe page shows: {shown}\nthe console: {:#?}", browser.console().await)
+        }
+    }
 }
 
 /// Waits (up to 60 s) until no element matches the XPath.
@@ -519,6 +520,24 @@ async fn an_operator_uses_the_console_in_a_real_browser() {
     element(&browser, "//table[@id='trace']//tr[starts-with(@data-layer,'search index')]/td[@class='state'][.='indexed']").await;
     let source = element(&browser, "//table[@id='trace-events']//td[@class='source']").await.text().await.unwrap();
     assert!(source.starts_with(&format!("firehose {} frame ", pds.ws_url())), "{source}");
+
+    // A review taken down with a reason: it leaves the content page, the audit log names it.
+    let (review, _) = pds
+        .create_record(&carl, "pub.svc.review.comment", &json!({"eprintUri": paper, "body": rich("Off-topic rant."), "createdAt": now()}))
+        .await
+        .unwrap();
+    until(&svc, &token, "/xrpc/pub.svc.admin.listReviews?limit=100", "the review", |l| l.to_string().contains(&review)).await;
+    browser.client.goto(&format!("{}/console#content", svc.base)).await.unwrap();
+    let row = format!("//table[@id='reviews']//tr[@data-uri='{review}']");
+    element(&browser, &format!("{row}//input[@class='reason']")).await.send_keys("off-topic").await.unwrap();
+    element(&browser, &format!("{row}//button[@class='take-down']")).await.click().await.unwrap();
+    element(&browser, &format!("//p[contains(@class,'notice')][contains(., 'Took down {review}')]")).await;
+    gone(&browser, &row).await;
+    browser.client.goto(&format!("{}/console#audit", svc.base)).await.unwrap();
+    element(&browser, &format!("//table[@id='audit']//td[contains(., '{review}')]")).await;
+    browser.client.goto(&format!("{}/console#latency", svc.base)).await.unwrap();
+    element(&browser, "//table[@id='latency']//tr[@data-path='pub.svc.admin.deleteContent' or contains(@data-path, 'deleteContent')]")
+        .await;
 
     // A full reindex to 100 %, then a second one cancelled.
     browser.client.goto(&format!("{}/console#operations", svc.base)).await.unwrap();

@@ -361,7 +361,122 @@ async function trace() {
   ];
 }
 
-const pages = { overview: [overview, 5000], "dead-letters": [deadLetters, 5000], operations: [operations, 1000], trace: [trace] };
+/// Runs an admin procedure from a button, then shows `page` again with what it answered.
+async function act(page, nsid, body, what) {
+  try {
+    const out = await xrpc(nsid, { body });
+    await show(page);
+    view().prepend(notice(`${what}${out && out.message ? `: ${out.message}` : "."}`));
+  } catch (e) {
+    view().prepend(notice(describe(e), "error"));
+  }
+}
+
+/// A text field and a button that submits it (`onsubmit` gets the value).
+function searchForm(id, label, value, onsubmit) {
+  const form = el("form", { id, class: "filters" }, el("input", { name: "q", placeholder: label, value: value || "", size: 40 }), el("button", { type: "submit" }, "Search"));
+  form.addEventListener("submit", (ev) => { ev.preventDefault(); onsubmit(form.q.value.trim()); });
+  return form;
+}
+
+const COLLECTIONS = { review: "pub.svc.review.comment", eprint: "pub.svc.eprint.submission" };
+
+/// A take-down button with its reason field for the record `uri`.
+function takeDown(page, uri, collection) {
+  const reason = el("input", { class: "reason", placeholder: "reason", size: 16 });
+  return el("span", { class: "take-down" }, reason,
+    el("button", { class: "take-down", onclick: () => {
+      if (!reason.value.trim()) { reason.focus(); return; }
+      act(page, "pub.svc.admin.deleteContent", { uri, collection, reason: reason.value.trim() }, `Took down ${uri}`);
+    } }, "Take down"));
+}
+
+async function content() {
+  const q = content.q || "";
+  const [eprints, reviews, violations] = await Promise.all([
+    xrpc("pub.svc.admin.listEprints", { params: { limit: 25, ...(q ? { q } : {}) } }),
+    xrpc("pub.svc.admin.listReviews", { params: { limit: 50 } }),
+    xrpc("pub.svc.admin.listViolations", { params: { limit: 50 } }),
+  ]);
+  const users = q ? (await xrpc("pub.svc.admin.searchUsers", { params: { query: q, limit: 25 } })).users : [];
+  return [
+    el("h1", {}, "Content"),
+    searchForm("content-search", "title words, handle or DID", q, (v) => { content.q = v; show(content); }),
+    q ? [el("h2", {}, "Users"), table(["handle", "DID", "eprints", "reviews", "endorsements", "roles"], users.map((u) =>
+      el("tr", { dataset: { did: u.did } }, el("td", {}, u.handle || ""), el("td", {}, u.did), el("td", {}, u.eprintCount), el("td", {}, u.reviewCount),
+        el("td", {}, u.endorsementCount), el("td", {}, (u.roles || []).join(", ")))), { id: "users" })] : null,
+    el("h2", {}, `Eprints (${eprints.total})`),
+    table(["title", "author", "created", ""], eprints.items.map((e) =>
+      el("tr", { dataset: { uri: e.uri } }, el("td", {}, e.title), el("td", {}, e.authorDid), el("td", {}, fmtTime(e.createdAt)),
+        el("td", {}, takeDown(content, e.uri, COLLECTIONS.eprint)))), { id: "eprints" }),
+    el("h2", {}, `Reviews (${reviews.total})`),
+    table(["review", "of", "reviewer", "created", ""], reviews.items.map((r) =>
+      el("tr", { dataset: { uri: r.uri } }, el("td", {}, r.uri), el("td", {}, r.eprintUri), el("td", {}, r.reviewerDid), el("td", {}, fmtTime(r.createdAt)),
+        el("td", {}, takeDown(content, r.uri, COLLECTIONS.review)))), { id: "reviews" }),
+    el("h2", {}, "Violations and reports"),
+    violations.violations.length ? table(["when", "type", "record", "reason", "by"], violations.violations.map((v) =>
+      el("tr", { dataset: { uri: v.uri || "" } }, el("td", {}, fmtTime(v.createdAt)), el("td", {}, v.type || v.errorType || ""), el("td", {}, v.uri || v.did || ""),
+        el("td", {}, v.reason || v.description || ""), el("td", {}, v.actorDid || ""))), { id: "violations" }) : el("p", {}, "None."),
+  ];
+}
+
+const ROLES = ["admin", "moderator", "graph-editor", "author", "reader", "alpha-tester", "premium"];
+
+async function people() {
+  const applications = await xrpc("pub.svc.admin.listAlphaApplications", { params: { limit: 50 } });
+  const did = el("input", { id: "role-did", placeholder: "did:plc:…", size: 36 });
+  const role = el("select", { id: "role-name" }, ROLES.map((r) => el("option", { value: r }, r)));
+  const grant = (nsid, what) => act(people, nsid, { did: did.value.trim(), role: role.value }, what);
+  return [
+    el("h1", {}, "Roles and alpha applications"),
+    el("div", { class: "filters" }, did, role,
+      el("button", { id: "assign-role", onclick: () => grant("pub.svc.admin.assignRole", "Granted") }, "Grant"),
+      el("button", { id: "revoke-role", onclick: () => grant("pub.svc.admin.revokeRole", "Revoked") }, "Revoke")),
+    el("h2", {}, `Alpha applications (${applications.total})`),
+    applications.items.length ? table(["applicant", "status", "sector", "career stage", "applied", ""], applications.items.map((a) =>
+      el("tr", { dataset: { did: a.did } }, el("td", {}, a.handle || a.did), el("td", {}, a.status), el("td", {}, a.sector || ""), el("td", {}, a.careerStage || ""),
+        el("td", {}, fmtTime(a.createdAt)),
+        el("td", {}, ["approve", "reject", "revoke"].map((action) =>
+          el("button", { onclick: () => act(people, "pub.svc.admin.updateAlphaApplication", { did: a.did, action }, `${action}: ${a.did}`) }, action))))),
+      { id: "applications" }) : el("p", {}, "No application."),
+  ];
+}
+
+async function audit() {
+  const actor = audit.actor || "";
+  const log = await xrpc("pub.svc.admin.getAuditLog", { params: { limit: 100, ...(actor ? { actorDid: actor } : {}) } });
+  return [
+    el("h1", {}, "Audit log"),
+    searchForm("audit-filter", "actor DID", actor, (v) => { audit.actor = v; show(audit); }),
+    el("p", {}, `${log.total} entries${actor ? ` by ${actor}` : ""}; the newest 100:`),
+    table(["when", "action", "by", "target", "details"], log.entries.map((e) =>
+      el("tr", {}, el("td", {}, fmtTime(e.timestamp)), el("td", {}, e.action), el("td", {}, e.actorDid), el("td", {}, e.targetDid || ""),
+        el("td", {}, e.details ? JSON.stringify(e.details) : ""))), { id: "audit" }),
+  ];
+}
+
+/// p50/p95/p99 per operation (the API answers microseconds), as bars on one scale.
+async function latency() {
+  const { metrics } = await xrpc("pub.svc.admin.getEndpointMetrics");
+  const rows = metrics.filter((m) => m.requestCount > 0).sort((a, b) => b.p99 - a.p99);
+  const worst = Math.max(1, ...rows.map((m) => m.p99));
+  const bar = (m) => svg("svg", { width: 240, height: 14, viewBox: "0 0 240 14" },
+    svg("rect", { x: 0, y: 1, width: (240 * m.p99) / worst, height: 12, fill: "#c9d6e3" }),
+    svg("rect", { x: 0, y: 3, width: (240 * m.p95) / worst, height: 8, fill: "#7f9fbf" }),
+    svg("rect", { x: 0, y: 5, width: (240 * m.p50) / worst, height: 4, fill: "#1f4e79" }));
+  return [
+    el("h1", {}, "Endpoint latencies"),
+    el("p", {}, "Since this node started; slowest p99 first. Bars: p50 (dark), p95, p99 (light), one scale."),
+    table(["operation", "requests", "errors", "p50 ms", "p95 ms", "p99 ms", ""], rows.map((m) =>
+      el("tr", { dataset: { path: m.path } }, el("td", {}, `${m.method} ${m.path}`), el("td", {}, m.requestCount), el("td", {}, m.errorCount),
+        [m.p50, m.p95, m.p99].map((us) => el("td", {}, (us / 1000).toFixed(2))), el("td", {}, bar(m)))), { id: "latency" }),
+  ];
+}
+
+const pages = {
+  overview: [overview, 5000], "dead-letters": [deadLetters, 5000], operations: [operations, 1000], trace: [trace],
+  content: [content], people: [people], audit: [audit], latency: [latency, 10000],
+};
 
 function route() {
   if (!session.token) return;
