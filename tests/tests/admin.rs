@@ -505,8 +505,13 @@ async fn an_operator_uses_the_console_in_a_real_browser() {
     browser.client.goto(&format!("{}/console#dead-letters", svc.base)).await.unwrap();
     let row = format!("//table[@id='letters']//tr[@data-uri='{bad}'][.//button[contains(@class,'retry')]]");
     let offset = element(&browser, &row).await.attr("data-offset").await.unwrap().unwrap();
+    element(&browser, &format!("{row}//button[contains(@class,'show-event')]")).await.click().await.unwrap();
+    let event = element(&browser, &format!("//table[@id='letters']//tr[@class='event'][@data-offset='{offset}']//pre")).await;
+    let event = event.text().await.unwrap();
+    assert!(event.contains("\"contributions\": []") && event.contains("firehose"), "the parked event as the log holds it: {event}");
     element(&browser, &format!("{row}//button[contains(@class,'retry')]")).await.click().await.unwrap();
     element(&browser, &format!("//table[@id='letters']//tr[@data-uri='{bad}'][not(@data-offset='{offset}')][.//button]")).await;
+    gone(&browser, &format!("//table[@id='letters']//tr[@data-offset='{offset}'][.//button[contains(@class,'retry')]]")).await;
     let again = format!("//table[@id='letters']//tr[@data-uri='{bad}'][.//button[contains(@class,'dismiss')]]");
     element(&browser, &format!("{again}//button[contains(@class,'dismiss')]")).await.click().await.unwrap();
     gone(&browser, &format!("//table[@id='letters']//tr[@data-uri='{bad}'][.//button]")).await;

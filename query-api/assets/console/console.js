@@ -224,6 +224,25 @@ async function overview() {
   ];
 }
 
+/// The events shown under their dead letter's row, by log offset (kept across refreshes).
+const shownEvents = new Map();
+
+/// Shows (or hides) under a dead letter's row the event it parked, as the log holds it
+/// (read back through traceRecord, which reads each event its record's layers name).
+async function toggleEvent(uri, offset) {
+  if (shownEvents.has(offset)) {
+    shownEvents.delete(offset);
+  } else {
+    try {
+      const t = await xrpc("pub.svc.admin.traceRecord", { params: { uri } });
+      shownEvents.set(offset, t.events.find((e) => e.offset === offset) || "The event is no longer in the log.");
+    } catch (e) {
+      shownEvents.set(offset, describe(e));
+    }
+  }
+  await show(deadLetters, 5000);
+}
+
 async function deadLetters() {
   const filter = deadLetters.filter || (deadLetters.filter = { model: "", errorType: "", key: "" });
   const listed = await xrpc("pub.svc.admin.listDLQEntries", { params: { limit: 100, includeSuperseded: "true" } });
@@ -245,14 +264,18 @@ async function deadLetters() {
   const select = (name, values) => el("select", { name, onchange: (ev) => { filter[name] = ev.target.value; show(deadLetters, 5000); } },
     el("option", { value: "" }, `every ${name === "errorType" ? "error type" : name}`),
     [...new Set(values)].map((v) => el("option", { value: v, selected: filter[name] === v }, v)));
-  const rows = shown.map((e) => el("tr", { dataset: { uri: e.uri || "", offset: e.offset } },
+  const eventRow = (e) => shownEvents.has(e.offset) &&
+    el("tr", { class: "event", dataset: { offset: e.offset } }, el("td", { colspan: 8 }, el("pre", {},
+      typeof shownEvents.get(e.offset) === "string" ? shownEvents.get(e.offset) : JSON.stringify(shownEvents.get(e.offset), null, 2))));
+  const rows = shown.flatMap((e) => [el("tr", { dataset: { uri: e.uri || "", offset: e.offset } },
     el("td", {}, e.model), el("td", {}, e.kind), el("td", {}, e.uri || e.key), el("td", {}, e.errorType), el("td", {}, e.error),
     el("td", {}, fmtTime(e.timestamp)),
-    el("td", {}, e.supersededBy ? `superseded by offset ${e.supersededBy.offset}` : "parked"),
-    el("td", {}, e.index === null ? "" : [
+    el("td", { class: "letter-state" }, e.supersededBy ? `superseded by offset ${e.supersededBy.offset}`
+      : e.heldBehind ? `held behind offset ${e.heldBehind.offset} (released on upgrade)` : "parked"),
+    el("td", {}, e.uri ? el("button", { class: "show-event", onclick: () => toggleEvent(e.uri, e.offset) }, "Event") : "", e.index === null ? "" : [
       el("button", { class: "retry", onclick: () => act("pub.svc.admin.retryDLQEntry", { index: e.index }, "Retried") }, "Retry"),
       el("button", { class: "dismiss", onclick: () => act("pub.svc.admin.dismissDLQEntry", { index: e.index }, "Dismissed") }, "Dismiss"),
-    ])));
+    ])), eventRow(e)].filter(Boolean));
   return [
     el("h1", {}, "Dead letters"),
     el("p", {}, `${listed.total} in all (superseded ones included); each was kept out of its read model, and nothing waits behind it.`),

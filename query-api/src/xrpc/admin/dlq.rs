@@ -106,7 +106,8 @@ async fn totals(state: &AppState) -> Result<(u64, u64), ApiError> {
 
 /// `listDLQEntries`: `{entries, total}`, each with `uri`, `error` (the reason), `errorType`,
 /// `timestamp` (when the event entered the log), and svc's `model`, `kind`, `key`, log
-/// position and, for a superseded letter (`includeSuperseded`), `supersededBy`; sets
+/// position and, for a superseded letter (`includeSuperseded`), `supersededBy`; for a letter
+/// an earlier svc held back behind another (released on upgrade), `heldBehind`; sets
 /// `svc_dlq_entries_total` (the letters nothing superseded).
 async fn list(c: Call) -> Answer {
     let (limit, skip) = (c.limit(50), c.params.int("offset").unwrap_or(0).max(0) as usize);
@@ -124,9 +125,10 @@ async fn list(c: Call) -> Answer {
             let at = time(event);
             let d = &e.letter;
             let superseded_by = d.superseded_by.map(|(partition, offset)| json!({"partition": partition, "offset": offset}));
+            let held_behind = d.held_behind.map(|(partition, offset)| json!({"partition": partition, "offset": offset}));
             json!({"uri": d.uri, "error": d.reason, "errorType": e.error_type(), "timestamp": at, "createdAt": at,
                    "model": e.model, "kind": d.kind, "key": d.key, "partition": d.partition, "offset": d.offset,
-                   "supersededBy": superseded_by})
+                   "supersededBy": superseded_by, "heldBehind": held_behind})
         })
         .collect();
     Body::json(&json!({"entries": shown, "total": total}))
