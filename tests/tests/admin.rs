@@ -500,6 +500,9 @@ async fn an_operator_uses_the_console_in_a_real_browser() {
         element(&browser, &format!("//table[@id='models']//tr[@data-model='{model}']/td[@class='behind'][.='0 s']")).await;
     }
     element(&browser, "//*[local-name()='svg'][@id='lag-chart']//*[local-name()='polyline'][@data-model='eprints']").await;
+    let cursor = element(&browser, &format!("//table[@id='sources']//tr[@data-url='{}']/td[@class='cursor']", pds.ws_url())).await;
+    assert!(cursor.text().await.unwrap().parse::<u64>().is_ok(), "the firehose's stored cursor");
+    element(&browser, "//table[@id='hosts']//tr").await;
 
     // Dead letters: retried, the record parks again (a new offset); dismissed, it leaves.
     browser.client.goto(&format!("{}/console#dead-letters", svc.base)).await.unwrap();
@@ -540,6 +543,8 @@ async fn an_operator_uses_the_console_in_a_real_browser() {
     gone(&browser, &row).await;
     browser.client.goto(&format!("{}/console#audit", svc.base)).await.unwrap();
     element(&browser, &format!("//table[@id='audit']//td[contains(., '{review}')]")).await;
+    browser.client.goto(&format!("{}/console#people", svc.base)).await.unwrap();
+    element(&browser, "//button[@id='assign-role']").await;
     browser.client.goto(&format!("{}/console#latency", svc.base)).await.unwrap();
     element(&browser, "//table[@id='latency']//tr[@data-path='pub.svc.admin.deleteContent' or contains(@data-path, 'deleteContent')]")
         .await;

@@ -197,9 +197,11 @@ function lagChart(samples) {
 }
 
 async function overview() {
-  const [health, readiness] = await Promise.all([
+  const [health, readiness, firehose, hosts] = await Promise.all([
     xrpc("pub.svc.admin.getSystemHealth"),
     json(await fetch("/health/readiness")).catch(() => null),
+    xrpc("pub.svc.admin.getFirehoseStatus"),
+    xrpc("pub.svc.admin.listPDSes"),
   ]);
   const caught = new Map((readiness?.projections || []).map((p) => [p.model, p]));
   return [
@@ -221,6 +223,15 @@ async function overview() {
     }), { id: "models" }),
     el("h2", {}, "Time behind the log, last hour"),
     lagChart(health.lagHistory || []),
+    el("h2", {}, "Event sources"),
+    firehose.sources.length ? table(["source", "URL", "cursor stored", "last event", "since"], firehose.sources.map((src) =>
+      el("tr", { dataset: { url: src.url } }, el("td", {}, src.type), el("td", {}, src.url), el("td", { class: "cursor" }, src.storedCursor ?? ""),
+        el("td", {}, fmtTime(src.lastEventAt)), el("td", {}, src.lagSeconds === undefined ? "" : fmtDuration(src.lagSeconds)))), { id: "sources" })
+      : el("p", {}, "No event source yet (a seeded node, or one that follows nothing)."),
+    el("h2", {}, `Repository hosts (${hosts.stats.total}, ${hosts.stats.healthy} active in the last day)`),
+    hosts.stats.items.length ? table(["host", "status", "repositories", "records", "last seen"], hosts.stats.items.map((h) =>
+      el("tr", { dataset: { host: h.pdsUrl } }, el("td", {}, h.pdsUrl), el("td", {}, h.status), el("td", {}, h.userCount ?? ""),
+        el("td", {}, h.recordCount ?? ""), el("td", {}, fmtTime(h.lastSeen)))), { id: "hosts" }) : el("p", {}, "No host yet."),
   ];
 }
 
@@ -339,7 +350,9 @@ async function operations() {
       el("button", { id: "trigger-reindex", onclick: () => trigger("pub.svc.admin.triggerFullReindex") }, "Full reindex"),
       el("button", { id: "trigger-did-sync", onclick: () => trigger("pub.svc.admin.triggerDIDSync") }, "DID sync"),
       el("button", { id: "trigger-pds-scan", onclick: () => trigger("pub.svc.admin.triggerPDSScan") }, "PDS scan"),
-      el("button", { id: "trigger-freshness", onclick: () => trigger("pub.svc.admin.triggerFreshnessScan") }, "Freshness scan")),
+      el("button", { id: "trigger-freshness", onclick: () => trigger("pub.svc.admin.triggerFreshnessScan") }, "Freshness scan"),
+      el("select", { id: "backfill-type" }, ["citationExtraction", "governanceSync", "pdsScan", "freshnessScan", "didSync", "fullReindex"].map((t) => el("option", { value: t }, t))),
+      el("button", { id: "trigger-backfill", onclick: () => trigger("pub.svc.admin.triggerBackfill", { type: document.getElementById("backfill-type").value }) }, "Backfill")),
     history.operations.length ? table(["operation", "status", "progress", "started", "ended", "error", ""], rows, { id: "operations" })
       : el("p", {}, "No operation yet."),
   ];
