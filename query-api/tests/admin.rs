@@ -230,6 +230,12 @@ async fn dead_letters_are_retried_and_dismissed() {
     assert_eq!((after["total"].as_u64(), &after["entries"][0]["error"]), (Some(1), &reason), "it fails again: {after}");
     let (_, out) = f.post_as("/xrpc/pub.svc.admin.retryAllDLQ", Some(&admin), json!({"errorType": "PROCESSING_ERROR"})).await;
     assert_eq!(out, json!({"success": true, "retriedCount": 0}));
+    // The console's filters: by model and by key (nothing of the eprints model, nothing of
+    // Bob's; Carol's letter is the attached model's).
+    for filter in [json!({"model": "eprints"}), json!({"key": BOB}), json!({"model": "attached", "key": "did:plc:nobody"})] {
+        let (_, out) = f.post_as("/xrpc/pub.svc.admin.retryAllDLQ", Some(&admin), filter.clone()).await;
+        assert_eq!(out, json!({"success": true, "retriedCount": 0}), "{filter}");
+    }
     let (_, out) = f.post_as("/xrpc/pub.svc.admin.purgeOldDLQ", Some(&admin), json!({"olderThanDays": 7})).await;
     assert_eq!(out, json!({"success": true, "purgedCount": 0}), "nothing that old");
     let (_, out) = f.post_as("/xrpc/pub.svc.admin.dismissDLQEntry", Some(&admin), json!({"index": 0})).await;

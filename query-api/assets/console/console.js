@@ -293,8 +293,8 @@ async function deadLetters() {
     el("div", { class: "filters" },
       select("model", entries.map((e) => e.model)), select("errorType", entries.map((e) => e.errorType)),
       el("input", { name: "key", placeholder: "key or URI contains", value: filter.key, onchange: (ev) => { filter.key = ev.target.value; show(deadLetters, 5000); } }),
-      el("button", { id: "retry-all", onclick: () => act("pub.svc.admin.retryAllDLQ", filter.errorType ? { errorType: filter.errorType } : {}, "Retried all") },
-        filter.errorType ? `Retry all ${filter.errorType}` : "Retry all"),
+      el("button", { id: "retry-all", onclick: () => act("pub.svc.admin.retryAllDLQ", filter, "Retried all") },
+        filter.model || filter.errorType || filter.key ? "Retry all shown" : "Retry all"),
       el("button", { id: "purge", onclick: () => act("pub.svc.admin.purgeOldDLQ", { olderThanDays: 7 }, "Purged") }, "Purge older than 7 days")),
     shown.length ? table(["model", "kind", "record or key", "type", "error", "entered the log", "state", ""], rows, { id: "letters" })
       : el("p", { id: "letters-empty" }, "No dead letter."),

@@ -208,11 +208,18 @@ async fn one(c: Call, retry: bool) -> Answer {
     Body::json(&json!({"success": true, "message": message}))
 }
 
-/// `retryAllDLQ`: `{success, retriedCount}`: every dead letter, or those of `errorType`.
+/// `retryAllDLQ`: `{success, retriedCount}`: every dead letter, or those of `errorType`, and
+/// (svc's extension, the console's filters) of `model`, whose key or record URI contains `key`.
 async fn retry_all(c: Call) -> Answer {
-    let only = c.input["errorType"].as_str().map(str::to_owned);
+    let wanted = |name: &str| c.input[name].as_str().filter(|v| !v.is_empty()).map(str::to_owned);
+    let (error_type, model, key) = (wanted("errorType"), wanted("model"), wanted("key"));
     let all = entries(&c.state, false, usize::MAX).await?;
-    let chosen: Vec<&Entry> = all.iter().filter(|e| only.as_deref().is_none_or(|t| t == e.error_type())).collect();
+    let chosen: Vec<&Entry> = all
+        .iter()
+        .filter(|e| error_type.as_deref().is_none_or(|t| t == e.error_type()))
+        .filter(|e| model.as_deref().is_none_or(|m| m == e.model))
+        .filter(|e| key.as_deref().is_none_or(|k| e.letter.key.contains(k) || e.letter.uri.as_deref().is_some_and(|u| u.contains(k))))
+        .collect();
     let n = act(&c, "pub.svc.admin.retryAllDLQ", &chosen, true).await?;
     Body::json(&json!({"success": true, "retriedCount": n}))
 }
