@@ -72,6 +72,15 @@ impl Browser {
         Ok(self.console().await?.into_iter().filter(|(level, _)| level == "SEVERE").map(|(_, m)| m).collect())
     }
 
+    /// Writes what the browser shows to `<target>/screenshots/<name>.png` (the folder the
+    /// README points to), for a reader to see each page as the test left it.
+    pub async fn screenshot(&self, name: &str) -> Result<()> {
+        let png = self.client.screenshot().await.context("taking a screenshot")?;
+        let dir = screenshots_dir();
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::write(dir.join(format!("{name}.png")), png).context("writing a screenshot")
+    }
+
     /// Ends the session and the driver.
     pub async fn close(mut self) -> Result<()> {
         let closed = self.client.clone().close().await;
@@ -86,6 +95,13 @@ impl Drop for Browser {
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
+}
+
+/// Where the browser tests write their screenshots: `target/screenshots` (or under
+/// `CARGO_TARGET_DIR`).
+pub fn screenshots_dir() -> std::path::PathBuf {
+    let target = std::env::var("CARGO_TARGET_DIR").map(std::path::PathBuf::from).unwrap_or_else(|_| crate::workspace_root().join("target"));
+    target.join("screenshots")
 }
 
 /// chromedriver's command for the console's entries (`goog:loggingPrefs`), outside the W3C

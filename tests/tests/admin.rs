@@ -493,6 +493,7 @@ async fn an_operator_uses_the_console_in_a_real_browser() {
     console_login(&browser, &svc, &pds, &carl).await;
     let refusal = element(&browser, "//p[@id='login-error'][contains(., 'is not an admin')]").await.text().await.unwrap();
     assert!(refusal.contains(&carl.handle), "{refusal}");
+    browser.screenshot("console-refused").await.unwrap();
 
     console_login(&browser, &svc, &pds, &admin).await;
     element(&browser, "//span[@id='who'][contains(., 'adam')]").await;
@@ -503,6 +504,7 @@ async fn an_operator_uses_the_console_in_a_real_browser() {
     let cursor = element(&browser, &format!("//table[@id='sources']//tr[@data-url='{}']/td[@class='cursor']", pds.ws_url())).await;
     assert!(cursor.text().await.unwrap().parse::<u64>().is_ok(), "the firehose's stored cursor");
     element(&browser, "//table[@id='hosts']//tr").await;
+    browser.screenshot("console-overview").await.unwrap();
 
     // Dead letters: retried, the record parks again (a new offset); dismissed, it leaves.
     browser.client.goto(&format!("{}/console#dead-letters", svc.base)).await.unwrap();
@@ -511,6 +513,7 @@ async fn an_operator_uses_the_console_in_a_real_browser() {
     element(&browser, &format!("{row}//button[contains(@class,'show-event')]")).await.click().await.unwrap();
     let event = element(&browser, &format!("//table[@id='letters']//tr[@class='event'][@data-offset='{offset}']//pre")).await;
     let event = event.text().await.unwrap();
+    browser.screenshot("console-dead-letters").await.unwrap();
     assert!(event.contains("\"contributions\": []") && event.contains("firehose"), "the parked event as the log holds it: {event}");
     element(&browser, &format!("{row}//button[contains(@class,'retry')]")).await.click().await.unwrap();
     element(&browser, &format!("//table[@id='letters']//tr[@data-uri='{bad}'][not(@data-offset='{offset}')][.//button]")).await;
@@ -528,6 +531,18 @@ async fn an_operator_uses_the_console_in_a_real_browser() {
     element(&browser, "//table[@id='trace']//tr[starts-with(@data-layer,'search index')]/td[@class='state'][.='indexed']").await;
     let source = element(&browser, "//table[@id='trace-events']//td[@class='source']").await.text().await.unwrap();
     assert!(source.starts_with(&format!("firehose {} frame ", pds.ws_url())), "{source}");
+    browser.screenshot("console-trace").await.unwrap();
+    let errors = browser.console_errors().await.unwrap();
+    assert!(errors.is_empty(), "the console logged errors: {errors:#?}");
+    // A URI the form accepts but the API refuses (a handle, not a DID): its message shown
+    // (and the browser logs the refused request, the only error it may log).
+    let field = element(&browser, "//input[@id='trace-uri']").await;
+    field.clear().await.unwrap();
+    field.send_keys("at://alice.test/pub.svc.eprint.submission/x").await.unwrap();
+    element(&browser, "//form[@id='trace-form']//button").await.click().await.unwrap();
+    element(&browser, "//p[contains(@class,'notice')][contains(@class,'error')][contains(., 'InvalidRequest')][contains(., 'at://<did>/<collection>/<rkey>')]").await;
+    let errors = browser.console_errors().await.unwrap();
+    assert!(errors.iter().all(|e| e.contains("pub.svc.admin.traceRecord") && e.contains("400")), "{errors:#?}");
 
     // A review taken down with a reason: it leaves the content page, the audit log names it.
     let (review, _) = pds
@@ -541,13 +556,22 @@ async fn an_operator_uses_the_console_in_a_real_browser() {
     element(&browser, &format!("{row}//button[@class='take-down']")).await.click().await.unwrap();
     element(&browser, &format!("//p[contains(@class,'notice')][contains(., 'Took down {review}')]")).await;
     gone(&browser, &row).await;
+    browser.screenshot("console-content").await.unwrap();
     browser.client.goto(&format!("{}/console#audit", svc.base)).await.unwrap();
     element(&browser, &format!("//table[@id='audit']//td[contains(., '{review}')]")).await;
+    browser.screenshot("console-audit").await.unwrap();
     browser.client.goto(&format!("{}/console#people", svc.base)).await.unwrap();
     element(&browser, "//button[@id='assign-role']").await;
+    // A DID the form refuses before sending: nothing is granted, the field says why.
+    element(&browser, "//input[@id='role-did']").await.send_keys("alice").await.unwrap();
+    element(&browser, "//button[@id='assign-role']").await.click().await.unwrap();
+    let invalid = browser.client.execute("return !document.getElementById('role-did').validity.valid", vec![]).await.unwrap();
+    assert_eq!(invalid, json!(true), "the form refuses a malformed DID");
+    browser.screenshot("console-roles").await.unwrap();
     browser.client.goto(&format!("{}/console#latency", svc.base)).await.unwrap();
     element(&browser, "//table[@id='latency']//tr[@data-path='pub.svc.admin.deleteContent' or contains(@data-path, 'deleteContent')]")
         .await;
+    browser.screenshot("console-latencies").await.unwrap();
 
     // A full reindex to 100 %, then a second one cancelled.
     browser.client.goto(&format!("{}/console#operations", svc.base)).await.unwrap();
@@ -573,6 +597,7 @@ async fn an_operator_uses_the_console_in_a_real_browser() {
     )
     .await;
     eprintln!("the second reindex: {told}");
+    browser.screenshot("console-operations").await.unwrap();
 
     let errors = browser.console_errors().await.unwrap();
     assert!(errors.is_empty(), "the console logged errors: {errors:#?}");

@@ -68,6 +68,7 @@ async fn the_api_reference_renders_every_operation_and_calls_the_api_under_the_s
     let body = wait("//table[contains(@class,'live-responses-table')]//pre[contains(@class,'microlight')]").await.text().await.unwrap();
     assert!(body.contains("\"submissions\""), "the page shows the answer: {body}");
 
+    browser.screenshot("docs").await.unwrap();
     let errors = browser.console_errors().await.unwrap();
     assert!(errors.is_empty(), "the reference logged errors: {errors:#?}");
     browser.close().await.unwrap();

@@ -360,7 +360,7 @@ async function operations() {
 
 async function trace() {
   const form = el("form", { id: "trace-form" },
-    el("label", {}, "AT URI ", el("input", { id: "trace-uri", name: "uri", size: 70, required: true, value: trace.uri || "", placeholder: "at://did:plc:…/pub.svc.eprint.submission/…" })),
+    el("label", {}, "AT URI ", el("input", { id: "trace-uri", name: "uri", size: 70, required: true, pattern: "at://[^\\/\\s]+\\/[^\\/\\s]+\\/[^\\/\\s]+", value: trace.uri || "", placeholder: "at://did:plc:…/pub.svc.eprint.submission/…" })),
     el("button", { type: "submit" }, "Trace"));
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
@@ -460,9 +460,10 @@ const ROLES = ["admin", "moderator", "graph-editor", "author", "reader", "alpha-
 
 async function people() {
   const applications = await xrpc("pub.svc.admin.listAlphaApplications", { params: { limit: 50 } });
-  const did = el("input", { id: "role-did", placeholder: "did:plc:…", size: 36 });
+  const did = el("input", { id: "role-did", placeholder: "did:plc:…", size: 36, required: true, pattern: "did:[a-z]+:[A-Za-z0-9._:%\\-]+" });
   const role = el("select", { id: "role-name" }, ROLES.map((r) => el("option", { value: r }, r)));
-  const grant = (nsid, what) => act(people, nsid, { did: did.value.trim(), role: role.value }, what);
+  // The form checks the DID before sending (the API checks again).
+  const grant = (nsid, what) => did.reportValidity() && act(people, nsid, { did: did.value.trim(), role: role.value }, what);
   return [
     el("h1", {}, "Roles and alpha applications"),
     el("div", { class: "filters" }, did, role,
