@@ -601,6 +601,23 @@ async fn an_operator_uses_the_console_in_a_real_browser() {
 
     let errors = browser.console_errors().await.unwrap();
     assert!(errors.is_empty(), "the console logged errors: {errors:#?}");
+
+    // A stale session: the page's svc is replaced by one that never issued its token (a new
+    // data directory, new signing keys); the next call sends the operator to the login.
+    // (From a page that does not refresh itself, so no call meets the node while it is down.)
+    browser.client.goto(&format!("{}/console#trace", svc.base)).await.unwrap();
+    element(&browser, "//form[@id='trace-form']").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let errors = browser.console_errors().await.unwrap();
+    assert!(errors.iter().all(|e| e.contains("pub.svc.admin.traceRecord") && e.contains("400")), "{errors:#?}");
+    let port = svc.port();
+    svc.stop().unwrap();
+    let svc = Service::start_with(&dir.path().join("other"), port, &backend).await.unwrap();
+    svc.wait_caught_up().await.unwrap();
+    browser.client.goto(&format!("{}/console#dead-letters", svc.base)).await.unwrap_or(());
+    element(&browser, "//p[@id='login-error'][contains(., 'Your session ended')]").await;
+    let errors = browser.console_errors().await.unwrap();
+    assert!(errors.iter().all(|e| e.contains("401")), "only the refused call: {errors:#?}");
     browser.close().await.unwrap();
     svc.stop().unwrap();
 }

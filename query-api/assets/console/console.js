@@ -368,7 +368,14 @@ async function trace() {
     show(trace);
   });
   if (!trace.uri) return [el("h1", {}, "Trace a record"), form];
-  const t = await xrpc("pub.svc.admin.traceRecord", { params: { uri: trace.uri } });
+  let t;
+  try {
+    t = await xrpc("pub.svc.admin.traceRecord", { params: { uri: trace.uri } });
+  } catch (e) {
+    if (e.status === 401) throw e;
+    // The form stays, with the API's reason, for the operator to correct the URI.
+    return [el("h1", {}, "Trace a record"), form, notice(describe(e), "error")];
+  }
   const layer = (name, state, offset, readTo, detail) => el("tr", { dataset: { layer: name } },
     el("td", {}, name), el("td", { class: "state" }, state), el("td", {}, offset ?? ""), el("td", {}, readTo ?? ""),
     el("td", {}, offset === undefined || offset === null ? "" : readTo > offset ? "applied" : "not yet"), el("td", {}, detail || ""));
