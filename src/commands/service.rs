@@ -67,6 +67,7 @@ impl Supervisor {
 
     /// Runs a projection worker.
     pub fn spawn_worker(&mut self, worker: Worker) {
+        crate::memory::dedicate_arena(&worker.threads());
         self.worker_threads.push(worker.threads());
         self.spawn(|token| async move { worker.run(token).await.context("projection worker stopped") });
     }
@@ -84,8 +85,8 @@ impl Supervisor {
     /// the caches the catch-up filled and hands the memory the catch-up used (batches,
     /// staging maps, index writer buffers, cached pages, all freed by then) back to the
     /// operating system, so a node serves with the footprint of a restarted one. Each
-    /// worker thread hands back its own pages (the allocator's pages are per thread, and a
-    /// block freed by another thread only marks its page): call it after spawning the
+    /// worker thread flushes the allocator's cache of blocks it freed (only a thread can
+    /// flush its own), then every arena's free pages are purged: call it after spawning the
     /// workers.
     pub fn spawn_release_after_catch_up(&mut self, progress: &ProgressFeeds, ctx: &Context) {
         let feeds = progress.clone();
