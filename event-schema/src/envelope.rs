@@ -22,6 +22,12 @@ impl Position {
     pub fn ordinal(&self) -> u64 {
         (self.offset << 8) | u64::from(self.partition & 0xff)
     }
+
+    /// The position an [`ordinal`](Self::ordinal) names, with the low 8 bits of its
+    /// partition (the whole partition on logs of at most 256).
+    pub fn from_ordinal(ordinal: u64) -> Position {
+        Position { partition: (ordinal & 0xff) as u32, offset: ordinal >> 8 }
+    }
 }
 
 /// What produced an event.

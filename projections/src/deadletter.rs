@@ -250,7 +250,10 @@ pub fn held(store: &dyn Store, model: &str, version: u32) -> Result<Vec<DeadLett
 fn letter(c: &Columns) -> DeadLetter {
     let text = |k: &str| text(c, k).unwrap_or_default();
     let (partition, offset) = position_of(c, "partition", "offset").unwrap_or_default();
-    let superseded_by = c.get("supersededAt").and_then(Value::as_int).map(|o| ((o & 0xff) as u32, (o as u64) >> 8));
+    let superseded_by = c.get("supersededAt").and_then(Value::as_int).map(|o| {
+        let at = event_schema::Position::from_ordinal(o as u64);
+        (at.partition, at.offset)
+    });
     DeadLetter {
         partition,
         offset,

@@ -251,7 +251,7 @@ async function toggleEvent(uri, offset) {
       shownEvents.set(offset, describe(e));
     }
   }
-  await show(deadLetters, 5000);
+  await route();
 }
 
 async function deadLetters() {
@@ -263,16 +263,7 @@ async function deadLetters() {
   const shown = entries.filter((e) =>
     (!filter.model || e.model === filter.model) && (!filter.errorType || e.errorType === filter.errorType) &&
     (!filter.key || (e.key || "").includes(filter.key) || (e.uri || "").includes(filter.key)));
-  const act = async (nsid, body, what) => {
-    try {
-      const out = await xrpc(nsid, { body });
-      await show(deadLetters, 5000);
-      view().prepend(notice(`${what}: ${out.message || (out.success ? "done" : "nothing done")}`));
-    } catch (e) {
-      view().prepend(notice(describe(e), "error"));
-    }
-  };
-  const select = (name, values) => el("select", { name, onchange: (ev) => { filter[name] = ev.target.value; show(deadLetters, 5000); } },
+  const select = (name, values) => el("select", { name, onchange: (ev) => { filter[name] = ev.target.value; route(); } },
     el("option", { value: "" }, `every ${name === "errorType" ? "error type" : name}`),
     [...new Set(values)].map((v) => el("option", { value: v, selected: filter[name] === v }, v)));
   const eventRow = (e) => shownEvents.has(e.offset) &&
@@ -292,7 +283,7 @@ async function deadLetters() {
     el("p", {}, `${listed.total} in all (superseded ones included); each was kept out of its read model, and nothing waits behind it.`),
     el("div", { class: "filters" },
       select("model", entries.map((e) => e.model)), select("errorType", entries.map((e) => e.errorType)),
-      el("input", { name: "key", placeholder: "key or URI contains", value: filter.key, onchange: (ev) => { filter.key = ev.target.value; show(deadLetters, 5000); } }),
+      el("input", { name: "key", placeholder: "key or URI contains", value: filter.key, onchange: (ev) => { filter.key = ev.target.value; route(); } }),
       el("button", { id: "retry-all", onclick: () => act("pub.svc.admin.retryAllDLQ", filter, "Retried all") },
         filter.model || filter.errorType || filter.key ? "Retry all shown" : "Retry all"),
       el("button", { id: "purge", onclick: () => act("pub.svc.admin.purgeOldDLQ", { olderThanDays: 7 }, "Purged") }, "Purge older than 7 days")),
@@ -323,36 +314,20 @@ function progressOf(op) {
 async function operations() {
   // Every operation, running or ended (getBackfillHistory lists only the ended ones).
   const history = await xrpc("pub.svc.admin.getBackfillStatus");
-  const trigger = async (nsid, body = {}) => {
-    try {
-      await xrpc(nsid, { body });
-      await show(operations, 1000);
-    } catch (e) {
-      view().prepend(notice(describe(e), "error"));
-    }
-  };
-  const cancel = async (id) => {
-    try {
-      const out = await xrpc("pub.svc.admin.cancelBackfill", { body: { id } });
-      await show(operations, 1000);
-      view().prepend(notice(out.success ? `Cancelled ${id}.` : `Not cancelled: it ended ${out.status}.`));
-    } catch (e) {
-      view().prepend(notice(describe(e), "error"));
-    }
-  };
   const rows = history.operations.map((op) => el("tr", { dataset: { id: op.id, status: op.status } },
     el("td", {}, op.type), el("td", { class: "op-status" }, op.status), el("td", {}, progressOf(op)),
     el("td", {}, fmtTime(op.startedAt)), el("td", {}, fmtTime(op.completedAt)), el("td", {}, op.error || ""),
-    el("td", {}, op.status === "running" ? el("button", { class: "cancel", onclick: () => cancel(op.id) }, "Cancel") : "")));
+    el("td", {}, op.status === "running" ? el("button", { class: "cancel", onclick: () => act("pub.svc.admin.cancelBackfill", { id: op.id },
+      (out) => (out.success ? `Cancelled ${op.id}.` : `Not cancelled: it ended ${out.status}.`)) }, "Cancel") : "")));
   return [
     el("h1", {}, "Operations"),
     el("div", { class: "actions" },
-      el("button", { id: "trigger-reindex", onclick: () => trigger("pub.svc.admin.triggerFullReindex") }, "Full reindex"),
-      el("button", { id: "trigger-did-sync", onclick: () => trigger("pub.svc.admin.triggerDIDSync") }, "DID sync"),
-      el("button", { id: "trigger-pds-scan", onclick: () => trigger("pub.svc.admin.triggerPDSScan") }, "PDS scan"),
-      el("button", { id: "trigger-freshness", onclick: () => trigger("pub.svc.admin.triggerFreshnessScan") }, "Freshness scan"),
+      el("button", { id: "trigger-reindex", onclick: () => act("pub.svc.admin.triggerFullReindex", {}, "Started") }, "Full reindex"),
+      el("button", { id: "trigger-did-sync", onclick: () => act("pub.svc.admin.triggerDIDSync", {}, "Started") }, "DID sync"),
+      el("button", { id: "trigger-pds-scan", onclick: () => act("pub.svc.admin.triggerPDSScan", {}, "Started") }, "PDS scan"),
+      el("button", { id: "trigger-freshness", onclick: () => act("pub.svc.admin.triggerFreshnessScan", {}, "Started") }, "Freshness scan"),
       el("select", { id: "backfill-type" }, ["citationExtraction", "governanceSync", "pdsScan", "freshnessScan", "didSync", "fullReindex"].map((t) => el("option", { value: t }, t))),
-      el("button", { id: "trigger-backfill", onclick: () => trigger("pub.svc.admin.triggerBackfill", { type: document.getElementById("backfill-type").value }) }, "Backfill")),
+      el("button", { id: "trigger-backfill", onclick: () => act("pub.svc.admin.triggerBackfill", { type: document.getElementById("backfill-type").value }, "Started") }, "Backfill")),
     history.operations.length ? table(["operation", "status", "progress", "started", "ended", "error", ""], rows, { id: "operations" })
       : el("p", {}, "No operation yet."),
   ];
@@ -365,7 +340,7 @@ async function trace() {
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     trace.uri = form.uri.value.trim();
-    show(trace);
+    route();
   });
   if (!trace.uri) return [el("h1", {}, "Trace a record"), form];
   let t;
@@ -404,12 +379,14 @@ async function trace() {
   ];
 }
 
-/// Runs an admin procedure from a button, then shows `page` again with what it answered.
-async function act(page, nsid, body, what) {
+/// Runs an admin procedure from a button, shows the page again and says what happened:
+/// `said`, with the API's message if it gave one (or `said(answer)`); a refusal shows the
+/// API's error.
+async function act(nsid, body, said) {
   try {
     const out = await xrpc(nsid, { body });
-    await show(page);
-    view().prepend(notice(`${what}${out && out.message ? `: ${out.message}` : "."}`));
+    await route();
+    view().prepend(notice(typeof said === "function" ? said(out) : `${said}${out && out.message ? `: ${out.message}` : "."}`));
   } catch (e) {
     view().prepend(notice(describe(e), "error"));
   }
@@ -425,12 +402,12 @@ function searchForm(id, label, value, onsubmit) {
 const COLLECTIONS = { review: "pub.svc.review.comment", eprint: "pub.svc.eprint.submission" };
 
 /// A take-down button with its reason field for the record `uri`.
-function takeDown(page, uri, collection) {
+function takeDown(uri, collection) {
   const reason = el("input", { class: "reason", placeholder: "reason", size: 16 });
   return el("span", { class: "take-down" }, reason,
     el("button", { class: "take-down", onclick: () => {
       if (!reason.value.trim()) { reason.focus(); return; }
-      act(page, "pub.svc.admin.deleteContent", { uri, collection, reason: reason.value.trim() }, `Took down ${uri}`);
+      act("pub.svc.admin.deleteContent", { uri, collection, reason: reason.value.trim() }, `Took down ${uri}`);
     } }, "Take down"));
 }
 
@@ -444,18 +421,18 @@ async function content() {
   const users = q ? (await xrpc("pub.svc.admin.searchUsers", { params: { query: q, limit: 25 } })).users : [];
   return [
     el("h1", {}, "Content"),
-    searchForm("content-search", "title words, handle or DID", q, (v) => { content.q = v; show(content); }),
+    searchForm("content-search", "title words, handle or DID", q, (v) => { content.q = v; route(); }),
     q ? [el("h2", {}, "Users"), table(["handle", "DID", "eprints", "reviews", "endorsements", "roles"], users.map((u) =>
       el("tr", { dataset: { did: u.did } }, el("td", {}, u.handle || ""), el("td", {}, u.did), el("td", {}, u.eprintCount), el("td", {}, u.reviewCount),
         el("td", {}, u.endorsementCount), el("td", {}, (u.roles || []).join(", ")))), { id: "users" })] : null,
     el("h2", {}, `Eprints (${eprints.total})`),
     table(["title", "author", "created", ""], eprints.items.map((e) =>
       el("tr", { dataset: { uri: e.uri } }, el("td", {}, e.title), el("td", {}, e.authorDid), el("td", {}, fmtTime(e.createdAt)),
-        el("td", {}, takeDown(content, e.uri, COLLECTIONS.eprint)))), { id: "eprints" }),
+        el("td", {}, takeDown(e.uri, COLLECTIONS.eprint)))), { id: "eprints" }),
     el("h2", {}, `Reviews (${reviews.total})`),
     table(["review", "of", "reviewer", "created", ""], reviews.items.map((r) =>
       el("tr", { dataset: { uri: r.uri } }, el("td", {}, r.uri), el("td", {}, r.eprintUri), el("td", {}, r.reviewerDid), el("td", {}, fmtTime(r.createdAt)),
-        el("td", {}, takeDown(content, r.uri, COLLECTIONS.review)))), { id: "reviews" }),
+        el("td", {}, takeDown(r.uri, COLLECTIONS.review)))), { id: "reviews" }),
     el("h2", {}, "Violations and reports"),
     violations.violations.length ? table(["when", "type", "record", "reason", "by"], violations.violations.map((v) =>
       el("tr", { dataset: { uri: v.uri || "" } }, el("td", {}, fmtTime(v.createdAt)), el("td", {}, v.type || v.errorType || ""), el("td", {}, v.uri || v.did || ""),
@@ -470,7 +447,7 @@ async function people() {
   const did = el("input", { id: "role-did", placeholder: "did:plc:…", size: 36, required: true, pattern: "did:[a-z]+:[A-Za-z0-9._:%\\-]+" });
   const role = el("select", { id: "role-name" }, ROLES.map((r) => el("option", { value: r }, r)));
   // The form checks the DID before sending (the API checks again).
-  const grant = (nsid, what) => did.reportValidity() && act(people, nsid, { did: did.value.trim(), role: role.value }, what);
+  const grant = (nsid, what) => did.reportValidity() && act(nsid, { did: did.value.trim(), role: role.value }, what);
   return [
     el("h1", {}, "Roles and alpha applications"),
     el("div", { class: "filters" }, did, role,
@@ -481,7 +458,7 @@ async function people() {
       el("tr", { dataset: { did: a.did } }, el("td", {}, a.handle || a.did), el("td", {}, a.status), el("td", {}, a.sector || ""), el("td", {}, a.careerStage || ""),
         el("td", {}, fmtTime(a.createdAt)),
         el("td", {}, ["approve", "reject", "revoke"].map((action) =>
-          el("button", { onclick: () => act(people, "pub.svc.admin.updateAlphaApplication", { did: a.did, action }, `${action}: ${a.did}`) }, action))))),
+          el("button", { onclick: () => act("pub.svc.admin.updateAlphaApplication", { did: a.did, action }, `${action}: ${a.did}`) }, action))))),
       { id: "applications" }) : el("p", {}, "No application."),
   ];
 }
@@ -491,7 +468,7 @@ async function audit() {
   const log = await xrpc("pub.svc.admin.getAuditLog", { params: { limit: 100, ...(actor ? { actorDid: actor } : {}) } });
   return [
     el("h1", {}, "Audit log"),
-    searchForm("audit-filter", "actor DID", actor, (v) => { audit.actor = v; show(audit); }),
+    searchForm("audit-filter", "actor DID", actor, (v) => { audit.actor = v; route(); }),
     el("p", {}, `${log.total} entries${actor ? ` by ${actor}` : ""}; the newest 100:`),
     table(["when", "action", "by", "target", "details"], log.entries.map((e) =>
       el("tr", {}, el("td", {}, fmtTime(e.timestamp)), el("td", {}, e.action), el("td", {}, e.actorDid), el("td", {}, e.targetDid || ""),
@@ -522,11 +499,12 @@ const pages = {
   content: [content], people: [people], audit: [audit], latency: [latency, 10000],
 };
 
-function route() {
+/// Shows the page the address names (again, after an action), with its own refresh.
+async function route() {
   if (!session.token) return;
   const [page, every] = pages[location.hash.slice(1)] || pages.overview;
   for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("current", a.getAttribute("href") === (location.hash || "#overview"));
-  show(page, every);
+  await show(page, every);
 }
 
 function logout(message) {

@@ -46,7 +46,7 @@ pub fn routes() -> Routes {
         .query("pub.svc.admin.getViewDownloadTimeSeries", admin, usage::view_download_time_series)
         .query("pub.svc.admin.getActivityCorrelation", admin, crate::xrpc::activity::admin_correlation)
         .query("pub.svc.admin.getSearchAnalytics", admin, usage::search_analytics)
-        .query("pub.svc.admin.traceRecord", admin, trace::trace_record)
+        .query_async("pub.svc.admin.traceRecord", admin, trace::trace_record)
         .merge(content::routes())
         .merge(dlq::routes())
         .merge(operations::routes())

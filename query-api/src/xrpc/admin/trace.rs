@@ -18,8 +18,13 @@ use crate::body::Body;
 use crate::error::ApiError;
 use crate::xrpc::method::{Answer, Call};
 
-/// `traceRecord`.
-pub(super) fn trace_record(c: &Call) -> Answer {
+/// `traceRecord`: the reads (the log's among them, a broker round trip each on Kafka) run on
+/// a blocking thread.
+pub(super) async fn trace_record(c: Call) -> Answer {
+    tokio::task::spawn_blocking(move || trace(&c)).await.map_err(|e| ApiError::internal(e.to_string()))?
+}
+
+fn trace(c: &Call) -> Answer {
     let uri = c.str("uri");
     let parsed = lexicons::formats::parse_at_uri(uri).filter(|u| lexicons::formats::is_did(u.authority));
     let Some((did, Some(collection), Some(rkey))) = parsed.map(|u| (u.authority, u.collection, u.rkey)) else {
@@ -37,7 +42,8 @@ pub(super) fn trace_record(c: &Call) -> Answer {
             Some(v) => state.store.checkpoints(&store::consumer_name(row.model, v)).map_err(ApiError::from_error)?.get(&partition).copied(),
             None => None,
         };
-        let offset = row.ordinal().filter(|o| (o & 0xff) as u32 == partition & 0xff).map(|o| o >> 8);
+        let offset =
+            row.ordinal().map(event_schema::Position::from_ordinal).filter(|at| at.partition == partition & 0xff).map(|at| at.offset);
         offsets.extend(offset);
         models.push(model_json(row, offset, read_to.unwrap_or(0)));
     }
