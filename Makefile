@@ -28,8 +28,8 @@ test-local: ## the tests that need no server: unit, conformance (embedded, CQL t
 	cargo test --workspace --exclude tests --exclude eventlog
 	cargo test -p eventlog --lib
 	cargo test -p eventlog --doc
-	cargo test -p tests --test first_hour --test bad_input --test crash
-	cargo test -p tests --test e2e embedded
+	cargo test -p tests --test integration first_hour:: bad_input:: crash::
+	cargo test -p tests --test integration e2e::embedded
 
 test-nextest: ## the same tests under nextest, plus the doc tests nextest skips
 	scripts/peers.sh

@@ -14,5 +14,5 @@ status=0
 cargo test --workspace --no-fail-fast || status=$?
 echo "the Kafka suites on tansu's PostgreSQL engine" >&2
 SVC_TEST_TANSU_ENGINE=postgres cargo test --no-fail-fast -p eventlog --test kafka || status=$?
-SVC_TEST_TANSU_ENGINE=postgres cargo test --no-fail-fast -p tests --test e2e kafka || status=$?
+SVC_TEST_TANSU_ENGINE=postgres cargo test --no-fail-fast -p tests --test integration e2e::kafka || status=$?
 exit "$status"

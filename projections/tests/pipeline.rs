@@ -1,7 +1,7 @@
 //! Projections against the embedded log and store: updates, deletes, stale revisions,
 //! idempotent re-application, batches cut short and blue-green versions (search: `search.rs`).
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! The search projection against the embedded log and store: pasted titles, ranking by
 //! title words, cursor paging past 10,000 results in every order, and the tags facet.
 
-mod support;
+use crate::support;
 
 use event_schema::{AccountChange, AccountStatus, NewEvent, Payload, RecordDelete, RecordWrite};
 use eventlog::EventLog;

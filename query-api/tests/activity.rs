@@ -2,7 +2,7 @@
 //! (confirmed, with the latency), marked failed, a delete confirmed by a delete; the feed's
 //! filters and pages; the correlation figures for users and admins; bad input refused.
 
-mod support;
+use crate::support;
 
 use axum::http::StatusCode;
 use serde_json::{json, Value};

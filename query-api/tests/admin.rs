@@ -4,7 +4,7 @@
 //! operations (a full reindex to completion, `triggerBackfill` starting the work it names,
 //! an operation whose node stopped reported failed).
 
-mod support;
+use crate::support;
 
 use axum::http::StatusCode;
 use event_schema::{AdminAction, AdminCommand, IdentityChange, NewEvent, Payload, Source, OPERATIONS_KEY};

@@ -3,7 +3,7 @@
 //! limits; second factors are `mfa.rs`'s. (The same flows with service-auth tokens of a real PDS:
 //! `tests/tests/auth.rs`.)
 
-mod support;
+use crate::support;
 
 use axum::body::Body as HttpBody;
 use axum::http::{Request, StatusCode};

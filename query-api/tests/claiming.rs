@@ -5,7 +5,7 @@
 //! eprint in her repository and the paper is claimed; a third claim is refused. Searching
 //! the sources answers with one down, naming it; nothing is imported by asking.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! an edge between two of its items, a foreign edge claiming to add to it (ignored), Bob's
 //! review of an item and his follow; every operation answers from what was written.
 
-mod support;
+use crate::support;
 
 use axum::http::StatusCode;
 use serde_json::{json, Value};

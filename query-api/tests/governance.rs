@@ -3,7 +3,7 @@
 //! at least; approved at 67 % approvals, rejected under 33 %; a voter's newest vote counts
 //! once); a node the governance repository wrote for a proposal is the proposal's node.
 
-mod support;
+use crate::support;
 
 use axum::http::StatusCode;
 use serde_json::{json, Value};

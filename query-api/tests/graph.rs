@@ -3,7 +3,7 @@
 //! a reconciliation: every operation answers from what was written, and bad input is
 //! refused in the envelope.
 
-mod support;
+use crate::support;
 
 use axum::http::StatusCode;
 use event_schema::Source;

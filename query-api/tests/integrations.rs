@@ -5,7 +5,7 @@
 //! in `sourceErrors` while the others' answers stand; an unknown eprint is 404 in the REST
 //! envelope.
 
-mod support;
+use crate::support;
 
 use axum::http::StatusCode;
 use serde_json::json;

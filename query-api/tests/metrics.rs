@@ -3,7 +3,7 @@
 //! windows and trending, now and as of a past time; `getSubmission` reports the counts; a
 //! hostile client is held to its limit; bad input is refused in the envelope.
 
-mod support;
+use crate::support;
 
 use axum::body::Body as HttpBody;
 use axum::http::{Method, Request, StatusCode};

@@ -1,7 +1,7 @@
 //! Second factors in process: TOTP and recovery codes, and a passkey of a software
 //! authenticator, each completing an MFA login once.
 
-mod support;
+use crate::support;
 
 use axum::http::StatusCode;
 use query_api::identity::totp;

@@ -3,7 +3,7 @@
 //! withdraws deleted ones, and keeps a read state: `updateSeen`, `isRead`, `unreadOnly`,
 //! `unreadCount` and `getUnreadCount`, with bad input refused.
 
-mod support;
+use crate::support;
 
 use axum::http::StatusCode;
 use serde_json::{json, Value};

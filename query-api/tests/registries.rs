@@ -3,7 +3,7 @@
 //! from its registry, keywords interleave FAST and Wikidata, a registry down is named in
 //! `sourceErrors` while the other's suggestions stand.
 
-mod support;
+use crate::support;
 
 use axum::http::StatusCode;
 use serde_json::{json, Value};

@@ -3,7 +3,7 @@
 //! iD it proved (not by one its profile only states), a knowledge-graph node by its ROR id
 //! (the shared graph's before a personal copy), nothing for what svc does not hold.
 
-mod support;
+use crate::support;
 
 use axum::http::StatusCode;
 use event_schema::{AccessAction, AccessChange, NewEvent, Payload, Source};

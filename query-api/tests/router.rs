@@ -1,7 +1,7 @@
 //! The XRPC mechanism, in process: routing by NSID, the shared call steps (HTTP method,
 //! parameters, auth, body), the derived served and 501 sets, and the error envelopes.
 
-mod support;
+use crate::support;
 
 use axum::http::{Method, StatusCode};
 use serde_json::json;

@@ -2,7 +2,7 @@
 //! projected, and read through its operations; updates, deletes, stale revisions, invalid
 //! records and deleted accounts.
 
-mod support;
+use crate::support;
 
 use axum::http::StatusCode;
 use event_schema::{AccountChange, AccountStatus, NewEvent, Payload, Source};

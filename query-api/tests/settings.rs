@@ -2,7 +2,7 @@
 //! the caller's (and anyone's) repository over their defaults, a settings record under
 //! another key refused, a later write replacing an earlier one.
 
-mod support;
+use crate::support;
 
 use axum::http::StatusCode;
 use serde_json::json;

@@ -3,7 +3,7 @@
 //! request's weights and types choose among them, collaborative is reported unavailable,
 //! and bad input is refused.
 
-mod support;
+use crate::support;
 
 use axum::http::StatusCode;
 use serde_json::{json, Value};

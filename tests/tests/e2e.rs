@@ -31,12 +31,12 @@ async fn snapshot(svc: &Service, paths: &[String]) -> Vec<(u16, Vec<u8>)> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn seed_query_crash_restart_replay_embedded() {
+async fn embedded_seed_query_crash_restart_replay() {
     seed_query_crash_restart_replay(Backend::embedded()).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn seed_query_crash_restart_replay_kafka() {
+async fn kafka_seed_query_crash_restart_replay() {
     seed_query_crash_restart_replay(Backend::kafka()).await;
 }
 
@@ -46,7 +46,7 @@ async fn seed_query_crash_restart_replay_kafka() {
 /// has no clustering ranges, `ORDER BY`, `LIMIT`, `COUNT` or `DROP TABLE`; the store reads
 /// whole partitions and empties tables there instead, docs/scylla.md.)
 #[tokio::test(flavor = "multi_thread")]
-async fn seed_query_crash_restart_kafka_scylla() {
+async fn kafka_and_scylla_seed_query_crash_restart() {
     let backend = Backend::kafka_scylla();
     let dir = tempfile::tempdir().unwrap();
     let papers = dir.path().join("papers.jsonl");
@@ -311,7 +311,7 @@ async fn log_tail_prints_every_event_once_in_order() {
 /// own cursor. A thousand events in one partition, then ten later ones in another: a tail
 /// that paged all partitions with one offset printed the thousand and lost the ten.
 #[tokio::test(flavor = "multi_thread")]
-async fn log_tail_on_kafka_follows_every_partition() {
+async fn kafka_log_tail_follows_every_partition() {
     use event_schema::{IdentityChange, NewEvent, Payload, Source};
     use eventlog::EventLog;
     let backend = Backend::kafka();
