@@ -29,6 +29,7 @@
 #![warn(missing_docs)]
 #![doc(test(attr(deny(warnings))))]
 
+pub mod cursor;
 mod embedded;
 mod error;
 mod group;
@@ -105,10 +106,29 @@ pub trait EventLog: Send + Sync {
         Ok(all)
     }
 
+    /// A reader of every partition from `from` (the next offset of each) that waits for
+    /// new events: for taps that follow the live log. `None` where reading pages
+    /// ([`EventLog::read`]) from the ends [`EventLog::appended`] signals is as good (the
+    /// embedded log); Kafka streams from a consumer of its own.
+    fn follow(&self, from: &[u64]) -> Result<Option<Box<dyn Follower>>, LogError> {
+        let _ = from;
+        Ok(None)
+    }
+
     /// The end offsets of all partitions (see [`EventLog::end_offset`]).
     fn end_offsets(&self) -> Result<Vec<u64>, LogError> {
         (0..self.partitions()).map(|p| self.end_offset(p)).collect()
     }
+}
+
+/// Follows every partition of a log ([`EventLog::follow`]).
+pub trait Follower: Send {
+    /// The next events, up to `max`, waiting up to `wait` for the first: in order within
+    /// each partition. Empty when none came.
+    ///
+    /// # Errors
+    /// [`LogError`] when the log cannot be read.
+    fn next_events(&mut self, max: usize, wait: std::time::Duration) -> Result<Vec<Envelope>, LogError>;
 }
 
 /// The partition an ordering key belongs to: a stable hash (FNV-1a, 32 bits) modulo the

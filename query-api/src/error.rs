@@ -89,6 +89,9 @@ pub enum ErrorCode {
     /// ORCID verification asked of a service with no ORCID client configured (400, as XRPC
     /// names a refusal particular to a method).
     OrcidNotConfigured,
+    /// A subscriber of the log's stream read nothing for too long (an error frame, then
+    /// the close).
+    ConsumerTooSlow,
 }
 
 impl ErrorCode {
@@ -112,6 +115,7 @@ impl ErrorCode {
             DomainNotAllowed => (StatusCode::FORBIDDEN, "DomainNotAllowed", "FORBIDDEN"),
             FetchFailed => (StatusCode::BAD_GATEWAY, "FetchFailed", "UPSTREAM_FAILURE"),
             OrcidNotConfigured => (StatusCode::BAD_REQUEST, "OrcidNotConfigured", "INVALID_REQUEST"),
+            ConsumerTooSlow => (StatusCode::TOO_MANY_REQUESTS, "ConsumerTooSlow", "RATE_LIMITED"),
             RecordNotFound => (StatusCode::NOT_FOUND, "RecordNotFound", "NOT_FOUND"),
             NotFound => (StatusCode::NOT_FOUND, "NotFound", "NOT_FOUND"),
             RepoNotFound => (StatusCode::NOT_FOUND, "RepoNotFound", "NOT_FOUND"),
@@ -285,6 +289,16 @@ impl ApiError {
         &self.message
     }
 
+    /// The XRPC envelope, `{error, message, details?}`: the body of an HTTP answer, and the
+    /// error frame of a subscription.
+    pub fn envelope(&self) -> Value {
+        let mut body = json!({"error": self.code.name(), "message": self.message});
+        if let Some(d) = &self.details {
+            body["details"] = d.clone();
+        }
+        body
+    }
+
     /// The response in the REST envelope.
     pub fn into_rest(self) -> Response {
         let mut body = json!({"code": self.code.rest_code(), "message": self.message});
@@ -304,10 +318,7 @@ impl<E: ClassifiedError> From<E> for ApiError {
 /// XRPC envelope.
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut body = json!({"error": self.code.name(), "message": self.message});
-        if let Some(d) = self.details {
-            body["details"] = d;
-        }
+        let body = self.envelope();
         with_allow((self.code.status(), Json(body)).into_response(), self.allow)
     }
 }

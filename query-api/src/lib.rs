@@ -32,6 +32,7 @@ pub mod rest;
 pub mod search;
 pub mod server;
 pub mod state;
+pub mod tap;
 pub mod views;
 pub mod xrpc;
 

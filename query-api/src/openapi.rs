@@ -160,7 +160,8 @@ pub fn document(lexicons: &Lexicons) -> Value {
     // (a record's owner, a governance administrator).
     for method in crate::xrpc::methods().methods() {
         let verb = match method.kind {
-            crate::xrpc::Kind::Query => "get",
+            // A subscription has no path in the document (OpenAPI describes no WebSocket).
+            crate::xrpc::Kind::Query | crate::xrpc::Kind::Subscription => "get",
             crate::xrpc::Kind::Procedure => "post",
         };
         let Some(op) = doc.pointer_mut(&format!("/paths/~1xrpc~1{}/{verb}", method.nsid)) else { continue };

@@ -73,6 +73,8 @@ pub struct Shared {
     pub registries: Arc<sources::registries::Registries>,
     /// The code and data platforms eprints link to (the integrations route).
     pub platforms: Arc<sources::platforms::Platforms>,
+    /// The live tap of the log (`pub.svc.log.subscribe`).
+    pub tap: Arc<crate::tap::Tap>,
 }
 
 /// Two search slots per core. A search is almost all CPU work: running many more at once

@@ -73,7 +73,7 @@ async fn every_admin_operation_refuses_a_non_admin_and_an_anonymous_caller() {
     for (nsid, kind) in admin_ops {
         let path = format!("/xrpc/{nsid}");
         let (status, body) = match kind {
-            query_api::xrpc::Kind::Query => f.get_as(&path, &user).await,
+            query_api::xrpc::Kind::Query | query_api::xrpc::Kind::Subscription => f.get_as(&path, &user).await,
             query_api::xrpc::Kind::Procedure => f.post_as(&path, Some(&user), json!({})).await,
         };
         assert_eq!((status, body["error"].as_str()), (StatusCode::FORBIDDEN, Some("AuthorizationError")), "{nsid}: {body}");

@@ -12,6 +12,7 @@ mod collection;
 mod governance;
 mod graph;
 mod integrations;
+mod log_stream;
 mod metrics;
 mod mfa;
 mod notifications;

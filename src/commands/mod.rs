@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod arxiv;
+pub mod log;
 pub mod service;
 pub mod snapshot;
 pub mod up;
@@ -88,7 +89,7 @@ pub(crate) fn require_data(data: &DataArgs, file: &str, what: &str) -> anyhow::R
 }
 
 /// Refuses a data directory without an embedded log, when the log is the embedded one.
-fn require_log(data: &DataArgs, what: &str) -> anyhow::Result<()> {
+pub(crate) fn require_log(data: &DataArgs, what: &str) -> anyhow::Result<()> {
     if data.log_url.is_some() {
         return Ok(());
     }
@@ -218,45 +219,3 @@ pub fn dead_letters(args: DeadLetterArgs) -> anyhow::Result<()> {
     }
     Ok(())
 }
-
-/// `svc log tail`: every event of every partition from offset `from` on, merged in append
-/// order (`appendedAt`, then offset, then partition). Each partition is read with its own
-/// cursor, one page at a time, so nothing is skipped or repeated however the events spread
-/// over the partitions (offsets are per partition on Kafka).
-pub fn log_tail(data: DataArgs, from: u64, limit: Option<usize>) -> anyhow::Result<()> {
-    require_log(&data, "read")?;
-    let log = open_log(&data)?;
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let partitions = log.partitions();
-    let mut next = vec![from; partitions as usize];
-    let mut pages: Vec<std::collections::VecDeque<event_schema::Envelope>> = (0..partitions).map(|_| Default::default()).collect();
-    let mut exhausted = vec![false; partitions as usize];
-    let mut left = limit.unwrap_or(usize::MAX);
-    while left > 0 {
-        for p in 0..partitions as usize {
-            if pages[p].is_empty() && !exhausted[p] {
-                let page = log.read(p as u32, next[p], TAIL_PAGE)?;
-                match page.last() {
-                    Some(last) => next[p] = last.position.offset + 1,
-                    None => exhausted[p] = true,
-                }
-                pages[p].extend(page);
-            }
-        }
-        let first = (0..partitions as usize)
-            .filter_map(|p| pages[p].front().map(|e| ((e.appended_at, e.position.offset, e.position.partition), p)))
-            .min();
-        let Some((_, p)) = first else { break };
-        let Some(event) = pages[p].pop_front() else { break };
-        left -= 1;
-        match writeln!(out, "{}", event.to_json()) {
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
-            other => other?,
-        }
-    }
-    out.flush().or_else(|e| if e.kind() == std::io::ErrorKind::BrokenPipe { Ok(()) } else { Err(e) })?;
-    Ok(())
-}
-
-/// Events read from one partition at a time by `svc log tail`.
-const TAIL_PAGE: usize = 1000;

@@ -132,6 +132,7 @@ impl Supervisor {
         let local = listener.local_addr()?;
         let resolver = Arc::new(args.source.network.resolver());
         let public_url = args.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
+        let tap = Arc::new(query_api::tap::Tap::new(log.clone(), args.tap.settings()));
         let state = AppState::new(Shared {
             log,
             store: ctx.store.clone(),
@@ -157,6 +158,7 @@ impl Supervisor {
             sources: args.external.sources(),
             registries: Arc::new(args.external.registries(&public_url)),
             platforms: Arc::new(args.external.platforms()),
+            tap,
         });
         let admins = args.auth.admins();
         if !admins.is_empty() {

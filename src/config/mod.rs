@@ -10,7 +10,7 @@ mod tools;
 pub use service::{DataArgs, SourceArgs, UpArgs};
 pub use tools::{
     AdminArgs, AdminCommand, ArxivHarvestArgs, AuthCommand, BackfillCommand, CompactArgs, DeadLetterArgs, IngestArgs, LogCommand,
-    ProjectArgs, ReplayArgs, SeedArgs, SnapshotCommand,
+    ProjectArgs, ReplayArgs, SeedArgs, SnapshotCommand, TailArgs,
 };
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -175,6 +175,10 @@ impl Cli {
                     return Err(ConfigError::Zero("--batch-size"));
                 }
                 up.http.validate()?;
+                let stall = up.tap.log_subscriber_stall_seconds;
+                if !(stall.is_finite() && stall > 0.0 && stall <= 86_400.0) {
+                    return Err(ConfigError::Seconds("--log-subscriber-stall-seconds"));
+                }
             }
             Command::Seed(seed) if seed.batch == 0 => return Err(ConfigError::Zero("--batch")),
             Command::Seed(seed) => seed.governance.validate()?,

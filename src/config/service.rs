@@ -325,6 +325,9 @@ pub struct UpArgs {
     pub http: HttpArgs,
 
     #[command(flatten)]
+    pub tap: TapArgs,
+
+    #[command(flatten)]
     pub auth: AuthArgs,
 
     #[command(flatten)]
@@ -400,6 +403,29 @@ impl AuthArgs {
             tiers: self.rate_limits.0,
             nodes: self.rate_limit_nodes,
             trusted_proxies: self.trusted_proxies.clone(),
+        }
+    }
+}
+
+/// The bounds of the live tap of the log (`pub.svc.log.subscribe`).
+#[derive(Debug, Clone, Args)]
+pub struct TapArgs {
+    /// Subscribers of the log's stream this node serves at once; more are refused with a
+    /// `ServiceUnavailable` frame (0: the stream is off).
+    #[arg(long, env = "SVC_MAX_LOG_SUBSCRIBERS", default_value_t = 256, value_parser = clap::value_parser!(u64).range(0..=100_000))]
+    pub max_log_subscribers: u64,
+    /// Seconds a subscriber's socket may accept nothing (it does not read) before it is cut
+    /// off with a `ConsumerTooSlow` frame.
+    #[arg(long, env = "SVC_LOG_SUBSCRIBER_STALL_SECONDS", default_value_t = 10.0)]
+    pub log_subscriber_stall_seconds: f64,
+}
+
+impl TapArgs {
+    /// The tap's settings.
+    pub fn settings(&self) -> query_api::tap::TapSettings {
+        query_api::tap::TapSettings {
+            max_subscribers: self.max_log_subscribers as usize,
+            stall: std::time::Duration::from_secs_f64(self.log_subscriber_stall_seconds),
         }
     }
 }

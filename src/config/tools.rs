@@ -307,17 +307,50 @@ pub enum SnapshotCommand {
 /// `svc log …`.
 #[derive(Debug, Subcommand)]
 pub enum LogCommand {
-    /// Print events as JSON lines, in append order.
-    Tail {
-        #[command(flatten)]
-        data: DataArgs,
+    /// Print events as JSON lines, in append order: from the data directory's log (svc
+    /// stopped) or the Kafka log, or with `--url` from a running node's stream.
+    Tail(TailArgs),
+}
 
-        /// The first position (offset) to print.
-        #[arg(long, default_value_t = 0)]
-        from: u64,
+/// `svc log tail`.
+#[derive(Debug, Clone, Args)]
+pub struct TailArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
 
-        /// Print at most this many events.
-        #[arg(long)]
-        limit: Option<usize>,
-    },
+    /// Where to start: an offset for every partition, an offset per partition
+    /// comma-separated (a stream message's `cursor`), or an RFC 3339 time.
+    #[arg(long, default_value = "0")]
+    pub from: String,
+
+    /// Print at most this many events.
+    #[arg(long)]
+    pub limit: Option<usize>,
+
+    /// Follow a running node's log stream (`pub.svc.log.subscribe`) at this base URL,
+    /// e.g. `https://svc.example`, instead of opening a log: public events, or every event
+    /// (secrets redacted) with an admin's `--token`. Needs `--follow`.
+    #[arg(long, requires = "follow")]
+    pub url: Option<String>,
+
+    /// Keep following new events once the end is reached, reconnecting from the last
+    /// cursor when the connection drops (with `--url`).
+    #[arg(long, requires = "url")]
+    pub follow: bool,
+
+    /// An access token (an admin's: the stream then includes commands).
+    #[arg(long, env = "SVC_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+
+    /// Only these event kinds (`repo.record.create`, `repo.*`…), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub kinds: Vec<String>,
+
+    /// Only records of these collections (NSIDs, or prefixes ending in `.*`), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub collections: Vec<String>,
+
+    /// Only events of these DIDs, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub dids: Vec<String>,
 }

@@ -13,6 +13,7 @@ mod e2e;
 mod faults;
 mod firehose;
 mod first_hour;
+mod log_stream;
 mod openapi_fuzz;
 mod scholarly;
 mod similar_quality;

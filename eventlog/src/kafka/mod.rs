@@ -52,6 +52,7 @@ use config::base_config;
 pub use config::KafkaConfig;
 
 mod config;
+mod follow;
 mod group;
 
 /// How long one broker request may take before the call fails.
@@ -397,5 +398,9 @@ impl EventLog for KafkaLog {
 
     fn join_group(&self, group: &str) -> Result<GroupMember, LogError> {
         self.join_kafka_group(group)
+    }
+
+    fn follow(&self, from: &[u64]) -> Result<Option<Box<dyn crate::Follower>>, LogError> {
+        Ok(Some(Box::new(follow::KafkaFollower::start(&self.config, from)?)))
     }
 }

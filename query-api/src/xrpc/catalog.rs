@@ -193,6 +193,7 @@ pub const BEYOND: &[&str] = &[
     "pub.svc.graph.getSubkinds",
     "pub.svc.graph.listPersonalEdgeTypes",
     "pub.svc.graph.listPersonalNodes",
+    "pub.svc.log.subscribe",
     "pub.svc.metrics.recordSearchDownload",
     "pub.svc.moderation.createReport",
     "pub.svc.notification.getUnreadCount",

@@ -9,7 +9,8 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
 use axum::http::{header, HeaderValue, Method as HttpMethod};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
@@ -30,13 +31,16 @@ pub const MAX_BODY: usize = 64 * 1024;
 /// What a handler answers.
 pub type Answer = Result<Body, ApiError>;
 
-/// A query (GET) or a procedure (POST).
+/// A query (GET), a procedure (POST) or a subscription (a WebSocket).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// Read-only, parameters in the query string.
     Query,
     /// A change, input in a JSON body.
     Procedure,
+    /// A stream of messages over a WebSocket, parameters in the query string of the
+    /// upgrade request.
+    Subscription,
 }
 
 /// Who may call a method.
@@ -116,6 +120,8 @@ enum Handler {
     Kept(fn(&Call) -> Answer, Option<Arc<KeptAnswers>>),
     /// Awaits something (a search slot, a repository host, the log).
     Async(BoxedHandler),
+    /// Takes over the connection once the upgrade to a WebSocket is answered.
+    Subscribe(fn(Call, WebSocketUpgrade) -> Response),
 }
 
 /// A registered XRPC method.
@@ -144,6 +150,12 @@ impl Method {
             Kind::Procedure if http != HttpMethod::POST => {
                 return Err(ApiError::wrong_method(format!("{} is a procedure: use POST", self.nsid), Some("POST")));
             }
+            Kind::Subscription if http != HttpMethod::GET => {
+                return Err(ApiError::wrong_method(
+                    format!("{} is a subscription: connect with a WebSocket (GET)", self.nsid),
+                    Some("GET"),
+                ));
+            }
             _ => {}
         }
         let caller = request.extensions().get::<Resolved>().and_then(|r| r.0.clone());
@@ -159,7 +171,7 @@ impl Method {
         }
         let params = parse_params(&state, self.nsid, request.uri().query().unwrap_or_default(), self.aliases)?;
         let (input, client) = match self.kind {
-            Kind::Query => (Value::Null, Client::default()),
+            Kind::Query | Kind::Subscription => (Value::Null, Client::default()),
             Kind::Procedure => {
                 let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
                 let client = Client {
@@ -174,19 +186,46 @@ impl Method {
 
     /// Answers a request.
     pub async fn answer(&self, state: AppState, request: Request) -> Response {
-        if let Handler::Kept(f, Some(kept)) = &self.handler {
-            return self.answer_kept(*f, kept, state, request).await;
+        match &self.handler {
+            Handler::Kept(f, Some(kept)) => return self.answer_kept(*f, kept, state, request).await,
+            Handler::Subscribe(f) => return self.subscribe(*f, state, request).await,
+            _ => {}
         }
         let result = match self.prepare(state, request).await {
             Ok(call) => match &self.handler {
                 Handler::Read(f) | Handler::Kept(f, _) => f(&call),
                 Handler::Async(f) => f(call).await,
+                Handler::Subscribe(_) => unreachable!("answered above"),
             },
             Err(e) => Err(e),
         };
         match result {
             Ok(body) => body.into_response(),
             Err(e) => e.into_response(),
+        }
+    }
+
+    /// Answers a subscription: a request that is no WebSocket upgrade gets an HTTP error in
+    /// the XRPC envelope; an upgrade whose credentials or parameters are refused is upgraded
+    /// and closed at once with that error as its one frame (a WebSocket client sees no HTTP
+    /// answer to a refused upgrade).
+    async fn subscribe(&self, f: fn(Call, WebSocketUpgrade) -> Response, state: AppState, request: Request) -> Response {
+        let (mut parts, body) = request.into_parts();
+        let upgrade = WebSocketUpgrade::from_request_parts(&mut parts, &state).await;
+        let request = Request::from_parts(parts, body);
+        let Ok(upgrade) = upgrade else {
+            let e = match self.prepare(state, request).await {
+                Err(e) => e,
+                Ok(_) => ApiError::invalid_request(format!(
+                    "{} is a subscription: connect with a WebSocket (GET with Upgrade: websocket)",
+                    self.nsid
+                )),
+            };
+            return e.into_response();
+        };
+        match self.prepare(state, request).await {
+            Ok(call) => f(call, upgrade),
+            Err(e) => crate::tap::refuse(upgrade, e),
         }
     }
 
@@ -333,6 +372,11 @@ impl Routes {
         Fut: Future<Output = Answer> + Send + 'static,
     {
         self.push(nsid, Kind::Query, auth, Handler::Async(Arc::new(move |call| Box::pin(handler(call)))))
+    }
+
+    /// A subscription: `handler` answers the upgrade and serves the socket.
+    pub fn subscription(self, nsid: &'static str, auth: Auth, handler: fn(Call, WebSocketUpgrade) -> Response) -> Routes {
+        self.push(nsid, Kind::Subscription, auth, Handler::Subscribe(handler))
     }
 
     /// A procedure.

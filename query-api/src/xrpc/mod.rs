@@ -25,6 +25,7 @@ pub mod governance;
 mod graph;
 mod import;
 mod kept;
+mod log;
 pub mod method;
 mod metrics;
 mod moderation;
@@ -69,6 +70,7 @@ pub fn methods() -> Routes {
         .merge(admin::routes())
         .merge(alpha::routes())
         .merge(resolve::routes())
+        .merge(log::routes())
 }
 
 /// The NSIDs this build serves, sorted.
