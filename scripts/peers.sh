@@ -15,7 +15,9 @@
 #   a real browser: Debian's Chromium and its WebDriver server (chromium, chromium-driver),
 #   with apt when run as root, for the tests of svc's pages (tests/tests/browser.rs);
 #   schemathesis (an OpenAPI-driven fuzzer, from PyPI) into the virtualenv .peers/st, for
-#   the test that fuzzes svc from its own /openapi.json (tests/tests/openapi_fuzz.rs).
+#   the test that fuzzes svc from its own /openapi.json (tests/tests/openapi_fuzz.rs);
+#   pyarrow (from PyPI) into the virtualenv .peers/pyarrow, which reads back the Parquet
+#   files of `svc log export` (tests/tests/log_export.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PEERS=.peers
@@ -128,3 +130,13 @@ if [ "$("$PEERS/st/bin/st" --version 2>/dev/null)" != "st, version $SCHEMATHESIS
   "$PEERS/st/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" >&2
 fi
 "$PEERS/st/bin/st" --version >&2
+
+# pyarrow (from PyPI, into the virtualenv .peers/pyarrow): an independent reader of the
+# Parquet files `svc log export` writes.
+PYARROW_VERSION=22.0.0
+if [ "$("$PEERS/pyarrow/bin/python" -c 'import pyarrow; print(pyarrow.__version__)' 2>/dev/null)" != "$PYARROW_VERSION" ]; then
+  echo "installing pyarrow $PYARROW_VERSION from PyPI into $PEERS/pyarrow" >&2
+  rm -rf "$PEERS/pyarrow"
+  python3 -m venv "$PEERS/pyarrow"
+  "$PEERS/pyarrow/bin/pip" install --quiet --disable-pip-version-check "pyarrow==$PYARROW_VERSION" >&2
+fi

@@ -32,6 +32,7 @@ fn main() -> anyhow::Result<()> {
         Command::Compact(args) => commands::compact(args),
         Command::Backfill { command } => runtime()?.block_on(commands::up::backfill(command)),
         Command::Log { command: LogCommand::Tail(args) } => commands::log::tail(args),
+        Command::Log { command: LogCommand::Export(args) } => commands::export::export(args),
         Command::Snapshot { command: SnapshotCommand::Create { data, to } } => commands::snapshot::create(data, &to),
         Command::Snapshot { command: SnapshotCommand::Restore { data, from } } => commands::snapshot::restore(data, &from),
         Command::Admin(args) => runtime()?.block_on(commands::admin::run(args)),

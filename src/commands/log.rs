@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use eventlog::cursor::Cursor;
+use eventlog::EventLog;
 use futures::StreamExt;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
@@ -38,40 +39,64 @@ pub fn tail(args: TailArgs) -> anyhow::Result<()> {
     }
 }
 
-/// Every event of every partition from `cursor` on, merged in append order (`appendedAt`,
-/// then offset, then partition). Each partition is read with its own position, one page at
-/// a time, so nothing is skipped or repeated however the events spread over the partitions
-/// (offsets are per partition on Kafka).
+/// Every event of every partition from `cursor` on, merged in append order.
 fn tail_log(args: &TailArgs, cursor: &Cursor) -> anyhow::Result<()> {
     require_log(&args.data, "read")?;
     let log = open_log(&args.data)?;
-    let mut next = cursor.resolve(log.as_ref())?;
-    let partitions = next.len();
-    let mut pages: Vec<VecDeque<event_schema::Envelope>> = (0..partitions).map(|_| VecDeque::new()).collect();
-    let mut exhausted = vec![false; partitions];
+    let from = cursor.resolve(log.as_ref())?;
+    let mut events = Merged::new(log.as_ref(), from, None);
     let mut left = args.limit.unwrap_or(usize::MAX);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     while left > 0 {
-        for p in 0..partitions {
-            if pages[p].is_empty() && !exhausted[p] {
-                let page = log.read(p as u32, next[p], TAIL_PAGE)?;
-                match page.last() {
-                    Some(last) => next[p] = last.position.offset + 1,
-                    None => exhausted[p] = true,
-                }
-                pages[p].extend(page);
-            }
-        }
-        let first =
-            (0..partitions).filter_map(|p| pages[p].front().map(|e| ((e.appended_at, e.position.offset, e.position.partition), p))).min();
-        let Some((_, p)) = first else { break };
-        let Some(event) = pages[p].pop_front() else { break };
+        let Some(event) = events.next_event()? else { break };
         left -= 1;
         if !print_line(&mut out, &event.to_json())? {
             return Ok(());
         }
     }
     finish(out)
+}
+
+/// The events of every partition from `next` up to `until` (exclusive, each partition's
+/// offset; the end when `None`), merged in append order (`appendedAt`, then offset, then
+/// partition). Each partition is read with its own position, one page at a time, so
+/// nothing is skipped or repeated however the events spread over the partitions (offsets
+/// are per partition on Kafka).
+pub(super) struct Merged<'a> {
+    log: &'a dyn EventLog,
+    next: Vec<u64>,
+    until: Option<Vec<u64>>,
+    pages: Vec<VecDeque<event_schema::Envelope>>,
+    exhausted: Vec<bool>,
+}
+
+impl<'a> Merged<'a> {
+    pub(super) fn new(log: &'a dyn EventLog, next: Vec<u64>, until: Option<Vec<u64>>) -> Merged<'a> {
+        let partitions = next.len();
+        Merged { log, next, until, pages: (0..partitions).map(|_| VecDeque::new()).collect(), exhausted: vec![false; partitions] }
+    }
+
+    /// The next event in append order, `None` once every partition is read to its bound.
+    pub(super) fn next_event(&mut self) -> anyhow::Result<Option<event_schema::Envelope>> {
+        for p in 0..self.next.len() {
+            if self.pages[p].is_empty() && !self.exhausted[p] {
+                let bound = self.until.as_ref().map_or(u64::MAX, |u| u[p]);
+                let page = if self.next[p] >= bound { Vec::new() } else { self.log.read(p as u32, self.next[p], TAIL_PAGE)? };
+                match page.last() {
+                    Some(last) => self.next[p] = last.position.offset + 1,
+                    None => self.exhausted[p] = true,
+                }
+                self.pages[p].extend(page.into_iter().filter(|e| e.position.offset < bound));
+                if self.pages[p].is_empty() {
+                    self.exhausted[p] = true;
+                }
+            }
+        }
+        let first = (0..self.next.len())
+            .filter_map(|p| self.pages[p].front().map(|e| ((e.appended_at, e.position.offset, e.position.partition), p)))
+            .min();
+        Ok(first.and_then(|(_, p)| self.pages[p].pop_front()))
+    }
 }
 
 /// Follows a node's stream from `cursor`, printing each event as `svc log tail` does (its

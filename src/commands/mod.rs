@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod arxiv;
+pub mod export;
 pub mod log;
 pub mod service;
 pub mod snapshot;

@@ -9,8 +9,8 @@ mod tools;
 
 pub use service::{DataArgs, SourceArgs, UpArgs};
 pub use tools::{
-    AdminArgs, AdminCommand, ArxivHarvestArgs, AuthCommand, BackfillCommand, CompactArgs, DeadLetterArgs, IngestArgs, LogCommand,
-    ProjectArgs, ReplayArgs, SeedArgs, SnapshotCommand, TailArgs,
+    AdminArgs, AdminCommand, ArxivHarvestArgs, AuthCommand, BackfillCommand, CompactArgs, DeadLetterArgs, ExportArgs, IngestArgs,
+    LogCommand, ProjectArgs, ReplayArgs, SeedArgs, SnapshotCommand, TailArgs,
 };
 
 use clap::{Parser, Subcommand, ValueEnum};

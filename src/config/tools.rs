@@ -310,6 +310,49 @@ pub enum LogCommand {
     /// Print events as JSON lines, in append order: from the data directory's log (svc
     /// stopped) or the Kafka log, or with `--url` from a running node's stream.
     Tail(TailArgs),
+    /// Write a stretch of the log to a file for analytics: JSON lines or Parquet (a row per
+    /// event, typed columns for the common fields).
+    Export(ExportArgs),
+}
+
+/// `svc log export`.
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+
+    /// Where to start: a cursor as `svc log tail --from` takes it.
+    #[arg(long, default_value = "0")]
+    pub from: String,
+
+    /// Where to stop (exclusive): a cursor or an RFC 3339 time; the end of the log when the
+    /// export starts by default.
+    #[arg(long)]
+    pub to: Option<String>,
+
+    /// `jsonl` (the lines of `svc log tail`) or `parquet`.
+    #[arg(long, default_value = "jsonl", value_parser = ["jsonl", "parquet"])]
+    pub format: String,
+
+    /// Every event, commands too (secrets redacted, as an admin's stream shows them);
+    /// without it, the public events only.
+    #[arg(long)]
+    pub all: bool,
+
+    /// Only these event kinds (`repo.record.create`, `repo.*`…), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub kinds: Vec<String>,
+
+    /// Only records of these collections (NSIDs, or prefixes ending in `.*`), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub collections: Vec<String>,
+
+    /// Only events of these DIDs, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub dids: Vec<String>,
+
+    /// The file to write (replaced if it exists).
+    pub file: std::path::PathBuf,
 }
 
 /// `svc log tail`.

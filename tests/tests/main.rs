@@ -13,6 +13,7 @@ mod e2e;
 mod faults;
 mod firehose;
 mod first_hour;
+mod log_export;
 mod log_stream;
 mod openapi_fuzz;
 mod scholarly;
