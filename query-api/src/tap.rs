@@ -54,7 +54,7 @@ pub struct Tap {
     max_subscribers: usize,
     /// How long a subscriber's socket may take nothing before it is cut off.
     pub stall: Duration,
-    head: Mutex<Weak<watch::Sender<Vec<u64>>>>,
+    head: Mutex<Weak<watch::Sender<Arc<Head>>>>,
 }
 
 /// The settings of a node's tap.
@@ -94,14 +94,14 @@ impl Tap {
         self.max_subscribers - self.slots.available_permits()
     }
 
-    /// The end offsets of the log, kept current while anyone holds a receiver (empty until
-    /// first read). Starts the watching task when none runs.
-    fn head(&self) -> watch::Receiver<Vec<u64>> {
+    /// The end of the log and its latest growth, kept current while anyone holds a receiver
+    /// (empty until first read). Starts the watching task when none runs.
+    fn head(&self) -> watch::Receiver<Arc<Head>> {
         let mut slot = self.head.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(sender) = slot.upgrade() {
             return sender.subscribe();
         }
-        let (sender, receiver) = watch::channel(Vec::new());
+        let (sender, receiver) = watch::channel(Arc::new(Head::default()));
         let sender = Arc::new(sender);
         *slot = Arc::downgrade(&sender);
         tokio::spawn(watch_head(self.log.clone(), sender));
@@ -109,19 +109,62 @@ impl Tap {
     }
 }
 
-/// Keeps `sender` at the log's end offsets until nobody holds a receiver.
-async fn watch_head(log: Arc<dyn EventLog>, sender: Arc<watch::Sender<Vec<u64>>>) {
+/// The end of the log as the watching task last read it, and the events it grew by since
+/// the read before: subscribers that stood at that earlier end take them from here instead
+/// of each reading them (a node's live subscribers cost one read per growth).
+#[derive(Debug, Default)]
+pub struct Head {
+    /// The next offset of each partition.
+    pub ends: Vec<u64>,
+    /// Where each partition stood before this growth (empty when the growth was not read:
+    /// the first read, or more than [`SHARED_GROWTH`] events).
+    pub from: Vec<u64>,
+    /// The events between `from` and `ends`.
+    pub events: Vec<Envelope>,
+}
+
+/// The most events a growth of the log is read for its subscribers at once; a larger one
+/// each reads by pages.
+const SHARED_GROWTH: usize = 4096;
+
+/// Keeps `sender` at the log's end (and its growth) until nobody holds a receiver.
+async fn watch_head(log: Arc<dyn EventLog>, sender: Arc<watch::Sender<Arc<Head>>>) {
     let mut appended = log.appended();
+    let mut last: Vec<u64> = Vec::new();
     loop {
         let reader = log.clone();
-        match tokio::task::spawn_blocking(move || reader.end_offsets()).await {
-            Ok(Ok(ends)) => {
-                sender.send_if_modified(|head| {
-                    let grew = *head != ends;
-                    *head = ends;
-                    grew
-                });
+        let before = last.clone();
+        let read = tokio::task::spawn_blocking(move || -> Result<Option<Head>, eventlog::LogError> {
+            let ends = reader.end_offsets()?;
+            if ends == before {
+                return Ok(None);
             }
+            let grown: u64 = ends.iter().zip(&before).map(|(end, from)| end.saturating_sub(*from)).sum();
+            if before.len() != ends.len() || grown as usize > SHARED_GROWTH {
+                return Ok(Some(Head { ends, from: Vec::new(), events: Vec::new() }));
+            }
+            let mut events = Vec::new();
+            let mut reached = before.clone();
+            for (p, (&from, &end)) in before.iter().zip(&ends).enumerate() {
+                if end > from {
+                    let page = reader.read(p as u32, from, (end - from) as usize)?;
+                    if let Some(e) = page.last() {
+                        reached[p] = e.position.offset + 1;
+                    }
+                    events.extend(page);
+                }
+            }
+            // (An append between the two reads leaves the growth's end past `ends`.)
+            let ends = ends.iter().zip(&reached).map(|(a, b)| *a.max(b)).collect();
+            Ok(Some(Head { ends, from: before, events }))
+        })
+        .await;
+        match read {
+            Ok(Ok(Some(head))) => {
+                last = head.ends.clone();
+                sender.send_replace(Arc::new(head));
+            }
+            Ok(Ok(None)) => {}
             Ok(Err(e)) => tracing::warn!(error = %e, "the log's end could not be read for its subscribers"),
             Err(e) => tracing::warn!(error = %e, "reading the log's end failed"),
         }
@@ -392,12 +435,32 @@ impl Subscription {
         Ok(events)
     }
 
+    /// The messages of the log's latest growth (`head`), when this subscriber stood where
+    /// the growth began in every partition that grew past it; its position then moves to
+    /// the growth's end. `None` otherwise (it reads pages).
+    fn take_growth(&mut self, head: &Head) -> Option<Vec<Value>> {
+        let at_start = head.from.len() == self.next.len()
+            && self.next.iter().zip(&head.from).zip(&head.ends).all(|((next, from), end)| next == from || next >= end);
+        if !at_start {
+            return None;
+        }
+        let taken: Vec<bool> = self.next.iter().zip(&head.from).map(|(next, from)| next == from).collect();
+        let events: Vec<&Envelope> = head.events.iter().filter(|e| taken.get(e.position.partition as usize) == Some(&true)).collect();
+        let messages = self.messages(events);
+        for (p, took) in taken.into_iter().enumerate() {
+            if took {
+                self.next[p] = self.next[p].max(head.ends[p]);
+            }
+        }
+        Some(messages)
+    }
+
     /// The messages of `events`, merged by append time, each with the cursor after it; the
     /// subscriber's position moves past every event, whether it passed the filter or not.
-    fn messages(&mut self, mut events: Vec<Envelope>) -> Vec<Value> {
+    fn messages(&mut self, mut events: Vec<&Envelope>) -> Vec<Value> {
         events.sort_by_key(|e| (e.appended_at, e.position.partition, e.position.offset));
         let mut messages = Vec::new();
-        for e in &events {
+        for e in events {
             let Some(next) = self.next.get_mut(e.position.partition as usize) else { continue };
             *next = (*next).max(e.position.offset + 1);
             if !self.filter.admits(e) {
@@ -453,13 +516,14 @@ pub async fn follow(socket: WebSocket, tap: Arc<Tap>, mut subscription: Subscrip
     });
     let mut head = subscription.follower.is_none().then(|| tap.head());
     loop {
-        let events = match &mut head {
+        let messages = match &mut head {
             None => tokio::select! {
                 _ = &mut gone => return,
-                events = subscription.stream(STREAM_WAIT) => events,
+                events = subscription.stream(STREAM_WAIT) => events.map(|events| subscription.messages(events.iter().collect())),
             },
             Some(receiver) => {
-                let ends = receiver.borrow_and_update().clone();
+                let head = receiver.borrow_and_update().clone();
+                let ends = &head.ends;
                 let behind = ends.len() == subscription.next.len() && ends.iter().zip(&subscription.next).any(|(end, next)| end > next);
                 if !behind {
                     tokio::select! {
@@ -468,16 +532,22 @@ pub async fn follow(socket: WebSocket, tap: Arc<Tap>, mut subscription: Subscrip
                     }
                     continue;
                 }
-                subscription.read_pages(&tap.log, &ends).await
+                match subscription.take_growth(&head) {
+                    Some(messages) => Ok(messages),
+                    None => subscription.read_pages(&tap.log, ends).await.map(|events| subscription.messages(events.iter().collect())),
+                }
             }
         };
-        let messages = match events {
-            Ok(events) => subscription.messages(events),
+        let messages = match messages {
+            Ok(messages) => messages,
             Err(e) => {
                 let _ = close_with(&mut sink, &e).await;
                 return;
             }
         };
+        if messages.is_empty() {
+            continue;
+        }
         for message in messages {
             let frame = Message::Text(Utf8Bytes::from(message.to_string()));
             match tokio::time::timeout(tap.stall, sink.feed(frame)).await {

@@ -24,7 +24,7 @@ const MOST_BACKOFF: Duration = Duration::from_secs(30);
 
 /// `svc log tail`.
 pub fn tail(args: TailArgs) -> anyhow::Result<()> {
-    let cursor: Cursor = args.from.parse().with_context(|| format!("--from {:?}", args.from))?;
+    let cursor: Option<Cursor> = args.from.as_deref().map(|f| f.parse().with_context(|| format!("--from {f:?}"))).transpose()?;
     match &args.url {
         Some(url) => {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -34,7 +34,7 @@ pub fn tail(args: TailArgs) -> anyhow::Result<()> {
             if !(args.kinds.is_empty() && args.collections.is_empty() && args.dids.is_empty()) {
                 anyhow::bail!("--kinds, --collections and --dids filter a node's stream: use them with --url");
             }
-            tail_log(&args, &cursor)
+            tail_log(&args, &cursor.unwrap_or(Cursor::Offset(0)))
         }
     }
 }
@@ -103,11 +103,13 @@ impl<'a> Merged<'a> {
 /// `cursor` dropped), reconnecting from the last cursor when the connection drops: nothing
 /// is missed or printed twice. Stops at `--limit`, at a closed output, or at an error frame
 /// other than `ConsumerTooSlow` (after which it reconnects).
-async fn follow(base: &str, args: &TailArgs, cursor: Cursor) -> anyhow::Result<()> {
+async fn follow(base: &str, args: &TailArgs, cursor: Option<Cursor>) -> anyhow::Result<()> {
+    // Live from now without a cursor: the first message's cursor is kept for reconnecting.
     let mut cursor = match cursor {
-        Cursor::Offset(o) => o.to_string(),
-        Cursor::Offsets(offsets) => eventlog::cursor::format(&offsets),
-        Cursor::Time(t) => t.to_rfc3339(),
+        None => String::new(),
+        Some(Cursor::Offset(o)) => o.to_string(),
+        Some(Cursor::Offsets(offsets)) => eventlog::cursor::format(&offsets),
+        Some(Cursor::Time(t)) => t.to_rfc3339(),
     };
     let mut left = args.limit.unwrap_or(usize::MAX);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -176,7 +178,9 @@ fn subscribe_request(
         anyhow::bail!("--url {base:?} must start with http:// or https://");
     };
     let mut query = form_urlencoded::Serializer::new(String::new());
-    query.append_pair("cursor", cursor);
+    if !cursor.is_empty() {
+        query.append_pair("cursor", cursor);
+    }
     for (name, values) in [("wantedKinds", &args.kinds), ("wantedCollections", &args.collections), ("wantedDids", &args.dids)] {
         for v in values {
             query.append_pair(name, v);

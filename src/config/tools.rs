@@ -362,9 +362,10 @@ pub struct TailArgs {
     pub data: DataArgs,
 
     /// Where to start: an offset for every partition, an offset per partition
-    /// comma-separated (a stream message's `cursor`), or an RFC 3339 time.
-    #[arg(long, default_value = "0")]
-    pub from: String,
+    /// comma-separated (a stream message's `cursor`), or an RFC 3339 time. By default the
+    /// start of the log, or with `--url` live from now.
+    #[arg(long)]
+    pub from: Option<String>,
 
     /// Print at most this many events.
     #[arg(long)]
