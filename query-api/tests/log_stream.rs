@@ -212,3 +212,21 @@ async fn subscribers_get_the_public_log_in_order_follow_it_and_resume_exactly() 
     let (status, body) = f.call(axum::http::Method::POST, "/xrpc/pub.svc.log.subscribe", Some(json!({}))).await;
     assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED, "{body}");
 }
+
+/// Each subscription counts against its caller's rate-limit tier, as any request does: an
+/// anonymous address over its limit is refused the upgrade with 429.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscriptions_count_against_the_rate_limit() {
+    let limits = query_api::identity::limits::LimitSettings { tiers: Some([3, 300, 1000, 5000]), ..Default::default() };
+    let f = Fixture::with_limits(limits);
+    let base = serve(&f).await;
+    let mut open = Vec::new();
+    for _ in 0..3 {
+        open.push(connect(&base, "", None).await);
+    }
+    let request = format!("{base}/xrpc/pub.svc.log.subscribe").into_client_request().unwrap();
+    match tokio_tungstenite::connect_async(request).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS),
+        other => panic!("a fourth subscription a minute was not refused: {:?}", other.map(|(_, r)| r.status())),
+    }
+}
