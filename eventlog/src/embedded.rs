@@ -4,13 +4,19 @@
 //! shared by all partitions, so they are unique across the log and an offset alone orders
 //! events globally. Each append is one redb write transaction, committed durably before
 //! the call returns: after a crash the log holds exactly the acknowledged appends.
+//!
+//! One process writes the file; others may open it read-only while it does
+//! ([`EmbeddedLog::open_read_only`], redb's single-writer mode) and read up to its latest
+//! commit: `svc log tail` and `svc log export` beside a running svc.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use chrono::Utc;
 use event_schema::{codec, packed, CodecError, Envelope, NewEvent, Position};
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{
+    ConcurrencyMode, Database, ReadOnlyDatabase, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction,
+};
 use tokio::sync::watch;
 
 use crate::{partition_for, EventLog, LogError};
@@ -33,7 +39,7 @@ const PAGE_CACHE_BYTES: usize = 4 * 1024 * 1024;
 
 /// The embedded [`EventLog`]: durable, partitioned, on one redb file.
 pub struct EmbeddedLog {
-    db: Arc<Database>,
+    db: Arc<Handle>,
     partitions: u32,
     appended_tx: watch::Sender<u64>,
 }
@@ -46,7 +52,10 @@ impl EmbeddedLog {
     /// [`LogError::Unavailable`] when the directory or file cannot be opened.
     pub fn open(dir: &Path, partitions: u32) -> Result<EmbeddedLog, LogError> {
         std::fs::create_dir_all(dir).map_err(|e| LogError::Unavailable(format!("failed to create {}: {e}", dir.display())))?;
-        let db = redb::Builder::new().set_cache_size(PAGE_CACHE_BYTES).create(dir.join(LOG_FILE))?;
+        let db = redb::Builder::new()
+            .set_cache_size(PAGE_CACHE_BYTES)
+            .set_concurrency_mode(ConcurrencyMode::SingleWriter)
+            .create(dir.join(LOG_FILE))?;
         let txn = db.begin_write()?;
         let (stored_partitions, next_offset) = {
             let _ = txn.open_table(EVENTS)?;
@@ -66,7 +75,30 @@ impl EmbeddedLog {
         };
         txn.commit()?;
         let (appended_tx, _) = watch::channel(next_offset);
-        Ok(EmbeddedLog { db: Arc::new(db), partitions: stored_partitions, appended_tx })
+        Ok(EmbeddedLog { db: Arc::new(Handle::Writer(db)), partitions: stored_partitions, appended_tx })
+    }
+
+    /// Opens the log in `dir` to read only, beside the process that writes it: every read
+    /// sees the writer's latest commit. Appends and checkpoints are refused.
+    ///
+    /// # Errors
+    /// [`LogError::Unavailable`] when there is no log in `dir` or it cannot be opened.
+    pub fn open_read_only(dir: &Path) -> Result<EmbeddedLog, LogError> {
+        let db = redb::Builder::new()
+            .set_cache_size(PAGE_CACHE_BYTES)
+            .set_concurrency_mode(ConcurrencyMode::SingleWriter)
+            .open_read_only(dir.join(LOG_FILE))?;
+        let partitions = {
+            let txn = db.begin_read()?;
+            let meta = txn.open_table(META)?;
+            meta.get(META_PARTITIONS)?
+                .map(|v| v.value() as u32)
+                .ok_or_else(|| LogError::Unavailable(format!("no event log in {}", dir.display())))?
+        };
+        let (appended_tx, _) = watch::channel(0);
+        let log = EmbeddedLog { db: Arc::new(Handle::Reader(db)), partitions, appended_tx };
+        log.appended_tx.send_replace(log.next_offset()?);
+        Ok(log)
     }
 
     fn check_partition(&self, partition: u32) -> Result<(), LogError> {
@@ -80,6 +112,28 @@ impl EmbeddedLog {
         let txn = self.db.begin_read()?;
         let meta = txn.open_table(META)?;
         Ok(meta.get(META_NEXT_OFFSET)?.map(|v| v.value()).unwrap_or(0))
+    }
+}
+
+/// The open file: the one writer's handle or a reader's.
+enum Handle {
+    Writer(Database),
+    Reader(ReadOnlyDatabase),
+}
+
+impl Handle {
+    fn begin_read(&self) -> Result<ReadTransaction, redb::TransactionError> {
+        match self {
+            Handle::Writer(db) => db.begin_read(),
+            Handle::Reader(db) => db.begin_read(),
+        }
+    }
+
+    fn begin_write(&self) -> Result<WriteTransaction, LogError> {
+        match self {
+            Handle::Writer(db) => Ok(db.begin_write()?),
+            Handle::Reader(_) => Err(LogError::Unavailable("the event log was opened to read only".into())),
+        }
     }
 }
 

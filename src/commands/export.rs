@@ -19,7 +19,7 @@ use query_api::tap::{self, Audience, Filter};
 use serde_json::Value;
 
 use super::log::Merged;
-use super::{open_log, require_log};
+use super::{open_log_to_read, require_log};
 use crate::config::ExportArgs;
 
 /// Rows per Parquet row group batch written at once.
@@ -35,7 +35,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
         _ => anyhow::anyhow!("{}", e.message()),
     })?;
     require_log(&args.data, "export")?;
-    let log = open_log(&args.data)?;
+    let log = open_log_to_read(&args.data)?;
     let start = from.resolve(log.as_ref())?;
     let until = match &to {
         Some(to) => to.resolve(log.as_ref())?,

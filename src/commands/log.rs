@@ -13,7 +13,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::{open_log, require_log};
+use super::{open_log_to_read, require_log};
 use crate::config::TailArgs;
 
 /// Events read from one partition at a time.
@@ -42,7 +42,7 @@ pub fn tail(args: TailArgs) -> anyhow::Result<()> {
 /// Every event of every partition from `cursor` on, merged in append order.
 fn tail_log(args: &TailArgs, cursor: &Cursor) -> anyhow::Result<()> {
     require_log(&args.data, "read")?;
-    let log = open_log(&args.data)?;
+    let log = open_log_to_read(&args.data)?;
     let from = cursor.resolve(log.as_ref())?;
     let mut events = Merged::new(log.as_ref(), from, None);
     let mut left = args.limit.unwrap_or(usize::MAX);

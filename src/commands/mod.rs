@@ -47,6 +47,20 @@ pub fn open_log(data: &DataArgs) -> anyhow::Result<Arc<dyn EventLog>> {
     Ok(Arc::new(log))
 }
 
+/// Opens the event log to read: Kafka when `--log` is set, else the data directory's log,
+/// read-only beside a running svc if there is one (it reads up to the writer's latest
+/// commit). A log no process has open that needs a repair (its writer was killed) is
+/// opened as its writer, which repairs it, as `svc up` would.
+pub fn open_log_to_read(data: &DataArgs) -> anyhow::Result<Arc<dyn EventLog>> {
+    if data.log_url.is_some() {
+        return open_log(data);
+    }
+    match EmbeddedLog::open_read_only(&data.data_dir) {
+        Ok(log) => Ok(Arc::new(log)),
+        Err(read_only) => open_log(data).with_context(|| format!("(opened to read only: {read_only})")),
+    }
+}
+
 /// Opens the read-model store: ScyllaDB when `--store` is set, else the embedded store of
 /// the data directory.
 pub fn open_store(data: &DataArgs) -> anyhow::Result<Arc<dyn Store>> {

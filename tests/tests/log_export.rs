@@ -1,6 +1,7 @@
 //! `svc log export` read back by an independent reader (pyarrow, from PyPI): the Parquet
 //! file of a seeded log holds every event `svc log tail` prints, with the same positions;
-//! JSON lines, a stretch between two cursors, filters; on Kafka, exported while svc runs.
+//! JSON lines, a stretch between two cursors, filters; exported while svc runs, on the
+//! embedded log (opened to read only beside it) and on Kafka.
 
 use std::path::Path;
 use std::process::Command;
@@ -60,11 +61,14 @@ fn seed(backend: &Backend, dir: &Path) -> std::path::PathBuf {
     data
 }
 
-#[test]
-fn an_export_of_the_log_reads_back_in_pyarrow_with_every_event() {
+/// With svc running on the embedded log: the export opens the log to read only beside it.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_export_of_the_log_reads_back_in_pyarrow_with_every_event() {
     let backend = Backend::embedded();
     let dir = tempfile::tempdir().unwrap();
     let data = seed(&backend, dir.path());
+    let svc = Service::start_with(&data, tests::free_port(), &backend).await.unwrap();
+    svc.wait_caught_up().await.unwrap();
     let tail = backend.svc(&["log", "tail", "--data-dir", data.to_str().unwrap()]).unwrap();
     let every = positions(&tail);
     assert!(every.len() > PAPERS);
@@ -106,6 +110,11 @@ fn an_export_of_the_log_reads_back_in_pyarrow_with_every_event() {
     assert!(bad(&["--to", "yesterday"]).contains("--to"));
     assert!(bad(&["--format", "csv"]).contains("csv"));
     assert!(bad(&["--kinds", "command.admin"]).contains("--all"));
+    // A writer is still refused beside the running svc.
+    let papers = dir.path().join("papers.jsonl");
+    let refused = backend.svc(&["seed", "--data-dir", data.to_str().unwrap(), papers.to_str().unwrap()]).unwrap_err().to_string();
+    assert!(refused.contains("is another svc using it?"), "{refused}");
+    svc.stop().unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread")]
