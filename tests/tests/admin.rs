@@ -310,7 +310,11 @@ async fn scenario(pds: &Pds, alice: &Account, bob: &Account, carl: &Account, adm
         h["readModels"].as_array().unwrap().iter().all(|m| m["versions"].as_array().unwrap().len() == 1)
     })
     .await;
-    assert_eq!(settled["readModels"], versions(&svc, &token).await);
+    // (Versions only: a model's lag moves with every event the operations append.)
+    let versions_only = |models: &Value| -> Vec<Value> {
+        models.as_array().unwrap().iter().map(|m| json!([m["name"], m["activeVersion"], m["versions"]])).collect()
+    };
+    assert_eq!(versions_only(&settled["readModels"]), versions_only(&versions(&svc, &token).await));
     let after: Vec<_> = settled["readModels"].as_array().unwrap().iter().map(|m| m["activeVersion"].clone()).collect();
     let expected: Vec<_> = new.as_array().unwrap().iter().map(|m| m["activeVersion"].clone()).collect();
     assert_eq!(after, expected, "the cancelled reindex swapped nothing in");
