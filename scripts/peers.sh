@@ -122,12 +122,17 @@ if ! command -v chromedriver >/dev/null || [ ! -x /usr/bin/chromium ]; then
   fi
 fi
 
+# `venv_install DIR REQUIREMENT`: REQUIREMENT from PyPI into a fresh virtualenv $PEERS/DIR.
+venv_install() {
+  echo "installing $2 from PyPI into $PEERS/$1" >&2
+  rm -rf "${PEERS:?}/$1"
+  python3 -m venv "$PEERS/$1"
+  "$PEERS/$1/bin/pip" install --quiet --disable-pip-version-check "$2" >&2
+}
+
 SCHEMATHESIS_VERSION=4.32.5
 if [ "$("$PEERS/st/bin/st" --version 2>/dev/null)" != "st, version $SCHEMATHESIS_VERSION" ]; then
-  echo "installing schemathesis $SCHEMATHESIS_VERSION from PyPI into $PEERS/st" >&2
-  rm -rf "$PEERS/st"
-  python3 -m venv "$PEERS/st"
-  "$PEERS/st/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" >&2
+  venv_install st "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 "$PEERS/st/bin/st" --version >&2
 
@@ -135,8 +140,5 @@ fi
 # Parquet files `svc log export` writes.
 PYARROW_VERSION=22.0.0
 if [ "$("$PEERS/pyarrow/bin/python" -c 'import pyarrow; print(pyarrow.__version__)' 2>/dev/null)" != "$PYARROW_VERSION" ]; then
-  echo "installing pyarrow $PYARROW_VERSION from PyPI into $PEERS/pyarrow" >&2
-  rm -rf "$PEERS/pyarrow"
-  python3 -m venv "$PEERS/pyarrow"
-  "$PEERS/pyarrow/bin/pip" install --quiet --disable-pip-version-check "pyarrow==$PYARROW_VERSION" >&2
+  venv_install pyarrow "pyarrow==$PYARROW_VERSION"
 fi

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
-use event_schema::{Envelope, EventKind, Payload, Source};
+use event_schema::{Envelope, EventKind, Source};
 use eventlog::cursor::{self, Cursor};
 use eventlog::{EventLog, Follower};
 use futures::{SinkExt, StreamExt};
@@ -44,14 +44,14 @@ pub const WRITE_BUFFER: usize = 1024 * 1024;
 /// How long a subscriber streaming from the log's follower waits for events in one go.
 const STREAM_WAIT: Duration = Duration::from_millis(500);
 
-/// How often the end of a log others append to (Kafka) is asked for, while anyone follows.
-const HEAD_POLL: Duration = Duration::from_millis(100);
+/// How often the watching task reads the end of the log besides the signal of each append
+/// (a safety net: the node's own appends signal every growth).
+const HEAD_POLL: Duration = Duration::from_secs(1);
 
 /// The node's tap: the subscriber bound and the watch on the end of the log.
 pub struct Tap {
     log: Arc<dyn EventLog>,
     slots: Arc<Semaphore>,
-    max_subscribers: usize,
     /// How long a subscriber's socket may take nothing before it is cut off.
     pub stall: Duration,
     head: Mutex<Weak<watch::Sender<Arc<Head>>>>,
@@ -75,23 +75,12 @@ impl Default for TapSettings {
 impl Tap {
     /// A tap on `log`.
     pub fn new(log: Arc<dyn EventLog>, settings: TapSettings) -> Tap {
-        Tap {
-            log,
-            slots: Arc::new(Semaphore::new(settings.max_subscribers)),
-            max_subscribers: settings.max_subscribers,
-            stall: settings.stall,
-            head: Mutex::new(Weak::new()),
-        }
+        Tap { log, slots: Arc::new(Semaphore::new(settings.max_subscribers)), stall: settings.stall, head: Mutex::new(Weak::new()) }
     }
 
     /// A subscriber's place, or `None` when `max_subscribers` are served already.
     pub fn admit(&self) -> Option<OwnedSemaphorePermit> {
         self.slots.clone().try_acquire_owned().ok()
-    }
-
-    /// The number of subscribers served now.
-    pub fn subscribers(&self) -> usize {
-        self.max_subscribers - self.slots.available_permits()
     }
 
     /// The end of the log and its latest growth, kept current while anyone holds a receiver
@@ -284,8 +273,8 @@ impl Filter {
     /// An unknown kind or a malformed collection or DID (naming it), too many of them, or
     /// a kind `audience` may not see.
     pub fn new(kinds: &[String], collections: &[String], dids: &[String], audience: Audience) -> Result<Filter, ApiError> {
-        let kinds: Vec<Pattern> = kinds.iter().map(|k| Pattern::parse(k)).collect();
-        for (pattern, name) in kinds.iter().zip(kinds_named(&kinds)) {
+        for name in kinds {
+            let pattern = Pattern::parse(name);
             let known: Vec<EventKind> = EventKind::ALL.into_iter().filter(|k| pattern.matches(k.as_str())).collect();
             if known.is_empty() {
                 return Err(ApiError::invalid_param("wantedKinds", format!("{name} is no event kind (repo.record.create, repo.*, …)")));
@@ -308,9 +297,10 @@ impl Filter {
         if dids.len() > MAX_DIDS {
             return Err(ApiError::invalid_param("wantedDids", format!("at most {MAX_DIDS} DIDs")));
         }
-        if let Some(bad) = dids.iter().find(|d| !d.starts_with("did:") || d.len() < 8) {
+        if let Some(bad) = dids.iter().find(|d| !lexicons::formats::is_did(d)) {
             return Err(ApiError::invalid_param("wantedDids", format!("{bad:?} is no DID")));
         }
+        let kinds = kinds.iter().map(|k| Pattern::parse(k)).collect();
         Ok(Filter { kinds, collections: collections.iter().map(|c| Pattern::parse(c)).collect(), dids: dids.iter().cloned().collect() })
     }
 
@@ -318,24 +308,8 @@ impl Filter {
     pub fn admits(&self, event: &Envelope) -> bool {
         let kind = event.payload.kind().as_str();
         (self.kinds.is_empty() || self.kinds.iter().any(|k| k.matches(kind)))
-            && (self.collections.is_empty() || collection(&event.payload).is_none_or(|c| self.collections.iter().any(|p| p.matches(c))))
+            && (self.collections.is_empty() || event.payload.record().is_none_or(|(c, _)| self.collections.iter().any(|p| p.matches(c))))
             && (self.dids.is_empty() || self.dids.contains(event.payload.did()))
-    }
-}
-
-fn kinds_named(kinds: &[Pattern]) -> impl Iterator<Item = String> + '_ {
-    kinds.iter().map(|k| match k {
-        Pattern::Exact(n) => n.clone(),
-        Pattern::Prefix(p) => format!("{p}*"),
-    })
-}
-
-/// The collection of a record event.
-fn collection(payload: &Payload) -> Option<&str> {
-    match payload {
-        Payload::RecordCreate(w) | Payload::RecordUpdate(w) => Some(&w.collection),
-        Payload::RecordDelete(d) => Some(&d.collection),
-        _ => None,
     }
 }
 
@@ -427,7 +401,7 @@ impl Subscription {
         let mut events = Vec::new();
         for (p, page) in pages {
             if page.is_empty() {
-                // Offsets below the end that hold no event (a Kafka transaction's markers).
+                // Offsets below the end that hold no event: nothing more to read there.
                 self.next[p as usize] = self.next[p as usize].max(head[p as usize]);
             }
             events.extend(page);

@@ -15,7 +15,7 @@ use eventlog::cursor::Cursor;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
-use query_api::tap::{self, Audience, Filter};
+use query_api::tap::{self, Audience};
 use serde_json::Value;
 
 use super::log::Merged;
@@ -30,7 +30,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     let from: Cursor = args.from.parse().with_context(|| format!("--from {:?}", args.from))?;
     let to: Option<Cursor> = args.to.as_deref().map(|t| t.parse().with_context(|| format!("--to {t:?}"))).transpose()?;
     let audience = if args.all { Audience::Admin } else { Audience::Public };
-    let filter = Filter::new(&args.kinds, &args.collections, &args.dids, audience).map_err(|e| match audience {
+    let filter = args.filter.filter(audience).map_err(|e| match audience {
         Audience::Public if e.code() == query_api::error::ErrorCode::Forbidden => anyhow::anyhow!("{} (add --all)", e.message()),
         _ => anyhow::anyhow!("{}", e.message()),
     })?;
@@ -148,13 +148,9 @@ impl ParquetSink {
         r.key.append_value(&event.key);
         r.schema_version.append_value(event.schema_version);
         r.did.append_value(event.payload.did());
-        let (collection, rkey) = match &event.payload {
-            event_schema::Payload::RecordCreate(w) | event_schema::Payload::RecordUpdate(w) => (Some(&w.collection), Some(&w.rkey)),
-            event_schema::Payload::RecordDelete(d) => (Some(&d.collection), Some(&d.rkey)),
-            _ => (None, None),
-        };
-        r.collection.append_option(collection);
-        r.rkey.append_option(rkey);
+        let record = event.payload.record();
+        r.collection.append_option(record.map(|(collection, _)| collection));
+        r.rkey.append_option(record.map(|(_, rkey)| rkey));
         r.source_type.append_value(json["source"]["type"].as_str().unwrap_or_default());
         r.source.append_value(json["source"].to_string());
         r.payload.append_value(json["payload"].to_string());

@@ -31,7 +31,7 @@ pub fn tail(args: TailArgs) -> anyhow::Result<()> {
             runtime.block_on(follow(url, &args, cursor))
         }
         None => {
-            if !(args.kinds.is_empty() && args.collections.is_empty() && args.dids.is_empty()) {
+            if !args.filter.is_empty() {
                 anyhow::bail!("--kinds, --collections and --dids filter a node's stream: use them with --url");
             }
             tail_log(&args, &cursor.unwrap_or(Cursor::Offset(0)))
@@ -181,7 +181,8 @@ fn subscribe_request(
     if !cursor.is_empty() {
         query.append_pair("cursor", cursor);
     }
-    for (name, values) in [("wantedKinds", &args.kinds), ("wantedCollections", &args.collections), ("wantedDids", &args.dids)] {
+    let f = &args.filter;
+    for (name, values) in [("wantedKinds", &f.kinds), ("wantedCollections", &f.collections), ("wantedDids", &f.dids)] {
         for v in values {
             query.append_pair(name, v);
         }

@@ -339,6 +339,17 @@ pub struct ExportArgs {
     #[arg(long)]
     pub all: bool,
 
+    #[command(flatten)]
+    pub filter: EventFilterArgs,
+
+    /// The file to write (replaced if it exists).
+    pub file: std::path::PathBuf,
+}
+
+/// Which events `svc log tail --url` and `svc log export` take (the log stream's
+/// `wantedKinds`, `wantedCollections` and `wantedDids`).
+#[derive(Debug, Clone, Args)]
+pub struct EventFilterArgs {
     /// Only these event kinds (`repo.record.create`, `repo.*`…), comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub kinds: Vec<String>,
@@ -350,9 +361,18 @@ pub struct ExportArgs {
     /// Only events of these DIDs, comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub dids: Vec<String>,
+}
 
-    /// The file to write (replaced if it exists).
-    pub file: std::path::PathBuf,
+impl EventFilterArgs {
+    /// Whether any filter is set.
+    pub fn is_empty(&self) -> bool {
+        self.kinds.is_empty() && self.collections.is_empty() && self.dids.is_empty()
+    }
+
+    /// The filter for `audience`.
+    pub fn filter(&self, audience: query_api::tap::Audience) -> Result<query_api::tap::Filter, query_api::error::ApiError> {
+        query_api::tap::Filter::new(&self.kinds, &self.collections, &self.dids, audience)
+    }
 }
 
 /// `svc log tail`.
@@ -386,15 +406,6 @@ pub struct TailArgs {
     #[arg(long, env = "SVC_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
 
-    /// Only these event kinds (`repo.record.create`, `repo.*`…), comma-separated.
-    #[arg(long, value_delimiter = ',')]
-    pub kinds: Vec<String>,
-
-    /// Only records of these collections (NSIDs, or prefixes ending in `.*`), comma-separated.
-    #[arg(long, value_delimiter = ',')]
-    pub collections: Vec<String>,
-
-    /// Only events of these DIDs, comma-separated.
-    #[arg(long, value_delimiter = ',')]
-    pub dids: Vec<String>,
+    #[command(flatten)]
+    pub filter: EventFilterArgs,
 }

@@ -53,12 +53,17 @@ fn export(backend: &Backend, data: &Path, file: &Path, args: &[&str]) -> Value {
     serde_json::from_str(backend.svc(&all).unwrap().trim()).unwrap()
 }
 
-fn seed(backend: &Backend, dir: &Path) -> std::path::PathBuf {
+/// A seeded svc running on `backend` in `dir`: its data directory, the service and the log
+/// as `svc log tail` prints it beside it.
+async fn running(backend: &Backend, dir: &Path) -> (std::path::PathBuf, Service, String) {
     let data = dir.join("data");
     let papers = dir.join("papers.jsonl");
     write_papers(&papers, PAPERS).unwrap();
     backend.svc(&["seed", "--social", "--data-dir", data.to_str().unwrap(), papers.to_str().unwrap()]).unwrap();
-    data
+    let svc = Service::start_with(&data, tests::free_port(), backend).await.unwrap();
+    svc.wait_caught_up().await.unwrap();
+    let tail = backend.svc(&["log", "tail", "--data-dir", data.to_str().unwrap()]).unwrap();
+    (data, svc, tail)
 }
 
 /// With svc running on the embedded log: the export opens the log to read only beside it.
@@ -66,10 +71,7 @@ fn seed(backend: &Backend, dir: &Path) -> std::path::PathBuf {
 async fn an_export_of_the_log_reads_back_in_pyarrow_with_every_event() {
     let backend = Backend::embedded();
     let dir = tempfile::tempdir().unwrap();
-    let data = seed(&backend, dir.path());
-    let svc = Service::start_with(&data, tests::free_port(), &backend).await.unwrap();
-    svc.wait_caught_up().await.unwrap();
-    let tail = backend.svc(&["log", "tail", "--data-dir", data.to_str().unwrap()]).unwrap();
+    let (data, svc, tail) = running(&backend, dir.path()).await;
     let every = positions(&tail);
     assert!(every.len() > PAPERS);
 
@@ -121,10 +123,7 @@ async fn an_export_of_the_log_reads_back_in_pyarrow_with_every_event() {
 async fn on_kafka_the_log_is_exported_while_svc_runs() {
     let backend = Backend::kafka();
     let dir = tempfile::tempdir().unwrap();
-    let data = seed(&backend, dir.path());
-    let svc = Service::start_with(&data, tests::free_port(), &backend).await.unwrap();
-    svc.wait_caught_up().await.unwrap();
-    let tail = backend.svc(&["log", "tail", "--data-dir", data.to_str().unwrap()]).unwrap();
+    let (data, svc, tail) = running(&backend, dir.path()).await;
     let parquet = dir.path().join("log.parquet");
     let summary = export(&backend, &data, &parquet, &["--format", "parquet", "--all"]);
     assert_eq!(summary["events"].as_u64(), Some(tail.lines().count() as u64), "{summary}");

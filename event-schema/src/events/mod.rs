@@ -103,4 +103,13 @@ impl Payload {
             Payload::Enrichment(e) => e.eprint_uri.strip_prefix("at://").and_then(|r| r.split('/').next()).unwrap_or_default(),
         }
     }
+
+    /// The collection and record key of a record event (create, update, delete).
+    pub fn record(&self) -> Option<(&str, &str)> {
+        match self {
+            Payload::RecordCreate(w) | Payload::RecordUpdate(w) => Some((&w.collection, &w.rkey)),
+            Payload::RecordDelete(d) => Some((&d.collection, &d.rkey)),
+            _ => None,
+        }
+    }
 }
