@@ -7,7 +7,9 @@
 //!
 //! Guarantees of every implementation:
 //! - [`EventLog::append`] returns only once the events are durable; every acknowledged
-//!   event survives a crash, exactly once.
+//!   event survives a crash of the process, exactly once. Against a power loss: Kafka as its
+//!   replicas and `acks` say; the embedded log with [`LogAck::Synced`], or within
+//!   milliseconds of the acknowledgement with its default [`LogAck::Written`].
 //! - Offsets grow strictly within a partition; a reader resumes from any offset.
 //! - Consumers keep checkpoints (the next offset to read) per partition.
 //!
@@ -39,7 +41,7 @@ pub mod test_suite;
 
 use event_schema::{Envelope, NewEvent, Position};
 
-pub use embedded::{EmbeddedLog, LOG_FILE};
+pub use embedded::{EmbeddedLog, LogAck, JOURNAL_DIR, LOG_FILE};
 pub use error::{LogError, EARLIER_WRITE_FAILED};
 pub use group::GroupMember;
 pub use kafka::{KafkaConfig, KafkaLog};

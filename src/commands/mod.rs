@@ -42,7 +42,7 @@ pub fn open_log(data: &DataArgs) -> anyhow::Result<Arc<dyn EventLog>> {
         let log = KafkaLog::open(config).with_context(|| format!("failed to open the Kafka log at {url}"))?;
         return Ok(Arc::new(log));
     }
-    let log = EmbeddedLog::open(&data.data_dir, data.partitions)
+    let log = EmbeddedLog::open_with(&data.data_dir, data.partitions, data.log_ack.into())
         .with_context(|| format!("failed to open the event log in {} (is another svc using it?)", data.data_dir.display()))?;
     Ok(Arc::new(log))
 }

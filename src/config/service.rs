@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
 use super::ConfigError;
 
@@ -24,11 +24,36 @@ pub struct DataArgs {
     #[arg(long = "log", env = "SVC_LOG")]
     pub log_url: Option<String>,
 
+    /// When the embedded log acknowledges an append: `written`, once the kernel holds its
+    /// journal write (it survives svc being killed; a power loss may lose the last few
+    /// milliseconds), or `synced`, once that write is on the disk (an `fdatasync` per
+    /// append, which concurrent procedures share). Kafka acknowledges as its `acks` say.
+    #[arg(long, env = "SVC_LOG_ACK", value_enum, default_value_t = LogAckArg::Written)]
+    pub log_ack: LogAckArg,
+
     /// The read-model store: `scylla://HOST:PORT[,HOST:PORT][/KEYSPACE][?replication_factor=N]`
     /// for ScyllaDB; unset, the embedded store in the data directory. Search indexes stay in
     /// the data directory either way (each query node keeps its own).
     #[arg(long = "store", env = "SVC_STORE")]
     pub store_url: Option<String>,
+}
+
+/// When the embedded log acknowledges an append (`--log-ack`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogAckArg {
+    /// Once the kernel holds the journal's write.
+    Written,
+    /// Once the journal's write is on the disk.
+    Synced,
+}
+
+impl From<LogAckArg> for eventlog::LogAck {
+    fn from(ack: LogAckArg) -> Self {
+        match ack {
+            LogAckArg::Written => eventlog::LogAck::Written,
+            LogAckArg::Synced => eventlog::LogAck::Synced,
+        }
+    }
 }
 
 /// Where ingest follows the network.

@@ -1,16 +1,30 @@
-//! The embedded log: one redb file in the data directory.
+//! The embedded log: a journal and one redb file in the data directory.
 //!
-//! Events live in one table keyed by `(partition, offset)`. Offsets come from one counter
-//! shared by all partitions, so they are unique across the log and an offset alone orders
-//! events globally. Each append is one redb write transaction, committed durably before
-//! the call returns: after a crash the log holds exactly the acknowledged appends.
+//! Events live in one redb table keyed by `(partition, offset)`. Offsets come from one
+//! counter shared by all partitions, so they are unique across the log and an offset alone
+//! orders events globally.
 //!
-//! One process writes the file; others may open it read-only while it does
-//! ([`EmbeddedLog::open_read_only`], redb's single-writer mode) and read up to its latest
-//! commit: `svc log tail` and `svc log export` beside a running svc.
+//! An append is written to the journal ([`journal`]: append-only segment files, one write
+//! per append) and acknowledged once the kernel holds it (or the disk, with
+//! [`LogAck::Synced`]); until then nothing of it is kept. The events are readable at once,
+//! from memory, while a flusher thread moves them into redb in large durable transactions,
+//! then deletes the journal segments redb holds. Opening the log moves what the journal
+//! holds beyond redb into redb first: after a crash the log holds exactly the acknowledged
+//! appends. A durable redb commit per append capped procedures at one `fsync` each
+//! (docs/performance.md, "recordView through the journal").
+//!
+//! One process writes the files; others may open them read-only while it does
+//! ([`EmbeddedLog::open_read_only`], redb's single-writer mode) and read up to the writer's
+//! latest redb commit and what the journal held when they opened: `svc log tail` and
+//! `svc log export` beside a running svc.
 
+mod journal;
+
+use std::collections::VecDeque;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use event_schema::{codec, packed, CodecError, Envelope, NewEvent, Position};
@@ -18,6 +32,10 @@ use redb::{
     ConcurrencyMode, Database, ReadOnlyDatabase, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction,
 };
 use tokio::sync::watch;
+use tracing::{error, warn};
+
+use journal::{Entry, Journal};
+pub use journal::{LogAck, JOURNAL_DIR};
 
 use crate::{partition_for, EventLog, LogError};
 
@@ -37,28 +55,148 @@ pub const LOG_FILE: &str = "log.redb";
 /// up as fast (docs/performance.md, "Memory after catch-up").
 const PAGE_CACHE_BYTES: usize = 4 * 1024 * 1024;
 
-/// The embedded [`EventLog`]: durable, partitioned, on one redb file.
+/// The most journaled bytes waiting for redb: an append past it waits for the flusher, so
+/// a writer faster than redb (a seed) is held to redb's pace with bounded memory.
+const PENDING_MAX_BYTES: usize = 32 * 1024 * 1024;
+
+/// The flusher commits at most this often, unless [`FLUSH_BYTES`] are pending: fewer,
+/// larger redb transactions (each is an `fsync`), while reads see pending events at once.
+/// A power loss with [`LogAck::Written`] may lose what came in during the last of these.
+const FLUSH_INTERVAL: Duration = Duration::from_millis(10);
+
+/// Pending bytes that make the flusher commit without waiting for [`FLUSH_INTERVAL`].
+const FLUSH_BYTES: usize = 4 * 1024 * 1024;
+
+/// How long the flusher waits before trying again after a failed redb commit.
+const FLUSH_RETRY: Duration = Duration::from_secs(1);
+
+/// The embedded [`EventLog`]: durable, partitioned, on a journal and one redb file.
 pub struct EmbeddedLog {
     db: Arc<Handle>,
     partitions: u32,
+    /// The journal and the offset counter; `None` when opened to read only.
+    writer: Option<Mutex<Writer>>,
+    pending: Arc<Pending>,
     appended_tx: watch::Sender<u64>,
+    flusher: Option<JoinHandle<()>>,
+}
+
+/// What appends hold while they write: the journal and the next offset.
+struct Writer {
+    journal: Journal,
+    next: u64,
+}
+
+/// Journaled events not yet in redb, shared by appends, reads and the flusher.
+struct Pending {
+    state: Mutex<PendingState>,
+    /// Signalled when the flusher has work: the first events after none, [`FLUSH_BYTES`]
+    /// reached, the log closing.
+    work: Condvar,
+    /// Signalled when events leave for redb or a flush fails (appends waiting for room).
+    room: Condvar,
+}
+
+struct PendingState {
+    /// Per partition, in offset order.
+    events: Vec<VecDeque<Entry>>,
+    bytes: usize,
+    /// The offset after the last pending event (what redb will hold after the next flush).
+    next: u64,
+    /// The offset after the last event redb holds: every event from it to `next` is pending.
+    flushed: u64,
+    /// Why the last flush failed, while it does: appends are refused.
+    failure: Option<Failure>,
+    closing: bool,
+}
+
+/// A failed flush, kept to answer appends with.
+#[derive(Clone)]
+struct Failure {
+    io: bool,
+    why: String,
+}
+
+impl Failure {
+    fn of(e: &LogError) -> Failure {
+        match e {
+            LogError::Io(why) => Failure { io: true, why: why.clone() },
+            e => Failure { io: false, why: e.to_string() },
+        }
+    }
+
+    fn error(&self) -> LogError {
+        if self.io {
+            LogError::Io(self.why.clone())
+        } else {
+            LogError::Unavailable(self.why.clone())
+        }
+    }
+}
+
+impl Pending {
+    fn new(partitions: u32, next: u64) -> Pending {
+        let events = (0..partitions).map(|_| VecDeque::new()).collect();
+        let state = PendingState { events, bytes: 0, next, flushed: next, failure: None, closing: false };
+        Pending { state: Mutex::new(state), work: Condvar::new(), room: Condvar::new() }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, PendingState> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn push(&self, entries: Vec<Entry>, next: u64) {
+        let mut state = self.lock();
+        let before = state.bytes;
+        for entry in entries {
+            state.bytes += entry.bytes.len();
+            state.events[entry.partition as usize].push_back(entry);
+        }
+        state.next = next;
+        if before == 0 || (before < FLUSH_BYTES && state.bytes >= FLUSH_BYTES) {
+            self.work.notify_one();
+        }
+    }
+
+    /// Up to `max` pending events of `partition` from `from`.
+    fn read(&self, partition: u32, from: u64, max: usize) -> Vec<Entry> {
+        let state = self.lock();
+        let events = &state.events[partition as usize];
+        let start = events.partition_point(|e| e.offset < from);
+        events.range(start..).take(max).cloned().collect()
+    }
+
+    fn last_offset(&self, partition: u32) -> Option<u64> {
+        self.lock().events[partition as usize].back().map(|e| e.offset)
+    }
 }
 
 impl EmbeddedLog {
-    /// Opens the log in `dir`, creating it with `partitions` partitions if it does not exist.
-    /// An existing log keeps the partition count it was created with.
+    /// Opens the log in `dir`, creating it with `partitions` partitions if it does not exist,
+    /// acknowledging appends once written ([`LogAck::Written`]). An existing log keeps the
+    /// partition count it was created with.
     ///
     /// # Errors
     /// [`LogError::Unavailable`] when the directory or file cannot be opened.
     pub fn open(dir: &Path, partitions: u32) -> Result<EmbeddedLog, LogError> {
+        EmbeddedLog::open_with(dir, partitions, LogAck::default())
+    }
+
+    /// Opens the log in `dir` as [`EmbeddedLog::open`] does, acknowledging appends as `ack`
+    /// says. What a stopped process left in the journal is moved into redb first.
+    ///
+    /// # Errors
+    /// As [`EmbeddedLog::open`]; [`LogError::Io`] when the journal cannot be read or written.
+    pub fn open_with(dir: &Path, partitions: u32, ack: LogAck) -> Result<EmbeddedLog, LogError> {
         std::fs::create_dir_all(dir).map_err(|e| LogError::Unavailable(format!("failed to create {}: {e}", dir.display())))?;
         let db = redb::Builder::new()
             .set_cache_size(PAGE_CACHE_BYTES)
             .set_concurrency_mode(ConcurrencyMode::SingleWriter)
             .create(dir.join(LOG_FILE))?;
+        let journal_dir = dir.join(JOURNAL_DIR);
+        let recovered = journal::recover(&journal_dir)?;
         let txn = db.begin_write()?;
         let (stored_partitions, next_offset) = {
-            let _ = txn.open_table(EVENTS)?;
             let _ = txn.open_table(CHECKPOINTS)?;
             let mut meta = txn.open_table(META)?;
             let stored = meta.get(META_PARTITIONS)?.map(|v| v.value());
@@ -70,16 +208,47 @@ impl EmbeddedLog {
                     p
                 }
             };
-            let next = meta.get(META_NEXT_OFFSET)?.map(|v| v.value()).unwrap_or(0);
+            let stored = meta.get(META_NEXT_OFFSET)?.map(|v| v.value()).unwrap_or(0);
+            let mut next = stored;
+            let mut table = txn.open_table(EVENTS)?;
+            for entry in recovered.iter().filter(|e| e.offset >= stored) {
+                if entry.partition >= parts {
+                    return Err(LogError::Unavailable(format!(
+                        "the journal holds an event of partition {} (the log has {parts})",
+                        entry.partition
+                    )));
+                }
+                table.insert((entry.partition, entry.offset), &*entry.bytes)?;
+                next = entry.offset + 1;
+            }
+            meta.insert(META_NEXT_OFFSET, next)?;
             (parts, next)
         };
         txn.commit()?;
+        let journal = Journal::create(&journal_dir, next_offset, ack)?;
+        let db = Arc::new(Handle::Writer(db));
+        let pending = Arc::new(Pending::new(stored_partitions, next_offset));
         let (appended_tx, _) = watch::channel(next_offset);
-        Ok(EmbeddedLog { db: Arc::new(Handle::Writer(db)), partitions: stored_partitions, appended_tx })
+        let flusher = {
+            let (db, pending) = (db.clone(), pending.clone());
+            std::thread::Builder::new()
+                .name("log-flusher".into())
+                .spawn(move || flush(&db, &pending))
+                .map_err(|e| LogError::Unavailable(format!("failed to start the log's flusher: {e}")))?
+        };
+        Ok(EmbeddedLog {
+            db,
+            partitions: stored_partitions,
+            writer: Some(Mutex::new(Writer { journal, next: next_offset })),
+            pending,
+            appended_tx,
+            flusher: Some(flusher),
+        })
     }
 
     /// Opens the log in `dir` to read only, beside the process that writes it: every read
-    /// sees the writer's latest commit. Appends and checkpoints are refused.
+    /// sees the writer's latest redb commit and what its journal held at this call.
+    /// Appends and checkpoints are refused.
     ///
     /// # Errors
     /// [`LogError::Unavailable`] when there is no log in `dir` or it cannot be opened.
@@ -88,17 +257,22 @@ impl EmbeddedLog {
             .set_cache_size(PAGE_CACHE_BYTES)
             .set_concurrency_mode(ConcurrencyMode::SingleWriter)
             .open_read_only(dir.join(LOG_FILE))?;
-        let partitions = {
+        let (partitions, stored_next) = {
             let txn = db.begin_read()?;
             let meta = txn.open_table(META)?;
-            meta.get(META_PARTITIONS)?
+            let partitions = meta
+                .get(META_PARTITIONS)?
                 .map(|v| v.value() as u32)
-                .ok_or_else(|| LogError::Unavailable(format!("no event log in {}", dir.display())))?
+                .ok_or_else(|| LogError::Unavailable(format!("no event log in {}", dir.display())))?;
+            (partitions, meta.get(META_NEXT_OFFSET)?.map(|v| v.value()).unwrap_or(0))
         };
-        let (appended_tx, _) = watch::channel(0);
-        let log = EmbeddedLog { db: Arc::new(Handle::Reader(db)), partitions, appended_tx };
-        log.appended_tx.send_replace(log.next_offset()?);
-        Ok(log)
+        let journaled: Vec<Entry> =
+            journal::recover(&dir.join(JOURNAL_DIR))?.into_iter().filter(|e| e.offset >= stored_next && e.partition < partitions).collect();
+        let next = journaled.last().map_or(stored_next, |e| e.offset + 1);
+        let pending = Arc::new(Pending::new(partitions, next));
+        pending.push(journaled, next);
+        let (appended_tx, _) = watch::channel(next);
+        Ok(EmbeddedLog { db: Arc::new(Handle::Reader(db)), partitions, writer: None, pending, appended_tx, flusher: None })
     }
 
     fn check_partition(&self, partition: u32) -> Result<(), LogError> {
@@ -108,10 +282,107 @@ impl EmbeddedLog {
         Ok(())
     }
 
-    fn next_offset(&self) -> Result<u64, LogError> {
+    /// The redb file's last committed offset counter.
+    fn stored_next_offset(&self) -> Result<u64, LogError> {
         let txn = self.db.begin_read()?;
         let meta = txn.open_table(META)?;
         Ok(meta.get(META_NEXT_OFFSET)?.map(|v| v.value()).unwrap_or(0))
+    }
+}
+
+fn decode(partition: u32, offset: u64, stored: &[u8]) -> Result<Envelope, LogError> {
+    let corrupt = |source| LogError::Corrupt { partition, offset, source };
+    let bytes = packed::unpack(stored).map_err(|reason| corrupt(CodecError::Decode(reason)))?;
+    codec::decode(Position { partition, offset }, &bytes).map_err(corrupt)
+}
+
+/// The flusher: moves pending events into redb, a durable transaction at a time, until the
+/// log closes and nothing is pending.
+fn flush(db: &Handle, pending: &Pending) {
+    let mut last_flush = Instant::now();
+    loop {
+        let (batch, through) = {
+            let mut state = pending.lock();
+            while !state.closing {
+                if state.bytes == 0 {
+                    state = pending.work.wait(state).unwrap_or_else(|p| p.into_inner());
+                    continue;
+                }
+                let due = last_flush + FLUSH_INTERVAL;
+                let now = Instant::now();
+                if state.bytes >= FLUSH_BYTES || now >= due {
+                    break;
+                }
+                state = pending.work.wait_timeout(state, due - now).unwrap_or_else(|p| p.into_inner()).0;
+            }
+            if state.bytes == 0 {
+                return;
+            }
+            let batch: Vec<Entry> = state.events.iter().flat_map(|p| p.iter().cloned()).collect();
+            (batch, state.next)
+        };
+        last_flush = Instant::now();
+        match write_batch(db, &batch, through) {
+            Ok(()) => {
+                let mut state = pending.lock();
+                let mut freed = 0;
+                for events in &mut state.events {
+                    while events.front().is_some_and(|e| e.offset < through) {
+                        freed += events.pop_front().map_or(0, |e| e.bytes.len());
+                    }
+                    if events.is_empty() && events.capacity() > 4096 {
+                        events.shrink_to_fit();
+                    }
+                }
+                state.bytes -= freed;
+                state.flushed = through;
+                state.failure = None;
+                pending.room.notify_all();
+            }
+            Err(e) => {
+                error!(error = %e, "the event log could not move journaled events into its file; they stay in the journal");
+                let mut state = pending.lock();
+                state.failure = Some(Failure::of(&e));
+                pending.room.notify_all();
+                if state.closing {
+                    // The next open moves them from the journal.
+                    return;
+                }
+                let _ = pending.work.wait_timeout(state, FLUSH_RETRY);
+            }
+        }
+    }
+}
+
+/// Writes `batch` into redb with the offset counter at `through`, durably.
+fn write_batch(db: &Handle, batch: &[Entry], through: u64) -> Result<(), LogError> {
+    let txn = db.begin_write()?;
+    {
+        let mut table = txn.open_table(EVENTS)?;
+        for entry in batch {
+            table.insert((entry.partition, entry.offset), &*entry.bytes)?;
+        }
+        txn.open_table(META)?.insert(META_NEXT_OFFSET, through)?;
+    }
+    txn.commit()?;
+    Ok(())
+}
+
+impl Drop for EmbeddedLog {
+    /// Flushes what is pending into redb and stops the flusher; the journal then holds
+    /// nothing redb lacks.
+    fn drop(&mut self) {
+        self.pending.lock().closing = true;
+        self.pending.work.notify_all();
+        if let Some(flusher) = self.flusher.take() {
+            if flusher.join().is_err() {
+                warn!("the event log's flusher panicked; the next open moves the journal into the log");
+            }
+        }
+        let flushed = self.pending.lock().bytes == 0;
+        if let Some(writer) = self.writer.take().filter(|_| flushed) {
+            writer.into_inner().unwrap_or_else(|p| p.into_inner()).journal.remove();
+        }
     }
 }
 
@@ -132,9 +403,13 @@ impl Handle {
     fn begin_write(&self) -> Result<WriteTransaction, LogError> {
         match self {
             Handle::Writer(db) => Ok(db.begin_write()?),
-            Handle::Reader(_) => Err(LogError::Unavailable("the event log was opened to read only".into())),
+            Handle::Reader(_) => Err(read_only()),
         }
     }
+}
+
+fn read_only() -> LogError {
+    LogError::Unavailable("the event log was opened to read only".into())
 }
 
 impl EventLog for EmbeddedLog {
@@ -150,41 +425,59 @@ impl EventLog for EmbeddedLog {
         if events.is_empty() {
             return Ok(Vec::new());
         }
-        let txn = self.db.begin_write()?;
-        let mut positions = Vec::with_capacity(events.len());
-        let next = {
-            let mut meta = txn.open_table(META)?;
-            let mut table = txn.open_table(EVENTS)?;
-            let mut next = meta.get(META_NEXT_OFFSET)?.map(|v| v.value()).unwrap_or(0);
-            let now = Utc::now();
-            for event in events {
-                let bytes = packed::pack(codec::encode(event, now).map_err(LogError::Encode)?);
-                let position = Position { partition: partition_for(&event.key, self.partitions), offset: next };
-                table.insert((position.partition, position.offset), bytes.as_slice())?;
-                positions.push(position);
-                next += 1;
+        let mut writer = self.writer.as_ref().ok_or_else(read_only)?.lock().unwrap_or_else(|p| p.into_inner());
+        let flushed = {
+            let mut state = self.pending.lock();
+            while state.bytes >= PENDING_MAX_BYTES && state.failure.is_none() {
+                state = self.pending.room.wait(state).unwrap_or_else(|p| p.into_inner());
             }
-            meta.insert(META_NEXT_OFFSET, next)?;
-            next
+            if let Some(failure) = &state.failure {
+                return Err(failure.error());
+            }
+            state.flushed
         };
-        txn.commit()?;
+        let now = Utc::now();
+        let mut entries = Vec::with_capacity(events.len());
+        let mut next = writer.next;
+        for event in events {
+            let bytes = packed::pack(codec::encode(event, now).map_err(LogError::Encode)?);
+            entries.push(Entry { partition: partition_for(&event.key, self.partitions), offset: next, bytes: bytes.into() });
+            next += 1;
+        }
+        writer.journal.write(&entries)?;
+        writer.next = next;
+        for path in writer.journal.release(flushed) {
+            if let Err(e) = std::fs::remove_file(&path) {
+                warn!(error = %e, path = %path.display(), "failed to delete a journal segment the log file holds");
+            }
+        }
+        let positions = entries.iter().map(|e| Position { partition: e.partition, offset: e.offset }).collect();
+        self.pending.push(entries, next);
         self.appended_tx.send_replace(next);
         Ok(positions)
     }
 
+    /// Reads redb, then the events still pending: a flush between the two only makes
+    /// them appear in both, and the pending copy taken first has every event redb lacks.
     fn read(&self, partition: u32, from: u64, max: usize) -> Result<Vec<Envelope>, LogError> {
         self.check_partition(partition)?;
-        let txn = self.db.begin_read()?;
-        let table = txn.open_table(EVENTS)?;
+        let pending = self.pending.read(partition, from, max);
         let mut out = Vec::with_capacity(max.min(4096));
-        for entry in table.range((partition, from)..=(partition, u64::MAX))?.take(max) {
-            let (key, value) = entry?;
-            let (partition, offset) = key.value();
-            let position = Position { partition, offset };
-            let corrupt = |source| LogError::Corrupt { partition, offset, source };
-            let bytes = packed::unpack(value.value()).map_err(|reason| corrupt(CodecError::Decode(reason)))?;
-            let envelope = codec::decode(position, &bytes).map_err(corrupt)?;
-            out.push(envelope);
+        // Pending from `from` on: redb holds nothing of this partition in between.
+        if pending.first().is_none_or(|first| first.offset > from) {
+            let txn = self.db.begin_read()?;
+            let table = txn.open_table(EVENTS)?;
+            for entry in table.range((partition, from)..=(partition, u64::MAX))?.take(max) {
+                let (key, value) = entry?;
+                let (partition, offset) = key.value();
+                if pending.first().is_some_and(|first| offset >= first.offset) {
+                    break;
+                }
+                out.push(decode(partition, offset, value.value())?);
+            }
+        }
+        for entry in pending.iter().take(max - out.len()) {
+            out.push(decode(entry.partition, entry.offset, &entry.bytes)?);
         }
         Ok(out)
     }
@@ -195,6 +488,9 @@ impl EventLog for EmbeddedLog {
     /// partitions received since.
     fn end_offset(&self, partition: u32) -> Result<u64, LogError> {
         self.check_partition(partition)?;
+        if let Some(last) = self.pending.last_offset(partition) {
+            return Ok(last + 1);
+        }
         let txn = self.db.begin_read()?;
         let table = txn.open_table(EVENTS)?;
         let last = table.range((partition, 0)..=(partition, u64::MAX))?.next_back().transpose()?;
@@ -220,8 +516,13 @@ impl EventLog for EmbeddedLog {
         self.appended_tx.subscribe()
     }
 
+    /// Fails while the flusher cannot write the log file (a full disk): appends are
+    /// refused then.
     fn check(&self) -> Result<(), LogError> {
-        self.next_offset().map(|_| ())
+        if let Some(failure) = &self.pending.lock().failure {
+            return Err(failure.error());
+        }
+        self.stored_next_offset().map(|_| ())
     }
 
     fn read_merged(&self, from: u64, max: usize) -> Result<Vec<Envelope>, LogError> {
@@ -244,6 +545,43 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         (Box::new(EmbeddedLog::open(dir.path(), 4).unwrap()) as Box<dyn EventLog>, dir)
     });
+
+    /// Set in the child process [`a_killed_writer_loses_no_acknowledged_append`] starts.
+    const CRASH_CHILD: &str = "EVENTLOG_CRASH_CHILD_DIR";
+
+    #[test]
+    fn a_killed_writer_loses_no_acknowledged_append() {
+        if let Ok(dir) = std::env::var(CRASH_CHILD) {
+            // The child: append, then die at once, with the last appends still on their
+            // way from the journal to the log file.
+            let log = EmbeddedLog::open(Path::new(&dir), 4).unwrap();
+            for events in crate::test_suite::identity_events(600).chunks(3) {
+                log.append(events).unwrap();
+            }
+            std::process::abort();
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "embedded::tests::a_killed_writer_loses_no_acknowledged_append", "--test-threads=1"])
+            .env(CRASH_CHILD, dir.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(!status.success(), "the child aborted");
+        let journaled = journal::recover(&dir.path().join(JOURNAL_DIR)).unwrap();
+        assert_eq!(journaled.len(), 600, "the aborted writer's journal holds every append");
+
+        let log = EmbeddedLog::open(dir.path(), 4).unwrap();
+        let events = log.read_merged(0, 1_000).unwrap();
+        let offsets: Vec<u64> = events.iter().map(|e| e.position.offset).collect();
+        assert_eq!(offsets, (0..600).collect::<Vec<_>>(), "every acknowledged append, once, in order");
+        assert_eq!(log.append(&crate::test_suite::identity_events(1)).unwrap()[0].offset, 600);
+        drop(log);
+        assert!(journal::recover(&dir.path().join(JOURNAL_DIR)).unwrap().is_empty(), "a clean close leaves no journal");
+        let log = EmbeddedLog::open_read_only(dir.path()).unwrap();
+        assert_eq!(log.read_merged(0, 1_000).unwrap().len(), 601, "the log file holds them all");
+    }
 
     #[test]
     fn reopen_keeps_events_offsets_and_partition_count() {

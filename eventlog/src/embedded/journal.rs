@@ -1,0 +1,281 @@
+//! The embedded log's journal: append-only segment files in front of the redb file.
+//!
+//! An append is written to the current segment in one `write` and acknowledged then (or, with
+//! [`LogAck::Synced`], once `fdatasync` returns): what the kernel holds survives the process
+//! being killed. The flusher moves journaled events into redb in large durable transactions
+//! and deletes the segments redb then holds entirely; opening the log moves what a stopped
+//! process left in the journal into redb first.
+//!
+//! A segment is named after the offset of its first event (`00000000000000001234.seg`) and
+//! holds frames: the length of the body (u32, little-endian), its CRC-32 (u32), then the body:
+//! partition (u32), offset (u64), the packed event. A torn frame can only end the last
+//! segment (a write cut short by a power loss); it and anything after it were never
+//! acknowledged with [`LogAck::Synced`] and are dropped.
+
+use std::collections::VecDeque;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::LogError;
+
+/// The journal's directory inside the data directory.
+pub const JOURNAL_DIR: &str = "log.journal";
+
+/// A segment is closed and a new one begun once it holds this much.
+const SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
+
+const HEADER: usize = 8;
+const BODY_HEADER: usize = 12;
+
+/// When the embedded log acknowledges an append.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogAck {
+    /// Once the journal's write returns: the event survives the process being killed at
+    /// any moment, and a power loss once the flusher's next redb commit (milliseconds
+    /// later) or the kernel's writeback reaches the disk. Kafka's default, without
+    /// replicas.
+    #[default]
+    Written,
+    /// Once the journal's write is on the disk (`fdatasync`, one per append, which the
+    /// query nodes share between concurrent procedures): survives a power loss too.
+    Synced,
+}
+
+/// One journaled event: where it lives in the log and its packed bytes.
+#[derive(Clone)]
+pub(crate) struct Entry {
+    pub partition: u32,
+    pub offset: u64,
+    pub bytes: Arc<[u8]>,
+}
+
+/// The writer's side of the journal: the segments on disk, the last one open for appends.
+pub(crate) struct Journal {
+    dir: PathBuf,
+    ack: LogAck,
+    /// The segments in order, by the offset of their first event; the last is `file`'s.
+    segments: VecDeque<(u64, PathBuf)>,
+    file: File,
+    len: u64,
+}
+
+impl Journal {
+    /// Starts an empty journal in `dir` whose first event will have `next_offset`, deleting
+    /// the segments of an earlier one (call it once redb durably holds what [`recover`]
+    /// returned).
+    pub fn create(dir: &Path, next_offset: u64, ack: LogAck) -> Result<Journal, LogError> {
+        std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
+        for (_, path) in segments(dir)? {
+            std::fs::remove_file(&path).map_err(|e| io_error(&path, e))?;
+        }
+        let path = segment_path(dir, next_offset);
+        let file = create_segment(dir, &path)?;
+        Ok(Journal { dir: dir.to_path_buf(), ack, segments: VecDeque::from([(next_offset, path)]), file, len: 0 })
+    }
+
+    /// Appends `entries` (in offset order) in one write, beginning a new segment first when
+    /// the current one is full. On an error nothing of them stays in the journal.
+    pub fn write(&mut self, entries: &[Entry]) -> Result<(), LogError> {
+        let Some(first) = entries.first() else { return Ok(()) };
+        if self.len >= SEGMENT_BYTES {
+            let path = segment_path(&self.dir, first.offset);
+            self.file = create_segment(&self.dir, &path)?;
+            self.segments.push_back((first.offset, path));
+            self.len = 0;
+        }
+        let mut buf = Vec::with_capacity(entries.iter().map(|e| HEADER + BODY_HEADER + e.bytes.len()).sum());
+        for entry in entries {
+            let body_len = BODY_HEADER + entry.bytes.len();
+            let body_start = buf.len() + HEADER;
+            buf.extend_from_slice(&(body_len as u32).to_le_bytes());
+            buf.extend_from_slice(&[0; 4]);
+            buf.extend_from_slice(&entry.partition.to_le_bytes());
+            buf.extend_from_slice(&entry.offset.to_le_bytes());
+            buf.extend_from_slice(&entry.bytes);
+            let crc = crc32fast::hash(&buf[body_start..]);
+            buf[body_start - 4..body_start].copy_from_slice(&crc.to_le_bytes());
+        }
+        let written = self.file.write_all(&buf).and_then(|()| match self.ack {
+            LogAck::Synced => self.file.sync_data(),
+            LogAck::Written => Ok(()),
+        });
+        if let Err(e) = written {
+            // Whatever part of the write landed is cut off, so the next append follows the
+            // last whole one.
+            let _ = self.file.set_len(self.len);
+            return Err(io_error(self.current(), e));
+        }
+        self.len += buf.len() as u64;
+        Ok(())
+    }
+
+    /// Forgets the segments whose every event is before `flushed` (redb holds them
+    /// durably) and returns their paths, for the caller to delete outside its lock.
+    pub fn release(&mut self, flushed: u64) -> Vec<PathBuf> {
+        let mut done = Vec::new();
+        while self.segments.len() > 1 && self.segments[1].0 <= flushed {
+            done.extend(self.segments.pop_front().map(|(_, path)| path));
+        }
+        done
+    }
+
+    /// Deletes every segment: the log file holds all they did (a clean close).
+    pub fn remove(self) {
+        for (_, path) in self.segments {
+            if let Err(e) = std::fs::remove_file(&path) {
+                tracing::warn!(error = %e, path = %path.display(), "failed to delete a journal segment the log file holds");
+            }
+        }
+    }
+
+    fn current(&self) -> &Path {
+        self.segments.back().map_or(self.dir.as_path(), |(_, path)| path.as_path())
+    }
+}
+
+/// Every whole event the journal in `dir` holds, in offset order (none when there is no
+/// journal). Reads only: a torn end is skipped, not cut off.
+///
+/// # Errors
+/// [`LogError::Io`] when a segment cannot be read; [`LogError::Unavailable`] when a frame
+/// before the last segment's end is damaged (the journal cannot be trusted past it).
+pub(crate) fn recover(dir: &Path) -> Result<Vec<Entry>, LogError> {
+    let segments = match segments(dir) {
+        Ok(segments) => segments,
+        Err(_) if !dir.exists() => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut entries: Vec<Entry> = Vec::new();
+    let count = segments.len();
+    for (i, (_, path)) in segments.into_iter().enumerate() {
+        let mut bytes = Vec::new();
+        match File::open(&path).and_then(|mut f| f.read_to_end(&mut bytes)) {
+            Ok(_) => {}
+            // The writer deleted it since it was listed: redb holds its events.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(io_error(&path, e)),
+        }
+        let mut at = 0;
+        while at < bytes.len() {
+            match frame(&bytes[at..]) {
+                Some((entry, len)) => {
+                    if entries.last().is_some_and(|last| last.offset >= entry.offset) {
+                        return Err(LogError::Unavailable(format!("{}: offsets out of order at byte {at}", path.display())));
+                    }
+                    entries.push(entry);
+                    at += len;
+                }
+                None if i + 1 == count => break,
+                None => return Err(LogError::Unavailable(format!(
+                    "{}: damaged frame at byte {at} of a segment that is not the last (move the journal aside to open the log without it)",
+                    path.display()
+                ))),
+            }
+        }
+    }
+    Ok(entries)
+}
+
+/// The frame at the start of `bytes` and its length, if it is whole and intact.
+fn frame(bytes: &[u8]) -> Option<(Entry, usize)> {
+    let body_len = u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?) as usize;
+    let crc = u32::from_le_bytes(bytes.get(4..8)?.try_into().ok()?);
+    let body = bytes.get(HEADER..HEADER + body_len)?;
+    if body_len < BODY_HEADER || crc32fast::hash(body) != crc {
+        return None;
+    }
+    let partition = u32::from_le_bytes(body[..4].try_into().ok()?);
+    let offset = u64::from_le_bytes(body[4..12].try_into().ok()?);
+    Some((Entry { partition, offset, bytes: Arc::from(&body[BODY_HEADER..]) }, HEADER + body_len))
+}
+
+/// The segments in `dir`, by the offset of their first event.
+fn segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>, LogError> {
+    let mut found = Vec::new();
+    for item in std::fs::read_dir(dir).map_err(|e| io_error(dir, e))? {
+        let path = item.map_err(|e| io_error(dir, e))?.path();
+        let first = path.extension().filter(|ext| *ext == "seg").and(path.file_stem()).and_then(|s| s.to_str()?.parse().ok());
+        if let Some(first) = first {
+            found.push((first, path));
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+fn segment_path(dir: &Path, first: u64) -> PathBuf {
+    dir.join(format!("{first:020}.seg"))
+}
+
+/// Creates a segment and makes its name durable (the directory synced).
+fn create_segment(dir: &Path, path: &Path) -> Result<File, LogError> {
+    let file = OpenOptions::new().create(true).append(true).open(path).map_err(|e| io_error(path, e))?;
+    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io_error(dir, e))?;
+    Ok(file)
+}
+
+fn io_error(path: &Path, e: io::Error) -> LogError {
+    LogError::Io(format!("{e} ({})", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(offset: u64) -> Entry {
+        Entry { partition: (offset % 3) as u32, offset, bytes: Arc::from(format!("event {offset}").into_bytes()) }
+    }
+
+    #[test]
+    fn what_was_written_is_recovered_and_a_torn_end_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut journal = Journal::create(dir.path(), 5, LogAck::Written).unwrap();
+        journal.write(&[entry(5), entry(6)]).unwrap();
+        journal.write(&[entry(7)]).unwrap();
+        let segment = segment_path(dir.path(), 5);
+        // A write cut short: half a frame at the end.
+        let whole = std::fs::read(&segment).unwrap();
+        let mut torn = whole.clone();
+        torn.extend_from_slice(&whole[..10]);
+        std::fs::write(&segment, &torn).unwrap();
+        let got = recover(dir.path()).unwrap();
+        assert_eq!(got.iter().map(|e| e.offset).collect::<Vec<_>>(), [5, 6, 7]);
+        assert_eq!(&*got[2].bytes, b"event 7");
+        assert_eq!(got[1].partition, 0);
+    }
+
+    #[test]
+    fn a_damaged_frame_inside_the_journal_refuses_to_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut journal = Journal::create(dir.path(), 0, LogAck::Synced).unwrap();
+        journal.write(&[entry(0), entry(1)]).unwrap();
+        journal.len = SEGMENT_BYTES;
+        journal.write(&[entry(2)]).unwrap();
+        let first = segment_path(dir.path(), 0);
+        let mut bytes = std::fs::read(&first).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0xff;
+        std::fs::write(&first, &bytes).unwrap();
+        assert!(matches!(recover(dir.path()), Err(LogError::Unavailable(why)) if why.contains("damaged frame")));
+    }
+
+    #[test]
+    fn segments_are_released_once_flushed_and_a_new_journal_starts_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut journal = Journal::create(dir.path(), 0, LogAck::Written).unwrap();
+        journal.write(&[entry(0)]).unwrap();
+        journal.len = SEGMENT_BYTES;
+        journal.write(&[entry(1)]).unwrap();
+        journal.len = SEGMENT_BYTES;
+        journal.write(&[entry(2)]).unwrap();
+        assert!(journal.release(0).is_empty(), "redb holds nothing yet");
+        assert_eq!(journal.release(2), [segment_path(dir.path(), 0), segment_path(dir.path(), 1)]);
+        assert!(journal.release(3).is_empty(), "the segment being written stays");
+        drop(journal);
+        assert_eq!(recover(dir.path()).unwrap().len(), 3, "release only forgets: the caller deletes");
+        Journal::create(dir.path(), 3, LogAck::Written).unwrap();
+        assert!(recover(dir.path()).unwrap().is_empty());
+    }
+}
