@@ -108,14 +108,19 @@ pub(crate) fn join<T>(handle: std::thread::ScopedJoinHandle<'_, Result<T, Projec
     handle.join().unwrap_or_else(|_| Err(ProjectionError::Panicked("projection thread panicked".into())))
 }
 
-/// The threads a worker applies its batches on, one per projection, kept for the worker's
-/// life. Threads made per batch would cost more than their start: the allocator keeps what a
-/// thread allocated in that thread's pages, and the pages of whatever outlives the batch
-/// (cached rows and pages of the store) stay stranded, mostly empty, once the thread exits
-/// (docs/performance.md, "Memory after catch-up").
+/// The threads a worker applies its batches on, kept for the worker's life: one per
+/// projection, up to one per core (each takes the next projection of a batch when it is
+/// done with one). Threads made per batch would cost more than their start: the allocator
+/// keeps what a thread allocated in that thread's pages, and the pages of whatever outlives
+/// the batch (cached rows and pages of the store) stay stranded, mostly empty, once the
+/// thread exits (docs/performance.md, "Memory after catch-up"). More threads than cores
+/// only spin: an idle pool thread yields in a loop a while before it sleeps, and eleven on
+/// two cores took 11 % of svc's time under a steady stream of small batches
+/// (docs/performance.md, "recordView through the journal").
 fn appliers(projections: usize) -> Result<rayon::ThreadPool, ProjectionError> {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     rayon::ThreadPoolBuilder::new()
-        .num_threads(projections.max(1))
+        .num_threads(projections.clamp(1, cores))
         .thread_name(|i| format!("projection-{i}"))
         .build()
         .map_err(|e| ProjectionError::Panicked(format!("failed to start the projection threads: {e}")))
@@ -412,7 +417,9 @@ mod tests {
         for _ in 0..5 {
             pool.install(|| apply_to_all(&mut projections, &batch)).unwrap();
         }
-        assert_eq!((pool.current_num_threads(), applied.load(Ordering::Relaxed)), (3, 15), "each of 3 projections applied 5 batches");
+        let cores = std::thread::available_parallelism().unwrap().get();
+        assert_eq!(pool.current_num_threads(), cores.min(3), "a thread per projection, up to one per core");
+        assert_eq!(applied.load(Ordering::Relaxed), 15, "each of 3 projections applied 5 batches");
         projections.push(counting(true));
         let failed = pool.install(|| apply_to_all(&mut projections, &batch));
         assert!(matches!(failed, Err(ProjectionError::Panicked(_))), "{failed:?}");
@@ -425,6 +432,6 @@ mod tests {
         threads.run_on_each(|| {
             seen.lock().unwrap().insert(std::thread::current().id());
         });
-        assert_eq!(seen.lock().unwrap().len(), 3);
+        assert_eq!(seen.lock().unwrap().len(), threads.0.current_num_threads());
     }
 }
