@@ -150,13 +150,14 @@ impl Staged {
     }
 
     /// Writes the batch with the checkpoints that follow it, atomically where the store can;
-    /// `deferred` leaves durability to a later [`Store::sync`] (rebuilds).
-    pub fn commit(self, store: &dyn Store, consumer: &str, next: &Checkpoints, deferred: bool) -> Result<(), StoreError> {
+    /// Deferred ([`store::Batch::deferred`]): the log gives the batch again if a crash loses
+    /// it, and [`settle`] bounds how long it stays so.
+    pub fn commit(self, store: &dyn Store, consumer: &str, next: &Checkpoints) -> Result<(), StoreError> {
         let mut writes = self.into_batch();
         for (partition, offset) in next {
             writes.checkpoint(consumer, *partition, *offset);
         }
-        writes.deferred = deferred;
+        writes.deferred = true;
         store.apply(writes)
     }
 
@@ -177,12 +178,30 @@ pub(crate) struct ModelBase {
     pub(crate) name: &'static str,
     pub(crate) store: std::sync::Arc<dyn Store>,
     pub(crate) version: u32,
-    pub(crate) defer_durability: bool,
+    /// Rebuild mode: the flush makes every batch durable ([`settle`]).
+    pub(crate) rebuild: bool,
 }
 
 impl ModelBase {
     pub(crate) fn new(name: &'static str, store: std::sync::Arc<dyn Store>, version: u32, mode: crate::catalog::Mode) -> ModelBase {
-        ModelBase { name, store, version, defer_durability: mode == crate::catalog::Mode::Rebuild }
+        ModelBase { name, store, version, rebuild: mode == crate::catalog::Mode::Rebuild }
+    }
+}
+
+/// How long a live model's batches may stay deferred once its worker is idle: what a crash
+/// makes it apply again from the log. A durable commit per batch was an `fsync` per model
+/// for every few events under a steady stream of procedures (docs/performance.md,
+/// "recordView through the journal").
+pub(crate) const LIVE_DEFERRAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Makes a model's batches durable when its worker flushes (it has caught up): all of them
+/// after a rebuild, a live model's once the oldest deferred one is [`LIVE_DEFERRAL`] old.
+/// Under a steady stream the store makes a batch durable every 10 s by itself.
+pub(crate) fn settle(store: &dyn Store, rebuild: bool) -> Result<(), StoreError> {
+    if rebuild {
+        store.sync()
+    } else {
+        store.sync_older_than(LIVE_DEFERRAL)
     }
 }
 
@@ -220,15 +239,13 @@ impl<M: StagedModel> crate::Projection for StagedProjection<M> {
             self.0.stage(&mut st, event)?;
         }
         let base = self.0.base();
-        st.commit(base.store.as_ref(), &store::consumer_name(base.name, base.version), batch.next(), base.defer_durability)?;
+        st.commit(base.store.as_ref(), &store::consumer_name(base.name, base.version), batch.next())?;
         Ok(())
     }
 
     fn flush(&mut self) -> Result<(), crate::ProjectionError> {
         let base = self.0.base();
-        if base.defer_durability {
-            base.store.sync()?;
-        }
+        crate::staged::settle(base.store.as_ref(), base.rebuild)?;
         Ok(())
     }
 }

@@ -50,8 +50,8 @@ pub struct Batch {
     pub ops: Vec<Op>,
     /// The batch need not be durable when `apply` returns, only once a later durable batch
     /// or [`crate::Store::sync`] has been applied: a crash before then loses it whole, with
-    /// its checkpoints, so it is read again from the log. For rebuilds, where nobody waits
-    /// on a batch. Stores whose every write is durable ignore it.
+    /// its checkpoints, so it is read again from the log. For projections, whose every
+    /// batch the log can give again. Stores whose every write is durable ignore it.
     pub deferred: bool,
 }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, TableError, TableHandle};
 
 use crate::reopenable::ReopenableDb;
-use crate::row_cache::{CachedRow, RowCache, RowKeyRef, Ticket, WriteGuard};
+use crate::row_cache::{CachedRow, Gate, RowCache, RowKeyRef, Ticket, WriteGuard};
 use crate::value::{decode_columns, encode_columns};
 use crate::{consumer_name, Batch, Columns, Op, Page, Row, Scan, Store, StoreError, TableRef, VersionState};
 
@@ -74,8 +74,17 @@ pub struct EmbeddedStore {
 struct StoreFile {
     db: ReopenableDb,
     open: fn(&Path) -> Result<Database, StoreError>,
-    /// When the last durable commit was made.
-    last_durable: Mutex<Instant>,
+    /// When the last durable commit was made, and since when a deferred commit is not
+    /// durable yet (`None`: every commit is).
+    durability: Mutex<Durable>,
+    /// Its writes, for the row cache.
+    gate: Arc<Gate>,
+}
+
+/// A file's durability: see [`StoreFile::durability`].
+struct Durable {
+    last: Instant,
+    deferred_since: Option<Instant>,
 }
 
 impl StoreFile {
@@ -84,7 +93,8 @@ impl StoreFile {
         let txn = db.begin_write()?;
         txn.open_table(CHECKPOINTS)?;
         txn.commit()?;
-        Ok(StoreFile { db: ReopenableDb::new(db, path), open, last_durable: Mutex::new(Instant::now()) })
+        let durability = Mutex::new(Durable { last: Instant::now(), deferred_since: None });
+        Ok(StoreFile { db: ReopenableDb::new(db, path), open, durability, gate: Arc::default() })
     }
 
     /// Writes `ops` (of this file's tables and checkpoints) in one transaction, made
@@ -93,7 +103,7 @@ impl StoreFile {
     fn write(&self, ops: &[&Op], deferred: bool, write: &mut WriteGuard<'_>) -> Result<(), StoreError> {
         let db = self.db.get()?;
         let mut txn = db.begin_write()?;
-        let deferred = deferred && self.last_durable.lock().is_ok_and(|at| at.elapsed() < MAX_DEFERRAL);
+        let deferred = deferred && self.durability.lock().is_ok_and(|d| d.last.elapsed() < MAX_DEFERRAL);
         if deferred {
             txn.set_durability(Durability::None).map_err(|e| StoreError::Unavailable(format!("cannot defer durability: {e}")))?;
         }
@@ -135,7 +145,11 @@ impl StoreFile {
             }
         }
         txn.commit()?;
-        if !deferred {
+        if deferred {
+            if let Ok(mut d) = self.durability.lock() {
+                d.deferred_since.get_or_insert_with(Instant::now);
+            }
+        } else {
             self.made_durable();
         }
         Ok(())
@@ -148,9 +162,18 @@ impl StoreFile {
         Ok(())
     }
 
+    /// Makes the deferred commits durable if the oldest is `age` old or older.
+    fn sync_older_than(&self, age: Duration) -> Result<(), StoreError> {
+        let due = self.durability.lock().is_ok_and(|d| d.deferred_since.is_some_and(|at| at.elapsed() >= age));
+        if due {
+            self.sync()?;
+        }
+        Ok(())
+    }
+
     fn made_durable(&self) {
-        if let Ok(mut at) = self.last_durable.lock() {
-            *at = Instant::now();
+        if let Ok(mut d) = self.durability.lock() {
+            *d = Durable { last: Instant::now(), deferred_since: None };
         }
     }
 }
@@ -334,7 +357,7 @@ impl EmbeddedStore {
         std::fs::copy(file, &partial).map_err(|e| io_failed(&format!("copy {} to", file.display()), &partial, e))?;
         std::fs::rename(&partial, &path).map_err(|e| io_failed("rename", &partial, e))?;
         let adopted = Arc::new(StoreFile::open(path, open_version)?);
-        let _write = self.rows.begin_write();
+        let _write = self.rows.begin_write_all();
         let mut cached = self.active.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         let db = self.main.db.get()?;
         let txn = db.begin_write()?;
@@ -368,8 +391,6 @@ impl EmbeddedStore {
     /// Writes a batch (see [`Store::apply`]): one transaction per file its ops go to (a
     /// projection's batch names one version, so one file).
     fn write(&self, batch: Batch) -> Result<(), StoreError> {
-        // Announced before the transactions, ended (evicting the rows) after their commits.
-        let mut write = self.rows.begin_write();
         let mut groups: Vec<(Arc<StoreFile>, Vec<&Op>)> = Vec::new();
         let mut last: Option<(&str, usize)> = None;
         for op in &batch.ops {
@@ -392,6 +413,8 @@ impl EmbeddedStore {
             };
             groups[group].1.push(op);
         }
+        // Announced before the transactions, ended (evicting the rows) after their commits.
+        let mut write = self.rows.begin_write(groups.iter().map(|(file, _)| file.gate.clone()).collect());
         for (file, ops) in groups {
             file.write(&ops, batch.deferred, &mut write)?;
         }
@@ -404,7 +427,7 @@ impl EmbeddedStore {
         &self,
         keys: &[(&TableRef, &str, &[u8])],
         rows: &mut [Option<CachedRow>],
-        ticket: Option<Ticket>,
+        ticket: Option<(Ticket, &Gate)>,
     ) -> Result<(), StoreError> {
         let mut pending: Vec<usize> = (0..keys.len()).filter(|i| rows[*i].is_none()).collect();
         while let Some(&first) = pending.first() {
@@ -421,8 +444,8 @@ impl EmbeddedStore {
                 }
                 let key = RowKeyRef(table.physical_name(), partition, clustering);
                 let row = read_row(&txn, key)?.map(Arc::new);
-                if let Some(ticket) = ticket {
-                    self.rows.fill(ticket, key.owned(), row.clone());
+                if let Some((ticket, gate)) = ticket {
+                    self.rows.fill(ticket, gate, key.owned(), row.clone());
                 }
                 rows[i] = Some(row);
             }
@@ -440,7 +463,7 @@ impl Store for EmbeddedStore {
     /// Every write to this store is made by this process (one process per data directory),
     /// through [`EmbeddedStore::apply`] and the version calls, and each is counted.
     fn state_mark(&self) -> Option<u64> {
-        self.rows.begin_read().map(|t| t.mark())
+        self.rows.state_mark()
     }
 
     fn unchanged_since(&self, mark: u64) -> bool {
@@ -455,18 +478,18 @@ impl Store for EmbeddedStore {
 
     fn get(&self, table: &TableRef, partition: &str, clustering: &[u8]) -> Result<Option<Columns>, StoreError> {
         let key = RowKeyRef(table.physical_name(), partition, clustering);
-        let ticket = self.rows.begin_read();
+        let file = self.file(table.version_name());
+        let ticket = self.rows.begin_read(&file.gate);
         if ticket.is_some() {
             if let Some(row) = self.rows.get(key) {
                 return Ok(row.map(|c| (*c).clone()));
             }
         }
-        let file = self.file(table.version_name());
         let db = file.db.get()?;
         let txn = db.begin_read()?;
         let row = read_row(&txn, key)?;
         if let Some(ticket) = ticket {
-            self.rows.fill(ticket, key.owned(), row.clone().map(Arc::new));
+            self.rows.fill(ticket, &file.gate, key.owned(), row.clone().map(Arc::new));
         }
         Ok(row)
     }
@@ -486,12 +509,15 @@ impl Store for EmbeddedStore {
     }
 
     fn get_each(&self, keys: &[(&TableRef, &str, &[u8])]) -> Result<Vec<Option<Arc<Columns>>>, StoreError> {
-        if let Some(ticket) = self.rows.begin_read() {
+        // The cache serves reads of one file (a model's version): its gate says when.
+        let file = keys.first().map(|(t, _, _)| self.file(t.version_name()));
+        let file = file.filter(|f| keys.iter().all(|(t, _, _)| Arc::ptr_eq(f, &self.file(t.version_name()))));
+        if let Some((ticket, file)) = file.and_then(|f| Some((self.rows.begin_read(&f.gate)?, f))) {
             let mut rows: Vec<Option<CachedRow>> = keys.iter().map(|(t, p, c)| self.rows.get(RowKeyRef(t.physical_name(), p, c))).collect();
-            self.read_missing(keys, &mut rows, Some(ticket))?;
+            self.read_missing(keys, &mut rows, Some((ticket, &file.gate)))?;
             // Cached rows are the state when the read began; the rest are too unless a
             // write started since.
-            if self.rows.unchanged_since(ticket) {
+            if self.rows.unchanged_since(ticket, &file.gate) {
                 return Ok(rows.into_iter().map(Option::unwrap_or_default).collect());
             }
         }
@@ -568,6 +594,10 @@ impl Store for EmbeddedStore {
         self.all_files().iter().try_for_each(|file| file.sync())
     }
 
+    fn sync_older_than(&self, age: Duration) -> Result<(), StoreError> {
+        self.all_files().iter().try_for_each(|file| file.sync_older_than(age))
+    }
+
     fn checkpoints(&self, consumer: &str) -> Result<BTreeMap<u32, u64>, StoreError> {
         let file = self.file(consumer);
         let db = file.db.get()?;
@@ -602,6 +632,9 @@ impl Store for EmbeddedStore {
     /// Registers the version in `store.redb` and makes its file (before the registration
     /// commits: a file without one is deleted on the next open).
     fn create_version(&self, model: &str) -> Result<u32, StoreError> {
+        // Rows of the new version read before its file exists were looked up in
+        // `store.redb`: no such read may fill the cache once the file is there.
+        let _write = self.rows.begin_write_all();
         let db = self.main.db.get()?;
         let txn = db.begin_write()?;
         let version = {
@@ -627,7 +660,7 @@ impl Store for EmbeddedStore {
     fn set_active_version(&self, model: &str, version: u32) -> Result<(), StoreError> {
         // A write for the marks: readers read another version from now on. (Rows are
         // cached by physical table, which names the version: none to evict.)
-        let _write = self.rows.begin_write();
+        let _write = self.rows.begin_write_all();
         // Held across the commit, so that no reader sees the copy disagree with the file.
         let mut cached = self.active.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         let db = self.main.db.get()?;
@@ -653,7 +686,7 @@ impl Store for EmbeddedStore {
     /// between the two is deleted on the next open); a version kept in `store.redb` has its
     /// tables deleted there.
     fn drop_version(&self, model: &str, version: u32, tables: &[&str]) -> Result<(), StoreError> {
-        let mut write = self.rows.begin_write();
+        let mut write = self.rows.begin_write_all();
         write.touch_all();
         let db = self.main.db.get()?;
         let txn = db.begin_write()?;
@@ -683,7 +716,7 @@ impl Store for EmbeddedStore {
 
     /// Reopens every file, which empties redb's page caches, and empties the row cache.
     fn release_caches(&self) -> Result<(), StoreError> {
-        let mut write = self.rows.begin_write();
+        let mut write = self.rows.begin_write_all();
         write.touch_all();
         self.all_files().iter().try_for_each(|file| file.db.reopen(file.open))
     }

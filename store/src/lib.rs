@@ -208,6 +208,13 @@ pub trait Store: Send + Sync {
         Ok(())
     }
 
+    /// Makes the deferred batches durable where the oldest of them was applied `age` ago
+    /// or earlier: a live projection's bound on what a crash makes it apply again.
+    fn sync_older_than(&self, age: std::time::Duration) -> Result<(), StoreError> {
+        let _ = age;
+        Ok(())
+    }
+
     /// A consumer's checkpoints: the next log offset to read, per log partition.
     fn checkpoints(&self, consumer: &str) -> Result<BTreeMap<u32, u64>, StoreError>;
 

@@ -2,11 +2,15 @@
 //!
 //! Reading a row from redb costs a read transaction, a table lookup, a B-tree walk and
 //! decoding; a hot row served from here costs a hash lookup and a copy. Writes keep it
-//! exact with two counters: every write bumps `started` before it begins and `finished`
-//! after it has evicted the rows it wrote. A read uses the cache only while no write is
-//! under way (the counters are equal), fills it only if no write started since the read
-//! began, and a read of several rows that saw a write start meanwhile is redone from one
-//! snapshot without the cache.
+//! exact with two counters per file of the store (a [`Gate`]): a write bumps `started` of
+//! every file it writes before it begins and `finished` after it has evicted the rows it
+//! wrote. A read uses the cache only while no write to the row's file is under way (its
+//! counters are equal), fills it only if no such write started since the read began, and a
+//! read of several rows that saw a write start meanwhile is redone without the cache. A
+//! write that names no file (dropping a version, reopening every file) closes the cache to
+//! every read while it runs. One gate for the whole store had every read of a paper skip
+//! the cache while the usage model wrote views (docs/performance.md, "recordView through
+//! the journal").
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -41,15 +45,30 @@ impl quick_cache::Equivalent<RowKey> for RowKeyRef<'_> {
 /// A cached row; `None` caches its absence.
 pub(crate) type CachedRow = Option<Arc<Columns>>;
 
-/// The writes a read saw begun when it began.
-#[derive(Clone, Copy)]
-pub(crate) struct Ticket(u64);
+/// Writes begun and ended, on one file or on the whole store.
+#[derive(Debug, Default)]
+pub(crate) struct Gate {
+    started: AtomicU64,
+    finished: AtomicU64,
+}
 
-impl Ticket {
-    /// The number of writes begun, as a mark of the state ([`crate::Store::state_mark`]).
-    pub fn mark(self) -> u64 {
-        self.0
+impl Gate {
+    /// The writes begun, if none is under way.
+    fn idle(&self) -> Option<u64> {
+        let started = self.started.load(Ordering::SeqCst);
+        (self.finished.load(Ordering::SeqCst) == started).then_some(started)
     }
+
+    fn unchanged_since(&self, mark: u64) -> bool {
+        self.started.load(Ordering::SeqCst) == mark
+    }
+}
+
+/// The writes a read saw begun when it began: on the whole store and on the row's file.
+#[derive(Clone, Copy)]
+pub(crate) struct Ticket {
+    whole: u64,
+    file: u64,
 }
 
 #[derive(Clone)]
@@ -70,8 +89,10 @@ pub(crate) struct RowCache {
     /// grew to (after a catch-up, some 14 MB of slots for an empty cache).
     rows: ArcSwap<Rows>,
     capacity_bytes: u64,
-    started: AtomicU64,
-    finished: AtomicU64,
+    /// Writes that name no file: every read waits for them.
+    whole: Gate,
+    /// Every write: the store's state marks ([`crate::Store::state_mark`]).
+    marks: Gate,
     /// Held to fill the cache and to evict a write's rows, so that no fill of a row read
     /// before a write lands after the write evicted it. Readers only try it.
     fill: Mutex<()>,
@@ -83,8 +104,8 @@ impl RowCache {
         RowCache {
             rows: ArcSwap::from_pointee(Self::empty(capacity_bytes)),
             capacity_bytes,
-            started: AtomicU64::new(0),
-            finished: AtomicU64::new(0),
+            whole: Gate::default(),
+            marks: Gate::default(),
             fill: Mutex::new(()),
         }
     }
@@ -94,10 +115,22 @@ impl RowCache {
         Cache::with_weighter(estimated_rows, capacity_bytes.max(1), RowWeight)
     }
 
-    /// Starts a read: `None` while a write is under way (the cache must not be used then).
-    pub fn begin_read(&self) -> Option<Ticket> {
-        let started = self.started.load(Ordering::SeqCst);
-        (self.finished.load(Ordering::SeqCst) == started).then_some(Ticket(started))
+    /// Starts a read of rows of the file `file` guards: `None` while a write to it (or to
+    /// the whole store) is under way (the cache must not be used then).
+    pub fn begin_read(&self, file: &Gate) -> Option<Ticket> {
+        let whole = self.whole.idle()?;
+        let file = file.idle()?;
+        Some(Ticket { whole, file })
+    }
+
+    /// The writes begun on the store, if none is under way: a mark of its state.
+    pub fn state_mark(&self) -> Option<u64> {
+        self.marks.idle()
+    }
+
+    /// Whether no write started since the state `mark` ([`RowCache::state_mark`]).
+    pub fn unchanged_since_mark(&self, mark: u64) -> bool {
+        self.marks.unchanged_since(mark)
     }
 
     /// The cached row at `key`: `None` on a miss, `Some(None)` for a cached absence.
@@ -105,40 +138,54 @@ impl RowCache {
         self.rows.load().get(&key)
     }
 
-    /// Remembers a row read from the store under `ticket`, unless a write started since.
-    pub fn fill(&self, ticket: Ticket, key: RowKey, row: CachedRow) {
+    /// Remembers a row of `file` read under `ticket`, unless a write to it started since.
+    pub fn fill(&self, ticket: Ticket, file: &Gate, key: RowKey, row: CachedRow) {
         if let Ok(_guard) = self.fill.try_lock() {
-            if self.started.load(Ordering::SeqCst) == ticket.0 {
+            if self.unchanged_since(ticket, file) {
                 self.rows.load().insert(key, row);
             }
         }
     }
 
-    /// Whether no write started since `ticket`: rows read under it are one state.
-    pub fn unchanged_since(&self, ticket: Ticket) -> bool {
-        self.unchanged_since_mark(ticket.0)
+    /// Whether no write to `file` or the whole store started since `ticket`: rows read
+    /// under it are one state.
+    pub fn unchanged_since(&self, ticket: Ticket, file: &Gate) -> bool {
+        self.whole.unchanged_since(ticket.whole) && file.unchanged_since(ticket.file)
     }
 
-    /// Whether no write started since the state `mark` ([`Ticket::mark`]).
-    pub fn unchanged_since_mark(&self, mark: u64) -> bool {
-        self.started.load(Ordering::SeqCst) == mark
+    /// Announces a write to the files `files` guard, before its transactions begin. (No
+    /// fill lands after this, so a cache empty now stays empty, and the write need not name
+    /// its rows.)
+    pub fn begin_write(&self, files: Vec<Arc<Gate>>) -> WriteGuard<'_> {
+        self.begin(files, false)
     }
 
-    /// Announces a write, before its transaction begins. (No fill lands after this, so a
-    /// cache empty now stays empty, and the write need not name its rows.)
-    pub fn begin_write(&self) -> WriteGuard<'_> {
-        self.started.fetch_add(1, Ordering::SeqCst);
+    /// Announces a write that may change any row of any file.
+    pub fn begin_write_all(&self) -> WriteGuard<'_> {
+        self.begin(Vec::new(), true)
+    }
+
+    fn begin(&self, files: Vec<Arc<Gate>>, whole: bool) -> WriteGuard<'_> {
+        self.marks.started.fetch_add(1, Ordering::SeqCst);
+        if whole {
+            self.whole.started.fetch_add(1, Ordering::SeqCst);
+        }
+        for file in &files {
+            file.started.fetch_add(1, Ordering::SeqCst);
+        }
         let empty = {
             let _guard = self.fill.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             self.rows.load().is_empty()
         };
-        WriteGuard { cache: self, rows: Vec::new(), track: !empty, all: false }
+        WriteGuard { cache: self, files, whole, rows: Vec::new(), track: !empty, all: false }
     }
 }
 
 /// A write under way; dropping it (committed or not) evicts its rows and ends it.
 pub(crate) struct WriteGuard<'a> {
     cache: &'a RowCache,
+    files: Vec<Arc<Gate>>,
+    whole: bool,
     rows: Vec<RowKey>,
     track: bool,
     all: bool,
@@ -170,20 +217,29 @@ impl Drop for WriteGuard<'_> {
                 rows.remove(key);
             }
         }
-        self.cache.finished.fetch_add(1, Ordering::SeqCst);
+        for file in &self.files {
+            file.finished.fetch_add(1, Ordering::SeqCst);
+        }
+        if self.whole {
+            self.cache.whole.finished.fetch_add(1, Ordering::SeqCst);
+        }
+        self.cache.marks.finished.fetch_add(1, Ordering::SeqCst);
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{RowCache, RowKeyRef};
+    use std::sync::Arc;
+
+    use super::{Gate, RowCache, RowKeyRef};
 
     #[test]
     fn a_borrowed_key_finds_the_row_its_owned_key_filled() {
         let cache = RowCache::new(1 << 20);
-        let ticket = cache.begin_read().unwrap();
+        let file = Gate::default();
+        let ticket = cache.begin_read(&file).unwrap();
         let key = RowKeyRef("listing_sizes_v1", "review@eprint:at://did:plc:x/c/1", b"\x00k");
-        cache.fill(ticket, key.owned(), None);
+        cache.fill(ticket, &file, key.owned(), None);
         assert_eq!(cache.get(key), Some(None));
         assert_eq!(cache.get(RowKeyRef("listing_sizes_v1", "review@eprint:at://did:plc:x/c/1", b"\x00")), None);
         assert_eq!(cache.get(RowKeyRef("listing_sizes_v1", "review@eprint:at://did:plc:x/c/", b"1\x00k")), None);
@@ -192,12 +248,34 @@ mod tests {
     #[test]
     fn a_write_that_evicts_every_row_leaves_an_empty_cache_that_fills_again() {
         let cache = RowCache::new(1 << 20);
+        let file = Gate::default();
         let key = RowKeyRef("t", "p", b"c");
-        cache.fill(cache.begin_read().unwrap(), key.owned(), None);
-        cache.begin_write().touch_all();
+        cache.fill(cache.begin_read(&file).unwrap(), &file, key.owned(), None);
+        cache.begin_write_all().touch_all();
         assert_eq!(cache.get(key), None, "evicted");
         assert!(cache.rows.load().is_empty());
-        cache.fill(cache.begin_read().unwrap(), key.owned(), None);
+        cache.fill(cache.begin_read(&file).unwrap(), &file, key.owned(), None);
         assert_eq!(cache.get(key), Some(None), "the new cache is the one filled and read");
+    }
+
+    #[test]
+    fn a_write_to_one_file_closes_the_cache_to_reads_of_that_file_only() {
+        let cache = RowCache::new(1 << 20);
+        let (written, other) = (Arc::new(Gate::default()), Gate::default());
+        let before = cache.begin_read(&written).unwrap();
+        let mark = cache.state_mark().unwrap();
+        let write = cache.begin_write(vec![written.clone()]);
+        assert!(cache.begin_read(&written).is_none(), "the file being written");
+        assert!(cache.begin_read(&other).is_some(), "another file");
+        assert!(cache.state_mark().is_none(), "the store's state is changing");
+        let key = RowKeyRef("t", "p", b"c");
+        cache.fill(before, &written, key.owned(), None);
+        assert_eq!(cache.get(key), None, "a read begun before the write does not fill");
+        drop(write);
+        assert!(!cache.unchanged_since(before, &written));
+        assert!(!cache.unchanged_since_mark(mark));
+        assert!(cache.begin_read(&written).is_some());
+        let _all = cache.begin_write_all();
+        assert!(cache.begin_read(&other).is_none(), "a write to the whole store closes every file");
     }
 }

@@ -168,10 +168,12 @@ pub(crate) fn recover(dir: &Path) -> Result<Vec<Entry>, LogError> {
                     at += len;
                 }
                 None if i + 1 == count => break,
-                None => return Err(LogError::Unavailable(format!(
+                None => {
+                    return Err(LogError::Unavailable(format!(
                     "{}: damaged frame at byte {at} of a segment that is not the last (move the journal aside to open the log without it)",
                     path.display()
-                ))),
+                )))
+                }
             }
         }
     }

@@ -17,13 +17,13 @@ use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
 pub struct AccessProjection {
     store: Arc<dyn Store>,
     version: u32,
-    defer_durability: bool,
+    rebuild: bool,
 }
 
 impl AccessProjection {
     /// A projection that builds `version` of the model in `store`.
     pub fn new(store: Arc<dyn Store>, version: u32, mode: Mode) -> AccessProjection {
-        AccessProjection { store, version, defer_durability: mode == Mode::Rebuild }
+        AccessProjection { store, version, rebuild: mode == Mode::Rebuild }
     }
 
     fn get(&self, st: &mut Staged, name: &'static str, partition: &str, clustering: &[u8]) -> Result<Option<Columns>, ProjectionError> {
@@ -378,14 +378,12 @@ impl Projection for AccessProjection {
             }
         }
         self.index_audit(&mut st)?;
-        st.commit(self.store.as_ref(), &consumer_name(MODEL, self.version), batch.next(), self.defer_durability)?;
+        st.commit(self.store.as_ref(), &consumer_name(MODEL, self.version), batch.next())?;
         Ok(())
     }
 
     fn flush(&mut self) -> Result<(), ProjectionError> {
-        if self.defer_durability {
-            self.store.sync()?;
-        }
+        crate::staged::settle(self.store.as_ref(), self.rebuild)?;
         Ok(())
     }
 }

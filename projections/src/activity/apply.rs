@@ -15,8 +15,8 @@ use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
 pub struct ActivityProjection {
     store: Arc<dyn Store>,
     version: u32,
-    /// Rebuild mode: batches are made durable together when the projection is flushed.
-    defer_durability: bool,
+    /// Rebuild mode: the flush makes every batch durable ([`crate::staged::settle`]).
+    rebuild: bool,
 }
 
 fn int(c: &Columns, k: &str) -> i64 {
@@ -38,7 +38,7 @@ enum Outcome<'a> {
 impl ActivityProjection {
     /// A projection that builds `version` of the model in `store`.
     pub fn new(store: Arc<dyn Store>, version: u32, mode: Mode) -> ActivityProjection {
-        ActivityProjection { store, version, defer_durability: mode == Mode::Rebuild }
+        ActivityProjection { store, version, rebuild: mode == Mode::Rebuild }
     }
 
     fn get(&self, st: &mut Staged, name: &'static str, partition: &str, clustering: &[u8]) -> Result<Option<Columns>, ProjectionError> {
@@ -207,14 +207,12 @@ impl Projection for ActivityProjection {
                 _ => {}
             }
         }
-        st.commit(self.store.as_ref(), &consumer_name(MODEL, self.version), batch.next(), self.defer_durability)?;
+        st.commit(self.store.as_ref(), &consumer_name(MODEL, self.version), batch.next())?;
         Ok(())
     }
 
     fn flush(&mut self) -> Result<(), ProjectionError> {
-        if self.defer_durability {
-            self.store.sync()?;
-        }
+        crate::staged::settle(self.store.as_ref(), self.rebuild)?;
         Ok(())
     }
 }

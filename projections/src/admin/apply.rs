@@ -47,7 +47,7 @@ impl<'e> Violation<'e> {
 pub struct AdminProjection {
     store: Arc<dyn Store>,
     version: u32,
-    defer_durability: bool,
+    rebuild: bool,
 }
 
 /// What one batch saw of one source or host, written once per batch.
@@ -121,7 +121,7 @@ impl AdminProjection {
 
     /// A projection that builds `version` of the model in `store`.
     pub fn new(store: Arc<dyn Store>, version: u32, mode: Mode) -> AdminProjection {
-        AdminProjection { store, version, defer_durability: mode == Mode::Rebuild }
+        AdminProjection { store, version, rebuild: mode == Mode::Rebuild }
     }
 
     fn operation(&self, st: &mut Staged, event: &Envelope, cmd: &AdminCommand) -> Result<(), ProjectionError> {
@@ -340,14 +340,12 @@ impl Projection for AdminProjection {
             }
         }
         self.record_sightings(&mut st, sources, hosts)?;
-        st.commit(self.store.as_ref(), &consumer_name(MODEL, self.version), batch.next(), self.defer_durability)?;
+        st.commit(self.store.as_ref(), &consumer_name(MODEL, self.version), batch.next())?;
         Ok(())
     }
 
     fn flush(&mut self) -> Result<(), ProjectionError> {
-        if self.defer_durability {
-            self.store.sync()?;
-        }
+        crate::staged::settle(self.store.as_ref(), self.rebuild)?;
         Ok(())
     }
 }

@@ -22,14 +22,14 @@ pub struct AttachedProjection {
     store: Arc<dyn Store>,
     lexicons: Arc<Lexicons>,
     version: u32,
-    /// Rebuild mode: batches are made durable together when the projection is flushed.
-    defer_durability: bool,
+    /// Rebuild mode: the flush makes every batch durable ([`crate::staged::settle`]).
+    rebuild: bool,
 }
 
 impl AttachedProjection {
     /// A projection that builds `version` of the model in `store`.
     pub fn new(store: Arc<dyn Store>, lexicons: Arc<Lexicons>, version: u32, mode: Mode) -> AttachedProjection {
-        AttachedProjection { store, lexicons, version, defer_durability: mode == Mode::Rebuild }
+        AttachedProjection { store, lexicons, version, rebuild: mode == Mode::Rebuild }
     }
 
     /// Adds `by` to the size kept for a listing (its row in `sizes`), so that a listing's
@@ -302,14 +302,12 @@ impl Projection for AttachedProjection {
                 _ => {}
             }
         }
-        st.commit(self.store.as_ref(), &consumer_name(MODEL, self.version), batch.next(), self.defer_durability)?;
+        st.commit(self.store.as_ref(), &consumer_name(MODEL, self.version), batch.next())?;
         Ok(())
     }
 
     fn flush(&mut self) -> Result<(), ProjectionError> {
-        if self.defer_durability {
-            self.store.sync()?;
-        }
+        crate::staged::settle(self.store.as_ref(), self.rebuild)?;
         Ok(())
     }
 }

@@ -27,13 +27,13 @@ pub struct EprintsProjection {
     /// Rebuild mode: batches are applied without waiting for durability, and made durable
     /// together when the projection is flushed (a crash before then re-reads them from the
     /// log: the checkpoints are lost with the rows).
-    defer_durability: bool,
+    rebuild: bool,
 }
 
 impl EprintsProjection {
     /// A projection that builds `version` of the model in `store`.
     pub fn new(store: Arc<dyn Store>, lexicons: Arc<Lexicons>, version: u32, mode: Mode) -> EprintsProjection {
-        EprintsProjection { store, lexicons, version, defer_durability: mode == Mode::Rebuild }
+        EprintsProjection { store, lexicons, version, rebuild: mode == Mode::Rebuild }
     }
 }
 
@@ -299,14 +299,12 @@ impl Projection for EprintsProjection {
                 }
             }
         }
-        st.commit(self.store.as_ref(), &consumer_name(MODEL, self.version), batch.next(), self.defer_durability)?;
+        st.commit(self.store.as_ref(), &consumer_name(MODEL, self.version), batch.next())?;
         Ok(())
     }
 
     fn flush(&mut self) -> Result<(), ProjectionError> {
-        if self.defer_durability {
-            self.store.sync()?;
-        }
+        crate::staged::settle(self.store.as_ref(), self.rebuild)?;
         Ok(())
     }
 }

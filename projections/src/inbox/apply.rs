@@ -19,8 +19,8 @@ pub struct InboxProjection {
     store: Arc<dyn Store>,
     lexicons: Arc<Lexicons>,
     version: u32,
-    /// Rebuild mode: batches are made durable together when the projection is flushed.
-    defer_durability: bool,
+    /// Rebuild mode: the flush makes every batch durable ([`crate::staged::settle`]).
+    rebuild: bool,
 }
 
 /// A review or endorsement as the model holds it.
@@ -54,7 +54,7 @@ impl Item {
 impl InboxProjection {
     /// A projection that builds `version` of the model in `store`.
     pub fn new(store: Arc<dyn Store>, lexicons: Arc<Lexicons>, version: u32, mode: Mode) -> InboxProjection {
-        InboxProjection { store, lexicons, version, defer_durability: mode == Mode::Rebuild }
+        InboxProjection { store, lexicons, version, rebuild: mode == Mode::Rebuild }
     }
 
     fn get(&self, st: &mut Staged, name: &'static str, partition: &str) -> Result<Option<Columns>, ProjectionError> {
@@ -296,14 +296,12 @@ impl Projection for InboxProjection {
                 _ => {}
             }
         }
-        st.commit(self.store.as_ref(), &consumer_name(MODEL, self.version), batch.next(), self.defer_durability)?;
+        st.commit(self.store.as_ref(), &consumer_name(MODEL, self.version), batch.next())?;
         Ok(())
     }
 
     fn flush(&mut self) -> Result<(), ProjectionError> {
-        if self.defer_durability {
-            self.store.sync()?;
-        }
+        crate::staged::settle(self.store.as_ref(), self.rebuild)?;
         Ok(())
     }
 }

@@ -22,8 +22,8 @@ pub struct UsageProjection {
     store: Arc<dyn Store>,
     lexicons: Arc<Lexicons>,
     version: u32,
-    /// Rebuild mode: batches are made durable together when the projection is flushed.
-    defer_durability: bool,
+    /// Rebuild mode: the flush makes every batch durable ([`crate::staged::settle`]).
+    rebuild: bool,
 }
 
 /// One use of the last 30 s: who, what, when (µs).
@@ -63,7 +63,7 @@ fn ranked(c: &Columns) -> bool {
 impl UsageProjection {
     /// A projection that builds `version` of the model in `store`.
     pub fn new(store: Arc<dyn Store>, lexicons: Arc<Lexicons>, version: u32, mode: Mode) -> UsageProjection {
-        UsageProjection { store, lexicons, version, defer_durability: mode == Mode::Rebuild }
+        UsageProjection { store, lexicons, version, rebuild: mode == Mode::Rebuild }
     }
 
     fn paper(&self, st: &mut Staged, uri: &str) -> Result<Columns, ProjectionError> {
@@ -300,14 +300,12 @@ impl Projection for UsageProjection {
                 _ => {}
             }
         }
-        st.commit(self.store.as_ref(), &consumer_name(MODEL, self.version), batch.next(), self.defer_durability)?;
+        st.commit(self.store.as_ref(), &consumer_name(MODEL, self.version), batch.next())?;
         Ok(())
     }
 
     fn flush(&mut self) -> Result<(), ProjectionError> {
-        if self.defer_durability {
-            self.store.sync()?;
-        }
+        crate::staged::settle(self.store.as_ref(), self.rebuild)?;
         Ok(())
     }
 }
