@@ -47,11 +47,9 @@ pub fn pack(bytes: Vec<u8>) -> Vec<u8> {
     });
     match frame {
         // The frame records the value's size, which `unpack` allocates at once.
-        Some(frame) if frame.len() + 1 < bytes.len() => {
-            let mut out = Vec::with_capacity(frame.len() + 1);
-            out.push(MARK);
-            out.extend_from_slice(&frame);
-            out
+        Some(mut frame) if frame.len() + 1 < bytes.len() => {
+            frame.insert(0, MARK);
+            frame
         }
         _ => bytes,
     }

@@ -509,9 +509,10 @@ impl Store for EmbeddedStore {
     }
 
     fn get_each(&self, keys: &[(&TableRef, &str, &[u8])]) -> Result<Vec<Option<Arc<Columns>>>, StoreError> {
-        // The cache serves reads of one file (a model's version): its gate says when.
-        let file = keys.first().map(|(t, _, _)| self.file(t.version_name()));
-        let file = file.filter(|f| keys.iter().all(|(t, _, _)| Arc::ptr_eq(f, &self.file(t.version_name()))));
+        // The cache serves reads of one version's file: its gate says when.
+        let version = keys.first().map(|(t, _, _)| t.version_name());
+        let one_version = version.is_some_and(|v| keys.iter().all(|(t, _, _)| t.version_name() == v));
+        let file = version.filter(|_| one_version).map(|v| self.file(v));
         if let Some((ticket, file)) = file.and_then(|f| Some((self.rows.begin_read(&f.gate)?, f))) {
             let mut rows: Vec<Option<CachedRow>> = keys.iter().map(|(t, p, c)| self.rows.get(RowKeyRef(t.physical_name(), p, c))).collect();
             self.read_missing(keys, &mut rows, Some((ticket, &file.gate)))?;

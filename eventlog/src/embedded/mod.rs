@@ -101,9 +101,7 @@ struct PendingState {
     /// Per partition, in offset order.
     events: Vec<VecDeque<Entry>>,
     bytes: usize,
-    /// The offset after the last pending event (what redb will hold after the next flush).
-    next: u64,
-    /// The offset after the last event redb holds: every event from it to `next` is pending.
+    /// The offset after the last event redb holds: every event from it on is pending.
     flushed: u64,
     /// Why the last flush failed, while it does: appends are refused.
     failure: Option<Failure>,
@@ -135,9 +133,9 @@ impl Failure {
 }
 
 impl Pending {
-    fn new(partitions: u32, next: u64) -> Pending {
+    fn new(partitions: u32, flushed: u64) -> Pending {
         let events = (0..partitions).map(|_| VecDeque::new()).collect();
-        let state = PendingState { events, bytes: 0, next, flushed: next, failure: None, closing: false };
+        let state = PendingState { events, bytes: 0, flushed, failure: None, closing: false };
         Pending { state: Mutex::new(state), work: Condvar::new(), room: Condvar::new() }
     }
 
@@ -145,14 +143,13 @@ impl Pending {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn push(&self, entries: Vec<Entry>, next: u64) {
+    fn push(&self, entries: Vec<Entry>) {
         let mut state = self.lock();
         let before = state.bytes;
         for entry in entries {
             state.bytes += entry.bytes.len();
             state.events[entry.partition as usize].push_back(entry);
         }
-        state.next = next;
         if before == 0 || (before < FLUSH_BYTES && state.bytes >= FLUSH_BYTES) {
             self.work.notify_one();
         }
@@ -269,8 +266,8 @@ impl EmbeddedLog {
         let journaled: Vec<Entry> =
             journal::recover(&dir.join(JOURNAL_DIR))?.into_iter().filter(|e| e.offset >= stored_next && e.partition < partitions).collect();
         let next = journaled.last().map_or(stored_next, |e| e.offset + 1);
-        let pending = Arc::new(Pending::new(partitions, next));
-        pending.push(journaled, next);
+        let pending = Arc::new(Pending::new(partitions, stored_next));
+        pending.push(journaled);
         let (appended_tx, _) = watch::channel(next);
         Ok(EmbeddedLog { db: Arc::new(Handle::Reader(db)), partitions, writer: None, pending, appended_tx, flusher: None })
     }
@@ -319,7 +316,9 @@ fn flush(db: &Handle, pending: &Pending) {
                 return;
             }
             let batch: Vec<Entry> = state.events.iter().flat_map(|p| p.iter().cloned()).collect();
-            (batch, state.next)
+            // Pending offsets run on from `flushed` without a gap.
+            let through = state.flushed + batch.len() as u64;
+            (batch, through)
         };
         last_flush = Instant::now();
         match write_batch(db, &batch, through) {
@@ -452,7 +451,7 @@ impl EventLog for EmbeddedLog {
             }
         }
         let positions = entries.iter().map(|e| Position { partition: e.partition, offset: e.offset }).collect();
-        self.pending.push(entries, next);
+        self.pending.push(entries);
         self.appended_tx.send_replace(next);
         Ok(positions)
     }
