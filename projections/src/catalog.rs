@@ -71,7 +71,7 @@ pub const CATALOG: &[ModelSpec] = &[
     ModelSpec { name: admin::MODEL, place: Place::Shared, tables: admin::TABLES, open: open_admin, format: 2 },
     ModelSpec { name: governance::MODEL, place: Place::Shared, tables: governance::TABLES, open: open_governance, format: 1 },
     ModelSpec { name: inbox::MODEL, place: Place::Shared, tables: inbox::TABLES, open: open_inbox, format: 1 },
-    ModelSpec { name: usage::MODEL, place: Place::Shared, tables: usage::TABLES, open: open_usage, format: 1 },
+    ModelSpec { name: usage::MODEL, place: Place::Shared, tables: usage::TABLES, open: open_usage, format: 2 },
     ModelSpec { name: activity::MODEL, place: Place::Shared, tables: activity::TABLES, open: open_activity, format: 1 },
     ModelSpec { name: interactions::MODEL, place: Place::Shared, tables: interactions::TABLES, open: open_interactions, format: 1 },
     ModelSpec { name: imports::MODEL, place: Place::Shared, tables: imports::TABLES, open: open_imports, format: 1 },

@@ -19,13 +19,28 @@ type Key = (TableRef, String, Vec<u8>);
 ///
 /// Only rows of tables read from are remembered for reads (the listing rows, most of a
 /// batch, are written and never read back); a table's first read looks through the writes
-/// staged before it.
+/// staged before it. A row of such a table written again in the batch (a counter bumped by
+/// each of its events) is written once, with its last value: the later write replaces the
+/// earlier one in place.
 #[derive(Default)]
 pub(crate) struct Staged {
     derived: Batch,
     decisions: Batch,
     read_tables: HashSet<TableRef, FxBuildHasher>,
-    cache: HashMap<Key, Option<Columns>, FxBuildHasher>,
+    cache: HashMap<Key, Cached, FxBuildHasher>,
+}
+
+/// A row of a table read from, as the batch sees it.
+struct Cached {
+    row: Option<Columns>,
+    /// Where in `decisions` the batch writes it, once it has.
+    op: Option<usize>,
+}
+
+impl Cached {
+    fn read(row: Option<Columns>) -> Cached {
+        Cached { row, op: None }
+    }
 }
 
 impl Staged {
@@ -39,7 +54,7 @@ impl Staged {
         let keys: Vec<(String, Vec<u8>)> = partitions.into_iter().map(|p| (p, Vec::new())).collect();
         let rows = store.get_many(table, &keys)?;
         for ((partition, clustering), row) in keys.into_iter().zip(rows) {
-            self.cache.entry((table.clone(), partition, clustering)).or_insert(row);
+            self.cache.entry((table.clone(), partition, clustering)).or_insert(Cached::read(row));
         }
         Ok(())
     }
@@ -48,10 +63,10 @@ impl Staged {
         self.start_reading(table);
         let key = (table.clone(), partition.to_owned(), clustering.to_vec());
         if let Some(v) = self.cache.get(&key) {
-            return Ok(v.clone());
+            return Ok(v.row.clone());
         }
         let v = store.get(table, partition, clustering)?;
-        self.cache.insert(key, v.clone());
+        self.cache.insert(key, Cached::read(v.clone()));
         Ok(v)
     }
 
@@ -64,10 +79,10 @@ impl Staged {
         for op in &self.derived.ops {
             match op {
                 Op::Put { table: t, partition, clustering, columns, .. } if t == table => {
-                    self.cache.insert((t.clone(), partition.clone(), clustering.clone()), Some(columns.clone()));
+                    self.cache.insert((t.clone(), partition.clone(), clustering.clone()), Cached::read(Some(columns.clone())));
                 }
                 Op::Delete { table: t, partition, clustering, .. } if t == table => {
-                    self.cache.insert((t.clone(), partition.clone(), clustering.clone()), None);
+                    self.cache.insert((t.clone(), partition.clone(), clustering.clone()), Cached::read(None));
                 }
                 _ => {}
             }
@@ -76,8 +91,8 @@ impl Staged {
 
     pub fn put(&mut self, table: &TableRef, partition: &str, clustering: Vec<u8>, columns: Columns, position: u64) {
         if self.read_tables.contains(table) {
-            self.cache.insert((table.clone(), partition.to_owned(), clustering.clone()), Some(columns.clone()));
-            self.decisions.put(table, partition, clustering, columns, position);
+            let op = Op::Put { table: table.clone(), partition: partition.to_owned(), clustering, columns, position };
+            self.decide(op);
         } else {
             self.derived.put(table, partition, clustering, columns, position);
         }
@@ -85,10 +100,30 @@ impl Staged {
 
     pub fn delete(&mut self, table: &TableRef, partition: &str, clustering: Vec<u8>, position: u64) {
         if self.read_tables.contains(table) {
-            self.cache.insert((table.clone(), partition.to_owned(), clustering.clone()), None);
-            self.decisions.delete(table, partition, clustering, position);
+            self.decide(Op::Delete { table: table.clone(), partition: partition.to_owned(), clustering, position });
         } else {
             self.derived.delete(table, partition, clustering, position);
+        }
+    }
+
+    /// Stages a write to a table read from: in place of the batch's earlier write of the
+    /// row, if there is one.
+    fn decide(&mut self, op: Op) {
+        let (key, row) = match &op {
+            Op::Put { table, partition, clustering, columns, .. } => {
+                ((table.clone(), partition.clone(), clustering.clone()), Some(columns.clone()))
+            }
+            Op::Delete { table, partition, clustering, .. } => ((table.clone(), partition.clone(), clustering.clone()), None),
+            _ => unreachable!("only row writes are decided"),
+        };
+        let cached = self.cache.entry(key).or_insert(Cached { row: None, op: None });
+        cached.row = row;
+        match cached.op {
+            Some(i) => self.decisions.ops[i] = op,
+            None => {
+                cached.op = Some(self.decisions.ops.len());
+                self.decisions.ops.push(op);
+            }
         }
     }
 
@@ -247,5 +282,37 @@ impl<M: StagedModel> crate::Projection for StagedProjection<M> {
         let base = self.0.base();
         crate::staged::settle(base.store.as_ref(), base.rebuild)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use store::{EmbeddedStore, Value};
+
+    fn row(n: i64) -> Columns {
+        [("n".to_owned(), Value::Int(n))].into()
+    }
+
+    #[test]
+    fn a_row_read_and_written_again_in_a_batch_is_written_once_with_its_last_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(&dir.path().join("store")).unwrap();
+        let counters = TableRef::new("m", 1, "counters");
+        let listing = TableRef::new("m", 1, "listing");
+        let mut st = Staged::default();
+        for i in 1..=3 {
+            let n = st.get(&store, &counters, "a", &[]).unwrap().map_or(0, |c| c.get("n").and_then(Value::as_int).unwrap());
+            st.put(&counters, "a", Vec::new(), row(n + 1), i);
+            st.put(&listing, "a", vec![i as u8], row(0), i);
+        }
+        st.get(&store, &counters, "b", &[]).unwrap();
+        st.put(&counters, "b", Vec::new(), row(1), 4);
+        st.delete(&counters, "b", Vec::new(), 5);
+        let ops = st.into_batch().ops;
+        // Three listing rows, the barrier, then each counter once: a's last value, b's delete.
+        assert_eq!(ops.len(), 6, "{ops:?}");
+        assert!(matches!(&ops[4], Op::Put { partition, columns, position: 3, .. } if partition == "a" && *columns == row(3)));
+        assert!(matches!(&ops[5], Op::Delete { partition, position: 5, .. } if partition == "b"));
     }
 }

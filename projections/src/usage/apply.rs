@@ -1,16 +1,16 @@
 //! Applying events to the usage read model.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use event_schema::{AdminAction, AdminCommand, Payload, SearchImpression, UsageAction, UsageEvent};
 use lexicons::{Lexicons, SUBMISSION};
-use serde::{Deserialize, Serialize};
 use store::{consumer_name, Columns, Store, Value};
 
+use super::recent::{Kind, Recent};
 use super::sketch::Viewers;
 use super::{
-    day_key, day_of, history_key, hour_key, hour_of, ln_add, ranking_key, ranking_partition, table, zero_key, Window, DOUBLE_CLICK_MICROS,
-    MODEL, SITE,
+    day_key, day_of, history_key, hour_key, hour_of, ln_add, ranking_key, ranking_partition, table, zero_key, Window, MODEL, SITE,
 };
 use crate::catalog::Mode;
 use crate::rows::{is_stale, text, TAKEN_DOWN_REV};
@@ -26,16 +26,64 @@ pub struct UsageProjection {
     rebuild: bool,
 }
 
-/// One use of the last 30 s: who, what, when (µs).
-#[derive(Serialize, Deserialize)]
-struct Recent(String, String, i64);
-
 /// What a use adds to an eprint's totals.
 enum Counted {
     View,
     Download,
     /// Counted in its own total only (`searchClicks`, `dwells`…), not in the score.
     Other,
+}
+
+/// An eprint as a batch reads and changes it: its rows are written once, at the batch's
+/// end ([`Touched::write`]), however many of its events the batch holds, and its sketches
+/// and recent uses are decoded once.
+struct Eprint {
+    /// Its `papers` row.
+    row: Columns,
+    /// Its places in the rankings when the batch first read it.
+    ranked_as: Ranked,
+    /// Its `seen` row, once a use needed it: recent uses and the sketch of all time.
+    seen: Option<(Recent, Viewers)>,
+    /// The log position of the last event that changed it, once one has.
+    position: Option<u64>,
+}
+
+/// A day of one eprint: its counts and its viewers' sketch.
+struct Day {
+    row: Columns,
+    viewers: Option<Viewers>,
+    position: u64,
+}
+
+/// An eprint's entries in the rankings: its row there, and each (partition, key).
+#[derive(PartialEq)]
+struct Ranked(Columns, Vec<(String, Vec<u8>)>);
+
+impl Ranked {
+    /// Where `c` puts its eprint `uri` in the rankings: nowhere unless it is [`ranked`].
+    fn of(uri: &str, c: &Columns) -> Ranked {
+        if !ranked(c) {
+            return Ranked(Columns::new(), Vec::new());
+        }
+        let fields = fields_of(c);
+        let mut row = Columns::new();
+        row.insert("fields".into(), Value::Text(serde_json::to_string(&fields).unwrap_or_default()));
+        row.insert("title".into(), Value::Text(text(c, "title").unwrap_or_default()));
+        let mut places = Vec::new();
+        for window in Window::ALL {
+            let key = ranking_key(float(c, window.column()), uri);
+            let partitions = std::iter::once(None).chain(fields.iter().map(|f| Some(f.as_str())));
+            places.extend(partitions.map(|f| (ranking_partition(window, f), key.clone())));
+        }
+        Ranked(row, places)
+    }
+}
+
+/// The eprints and days a batch has read, by URI (in order, so a batch's writes are too).
+#[derive(Default)]
+struct Touched {
+    eprints: BTreeMap<String, Eprint>,
+    days: BTreeMap<(String, Vec<u8>), Day>,
 }
 
 fn int(c: &Columns, k: &str) -> i64 {
@@ -66,97 +114,98 @@ impl UsageProjection {
         UsageProjection { store, lexicons, version, rebuild: mode == Mode::Rebuild }
     }
 
-    fn paper(&self, st: &mut Staged, uri: &str) -> Result<Columns, ProjectionError> {
-        Ok(st.get(self.store.as_ref(), &table(self.version, "papers"), uri, &[])?.unwrap_or_default())
+    /// The eprint `uri` as the batch has it, read on its first use.
+    fn eprint<'t>(&self, st: &mut Staged, t: &'t mut BTreeMap<String, Eprint>, uri: &str) -> Result<&'t mut Eprint, ProjectionError> {
+        if !t.contains_key(uri) {
+            let row = st.get(self.store.as_ref(), &table(self.version, "papers"), uri, &[])?.unwrap_or_default();
+            let ranked_as = Ranked::of(uri, &row);
+            t.insert(uri.to_owned(), Eprint { row, ranked_as, seen: None, position: None });
+        }
+        Ok(t.get_mut(uri).expect("inserted"))
     }
 
-    /// Takes the eprint out of the rankings (`by` false) or puts it in (`by` true), as `c` says.
-    fn rank(&self, st: &mut Staged, uri: &str, c: &Columns, put: bool, position: u64) {
-        if !ranked(c) {
-            return;
+    /// The recent uses and the sketch of all time of `uri`, read on their first use.
+    fn seen<'e>(&self, st: &mut Staged, e: &'e mut Eprint, uri: &str) -> Result<&'e mut (Recent, Viewers), ProjectionError> {
+        if e.seen.is_none() {
+            let row = st.get(self.store.as_ref(), &table(self.version, "seen"), uri, &[])?.unwrap_or_default();
+            let recent = Recent::from_text(row.get("recent").and_then(Value::as_text));
+            e.seen = Some((recent, Viewers::from_text(row.get("viewers").and_then(Value::as_text))));
         }
-        let fields = fields_of(c);
-        let mut row = Columns::new();
-        row.insert("fields".into(), Value::Text(serde_json::to_string(&fields).unwrap_or_default()));
-        row.insert("title".into(), Value::Text(text(c, "title").unwrap_or_default()));
-        for window in Window::ALL {
-            let key = ranking_key(float(c, window.column()), uri);
-            let partitions = std::iter::once(None).chain(fields.iter().map(|f| Some(f.as_str())));
-            for partition in partitions.map(|f| ranking_partition(window, f)) {
-                if put {
-                    st.put(&table(self.version, "ranking"), &partition, key.clone(), row.clone(), position);
-                } else {
-                    st.delete(&table(self.version, "ranking"), &partition, key.clone(), position);
-                }
-            }
+        Ok(e.seen.as_mut().expect("read"))
+    }
+
+    /// The day `day` of `uri` as the batch has it, read on its first use.
+    fn day<'t>(
+        &self,
+        st: &mut Staged,
+        t: &'t mut BTreeMap<(String, Vec<u8>), Day>,
+        uri: &str,
+        day: Vec<u8>,
+    ) -> Result<&'t mut Day, ProjectionError> {
+        let key = (uri.to_owned(), day);
+        if !t.contains_key(&key) {
+            let row = st.get(self.store.as_ref(), &table(self.version, "daily"), uri, &key.1)?.unwrap_or_default();
+            t.insert(key.clone(), Day { row, viewers: None, position: 0 });
         }
+        Ok(t.get_mut(&key).expect("inserted"))
     }
 
     /// A submission at `rev`: live with its title and fields, or gone (deleted, taken down).
-    fn eprint(&self, st: &mut Staged, uri: &str, rev: &str, live: Option<(&str, &[String])>, position: u64) -> Result<(), ProjectionError> {
-        let mut c = self.paper(st, uri)?;
-        if is_stale(Some(&c).filter(|c| c.contains_key("rev")), rev) {
+    fn submission(
+        &self,
+        st: &mut Staged,
+        t: &mut Touched,
+        uri: &str,
+        rev: &str,
+        live: Option<(&str, &[String])>,
+        position: u64,
+    ) -> Result<(), ProjectionError> {
+        let e = self.eprint(st, &mut t.eprints, uri)?;
+        if is_stale(Some(&e.row).filter(|c| c.contains_key("rev")), rev) {
             return Ok(());
         }
-        self.rank(st, uri, &c, false, position);
-        c.insert("rev".into(), Value::Text(rev.to_owned()));
-        c.insert("live".into(), Value::Bool(live.is_some()));
+        e.row.insert("rev".into(), Value::Text(rev.to_owned()));
+        e.row.insert("live".into(), Value::Bool(live.is_some()));
         let (title, fields) = live.unwrap_or_default();
-        c.insert("title".into(), Value::Text(title.to_owned()));
-        c.insert("fields".into(), Value::Text(serde_json::to_string(fields).unwrap_or_default()));
-        self.rank(st, uri, &c, true, position);
-        st.put(&table(self.version, "papers"), uri, Vec::new(), c, position);
+        e.row.insert("title".into(), Value::Text(title.to_owned()));
+        e.row.insert("fields".into(), Value::Text(serde_json::to_string(fields).unwrap_or_default()));
+        e.position = Some(position);
         Ok(())
     }
 
     /// One use of an eprint at `time` (µs), counted by the rules of the module docs.
-    fn used(&self, st: &mut Staged, u: &UsageEvent, time: i64, position: u64) -> Result<(), ProjectionError> {
-        let mut c = self.paper(st, &u.uri)?;
+    fn used(&self, st: &mut Staged, t: &mut Touched, u: &UsageEvent, time: i64, position: u64) -> Result<(), ProjectionError> {
+        let e = self.eprint(st, &mut t.eprints, &u.uri)?;
+        e.position = Some(position);
         // Uses of one eprint are applied in log order; their times never go back.
-        let at = time.max(int(&c, "lastAt"));
-        c.insert("lastAt".into(), Value::Int(at));
+        let at = time.max(int(&e.row, "lastAt"));
+        e.row.insert("lastAt".into(), Value::Int(at));
         if u.robot {
-            add(&mut c, "robots", 1);
-            st.put(&table(self.version, "papers"), &u.uri, Vec::new(), c, position);
+            add(&mut e.row, "robots", 1);
             return Ok(());
         }
-        let (counted, total) = match &u.action {
-            UsageAction::View { .. } => (Counted::View, "views"),
-            UsageAction::Download { .. } => (Counted::Download, "downloads"),
-            UsageAction::SearchDownload { .. } => (Counted::Download, "downloads"),
-            UsageAction::SearchClick { .. } => (Counted::Other, "searchClicks"),
+        let (counted, kind, total) = match &u.action {
+            UsageAction::View { .. } => (Counted::View, Kind::View, "views"),
+            UsageAction::Download { .. } | UsageAction::SearchDownload { .. } => (Counted::Download, Kind::Download, "downloads"),
+            UsageAction::SearchClick { .. } => (Counted::Other, Kind::SearchClick, "searchClicks"),
             UsageAction::DwellTime { duration_ms, .. } => {
-                add(&mut c, "dwellMs", *duration_ms as i64);
-                (Counted::Other, "dwells")
+                // A time spent, not a click: every one counts toward the mean.
+                add(&mut e.row, "dwellMs", *duration_ms as i64);
+                add(&mut e.row, "dwells", 1);
+                return Ok(());
             }
         };
         if let UsageAction::SearchDownload { .. } = u.action {
-            add(&mut c, "searchDownloads", 1);
+            add(&mut e.row, "searchDownloads", 1);
         }
-        if let UsageAction::DwellTime { .. } = u.action {
-            // A time spent, not a click: every one counts toward the mean.
-            add(&mut c, total, 1);
-            st.put(&table(self.version, "papers"), &u.uri, Vec::new(), c, position);
+        if self.seen(st, e, &u.uri)?.0.double_click(&u.viewer, kind, at) {
+            add(&mut e.row, "doubleClicks", 1);
             return Ok(());
         }
-        // The double-click rule: the uses of the last 30 s, this one's replacing its viewer's.
-        let mut recent: Vec<Recent> = text(&c, "recent").and_then(|r| serde_json::from_str(&r).ok()).unwrap_or_default();
-        recent.retain(|r| at - r.2 < DOUBLE_CLICK_MICROS);
-        let action = match counted {
-            Counted::View => "view",
-            Counted::Download => "download",
-            Counted::Other => u.action.name(),
-        };
-        let double = recent.iter().any(|r| r.0 == u.viewer && r.1 == action);
-        recent.retain(|r| !(r.0 == u.viewer && r.1 == action));
-        recent.push(Recent(u.viewer.clone(), action.to_owned(), at));
-        c.insert("recent".into(), Value::Text(serde_json::to_string(&recent).unwrap_or_default()));
-        if double {
-            add(&mut c, "doubleClicks", 1);
-            st.put(&table(self.version, "papers"), &u.uri, Vec::new(), c, position);
-            return Ok(());
+        add(&mut e.row, total, 1);
+        if matches!(counted, Counted::View) {
+            self.seen(st, e, &u.uri)?.1.insert(&u.viewer);
         }
-        add(&mut c, total, 1);
         match &u.action {
             UsageAction::SearchClick { impression_id, position: rank, .. } => {
                 self.clicked(st, impression_id.as_deref(), *rank, position)?
@@ -165,43 +214,68 @@ impl UsageProjection {
             _ => {}
         }
         if matches!(counted, Counted::Other) {
-            st.put(&table(self.version, "papers"), &u.uri, Vec::new(), c, position);
             return Ok(());
         }
-        self.rank(st, &u.uri, &c, false, position);
         for window in Window::ALL {
-            let kept = ln_add(float(&c, window.column()), window.exponent(at));
-            c.insert(window.column().into(), Value::Float(kept));
+            let kept = ln_add(float(&e.row, window.column()), window.exponent(at));
+            e.row.insert(window.column().into(), Value::Float(kept));
         }
-        // The eprint's and the site's buckets; distinct viewers of all time and of the day.
+        let mut point = Columns::new();
+        for k in ["views", "downloads"] {
+            point.insert(k.into(), Value::Int(int(&e.row, k)));
+        }
+        for window in Window::ALL {
+            point.insert(window.column().into(), Value::Float(float(&e.row, window.column())));
+        }
+        st.put(&table(self.version, "history"), &u.uri, history_key(at, position), point, position);
+        // The eprint's and the site's buckets; distinct viewers of the day.
         let day = day_key(day_of(at));
-        let mut daily = st.get(self.store.as_ref(), &table(self.version, "daily"), &u.uri, &day)?.unwrap_or_default();
-        add(&mut daily, total, 1);
+        let d = self.day(st, &mut t.days, &u.uri, day.clone())?;
+        d.position = position;
+        add(&mut d.row, total, 1);
         if matches!(counted, Counted::View) {
-            for row in [&mut c, &mut daily] {
-                let mut viewers = Viewers::from_text(row.get("viewers").and_then(Value::as_text));
-                viewers.insert(&u.viewer);
-                row.insert("viewers".into(), Value::Text(viewers.to_text()));
-            }
+            d.viewers.get_or_insert_with(|| Viewers::from_text(d.row.get("viewers").and_then(Value::as_text))).insert(&u.viewer);
         }
-        st.put(&table(self.version, "daily"), &u.uri, day.clone(), daily, position);
         let hour = hour_key(hour_of(at));
         for (name, partition, key) in [("daily", SITE, &day), ("hourly", SITE, &hour), ("hourly", u.uri.as_str(), &hour)] {
             let mut bucket = st.get(self.store.as_ref(), &table(self.version, name), partition, key)?.unwrap_or_default();
             add(&mut bucket, total, 1);
             st.put(&table(self.version, name), partition, key.clone(), bucket, position);
         }
-        let mut point = Columns::new();
-        for k in ["views", "downloads"] {
-            point.insert(k.into(), Value::Int(int(&c, k)));
-        }
-        for window in Window::ALL {
-            point.insert(window.column().into(), Value::Float(float(&c, window.column())));
-        }
-        st.put(&table(self.version, "history"), &u.uri, history_key(at, position), point, position);
-        self.rank(st, &u.uri, &c, true, position);
-        st.put(&table(self.version, "papers"), &u.uri, Vec::new(), c, position);
         Ok(())
+    }
+
+    /// Writes what the batch changed of its eprints and days: each row once, and an
+    /// eprint's rankings moved from where it stood before the batch to where it stands after.
+    fn write(&self, st: &mut Staged, t: Touched) {
+        for (uri, e) in t.eprints {
+            let Some(position) = e.position else { continue };
+            let now = Ranked::of(&uri, &e.row);
+            if now != e.ranked_as {
+                let ranking = table(self.version, "ranking");
+                let same_row = now.0 == e.ranked_as.0;
+                let stays = |places: &[(String, Vec<u8>)], place: &(String, Vec<u8>)| same_row && places.contains(place);
+                for place in e.ranked_as.1.iter().filter(|p| !stays(&now.1, p)) {
+                    st.delete(&ranking, &place.0, place.1.clone(), position);
+                }
+                for place in now.1.iter().filter(|p| !stays(&e.ranked_as.1, p)) {
+                    st.put(&ranking, &place.0, place.1.clone(), now.0.clone(), position);
+                }
+            }
+            if let Some((recent, mut viewers)) = e.seen {
+                let mut seen = Columns::new();
+                seen.insert("recent".into(), Value::Text(recent.to_text()));
+                seen.insert("viewers".into(), Value::Text(viewers.to_text()));
+                st.put(&table(self.version, "seen"), &uri, Vec::new(), seen, position);
+            }
+            st.put(&table(self.version, "papers"), &uri, Vec::new(), e.row, position);
+        }
+        for ((uri, day), mut d) in t.days {
+            if let Some(mut viewers) = d.viewers {
+                d.row.insert("viewers".into(), Value::Text(viewers.to_text()));
+            }
+            st.put(&table(self.version, "daily"), &uri, day, d.row, d.position);
+        }
     }
 }
 
@@ -280,26 +354,30 @@ impl Projection for UsageProjection {
 
     fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError> {
         let mut st = Staged::default();
+        let mut touched = Touched::default();
         for event in batch.iter() {
             let e = event.envelope;
             let position = e.position.ordinal();
             match &e.payload {
                 Payload::RecordCreate(w) | Payload::RecordUpdate(w) if w.collection == SUBMISSION => {
                     if let Some((w, Ok(s))) = event.submission(&self.lexicons) {
-                        self.eprint(&mut st, &w.uri(), &w.rev, Some((&s.title, &s.fields)), position)?;
+                        self.submission(&mut st, &mut touched, &w.uri(), &w.rev, Some((&s.title, &s.fields)), position)?;
                     }
                 }
-                Payload::RecordDelete(d) if d.collection == SUBMISSION => self.eprint(&mut st, &d.uri(), &d.rev, None, position)?,
+                Payload::RecordDelete(d) if d.collection == SUBMISSION => {
+                    self.submission(&mut st, &mut touched, &d.uri(), &d.rev, None, position)?
+                }
                 Payload::Admin(AdminCommand { action: AdminAction::ContentDeleted { uri, collection, .. }, .. })
                     if collection == SUBMISSION =>
                 {
-                    self.eprint(&mut st, uri, TAKEN_DOWN_REV, None, position)?
+                    self.submission(&mut st, &mut touched, uri, TAKEN_DOWN_REV, None, position)?
                 }
-                Payload::Usage(u) => self.used(&mut st, u, u.at.unwrap_or(e.appended_at).timestamp_micros(), position)?,
+                Payload::Usage(u) => self.used(&mut st, &mut touched, u, u.at.unwrap_or(e.appended_at).timestamp_micros(), position)?,
                 Payload::Search(s) => self.impression(&mut st, s, position)?,
                 _ => {}
             }
         }
+        self.write(&mut st, touched);
         st.commit(self.store.as_ref(), &consumer_name(MODEL, self.version), batch.next())?;
         Ok(())
     }

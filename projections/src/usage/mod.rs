@@ -17,13 +17,18 @@
 //!   (`history`), so every figure can be read as of any past instant.
 //! - Viewers are pseudonyms (keyed hashes made by the API); rows hold no address and no DID.
 //!
+//! A batch reads each eprint's rows once and writes them once, at its end: a busy eprint's
+//! sketches and recent uses are decoded and encoded once per batch, not once per use, and
+//! its rankings move once from where they stood before the batch to where they stand after.
+//!
 //! Tables of model `usage` (partition key → clustering key: columns):
 //! - `papers`: eprint URI → ∅: the eprint as the model knows it (`rev`, `live`, `title`,
 //!   `fields`),
 //!   its totals (`views`, `downloads`, `robots`, `doubleClicks`, `searchClicks`,
 //!   `searchDownloads`, `dwells`, `dwellMs`), its decayed sums (`decay24h`, `decay7d`,
-//!   `decay30d`), its all-time `viewers` sketch, `lastAt` (µs) and `recent` (the uses of the
-//!   last 30 s, for the double-click rule).
+//!   `decay30d`) and `lastAt` (µs). Small: `getSubmission` reads it.
+//! - `seen`: eprint URI → ∅: `recent` (the uses of the last 30 s, for the double-click rule,
+//!   [`recent`]) and `viewers`, the sketch of all time.
 //! - `history`: eprint URI → time (µs) ‖ log ordinal: the totals and decayed sums after
 //!   each counted view or download.
 //! - `daily`: eprint URI → UTC day number: `views`, `downloads`, `viewers` (sketch); and
@@ -41,6 +46,7 @@
 
 mod apply;
 pub mod read;
+mod recent;
 pub mod sketch;
 
 pub use apply::UsageProjection;
@@ -51,7 +57,7 @@ use store::TableRef;
 pub const MODEL: &str = "usage";
 
 /// The tables of the model, for dropping a version.
-pub const TABLES: &[&str] = &["papers", "history", "daily", "hourly", "ranking", "searches", "impressions", "zero"];
+pub const TABLES: &[&str] = &["papers", "seen", "history", "daily", "hourly", "ranking", "searches", "impressions", "zero"];
 
 /// The partition of `daily` and `hourly` that counts every eprint (no URI starts with `*`).
 pub const SITE: &str = "*";

@@ -30,7 +30,7 @@ pub struct Usage {
     /// Counted downloads up to then.
     pub downloads: u64,
     /// Distinct viewers of all time (estimated; now only: the sketch of all time is not
-    /// kept per instant, so as of a past time it is the distinct viewers of the days up
+    /// kept per instant, so as of a past time it is the distinct viewers of the 30 days up
     /// to then, merged).
     pub unique_views: u64,
     /// Views in the 24 hours, 7 days and 30 days up to then.
@@ -201,7 +201,10 @@ impl<'a> UsageReader<'a> {
     pub fn usage(&self, uri: &str, at: i64) -> Result<Usage, ProjectionError> {
         let Some(v) = self.version else { return Ok(Usage::default()) };
         let paper = self.store.get(&table(v, "papers"), uri, &[])?.unwrap_or_default();
-        let then = self.point(v, uri, at)?.unwrap_or_default();
+        // Nothing used after `at`: the totals and today's bucket are the figures asked for,
+        // with no history read for them.
+        let now_or_later = at >= paper.get("lastAt").and_then(Value::as_int).unwrap_or(i64::MIN);
+        let then = if now_or_later { paper.clone() } else { self.point(v, uri, at)?.unwrap_or_default() };
         let mut out = Usage {
             views: int(&then, "views"),
             downloads: int(&then, "downloads"),
@@ -220,19 +223,20 @@ impl<'a> UsageReader<'a> {
         let last = day_of(at);
         let scan = Scan { after: Some(day_key(last + 1)), limit: 30, reverse: true };
         let days = self.store.scan(&table(v, "daily"), uri, &scan)?.rows;
-        let mut merged = [Viewers::default(), Viewers::default(), Viewers::default()];
-        let mut all = Viewers::default();
+        // Newest first, merged into one sketch: the windows are nested, so each is counted
+        // once the days before it begin.
+        let spans = Window::ALL.map(|w| w.seconds() / 86_400);
+        let mut merged = Viewers::default();
+        let mut counted = 0;
         for row in &days {
             let Some(day) = parse_bucket_key(&row.clustering).filter(|d| *d > last - 30) else { continue };
-            let sketch = Viewers::from_text(row.columns.get("viewers").and_then(Value::as_text));
-            for (i, window) in Window::ALL.into_iter().enumerate() {
-                if last - day < window.seconds() / 86_400 {
-                    merged[i].merge(&sketch);
-                }
+            while counted < spans.len() && last - day >= spans[counted] {
+                out.unique_in[counted] = merged.count();
+                counted += 1;
             }
-            all.merge(&sketch);
+            merged.merge(&Viewers::from_text(row.columns.get("viewers").and_then(Value::as_text)));
             // The day of `at` counts only its views up to `at`, from the history.
-            let views = if day == last {
+            let views = if day == last && !now_or_later {
                 let day_start = last * 86_400_000_000;
                 out.views.saturating_sub(int(&self.point(v, uri, day_start - 1)?.unwrap_or_default(), "views"))
             } else {
@@ -242,14 +246,17 @@ impl<'a> UsageReader<'a> {
                 out.daily_views.push((day, views));
             }
         }
-        out.daily_views.reverse();
-        for (i, m) in merged.iter_mut().enumerate() {
-            out.unique_in[i] = m.count();
+        while counted < spans.len() {
+            out.unique_in[counted] = merged.count();
+            counted += 1;
         }
-        // Nothing used after `at`: the sketch of all time is the one asked for (no history read).
-        let now_or_later = at >= paper.get("lastAt").and_then(Value::as_int).unwrap_or(i64::MIN);
-        out.unique_views =
-            if now_or_later { Viewers::from_text(paper.get("viewers").and_then(Value::as_text)).count() } else { all.count() };
+        out.daily_views.reverse();
+        out.unique_views = if now_or_later {
+            let seen = self.store.get(&table(v, "seen"), uri, &[])?.unwrap_or_default();
+            Viewers::from_text(seen.get("viewers").and_then(Value::as_text)).count()
+        } else {
+            out.unique_in[2]
+        };
         Ok(out)
     }
 

@@ -50,6 +50,16 @@ impl BuildHasher for Uniform {
     }
 }
 
+/// The 64-bit hash of a viewer's pseudonym (hex): its first 16 digits, or its bytes folded
+/// when it is not such a pseudonym.
+pub(crate) fn viewer_hash(viewer: &str) -> u64 {
+    viewer.get(..16).and_then(|h| u64::from_str_radix(h, 16).ok()).unwrap_or_else(|| {
+        let mut h = Taken(0);
+        h.write(viewer.as_bytes());
+        h.finish()
+    })
+}
+
 /// A set of viewers, estimated.
 #[derive(Clone)]
 pub struct Viewers(HyperLogLogPlus<u64, Uniform>);
@@ -71,7 +81,7 @@ impl Viewers {
     /// unreadable.
     pub fn from_text(text: Option<&str>) -> Viewers {
         text.and_then(|t| BASE64_NOPAD.decode(t.as_bytes()).ok())
-            .and_then(|b| ciborium::from_reader::<HyperLogLogPlus<u64, Uniform>, _>(b.as_slice()).ok())
+            .and_then(|b| cbor4ii::serde::from_slice::<HyperLogLogPlus<u64, Uniform>>(&b).ok())
             .map_or_else(Viewers::default, Viewers)
     }
 
@@ -80,19 +90,12 @@ impl Viewers {
         // Counting folds the pending hash codes into the sparse list first, so the text
         // holds no hash set (whose order would vary).
         self.0.count();
-        let mut out = Vec::new();
-        ciborium::into_writer(&self.0, &mut out).expect("a sketch serializes");
-        BASE64_NOPAD.encode(&out)
+        BASE64_NOPAD.encode(&cbor4ii::serde::to_vec(Vec::new(), &self.0).expect("a sketch serializes"))
     }
 
-    /// Adds the viewer whose pseudonym is `viewer` (hex; its first 16 digits are the hash).
+    /// Adds the viewer whose pseudonym is `viewer` (see [`viewer_hash`]).
     pub fn insert(&mut self, viewer: &str) {
-        let hash = viewer.get(..16).and_then(|h| u64::from_str_radix(h, 16).ok()).unwrap_or_else(|| {
-            let mut h = Taken(0);
-            h.write(viewer.as_bytes());
-            h.finish()
-        });
-        self.0.insert(&hash);
+        self.0.insert(&viewer_hash(viewer));
     }
 
     /// Adds every viewer of `other`.
