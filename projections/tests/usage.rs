@@ -261,6 +261,47 @@ fn ten_thousand_views_from_one_viewer_count_by_the_double_click_rule() {
 }
 
 #[test]
+fn distinct_viewers_over_days_read_from_the_days_kept_match_the_days_merged() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
+    let ctx = Context::single(store.clone(), &dir.path().join("search"));
+    let version = catalog::ensure_active(&ctx, MODEL).unwrap();
+    let mut p = catalog::open(&ctx, MODEL, version, Mode::Live).unwrap();
+    let mut log = Log { events: Vec::new() };
+    log.paper(T0 - 40 * DAY, "p4", &["cs.LG"]);
+    // Readers on four days; each day's two overlap the next day's by one, and one more
+    // day, 40 days back, is outside every window.
+    let days = [(-40, ["z", "a"]), (-20, ["a", "b"]), (-5, ["b", "c"]), (-1, ["c", "d"]), (0, ["d", "e"])];
+    for (day, readers) in days {
+        for (i, who) in readers.iter().enumerate() {
+            log.view(T0 + day * DAY + i as i64 * SECOND, "p4", who);
+        }
+    }
+    let last = T0 + SECOND;
+    log.apply(p.as_mut(), 0);
+    // And the same log in one batch, into a second version.
+    let v2 = store.create_version(MODEL).unwrap();
+    let mut one_batch = catalog::open(&ctx, MODEL, v2, Mode::Rebuild).unwrap();
+    log.apply_in(one_batch.as_mut(), 0, log.events.len());
+
+    let read = |at: i64| UsageReader::new(store.as_ref()).unwrap().usage(&uri("p4"), at).unwrap();
+    let d = |n: i64| projections::usage::day_of(T0) + n;
+    // As of the last use: what the projection keeps of the days before today, with today's row.
+    let kept = read(last);
+    assert_eq!((kept.views, kept.unique_views, kept.unique_in), (10, 6, [2, 4, 5]), "{kept:?}");
+    assert_eq!(kept.daily_views, vec![(d(-20), 2), (d(-5), 2), (d(-1), 2), (d(0), 2)]);
+    // A µs before it: the days merged from their rows (today's sketch whole, its views up to then).
+    let merged = read(last - 1);
+    assert_eq!((merged.views, merged.unique_in), (9, [2, 4, 5]), "{merged:?}");
+    assert_eq!(merged.daily_views, vec![(d(-20), 2), (d(-5), 2), (d(-1), 2), (d(0), 1)]);
+    // A day later, nothing used since: merged too.
+    assert_eq!(read(last + DAY).unique_in, [0, 4, 5]);
+    store.set_active_version(MODEL, v2).unwrap();
+    assert_eq!(read(last), kept);
+    assert_eq!(read(last - 1), merged);
+}
+
+#[test]
 fn a_click_applied_before_its_impression_still_counts_it_clicked() {
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());

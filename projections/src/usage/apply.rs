@@ -5,12 +5,13 @@ use std::sync::Arc;
 
 use event_schema::{AdminAction, AdminCommand, Payload, SearchImpression, UsageAction, UsageEvent};
 use lexicons::{Lexicons, SUBMISSION};
-use store::{consumer_name, Columns, Store, Value};
+use store::{consumer_name, Columns, Scan, Store, Value};
 
 use super::recent::{Kind, Recent};
 use super::sketch::Viewers;
 use super::{
-    day_key, day_of, history_key, hour_key, hour_of, ln_add, ranking_key, ranking_partition, table, zero_key, Window, MODEL, SITE,
+    day_key, day_of, history_key, hour_key, hour_of, ln_add, parse_bucket_key, ranking_key, ranking_partition, table, zero_key, Window,
+    MODEL, SITE,
 };
 use crate::catalog::Mode;
 use crate::rows::{is_stale, text, TAKEN_DOWN_REV};
@@ -42,10 +43,20 @@ struct Eprint {
     row: Columns,
     /// Its places in the rankings when the batch first read it.
     ranked_as: Ranked,
-    /// Its `seen` row, once a use needed it: recent uses and the sketch of all time.
-    seen: Option<(Recent, Viewers)>,
+    /// Its `seen` row, once a use needed it.
+    seen: Option<Seen>,
     /// The log position of the last event that changed it, once one has.
     position: Option<u64>,
+}
+
+/// An eprint's `seen` row as a batch has it.
+struct Seen {
+    recent: Recent,
+    /// The sketch of all time.
+    viewers: Viewers,
+    /// The day of its newest `daily` row (`day`) and what the days before it add up to
+    /// (`before7d`, `before30d`, `days`): as read, until a use opens a later day.
+    before: Columns,
 }
 
 /// A day of one eprint: its counts and its viewers' sketch.
@@ -124,14 +135,49 @@ impl UsageProjection {
         Ok(t.get_mut(uri).expect("inserted"))
     }
 
-    /// The recent uses and the sketch of all time of `uri`, read on their first use.
-    fn seen<'e>(&self, st: &mut Staged, e: &'e mut Eprint, uri: &str) -> Result<&'e mut (Recent, Viewers), ProjectionError> {
+    /// The `seen` row of `uri`, read on its first use.
+    fn seen<'e>(&self, st: &mut Staged, e: &'e mut Eprint, uri: &str) -> Result<&'e mut Seen, ProjectionError> {
         if e.seen.is_none() {
-            let row = st.get(self.store.as_ref(), &table(self.version, "seen"), uri, &[])?.unwrap_or_default();
-            let recent = Recent::from_text(row.get("recent").and_then(Value::as_text));
-            e.seen = Some((recent, Viewers::from_text(row.get("viewers").and_then(Value::as_text))));
+            let mut before = st.get(self.store.as_ref(), &table(self.version, "seen"), uri, &[])?.unwrap_or_default();
+            let recent = Recent::from_text(before.remove("recent").as_ref().and_then(Value::as_text));
+            let viewers = Viewers::from_text(before.remove("viewers").as_ref().and_then(Value::as_text));
+            e.seen = Some(Seen { recent, viewers, before });
         }
         Ok(e.seen.as_mut().expect("read"))
+    }
+
+    /// What the 29 days before `day` add up to for `uri` (`getMetrics` reads it instead
+    /// of merging them): written when a counted use opens a day. The days are the store's,
+    /// under the batch's own (`days`).
+    fn days_before(&self, days: &BTreeMap<(String, Vec<u8>), Day>, uri: &str, day: i64) -> Result<Columns, ProjectionError> {
+        let first = day_key(day - 29);
+        let scan = Scan { after: Some(day_key(day - 30)), limit: 30, reverse: false };
+        let mut rows: BTreeMap<i64, (i64, Viewers)> = BTreeMap::new();
+        // The batch writes its `daily` rows at its end, so the store's are those before it.
+        for row in self.store.scan(&table(self.version, "daily"), uri, &scan)?.rows {
+            let sketch = Viewers::from_text(row.columns.get("viewers").and_then(Value::as_text));
+            rows.extend(parse_bucket_key(&row.clustering).map(|d| (d, (int(&row.columns, "views"), sketch))));
+        }
+        for ((_, key), d) in days.range((uri.to_owned(), first)..).take_while(|((u, _), _)| u == uri) {
+            let sketch = d.viewers.clone().unwrap_or_else(|| Viewers::from_text(d.row.get("viewers").and_then(Value::as_text)));
+            rows.extend(parse_bucket_key(key).map(|n| (n, (int(&d.row, "views"), sketch))));
+        }
+        let (mut week, mut month, mut views) = (Viewers::default(), Viewers::default(), Vec::new());
+        for (d, (n, sketch)) in rows.range(day - 29..day) {
+            if day - d < Window::Week.seconds() / 86_400 {
+                week.merge(sketch);
+            }
+            month.merge(sketch);
+            if *n > 0 {
+                views.push((*d, *n));
+            }
+        }
+        let mut before = Columns::new();
+        before.insert("day".into(), Value::Int(day));
+        before.insert("before7d".into(), Value::Text(week.to_text()));
+        before.insert("before30d".into(), Value::Text(month.to_text()));
+        before.insert("days".into(), Value::Text(serde_json::to_string(&views).unwrap_or_default()));
+        Ok(before)
     }
 
     /// The day `day` of `uri` as the batch has it, read on its first use.
@@ -198,13 +244,13 @@ impl UsageProjection {
         if let UsageAction::SearchDownload { .. } = u.action {
             add(&mut e.row, "searchDownloads", 1);
         }
-        if self.seen(st, e, &u.uri)?.0.double_click(&u.viewer, kind, at) {
+        if self.seen(st, e, &u.uri)?.recent.double_click(&u.viewer, kind, at) {
             add(&mut e.row, "doubleClicks", 1);
             return Ok(());
         }
         add(&mut e.row, total, 1);
         if matches!(counted, Counted::View) {
-            self.seen(st, e, &u.uri)?.1.insert(&u.viewer);
+            self.seen(st, e, &u.uri)?.viewers.insert(&u.viewer);
         }
         match &u.action {
             UsageAction::SearchClick { impression_id, position: rank, .. } => {
@@ -229,6 +275,10 @@ impl UsageProjection {
         }
         st.put(&table(self.version, "history"), &u.uri, history_key(at, position), point, position);
         // The eprint's and the site's buckets; distinct viewers of the day.
+        let seen = self.seen(st, e, &u.uri)?;
+        if seen.before.get("day").and_then(Value::as_int) != Some(day_of(at)) {
+            seen.before = self.days_before(&t.days, &u.uri, day_of(at))?;
+        }
         let day = day_key(day_of(at));
         let d = self.day(st, &mut t.days, &u.uri, day.clone())?;
         d.position = position;
@@ -262,8 +312,8 @@ impl UsageProjection {
                     st.put(&ranking, &place.0, place.1.clone(), now.0.clone(), position);
                 }
             }
-            if let Some((recent, mut viewers)) = e.seen {
-                let mut seen = Columns::new();
+            if let Some(Seen { recent, mut viewers, before }) = e.seen {
+                let mut seen = before;
                 seen.insert("recent".into(), Value::Text(recent.to_text()));
                 seen.insert("viewers".into(), Value::Text(viewers.to_text()));
                 st.put(&table(self.version, "seen"), &uri, Vec::new(), seen, position);

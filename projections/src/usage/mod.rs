@@ -28,7 +28,10 @@
 //!   `searchDownloads`, `dwells`, `dwellMs`), its decayed sums (`decay24h`, `decay7d`,
 //!   `decay30d`) and `lastAt` (µs). Small: `getSubmission` reads it.
 //! - `seen`: eprint URI → ∅: `recent` (the uses of the last 30 s, for the double-click rule,
-//!   [`recent`]) and `viewers`, the sketch of all time.
+//!   [`recent`]), `viewers` (the sketch of all time), and what the days before its newest
+//!   `daily` row (`day`) add up to: `before7d` and `before30d` (the sketches of the 6 and 29
+//!   days before, merged) and `days` (their views per day), written when a use opens a day,
+//!   so that `getMetrics` now merges one day's sketch instead of thirty.
 //! - `history`: eprint URI → time (µs) ‖ log ordinal: the totals and decayed sums after
 //!   each counted view or download.
 //! - `daily`: eprint URI → UTC day number: `views`, `downloads`, `viewers` (sketch); and

@@ -1,6 +1,7 @@
 //! Reading the usage read model (its active version): an eprint's counts as of any time, and
 //! the trending eprints now or as of a past time. Every read is bounded: a few rows per
-//! eprint (its totals, four points of its history, 30 days of sketches), one page of a
+//! eprint (its totals, three or four points of its history, and now the day of its last use
+//! with what the projection keeps of the days before, else 30 days of sketches), one page of a
 //! ranking per page asked, except the ranking as of a past time (see [`UsageReader::trending`]).
 
 use std::collections::BTreeSet;
@@ -219,8 +220,40 @@ impl<'a> UsageReader<'a> {
             out.views_in[i] = out.views.saturating_sub(int(&before, "views"));
             out.downloads_in[i] = out.downloads.saturating_sub(int(&before, "downloads"));
         }
-        // Thirty days of sketches, up to and with the day of `at`: one scan.
         let last = day_of(at);
+        let seen = if now_or_later { self.store.get(&table(v, "seen"), uri, &[])? } else { None };
+        match seen.as_ref().filter(|s| s.get("day").and_then(Value::as_int) == Some(last)) {
+            Some(seen) => self.days_kept(v, uri, last, seen, &mut out)?,
+            None => self.days_scanned(v, uri, last, now_or_later, &mut out)?,
+        }
+        out.unique_views = match seen {
+            Some(seen) => Viewers::from_text(seen.get("viewers").and_then(Value::as_text)).count(),
+            None if now_or_later => 0,
+            None => out.unique_in[2],
+        };
+        Ok(out)
+    }
+
+    /// The distinct viewers in each window and the views per day up to `last`, the day of
+    /// the eprint's last use, from what the projection keeps of the days before it (`seen`)
+    /// and that day's row: two reads.
+    fn days_kept(&self, v: u32, uri: &str, last: i64, seen: &Columns, out: &mut Usage) -> Result<(), ProjectionError> {
+        let today = self.store.get(&table(v, "daily"), uri, &day_key(last))?.unwrap_or_default();
+        let mut sketch = Viewers::from_text(today.get("viewers").and_then(Value::as_text));
+        let [mut week, mut month] = ["before7d", "before30d"].map(|k| Viewers::from_text(seen.get(k).and_then(Value::as_text)));
+        week.merge(&sketch);
+        month.merge(&sketch);
+        out.unique_in = [sketch.count(), week.count(), month.count()];
+        let days = seen.get("days").and_then(Value::as_text);
+        out.daily_views = days.and_then(|d| serde_json::from_str(d).ok()).unwrap_or_default();
+        if int(&today, "views") > 0 {
+            out.daily_views.push((last, int(&today, "views")));
+        }
+        Ok(())
+    }
+
+    /// The same, as of any day `last`: thirty days of sketches merged, one scan.
+    fn days_scanned(&self, v: u32, uri: &str, last: i64, now_or_later: bool, out: &mut Usage) -> Result<(), ProjectionError> {
         let scan = Scan { after: Some(day_key(last + 1)), limit: 30, reverse: true };
         let days = self.store.scan(&table(v, "daily"), uri, &scan)?.rows;
         // Newest first, merged into one sketch: the windows are nested, so each is counted
@@ -251,13 +284,7 @@ impl<'a> UsageReader<'a> {
             counted += 1;
         }
         out.daily_views.reverse();
-        out.unique_views = if now_or_later {
-            let seen = self.store.get(&table(v, "seen"), uri, &[])?.unwrap_or_default();
-            Viewers::from_text(seen.get("viewers").and_then(Value::as_text)).count()
-        } else {
-            out.unique_in[2]
-        };
-        Ok(out)
+        Ok(())
     }
 
     /// The views and downloads of `uri` (or of every eprint) per bucket, from the bucket
