@@ -12,7 +12,9 @@
 //!
 //! [`Tansu::start`] takes the engine named by `$SVC_TEST_TANSU_ENGINE` (`memory`, the default,
 //! or `postgres`), so one suite runs on either. A test that needs a broker and cannot find
-//! it fails with a message saying how to install it.
+//! it fails with a message saying how to install it. The broker is silent unless
+//! `$SVC_TEST_TANSU_LOG` names a file for its log (at the level `$TANSU_LOG` gives, `info`
+//! by default).
 
 mod postgres;
 
@@ -101,10 +103,21 @@ impl Tansu {
         });
         let url = format!("tcp://{}", self.addr);
         let storage = self.postgres.as_ref().map_or_else(|| "memory://tansu/".to_owned(), Postgres::url);
-        let child = Command::new(&bin)
-            .args(["broker", "--listener-url", &url, "--advertised-listener-url", &url, "--storage-engine", &storage, "--silent"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+        // `$SVC_TEST_TANSU_LOG` names a file to keep the broker's own log in (its level from
+        // `$TANSU_LOG`, as `RUST_LOG` filters), for a test that needs the broker's side told.
+        let log = std::env::var_os("SVC_TEST_TANSU_LOG").map(|path| {
+            std::fs::OpenOptions::new().create(true).append(true).open(&path).unwrap_or_else(|e| panic!("failed to open {path:?}: {e}"))
+        });
+        let mut command = Command::new(&bin);
+        command.args(["broker", "--listener-url", &url, "--advertised-listener-url", &url, "--storage-engine", &storage]);
+        match log {
+            Some(file) => {
+                let level = std::env::var("TANSU_LOG").unwrap_or_else(|_| "info".into());
+                command.env("RUST_LOG", level).stdout(file.try_clone().expect("a log file handle")).stderr(file)
+            }
+            None => command.arg("--silent").stdout(Stdio::null()).stderr(Stdio::null()),
+        };
+        let child = command
             .spawn()
             .unwrap_or_else(|e| panic!("failed to start {}: {e}", bin.display()));
         self.child = Some(child);
