@@ -31,6 +31,17 @@ fn viewer(name: &str) -> String {
     h[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The usage model, live, on an embedded store of its own (in the directory returned).
+fn live_model() -> (tempfile::TempDir, Arc<dyn Store>, Context, Box<dyn Projection>) {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
+    let ctx = Context::single(store.clone(), &dir.path().join("search"));
+    let version = catalog::ensure_active(&ctx, MODEL).unwrap();
+    let live = catalog::open(&ctx, MODEL, version, Mode::Live).unwrap();
+    (dir, store, ctx, live)
+}
+
+#[derive(Default)]
 struct Log {
     events: Vec<Envelope>,
 }
@@ -107,12 +118,8 @@ fn ranked(page: &[Trending]) -> Vec<(String, bool)> {
 
 #[test]
 fn uses_are_counted_by_counters_rules_as_of_any_time_and_a_rebuild_answers_the_same() {
-    let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
-    let ctx = Context::single(store.clone(), &dir.path().join("search"));
-    let version = catalog::ensure_active(&ctx, MODEL).unwrap();
-    let mut p = catalog::open(&ctx, MODEL, version, Mode::Live).unwrap();
-    let mut log = Log { events: Vec::new() };
+    let (_dir, store, ctx, mut p) = live_model();
+    let mut log = Log::default();
 
     log.paper(T0 - 10 * DAY, "p1", &["cs.LG"]);
     log.paper(T0 - 10 * DAY, "p2", &["math.CO"]);
@@ -239,12 +246,8 @@ fn uses_are_counted_by_counters_rules_as_of_any_time_and_a_rebuild_answers_the_s
 
 #[test]
 fn ten_thousand_views_from_one_viewer_count_by_the_double_click_rule() {
-    let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
-    let ctx = Context::single(store.clone(), &dir.path().join("search"));
-    let version = catalog::ensure_active(&ctx, MODEL).unwrap();
-    let mut p = catalog::open(&ctx, MODEL, version, Mode::Live).unwrap();
-    let mut log = Log { events: Vec::new() };
+    let (_dir, store, _, mut p) = live_model();
+    let mut log = Log::default();
     log.paper(T0 - DAY, "p1", &["cs.LG"]);
     log.paper(T0 - DAY, "p2", &["cs.LG"]);
     // Every 10 s on p1: one run of clicks. Every 31 s on p2: each one counts.
@@ -262,12 +265,8 @@ fn ten_thousand_views_from_one_viewer_count_by_the_double_click_rule() {
 
 #[test]
 fn distinct_viewers_over_days_read_from_the_days_kept_match_the_days_merged() {
-    let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
-    let ctx = Context::single(store.clone(), &dir.path().join("search"));
-    let version = catalog::ensure_active(&ctx, MODEL).unwrap();
-    let mut p = catalog::open(&ctx, MODEL, version, Mode::Live).unwrap();
-    let mut log = Log { events: Vec::new() };
+    let (_dir, store, ctx, mut p) = live_model();
+    let mut log = Log::default();
     log.paper(T0 - 40 * DAY, "p4", &["cs.LG"]);
     // Readers on four days; each day's two overlap the next day's by one, and one more
     // day, 40 days back, is outside every window.
@@ -303,12 +302,8 @@ fn distinct_viewers_over_days_read_from_the_days_kept_match_the_days_merged() {
 
 #[test]
 fn a_click_applied_before_its_impression_still_counts_it_clicked() {
-    let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
-    let ctx = Context::single(store.clone(), &dir.path().join("search"));
-    let version = catalog::ensure_active(&ctx, MODEL).unwrap();
-    let mut p = catalog::open(&ctx, MODEL, version, Mode::Live).unwrap();
-    let mut log = Log { events: Vec::new() };
+    let (_dir, store, _, mut p) = live_model();
+    let mut log = Log::default();
     let shown = |id: &str, query: &str, hits: u64| NewEvent {
         key: id.into(),
         source: src(),

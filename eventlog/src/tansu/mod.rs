@@ -117,9 +117,7 @@ impl Tansu {
             }
             None => command.arg("--silent").stdout(Stdio::null()).stderr(Stdio::null()),
         };
-        let child = command
-            .spawn()
-            .unwrap_or_else(|e| panic!("failed to start {}: {e}", bin.display()));
+        let child = command.spawn().unwrap_or_else(|e| panic!("failed to start {}: {e}", bin.display()));
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(15);
         while TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_err() {
