@@ -91,8 +91,9 @@ impl Staged {
 
     pub fn put(&mut self, table: &TableRef, partition: &str, clustering: Vec<u8>, columns: Columns, position: u64) {
         if self.read_tables.contains(table) {
-            let op = Op::Put { table: table.clone(), partition: partition.to_owned(), clustering, columns, position };
-            self.decide(op);
+            let key = (table.clone(), partition.to_owned(), clustering.clone());
+            let row = Some(columns.clone());
+            self.decide(key, row, Op::Put { table: table.clone(), partition: partition.to_owned(), clustering, columns, position });
         } else {
             self.derived.put(table, partition, clustering, columns, position);
         }
@@ -100,22 +101,16 @@ impl Staged {
 
     pub fn delete(&mut self, table: &TableRef, partition: &str, clustering: Vec<u8>, position: u64) {
         if self.read_tables.contains(table) {
-            self.decide(Op::Delete { table: table.clone(), partition: partition.to_owned(), clustering, position });
+            let key = (table.clone(), partition.to_owned(), clustering.clone());
+            self.decide(key, None, Op::Delete { table: table.clone(), partition: partition.to_owned(), clustering, position });
         } else {
             self.derived.delete(table, partition, clustering, position);
         }
     }
 
-    /// Stages a write to a table read from: in place of the batch's earlier write of the
-    /// row, if there is one.
-    fn decide(&mut self, op: Op) {
-        let (key, row) = match &op {
-            Op::Put { table, partition, clustering, columns, .. } => {
-                ((table.clone(), partition.clone(), clustering.clone()), Some(columns.clone()))
-            }
-            Op::Delete { table, partition, clustering, .. } => ((table.clone(), partition.clone(), clustering.clone()), None),
-            _ => unreachable!("only row writes are decided"),
-        };
+    /// Stages `op`, the write of the row `key` of a table read from (its new value `row`):
+    /// in place of the batch's earlier write of the row, if there is one.
+    fn decide(&mut self, key: Key, row: Option<Columns>, op: Op) {
         let cached = self.cache.entry(key).or_insert(Cached { row: None, op: None });
         cached.row = row;
         match cached.op {

@@ -36,7 +36,7 @@ enum Counted {
 }
 
 /// An eprint as a batch reads and changes it: its rows are written once, at the batch's
-/// end ([`Touched::write`]), however many of its events the batch holds, and its sketches
+/// end (`UsageProjection::write`), however many of its events the batch holds, and its sketches
 /// and recent uses are decoded once.
 struct Eprint {
     /// Its `papers` row.
@@ -140,7 +140,8 @@ impl UsageProjection {
         if e.seen.is_none() {
             let mut before = st.get(self.store.as_ref(), &table(self.version, "seen"), uri, &[])?.unwrap_or_default();
             let recent = Recent::from_text(before.remove("recent").as_ref().and_then(Value::as_text));
-            let viewers = Viewers::from_text(before.remove("viewers").as_ref().and_then(Value::as_text));
+            let viewers = Viewers::in_column(&before, "viewers");
+            before.remove("viewers");
             e.seen = Some(Seen { recent, viewers, before });
         }
         Ok(e.seen.as_mut().expect("read"))
@@ -155,11 +156,11 @@ impl UsageProjection {
         let mut rows: BTreeMap<i64, (i64, Viewers)> = BTreeMap::new();
         // The batch writes its `daily` rows at its end, so the store's are those before it.
         for row in self.store.scan(&table(self.version, "daily"), uri, &scan)?.rows {
-            let sketch = Viewers::from_text(row.columns.get("viewers").and_then(Value::as_text));
+            let sketch = Viewers::in_column(&row.columns, "viewers");
             rows.extend(parse_bucket_key(&row.clustering).map(|d| (d, (int(&row.columns, "views"), sketch))));
         }
         for ((_, key), d) in days.range((uri.to_owned(), first)..).take_while(|((u, _), _)| u == uri) {
-            let sketch = d.viewers.clone().unwrap_or_else(|| Viewers::from_text(d.row.get("viewers").and_then(Value::as_text)));
+            let sketch = d.viewers.clone().unwrap_or_else(|| Viewers::in_column(&d.row, "viewers"));
             rows.extend(parse_bucket_key(key).map(|n| (n, (int(&d.row, "views"), sketch))));
         }
         let (mut week, mut month, mut views) = (Viewers::default(), Viewers::default(), Vec::new());
@@ -284,7 +285,7 @@ impl UsageProjection {
         d.position = position;
         add(&mut d.row, total, 1);
         if matches!(counted, Counted::View) {
-            d.viewers.get_or_insert_with(|| Viewers::from_text(d.row.get("viewers").and_then(Value::as_text))).insert(&u.viewer);
+            d.viewers.get_or_insert_with(|| Viewers::in_column(&d.row, "viewers")).insert(&u.viewer);
         }
         let hour = hour_key(hour_of(at));
         for (name, partition, key) in [("daily", SITE, &day), ("hourly", SITE, &hour), ("hourly", u.uri.as_str(), &hour)] {

@@ -205,10 +205,11 @@ impl<'a> UsageReader<'a> {
         // Nothing used after `at`: the totals and today's bucket are the figures asked for,
         // with no history read for them.
         let now_or_later = at >= paper.get("lastAt").and_then(Value::as_int).unwrap_or(i64::MIN);
-        let then = if now_or_later { paper.clone() } else { self.point(v, uri, at)?.unwrap_or_default() };
+        let point = if now_or_later { None } else { Some(self.point(v, uri, at)?.unwrap_or_default()) };
+        let then = point.as_ref().unwrap_or(&paper);
         let mut out = Usage {
-            views: int(&then, "views"),
-            downloads: int(&then, "downloads"),
+            views: int(then, "views"),
+            downloads: int(then, "downloads"),
             robots: int(&paper, "robots"),
             double_clicks: int(&paper, "doubleClicks"),
             search_clicks: int(&paper, "searchClicks"),
@@ -227,7 +228,7 @@ impl<'a> UsageReader<'a> {
             None => self.days_scanned(v, uri, last, now_or_later, &mut out)?,
         }
         out.unique_views = match seen {
-            Some(seen) => Viewers::from_text(seen.get("viewers").and_then(Value::as_text)).count(),
+            Some(seen) => Viewers::in_column(&seen, "viewers").count(),
             None if now_or_later => 0,
             None => out.unique_in[2],
         };
@@ -239,8 +240,8 @@ impl<'a> UsageReader<'a> {
     /// and that day's row: two reads.
     fn days_kept(&self, v: u32, uri: &str, last: i64, seen: &Columns, out: &mut Usage) -> Result<(), ProjectionError> {
         let today = self.store.get(&table(v, "daily"), uri, &day_key(last))?.unwrap_or_default();
-        let mut sketch = Viewers::from_text(today.get("viewers").and_then(Value::as_text));
-        let [mut week, mut month] = ["before7d", "before30d"].map(|k| Viewers::from_text(seen.get(k).and_then(Value::as_text)));
+        let mut sketch = Viewers::in_column(&today, "viewers");
+        let [mut week, mut month] = ["before7d", "before30d"].map(|k| Viewers::in_column(seen, k));
         week.merge(&sketch);
         month.merge(&sketch);
         out.unique_in = [sketch.count(), week.count(), month.count()];
@@ -267,7 +268,7 @@ impl<'a> UsageReader<'a> {
                 out.unique_in[counted] = merged.count();
                 counted += 1;
             }
-            merged.merge(&Viewers::from_text(row.columns.get("viewers").and_then(Value::as_text)));
+            merged.merge(&Viewers::in_column(&row.columns, "viewers"));
             // The day of `at` counts only its views up to `at`, from the history.
             let views = if day == last && !now_or_later {
                 let day_start = last * 86_400_000_000;

@@ -11,6 +11,7 @@ use std::hash::{BuildHasher, Hasher};
 use data_encoding::BASE64_NOPAD;
 use hyperloglogplus::{HyperLogLog, HyperLogLogPlus};
 use serde::{Deserialize, Serialize};
+use store::{Columns, Value};
 
 /// Registers: 2^12.
 const PRECISION: u8 = 12;
@@ -83,6 +84,11 @@ impl Viewers {
         text.and_then(|t| BASE64_NOPAD.decode(t.as_bytes()).ok())
             .and_then(|b| cbor4ii::serde::from_slice::<HyperLogLogPlus<u64, Uniform>>(&b).ok())
             .map_or_else(Viewers::default, Viewers)
+    }
+
+    /// The sketch a row holds in `column` (see [`Viewers::from_text`]).
+    pub fn in_column(row: &Columns, column: &str) -> Viewers {
+        Viewers::from_text(row.get(column).and_then(Value::as_text))
     }
 
     /// The sketch as text (CBOR, base64).
