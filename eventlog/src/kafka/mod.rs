@@ -9,7 +9,8 @@
 //!   replication, `retention.ms = -1` and `retention.bytes = -1` (the log is the source of
 //!   truth: nothing expires). An existing topic keeps its partition count.
 //! - **Appends** go through an idempotent producer (`enable.idempotence`, `acks = all`); a call
-//!   returns once every event is acknowledged, with the positions of the delivery reports. If
+//!   returns once every event is acknowledged, with the positions of the delivery reports
+//!   (where a report has none, the event is found by reading: see `unreported`). If
 //!   an append fails, a prefix of it may be stored: callers retry, and projections skip what
 //!   they already hold.
 //! - **Positions** are Kafka's (partition, offset); offsets are per partition.
@@ -50,10 +51,12 @@ use crate::{partition_for, EventLog, GroupMember, LogError};
 
 use config::base_config;
 pub use config::KafkaConfig;
+use unreported::Sent;
 
 mod config;
 mod follow;
 mod group;
+mod unreported;
 
 /// How long one broker request may take before the call fails.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -264,6 +267,8 @@ impl EventLog for KafkaLog {
 
     fn append(&self, events: &[NewEvent]) -> Result<Vec<Position>, LogError> {
         let now = Utc::now();
+        // Where the log was known to end before: no event of this append lies below.
+        let floor: Vec<u64> = self.seen_end.iter().map(|end| end.load(Ordering::Relaxed)).collect();
         let mut deliveries = Vec::with_capacity(events.len());
         for event in events {
             let bytes = codec::encode(event, now).map_err(LogError::Encode)?;
@@ -280,20 +285,29 @@ impl EventLog for KafkaLog {
                 }
             }
         }
-        let mut positions = Vec::with_capacity(deliveries.len());
-        for delivery in deliveries {
+        let mut sent = Vec::with_capacity(deliveries.len());
+        for (event, delivery) in events.iter().zip(deliveries) {
             match block_on(delivery) {
-                Ok(Ok(d)) => {
-                    let position = Position { partition: d.partition as u32, offset: d.offset as u64 };
-                    self.saw_end(position.partition, position.offset + 1);
-                    positions.push(position);
-                }
+                // A negative offset: delivered, but where is not reported (see `unreported`).
+                Ok(Ok(d)) => sent.push(Sent { partition: d.partition as u32, event, offset: u64::try_from(d.offset).ok() }),
                 Ok(Err((e, _))) => return Err(unavailable("delivery", e)),
                 Err(_) => return Err(unavailable("delivery", "the producer was closed")),
             }
         }
-        let end: u64 = positions.len() as u64;
-        self.appended_tx.send_modify(|seen| *seen += end);
+        if sent.iter().any(|s| s.offset.is_none()) {
+            let unreported = sent.iter().filter(|s| s.offset.is_none()).count();
+            warn!(topic = self.config.topic, unreported, "kafka: events delivered without their offsets; reading the log for them");
+            unreported::locate(&mut sent, &floor, now.timestamp_micros(), |p, from, max| self.read(p, from, max))?;
+        }
+        let positions = sent
+            .iter()
+            .map(|s| s.offset.map(|offset| Position { partition: s.partition, offset }))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| unavailable("delivery", "an event's offset was not located"))?;
+        for position in &positions {
+            self.saw_end(position.partition, position.offset + 1);
+        }
+        self.appended_tx.send_modify(|seen| *seen += positions.len() as u64);
         Ok(positions)
     }
 
