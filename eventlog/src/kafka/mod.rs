@@ -228,44 +228,10 @@ impl KafkaLog {
         Ok(c)
     }
 
-    fn one_partition(&self, partition: u32, offset: Offset) -> Result<TopicPartitionList, LogError> {
-        let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(&self.config.topic, partition as i32, offset).map_err(|e| unavailable("partition list", e))?;
-        Ok(tpl)
-    }
-}
-
-impl Drop for KafkaLog {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-}
-
-/// The topic's partition count, once its metadata is visible (just after creation it may
-/// not be yet).
-fn wait_for_partitions(consumer: &BaseConsumer, topic: &str) -> Result<u32, LogError> {
-    let deadline = Instant::now() + REQUEST_TIMEOUT;
-    loop {
-        let metadata = consumer.fetch_metadata(Some(topic), REQUEST_TIMEOUT).map_err(|e| unavailable("metadata", e))?;
-        let found = metadata.topics().iter().find(|t| t.name() == topic).map(|t| (t.partitions().len(), t.error()));
-        match found {
-            Some((n, None)) if n > 0 => return Ok(n as u32),
-            _ if Instant::now() >= deadline => return Err(unavailable("metadata", format!("topic {topic} has no partitions yet"))),
-            _ => std::thread::sleep(Duration::from_millis(100)),
-        }
-    }
-}
-
-impl EventLog for KafkaLog {
-    fn backend(&self) -> &'static str {
-        "kafka"
-    }
-
-    fn partitions(&self) -> u32 {
-        self.partitions
-    }
-
-    fn append(&self, events: &[NewEvent]) -> Result<Vec<Position>, LogError> {
+    /// Sends `events` and waits for their delivery reports: each event's partition and
+    /// offset, `None` where the report gave none and the event is not in the log either
+    /// (see [`unreported`]).
+    fn send(&self, events: &[NewEvent]) -> Result<Vec<(u32, Option<u64>)>, LogError> {
         let now = Utc::now();
         // Where the log was known to end before: no event of this append lies below.
         let floor: Vec<u64> = self.seen_end.iter().map(|end| end.load(Ordering::Relaxed)).collect();
@@ -297,21 +263,15 @@ impl EventLog for KafkaLog {
         if sent.iter().any(|s| s.offset.is_none()) {
             let unreported = sent.iter().filter(|s| s.offset.is_none()).count();
             warn!(topic = self.config.topic, unreported, "kafka: events delivered without their offsets; reading the log for them");
-            unreported::locate(&mut sent, &floor, now.timestamp_micros(), |p, from, max| self.read(p, from, max))?;
+            // Read past the watermark: a broker that lost track of a send may misreport it too.
+            unreported::locate(&mut sent, &floor, now.timestamp_micros(), |p, from, max| self.read_partition(p, from, max, false))?;
         }
-        let positions = sent
-            .iter()
-            .map(|s| s.offset.map(|offset| Position { partition: s.partition, offset }))
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| unavailable("delivery", "an event's offset was not located"))?;
-        for position in &positions {
-            self.saw_end(position.partition, position.offset + 1);
-        }
-        self.appended_tx.send_modify(|seen| *seen += positions.len() as u64);
-        Ok(positions)
+        Ok(sent.into_iter().map(|s| (s.partition, s.offset)).collect())
     }
 
-    fn read(&self, partition: u32, from: u64, max: usize) -> Result<Vec<Envelope>, LogError> {
+    /// [`EventLog::read`]; with `trust_watermark` false, as if the broker's watermarks were
+    /// untrusted: reading on past them until fetches stay empty for [`IDLE_END`].
+    fn read_partition(&self, partition: u32, from: u64, max: usize, trust_watermark: bool) -> Result<Vec<Envelope>, LogError> {
         self.check_partition(partition)?;
         // Where the broker and this process believe the partition ends.
         let reported = self.reported_end(partition)?;
@@ -320,7 +280,7 @@ impl EventLog for KafkaLog {
             // A position past the broker's end was reached by reading: its watermark lags.
             self.contradiction(partition, from, reported);
         }
-        let trusted = !self.untrusted.load(Ordering::Relaxed);
+        let trusted = trust_watermark && !self.untrusted.load(Ordering::Relaxed);
         if max == 0 || (trusted && from >= believed) {
             return Ok(Vec::new());
         }
@@ -331,7 +291,7 @@ impl EventLog for KafkaLog {
         let deadline = Instant::now() + REQUEST_TIMEOUT;
         let mut idle_since = Instant::now();
         while out.len() < max {
-            let trusted = !self.untrusted.load(Ordering::Relaxed);
+            let trusted = trust_watermark && !self.untrusted.load(Ordering::Relaxed);
             // At the believed end a broker that reports its end truly has nothing more; a
             // look at what the last fetch already brought catches one that does not.
             let at_end = position >= believed;
@@ -377,6 +337,75 @@ impl EventLog for KafkaLog {
             }
         }
         Ok(out)
+    }
+
+    fn one_partition(&self, partition: u32, offset: Offset) -> Result<TopicPartitionList, LogError> {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&self.config.topic, partition as i32, offset).map_err(|e| unavailable("partition list", e))?;
+        Ok(tpl)
+    }
+}
+
+impl Drop for KafkaLog {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The topic's partition count, once its metadata is visible (just after creation it may
+/// not be yet).
+fn wait_for_partitions(consumer: &BaseConsumer, topic: &str) -> Result<u32, LogError> {
+    let deadline = Instant::now() + REQUEST_TIMEOUT;
+    loop {
+        let metadata = consumer.fetch_metadata(Some(topic), REQUEST_TIMEOUT).map_err(|e| unavailable("metadata", e))?;
+        let found = metadata.topics().iter().find(|t| t.name() == topic).map(|t| (t.partitions().len(), t.error()));
+        match found {
+            Some((n, None)) if n > 0 => return Ok(n as u32),
+            _ if Instant::now() >= deadline => return Err(unavailable("metadata", format!("topic {topic} has no partitions yet"))),
+            _ => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
+impl EventLog for KafkaLog {
+    fn backend(&self) -> &'static str {
+        "kafka"
+    }
+
+    fn partitions(&self) -> u32 {
+        self.partitions
+    }
+
+    fn append(&self, events: &[NewEvent]) -> Result<Vec<Position>, LogError> {
+        let mut placed = self.send(events)?;
+        // Events acknowledged without an offset that are nowhere in their partition: the
+        // broker answered their retry as a duplicate of a send it did not keep. Sent once more.
+        let lost: Vec<usize> = (0..placed.len()).filter(|&i| placed[i].1.is_none()).collect();
+        if !lost.is_empty() {
+            warn!(
+                topic = self.config.topic,
+                lost = lost.len(),
+                "kafka: events the broker took for duplicates are not in the log; appending them again"
+            );
+            let again: Vec<NewEvent> = lost.iter().map(|&i| events[i].clone()).collect();
+            for (i, resent) in lost.into_iter().zip(self.send(&again)?) {
+                placed[i] = resent;
+            }
+        }
+        let positions = placed
+            .into_iter()
+            .map(|(partition, offset)| offset.map(|offset| Position { partition, offset }))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| unavailable("delivery", "events the broker acknowledged twice as duplicates are not in the log"))?;
+        for position in &positions {
+            self.saw_end(position.partition, position.offset + 1);
+        }
+        self.appended_tx.send_modify(|seen| *seen += positions.len() as u64);
+        Ok(positions)
+    }
+
+    fn read(&self, partition: u32, from: u64, max: usize) -> Result<Vec<Envelope>, LogError> {
+        self.read_partition(partition, from, max, true)
     }
 
     fn end_offset(&self, partition: u32) -> Result<u64, LogError> {
