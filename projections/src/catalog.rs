@@ -50,6 +50,10 @@ pub struct ModelSpec {
     pub place: Place,
     /// Its tables in the store (dropped with a version).
     pub tables: &'static [&'static str],
+    /// Its aggregates: the tables whose rows are written by the events of several keys
+    /// (counts, sizes, rankings). Their writes carry the projector's clock, not the event's
+    /// log position ([`crate::staged`]).
+    pub aggregates: &'static [&'static str],
     /// Opens the projection that builds a version.
     pub open: OpenFn,
     /// The layout of the model's rows. A release that changes what the model writes, or how,
@@ -60,23 +64,100 @@ pub struct ModelSpec {
 
 /// Every read model, in the order they are built: one line each.
 pub const CATALOG: &[ModelSpec] = &[
-    ModelSpec { name: eprints::MODEL, place: Place::Shared, tables: eprints::TABLES, open: open_eprints, format: 3 },
+    ModelSpec {
+        name: eprints::MODEL,
+        place: Place::Shared,
+        tables: eprints::TABLES,
+        aggregates: eprints::AGGREGATES,
+        open: open_eprints,
+        format: 3,
+    },
     // 2: endorsements listed per contribution type; deleted reviews and annotations kept as
     // placeholders. 4: knowledge graph nodes, edges and reconciliations. 6: discovery
     // settings and profile configurations.
-    ModelSpec { name: attached::MODEL, place: Place::Shared, tables: attached::TABLES, open: open_attached, format: 6 },
+    ModelSpec {
+        name: attached::MODEL,
+        place: Place::Shared,
+        tables: attached::TABLES,
+        aggregates: attached::AGGREGATES,
+        open: open_attached,
+        format: 6,
+    },
     // 2: the audit trail filed by actor and counted.
-    ModelSpec { name: access::MODEL, place: Place::Shared, tables: access::TABLES, open: open_access, format: 2 },
+    ModelSpec {
+        name: access::MODEL,
+        place: Place::Shared,
+        tables: access::TABLES,
+        aggregates: access::AGGREGATES,
+        open: open_access,
+        format: 2,
+    },
     // 2: take-downs and reports kept as violations.
-    ModelSpec { name: admin::MODEL, place: Place::Shared, tables: admin::TABLES, open: open_admin, format: 2 },
-    ModelSpec { name: governance::MODEL, place: Place::Shared, tables: governance::TABLES, open: open_governance, format: 1 },
-    ModelSpec { name: inbox::MODEL, place: Place::Shared, tables: inbox::TABLES, open: open_inbox, format: 1 },
-    ModelSpec { name: usage::MODEL, place: Place::Shared, tables: usage::TABLES, open: open_usage, format: 2 },
-    ModelSpec { name: activity::MODEL, place: Place::Shared, tables: activity::TABLES, open: open_activity, format: 1 },
-    ModelSpec { name: interactions::MODEL, place: Place::Shared, tables: interactions::TABLES, open: open_interactions, format: 1 },
-    ModelSpec { name: imports::MODEL, place: Place::Shared, tables: imports::TABLES, open: open_imports, format: 1 },
+    ModelSpec {
+        name: admin::MODEL,
+        place: Place::Shared,
+        tables: admin::TABLES,
+        aggregates: admin::AGGREGATES,
+        open: open_admin,
+        format: 2,
+    },
+    ModelSpec {
+        name: governance::MODEL,
+        place: Place::Shared,
+        tables: governance::TABLES,
+        aggregates: governance::AGGREGATES,
+        open: open_governance,
+        format: 1,
+    },
+    ModelSpec {
+        name: inbox::MODEL,
+        place: Place::Shared,
+        tables: inbox::TABLES,
+        aggregates: inbox::AGGREGATES,
+        open: open_inbox,
+        format: 1,
+    },
+    ModelSpec {
+        name: usage::MODEL,
+        place: Place::Shared,
+        tables: usage::TABLES,
+        aggregates: usage::AGGREGATES,
+        open: open_usage,
+        format: 2,
+    },
+    ModelSpec {
+        name: activity::MODEL,
+        place: Place::Shared,
+        tables: activity::TABLES,
+        aggregates: activity::AGGREGATES,
+        open: open_activity,
+        format: 1,
+    },
+    ModelSpec {
+        name: interactions::MODEL,
+        place: Place::Shared,
+        tables: interactions::TABLES,
+        aggregates: interactions::AGGREGATES,
+        open: open_interactions,
+        format: 1,
+    },
+    ModelSpec {
+        name: imports::MODEL,
+        place: Place::Shared,
+        tables: imports::TABLES,
+        aggregates: imports::AGGREGATES,
+        open: open_imports,
+        format: 1,
+    },
     // 2: documents carry their eprint's citation count.
-    ModelSpec { name: search::MODEL, place: Place::Node, tables: search::TABLES, open: open_search, format: 3 },
+    ModelSpec {
+        name: search::MODEL,
+        place: Place::Node,
+        tables: search::TABLES,
+        aggregates: search::AGGREGATES,
+        open: open_search,
+        format: 3,
+    },
 ];
 
 fn open_eprints(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
@@ -139,6 +220,11 @@ pub static DEAD_LETTER_MODELS: LazyLock<Vec<&'static str>> =
 
 /// The read models every query node keeps for itself.
 pub static NODE_MODELS: LazyLock<Vec<&'static str>> = LazyLock::new(|| names(Some(Place::Node)));
+
+/// The aggregates of `model` ([`ModelSpec::aggregates`]); none for a model it does not know.
+pub fn aggregates(model: &str) -> &'static [&'static str] {
+    spec(model).map_or(&[], |m| m.aggregates)
+}
 
 fn spec(model: &str) -> Result<&'static ModelSpec, ProjectionError> {
     CATALOG.iter().find(|m| m.name == model).ok_or_else(|| ProjectionError::Corrupt(format!("unknown read model {model}")))

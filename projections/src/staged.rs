@@ -1,6 +1,7 @@
 //! Writes staged for one batch, readable before they are applied.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustc_hash::FxBuildHasher;
 use store::{Batch, Columns, Op, Scan, Store, StoreError, TableRef};
@@ -182,8 +183,14 @@ impl Staged {
     /// Writes the batch with the checkpoints that follow it, atomically where the store can;
     /// Deferred ([`store::Batch::deferred`]): the log gives the batch again if a crash loses
     /// it, and [`settle`] bounds how long it stays so.
+    ///
+    /// The writes to the model's aggregates ([`crate::catalog::ModelSpec::aggregates`]) are
+    /// stamped with [`clock`] instead of their events' log positions: a row written by the
+    /// events of several keys sees positions of several partitions, which a store that keeps
+    /// the write with the highest stamp (ScyllaDB) would not keep in the order applied.
     pub fn commit(self, store: &dyn Store, consumer: &str, next: &Checkpoints) -> Result<(), StoreError> {
         let mut writes = self.into_batch();
+        stamp_aggregates(&mut writes);
         for (partition, offset) in next {
             writes.checkpoint(consumer, *partition, *offset);
         }
@@ -200,6 +207,29 @@ impl Staged {
         }
         batch
     }
+}
+
+/// Stamps the writes of `batch` to aggregates with the clock, in batch order.
+fn stamp_aggregates(batch: &mut Batch) {
+    for op in &mut batch.ops {
+        let (Op::Put { table, position, .. } | Op::Delete { table, position, .. }) = op else { continue };
+        if crate::catalog::aggregates(table.model()).contains(&table.name()) {
+            *position = clock();
+        }
+    }
+}
+
+/// The projector's write clock: microseconds since 1970, and past every stamp it gave
+/// before in this process (a hybrid clock), so the writes of one projector are stamped in
+/// the order it makes them. Far above any log position (`offset << 8 | partition` stays
+/// below 10^15 for logs of fewer than 4 · 10^12 events a partition), so a clock stamp
+/// supersedes a position stamp. The projector's host clock must not step back between runs
+/// (ScyllaDB's usual requirement of client timestamps).
+pub(crate) fn clock() -> u64 {
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64);
+    let previous = LAST.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |last| Some(now.max(last + 1))).unwrap_or_default();
+    now.max(previous + 1)
 }
 
 /// What every model built from [`Staged`] batches holds: where it writes, which version,
@@ -287,6 +317,40 @@ mod tests {
 
     fn row(n: i64) -> Columns {
         [("n".to_owned(), Value::Int(n))].into()
+    }
+
+    #[test]
+    fn the_clock_stamps_in_order_above_every_log_position() {
+        let stamps: Vec<u64> = (0..1_000).map(|_| clock()).collect();
+        assert!(stamps.windows(2).all(|w| w[0] < w[1]), "the clock gave a stamp twice or went back");
+        let highest_position = event_schema::Position { partition: 255, offset: (1 << 52) - 1 }.ordinal();
+        assert!(stamps[0] > highest_position);
+    }
+
+    #[test]
+    fn writes_to_aggregates_are_stamped_by_the_clock_and_others_by_position() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(&dir.path().join("store")).unwrap();
+        let sizes = TableRef::new(crate::attached::MODEL, 1, "sizes");
+        let records = TableRef::new(crate::attached::MODEL, 1, "records");
+        let before = clock();
+        let mut st = Staged::default();
+        st.put(&records, "r", Vec::new(), row(1), 7);
+        st.get(&store, &sizes, "s", &[]).unwrap();
+        st.put(&sizes, "s", Vec::new(), row(1), 8);
+        st.delete(&sizes, "t", Vec::new(), 9);
+        let mut batch = st.into_batch();
+        stamp_aggregates(&mut batch);
+        let stamps: Vec<u64> = batch
+            .ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::Put { position, .. } | Op::Delete { position, .. } => Some(*position),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(stamps[0], 7, "a record keeps its event's position");
+        assert!(stamps[1] > before && stamps[2] > stamps[1], "{stamps:?}");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 mod support;
 
 mod activity;
+mod aggregates;
 mod at_scale;
 mod attached;
 mod authors;

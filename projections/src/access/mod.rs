@@ -53,6 +53,9 @@ pub const TABLES: &[&str] = &[
     "orcid_owners",
 ];
 
+/// Tables whose rows are written by the events of several keys (see `catalog::ModelSpec::aggregates`).
+pub const AGGREGATES: &[&str] = &["audit_counts"];
+
 pub(crate) fn table(version: u32, name: &'static str) -> TableRef {
     TableRef::new(MODEL, version, name)
 }

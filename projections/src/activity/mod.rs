@@ -33,6 +33,9 @@ pub const MODEL: &str = "activity";
 /// The tables of the model, for dropping a version.
 pub const TABLES: &[&str] = &["items", "open", "feed", "pending", "stats"];
 
+/// Tables whose rows are written by the events of several keys (see `catalog::ModelSpec::aggregates`).
+pub const AGGREGATES: &[&str] = &["stats"];
+
 pub(crate) fn table(version: u32, name: &'static str) -> TableRef {
     TableRef::new(MODEL, version, name)
 }

@@ -34,6 +34,9 @@ pub const MODEL: &str = "admin";
 pub const TABLES: &[&str] =
     &["operations", "sources", "hosts", "host_users", "violations", "violations_by_did", "violation_counts", "published"];
 
+/// Tables whose rows are written by the events of several keys (see `catalog::ModelSpec::aggregates`).
+pub const AGGREGATES: &[&str] = &["violation_counts", "sources", "hosts"];
+
 pub(crate) fn table(version: u32, name: &'static str) -> TableRef {
     TableRef::new(MODEL, version, name)
 }

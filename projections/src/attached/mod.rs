@@ -51,6 +51,9 @@ pub const TABLES: &[&str] = &[
     "dead_letter_heads",
 ];
 
+/// Tables whose rows are written by the events of several keys (see `catalog::ModelSpec::aggregates`).
+pub const AGGREGATES: &[&str] = &["sizes", "listing"];
+
 pub(crate) fn records(version: u32) -> TableRef {
     TableRef::new(MODEL, version, "records")
 }

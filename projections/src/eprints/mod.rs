@@ -52,6 +52,9 @@ pub const TABLES: &[&str] = &[
     "dead_letter_heads",
 ];
 
+/// Tables whose rows are written by the events of several keys (see `catalog::ModelSpec::aggregates`).
+pub const AGGREGATES: &[&str] = &[];
+
 /// The partition of `users` keyed by DID.
 pub(crate) const USERS_BY_DID: &str = "by_did";
 

@@ -34,6 +34,9 @@ pub const MODEL: &str = "governance";
 /// The tables of the model, for dropping a version.
 pub const TABLES: &[&str] = &["roles", "roles_by_role", "elevations", "elevation_ids", "delegations", "delegation_ids", "communities"];
 
+/// Tables whose rows are written by the events of several keys (see `catalog::ModelSpec::aggregates`).
+pub const AGGREGATES: &[&str] = &[];
+
 /// The governance roles, lowest first (a community member holds none).
 pub const ROLES: &[&str] = &["community-member", "trusted-editor", "graph-editor", "domain-expert", "administrator"];
 

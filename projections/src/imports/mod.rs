@@ -69,6 +69,9 @@ pub const TABLES: &[&str] = &[
     "cited_by",
 ];
 
+/// Tables whose rows are written by the events of several keys (see `catalog::ModelSpec::aggregates`).
+pub const AGGREGATES: &[&str] = &["counts", "word_counts"];
+
 /// The identifiers a cited work is known by, from its DOI (an arXiv DOI also as the arXiv
 /// id).
 pub fn work_ids(doi: &str) -> Vec<String> {

@@ -38,6 +38,9 @@ pub const MODEL: &str = "inbox";
 /// The tables of the model, for dropping a version.
 pub const TABLES: &[&str] = &["eprints", "items", "on_eprint", "by_writer", "inbox", "papers", "unread", "state"];
 
+/// Tables whose rows are written by the events of several keys (see `catalog::ModelSpec::aggregates`).
+pub const AGGREGATES: &[&str] = &["state"];
+
 pub(crate) fn table(version: u32, name: &'static str) -> TableRef {
     TableRef::new(MODEL, version, name)
 }

@@ -24,6 +24,9 @@ pub const MODEL: &str = "interactions";
 /// The tables of the model, for dropping a version.
 pub const TABLES: &[&str] = &["dismissed", "engaged"];
 
+/// Tables whose rows are written by the events of several keys (see `catalog::ModelSpec::aggregates`).
+pub const AGGREGATES: &[&str] = &[];
+
 pub(crate) fn table(version: u32, name: &'static str) -> TableRef {
     TableRef::new(MODEL, version, name)
 }

@@ -46,6 +46,9 @@ pub const SOURCES: &str = "sources";
 pub const TABLES: &[&str] =
     &[TOMBSTONES, SOURCES, links::TAGS[0], links::TAGS[1], links::TAGS[2], links::CITATIONS[0], links::CITATIONS[1], links::CITATIONS[2]];
 
+/// Tables whose rows are written by the events of several keys (see `catalog::ModelSpec::aggregates`).
+pub const AGGREGATES: &[&str] = &[];
+
 /// One version of the index, open for reading (and for writing by its projection).
 pub struct SearchIndex {
     index: Index,

@@ -62,6 +62,9 @@ pub const MODEL: &str = "usage";
 /// The tables of the model, for dropping a version.
 pub const TABLES: &[&str] = &["papers", "seen", "history", "daily", "hourly", "ranking", "searches", "impressions", "zero"];
 
+/// Tables whose rows are written by the events of several keys (see `catalog::ModelSpec::aggregates`).
+pub const AGGREGATES: &[&str] = &["papers", "seen", "daily", "hourly", "ranking", "searches", "impressions", "zero"];
+
 /// The partition of `daily` and `hourly` that counts every eprint (no URI starts with `*`).
 pub const SITE: &str = "*";
 
