@@ -13,8 +13,10 @@ pub enum Op {
         clustering: Vec<u8>,
         /// The row's columns.
         columns: Columns,
-        /// The log position (an ordinal) of the event that produced the write: a store
-        /// without atomic batches lets no older position overwrite a newer one.
+        /// The write's stamp: the log position (an ordinal) of the event that produced it,
+        /// or, for a row the events of several keys write (a projection's aggregates), the
+        /// projector's clock. A store without atomic batches lets no lower stamp overwrite a
+        /// higher one.
         position: u64,
     },
     /// Delete a row (a no-op if it is absent).
@@ -25,7 +27,7 @@ pub enum Op {
         partition: String,
         /// The clustering key.
         clustering: Vec<u8>,
-        /// The log position (an ordinal) of the event that produced the deletion.
+        /// The deletion's stamp, as for [`Op::Put`].
         position: u64,
     },
     /// Every write before this one lands before any write after it. Stores that apply a

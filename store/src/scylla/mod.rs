@@ -2,8 +2,9 @@
 //!
 //! ScyllaDB has no multi-partition transactions, so [`Store::apply`] keeps the
 //! architecture's rule for it: every row write is idempotent by log position (the write
-//! timestamp is the position of the event that made it, so an older position never
-//! overwrites a newer row), writes between [`Op::Barrier`]s go out concurrently, waves land
+//! timestamp is the op's stamp: the position of the event that made it, so an older position
+//! never overwrites a newer row; for a projection's aggregates, the projector's clock),
+//! writes between [`Op::Barrier`]s go out concurrently, waves land
 //! in order, and the checkpoints land last. A crash mid-batch leaves rows that the next run
 //! rewrites identically from the old checkpoint. See [`schema`] for the tables.
 
