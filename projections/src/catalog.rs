@@ -63,101 +63,25 @@ pub struct ModelSpec {
 }
 
 /// Every read model, in the order they are built: one line each.
+#[rustfmt::skip]
 pub const CATALOG: &[ModelSpec] = &[
-    ModelSpec {
-        name: eprints::MODEL,
-        place: Place::Shared,
-        tables: eprints::TABLES,
-        aggregates: eprints::AGGREGATES,
-        open: open_eprints,
-        format: 3,
-    },
+    ModelSpec { name: eprints::MODEL, place: Place::Shared, tables: eprints::TABLES, aggregates: eprints::AGGREGATES, open: open_eprints, format: 3 },
     // 2: endorsements listed per contribution type; deleted reviews and annotations kept as
     // placeholders. 4: knowledge graph nodes, edges and reconciliations. 6: discovery
     // settings and profile configurations.
-    ModelSpec {
-        name: attached::MODEL,
-        place: Place::Shared,
-        tables: attached::TABLES,
-        aggregates: attached::AGGREGATES,
-        open: open_attached,
-        format: 6,
-    },
+    ModelSpec { name: attached::MODEL, place: Place::Shared, tables: attached::TABLES, aggregates: attached::AGGREGATES, open: open_attached, format: 6 },
     // 2: the audit trail filed by actor and counted.
-    ModelSpec {
-        name: access::MODEL,
-        place: Place::Shared,
-        tables: access::TABLES,
-        aggregates: access::AGGREGATES,
-        open: open_access,
-        format: 2,
-    },
+    ModelSpec { name: access::MODEL, place: Place::Shared, tables: access::TABLES, aggregates: access::AGGREGATES, open: open_access, format: 2 },
     // 2: take-downs and reports kept as violations.
-    ModelSpec {
-        name: admin::MODEL,
-        place: Place::Shared,
-        tables: admin::TABLES,
-        aggregates: admin::AGGREGATES,
-        open: open_admin,
-        format: 2,
-    },
-    ModelSpec {
-        name: governance::MODEL,
-        place: Place::Shared,
-        tables: governance::TABLES,
-        aggregates: governance::AGGREGATES,
-        open: open_governance,
-        format: 1,
-    },
-    ModelSpec {
-        name: inbox::MODEL,
-        place: Place::Shared,
-        tables: inbox::TABLES,
-        aggregates: inbox::AGGREGATES,
-        open: open_inbox,
-        format: 1,
-    },
-    ModelSpec {
-        name: usage::MODEL,
-        place: Place::Shared,
-        tables: usage::TABLES,
-        aggregates: usage::AGGREGATES,
-        open: open_usage,
-        format: 2,
-    },
-    ModelSpec {
-        name: activity::MODEL,
-        place: Place::Shared,
-        tables: activity::TABLES,
-        aggregates: activity::AGGREGATES,
-        open: open_activity,
-        format: 1,
-    },
-    ModelSpec {
-        name: interactions::MODEL,
-        place: Place::Shared,
-        tables: interactions::TABLES,
-        aggregates: interactions::AGGREGATES,
-        open: open_interactions,
-        format: 1,
-    },
-    ModelSpec {
-        name: imports::MODEL,
-        place: Place::Shared,
-        tables: imports::TABLES,
-        aggregates: imports::AGGREGATES,
-        open: open_imports,
-        format: 1,
-    },
+    ModelSpec { name: admin::MODEL, place: Place::Shared, tables: admin::TABLES, aggregates: admin::AGGREGATES, open: open_admin, format: 2 },
+    ModelSpec { name: governance::MODEL, place: Place::Shared, tables: governance::TABLES, aggregates: governance::AGGREGATES, open: open_governance, format: 1 },
+    ModelSpec { name: inbox::MODEL, place: Place::Shared, tables: inbox::TABLES, aggregates: inbox::AGGREGATES, open: open_inbox, format: 1 },
+    ModelSpec { name: usage::MODEL, place: Place::Shared, tables: usage::TABLES, aggregates: usage::AGGREGATES, open: open_usage, format: 2 },
+    ModelSpec { name: activity::MODEL, place: Place::Shared, tables: activity::TABLES, aggregates: activity::AGGREGATES, open: open_activity, format: 1 },
+    ModelSpec { name: interactions::MODEL, place: Place::Shared, tables: interactions::TABLES, aggregates: interactions::AGGREGATES, open: open_interactions, format: 1 },
+    ModelSpec { name: imports::MODEL, place: Place::Shared, tables: imports::TABLES, aggregates: imports::AGGREGATES, open: open_imports, format: 1 },
     // 2: documents carry their eprint's citation count.
-    ModelSpec {
-        name: search::MODEL,
-        place: Place::Node,
-        tables: search::TABLES,
-        aggregates: search::AGGREGATES,
-        open: open_search,
-        format: 3,
-    },
+    ModelSpec { name: search::MODEL, place: Place::Node, tables: search::TABLES, aggregates: search::AGGREGATES, open: open_search, format: 3 },
 ];
 
 fn open_eprints(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {

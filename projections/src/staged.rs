@@ -225,7 +225,7 @@ fn stamp_aggregates(batch: &mut Batch) {
 /// below 10^15 for logs of fewer than 4 · 10^12 events a partition), so a clock stamp
 /// supersedes a position stamp. The projector's host clock must not step back between runs
 /// (ScyllaDB's usual requirement of client timestamps).
-pub(crate) fn clock() -> u64 {
+fn clock() -> u64 {
     static LAST: AtomicU64 = AtomicU64::new(0);
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64);
     let previous = LAST.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |last| Some(now.max(last + 1))).unwrap_or_default();

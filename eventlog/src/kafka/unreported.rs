@@ -8,8 +8,8 @@
 //! their partition: one producer's events keep their order within a partition, so each run of
 //! unreported events lies between the reported offsets around it (or after what the log was
 //! known to hold before the append), and is matched there, in order, by content and append
-//! time, which no other append shares. One that is not there was lost by the broker (it
-//! took the retry for a duplicate of a send it did not keep): the append sends it again.
+//! time, which no other append shares. One that is not there (the broker lost it, or holds it
+//! where it cannot be read) is left unlocated: the append sends it again.
 
 use event_schema::{Envelope, NewEvent};
 
