@@ -313,7 +313,7 @@ impl UsageProjection {
                     st.put(&ranking, &place.0, place.1.clone(), now.0.clone(), position);
                 }
             }
-            if let Some(Seen { recent, mut viewers, before }) = e.seen {
+            if let Some(Seen { recent, viewers, before }) = e.seen {
                 let mut seen = before;
                 seen.insert("recent".into(), Value::Text(recent.to_text()));
                 seen.insert("viewers".into(), Value::Text(viewers.to_text()));
@@ -322,7 +322,7 @@ impl UsageProjection {
             st.put(&table(self.version, "papers"), &uri, Vec::new(), e.row, position);
         }
         for ((uri, day), mut d) in t.days {
-            if let Some(mut viewers) = d.viewers {
+            if let Some(viewers) = d.viewers {
                 d.row.insert("viewers".into(), Value::Text(viewers.to_text()));
             }
             st.put(&table(self.version, "daily"), &uri, day, d.row, d.position);

@@ -240,7 +240,7 @@ impl<'a> UsageReader<'a> {
     /// and that day's row: two reads.
     fn days_kept(&self, v: u32, uri: &str, last: i64, seen: &Columns, out: &mut Usage) -> Result<(), ProjectionError> {
         let today = self.store.get(&table(v, "daily"), uri, &day_key(last))?.unwrap_or_default();
-        let mut sketch = Viewers::in_column(&today, "viewers");
+        let sketch = Viewers::in_column(&today, "viewers");
         let [mut week, mut month] = ["before7d", "before30d"].map(|k| Viewers::in_column(seen, k));
         week.merge(&sketch);
         month.merge(&sketch);
