@@ -12,8 +12,6 @@
 //! one tag byte, then either the sparse codes (`u32`, little-endian, ascending) or the 4,096
 //! registers (one byte each).
 
-use std::hash::Hasher;
-
 use data_encoding::BASE64_NOPAD;
 use store::{Columns, Value};
 
@@ -31,31 +29,14 @@ const REMAINDER: u32 = 64 - PRECISION;
 const SPARSE_TAG: u8 = 1;
 const DENSE_TAG: u8 = 2;
 
-/// Folds bytes into a 64-bit hash (for viewers that are not hex pseudonyms).
-#[derive(Default)]
-struct Folded(u64);
-
-impl Hasher for Folded {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
-        }
-    }
-}
-
 /// The 64-bit hash of a viewer's pseudonym (hex): its first 16 digits (pseudonyms are keyed
 /// hashes, already uniform, and stable across builds, so sketches written by any svc merge),
 /// or its bytes folded when it is not such a pseudonym.
 pub(crate) fn viewer_hash(viewer: &str) -> u64 {
-    viewer.get(..16).and_then(|h| u64::from_str_radix(h, 16).ok()).unwrap_or_else(|| {
-        let mut h = Folded(0);
-        h.write(viewer.as_bytes());
-        h.finish()
-    })
+    viewer
+        .get(..16)
+        .and_then(|h| u64::from_str_radix(h, 16).ok())
+        .unwrap_or_else(|| viewer.bytes().fold(0, |h, b| h.rotate_left(8) ^ u64::from(b)))
 }
 
 /// A set of viewers, estimated.
@@ -103,6 +84,12 @@ fn register_of(code: u32) -> (usize, u8) {
         between.leading_zeros() - (32 - (SPARSE_PRECISION - PRECISION)) + 1
     };
     (register, rank as u8)
+}
+
+/// Raises the register a sparse code falls in to the code's rank.
+fn raise(registers: &mut [u8; REGISTERS], code: u32) {
+    let (r, rank) = register_of(code);
+    registers[r] = registers[r].max(rank);
 }
 
 /// Merges two ascending code lists into one, keeping the highest rank of a bucket.
@@ -218,10 +205,7 @@ impl Viewers {
                 }
                 self.densify_if_full();
             }
-            Viewers::Dense(registers) => {
-                let (r, rank) = register_of(code);
-                registers[r] = registers[r].max(rank);
-            }
+            Viewers::Dense(registers) => raise(registers, code),
         }
     }
 
@@ -235,12 +219,7 @@ impl Viewers {
                 *mine = if mine.is_empty() { theirs.clone() } else { merge_codes(mine, theirs) };
                 self.densify_if_full();
             }
-            (Viewers::Dense(registers), Viewers::Sparse(codes)) => {
-                for &c in codes {
-                    let (r, rank) = register_of(c);
-                    registers[r] = registers[r].max(rank);
-                }
-            }
+            (Viewers::Dense(registers), Viewers::Sparse(codes)) => codes.iter().for_each(|&c| raise(registers, c)),
             (Viewers::Dense(mine), Viewers::Dense(theirs)) => {
                 mine.iter_mut().zip(theirs.iter()).for_each(|(m, t)| *m = (*m).max(*t));
             }
@@ -257,10 +236,7 @@ impl Viewers {
         if let Viewers::Sparse(codes) = self {
             if codes.len() > SPARSE_MAX {
                 let mut registers = Box::new([0u8; REGISTERS]);
-                for &c in codes.iter() {
-                    let (r, rank) = register_of(c);
-                    registers[r] = registers[r].max(rank);
-                }
+                codes.iter().for_each(|&c| raise(&mut registers, c));
                 *self = Viewers::Dense(registers);
             }
         }
