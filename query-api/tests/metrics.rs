@@ -336,3 +336,44 @@ async fn ten_thousand_views_from_one_viewer_count_once_and_the_excess_is_refused
     // Those recorded came within 30 s of each other: one click, and Chrome's.
     assert_eq!((&m["views"], &m["doubleClicks"], &m["uniqueViews"]), (&json!(2), &json!(accepted - 1), &json!(2)), "{m}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hidden_accounts_eprints_leave_trending_and_the_pages_stay_full() {
+    use event_schema::{AccountChange, AccountStatus, NewEvent, Payload, Source};
+    const BOB: &str = "did:plc:bob00000000000000000000";
+    let bobs = |rkey: &str| format!("at://{BOB}/pub.svc.eprint.submission/{rkey}");
+    let mut f = setup();
+    f.apply(vec![
+        create(BOB, "pub.svc.eprint.submission", "b1", "3l0000000000d", submission("Bob's First", BOB, "2025-01-04T00:00:00Z")),
+        create(BOB, "pub.svc.eprint.submission", "b2", "3l0000000000e", submission("Bob's Second", BOB, "2025-01-05T00:00:00Z")),
+    ]);
+    f.settled("eprints").await;
+    f.settled("usage").await;
+    // Alice's papers lead (three viewers each), Bob's follow (one, then two).
+    for agent in [FIREFOX, CHROME, "curl-like reader/1.0"] {
+        assert_eq!(view(&f, "p1", agent).await, StatusCode::OK);
+        assert_eq!(view(&f, "p2", agent).await, StatusCode::OK);
+    }
+    for (rkey, agents) in [("b1", &[FIREFOX][..]), ("b2", &[FIREFOX, CHROME][..])] {
+        for agent in agents {
+            let (status, body) = record(&f, "recordView", agent, None, json!({"uri": bobs(rkey)})).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+        }
+    }
+    f.settled("usage").await;
+    let titles = |t: &Value| t["trending"].as_array().unwrap().iter().map(|e| e["title"].as_str().unwrap().to_owned()).collect::<Vec<_>>();
+    let all = get(&f, "/xrpc/pub.svc.metrics.getTrending?window=24h").await;
+    assert_eq!(titles(&all).len(), 4, "{all}");
+
+    // Alice's account taken down: her papers leave every page, and a page of two is still two.
+    f.apply(vec![NewEvent::repo(
+        Source::Manual { note: "test".into() },
+        Payload::Account(AccountChange { did: ALICE.into(), active: false, status: Some(AccountStatus::Takendown) }),
+    )]);
+    f.settled("eprints").await;
+    let page = get(&f, "/xrpc/pub.svc.metrics.getTrending?window=24h&limit=2").await;
+    assert_eq!((titles(&page), &page["hasMore"]), (vec!["Bob's Second".to_owned(), "Bob's First".to_owned()], &json!(false)), "{page}");
+    let mine = get(&f, "/xrpc/pub.svc.metrics.getTrending?window=24h&fieldUris=math.CO").await;
+    assert_eq!(titles(&mine), vec!["Bob's Second".to_owned(), "Bob's First".to_owned()], "{mine}");
+    assert!(mine["trending"].as_array().unwrap().iter().all(|e| e["inUserFields"] == json!(false)), "{mine}");
+}

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use serde_json::Value as Json;
-use store::{Columns, Scan, Store, Value};
+use store::{Columns, Scan, Store, TableRef, Value};
 
 use super::{accounts, by_author, by_external_id, name_words, records, users, MODEL, USERS_BY_DID, USERS_BY_HANDLE, USERS_BY_NAME};
 use crate::submission::summary_of;
@@ -182,6 +182,15 @@ impl<'a> EprintsReader<'a> {
     pub fn account(&self, did: &str) -> Result<Account, ProjectionError> {
         let Some(v) = self.version else { return Ok(Account::default()) };
         Ok(account_of(&self.store.get(&accounts(v), did, &[])?.unwrap_or_default()))
+    }
+
+    /// Whether each of `dids` is hidden (deactivated, taken down, deleted), in order: one
+    /// read of the rows, shared rather than copied. An account the model has not seen is not.
+    pub fn hidden(&self, dids: &[&str]) -> Result<Vec<bool>, ProjectionError> {
+        let Some(v) = self.version else { return Ok(vec![false; dids.len()]) };
+        let table = accounts(v);
+        let keys: Vec<(&TableRef, &str, &[u8])> = dids.iter().map(|did| (&table, *did, &[][..])).collect();
+        Ok(self.store.get_each(&keys)?.iter().map(|row| row.as_deref().is_some_and(inactive)).collect())
     }
 
     /// The eprint at `uri` (unless absent or deleted) with its repository's account, both

@@ -157,6 +157,10 @@ const IN_FIELDS: u8 = 0;
 const REST: u8 = 1;
 const OFFSET: u8 = 2;
 
+/// Which of a batch of eprints (by URI) a listing may show, in order: the caller's rule (say,
+/// none of a hidden account's), asked once per page of ranking rows read.
+pub type Shown<'k> = dyn Fn(&[&str]) -> Result<Vec<bool>, ProjectionError> + 'k;
+
 /// Decides a walk's [`Step`] for an eprint from its ranking key and fields.
 type StepFn<'s> = dyn FnMut(&[u8], &Ranked) -> Result<Step, ProjectionError> + 's;
 
@@ -164,7 +168,18 @@ type StepFn<'s> = dyn FnMut(&[u8], &Ranked) -> Result<Step, ProjectionError> + '
 #[derive(Debug, Clone, Default)]
 struct Ranked {
     title: String,
-    fields: Vec<String>,
+    /// Its fields, a JSON array of text, parsed only when a listing filters by field.
+    fields: String,
+    /// Whether the listing may show it ([`Shown`]).
+    shown: bool,
+}
+
+impl Ranked {
+    /// Whether the eprint is in any of `fields` (none when `fields` is empty).
+    fn in_any(&self, fields: &BTreeSet<&str>) -> bool {
+        !fields.is_empty()
+            && serde_json::from_str::<Vec<String>>(&self.fields).is_ok_and(|of| of.iter().any(|f| fields.contains(f.as_str())))
+    }
 }
 
 /// What a walk over a ranking does with an eprint.
@@ -371,7 +386,7 @@ impl<'a> UsageReader<'a> {
         fields: &[String],
         limit: usize,
         cursor: Option<&[u8]>,
-        keep: &dyn Fn(&str) -> bool,
+        keep: &Shown<'_>,
     ) -> Result<TrendingPage, ProjectionError> {
         let Some(v) = self.version else { return Ok(TrendingPage::default()) };
         let fields: BTreeSet<&str> = fields.iter().map(String::as_str).collect();
@@ -390,10 +405,12 @@ impl<'a> UsageReader<'a> {
         partitions: &[String],
         after: Option<Vec<u8>>,
         want: usize,
+        keep: &Shown<'_>,
         step: &mut StepFn<'_>,
     ) -> Result<Vec<(Vec<u8>, Ranked)>, ProjectionError> {
         struct Cursor {
-            rows: std::collections::VecDeque<store::Row>,
+            /// The rows read and not yet walked, each with whether it may be shown.
+            rows: std::collections::VecDeque<(store::Row, bool)>,
             after: Option<Vec<u8>>,
             done: bool,
         }
@@ -410,21 +427,25 @@ impl<'a> UsageReader<'a> {
                     if let Some(last) = p.rows.last() {
                         c.after = Some(last.clustering.clone());
                     }
-                    c.rows.extend(p.rows);
+                    let uris: Vec<&str> = p.rows.iter().map(|r| parse_ranking_key(&r.clustering).map_or("", |(_, uri)| uri)).collect();
+                    let shown = keep(&uris)?;
+                    c.rows.extend(p.rows.into_iter().zip(shown));
                 }
             }
             // The smallest head is the next in ranking order; an eprint in several of the
             // partitions heads each of them with the same key.
-            let Some(key) = cursors.iter().filter_map(|c| c.rows.front()).map(|r| r.clustering.clone()).min() else { return Ok(out) };
+            let Some(key) = cursors.iter().filter_map(|c| c.rows.front()).map(|(r, _)| r.clustering.clone()).min() else {
+                return Ok(out);
+            };
             let mut ranked = Ranked::default();
             for c in cursors.iter_mut() {
-                if c.rows.front().is_some_and(|r| r.clustering == key) {
-                    let row = c.rows.pop_front().expect("a head");
-                    let text = |k: &str| row.columns.get(k).and_then(Value::as_text);
-                    ranked = Ranked {
-                        title: text("title").unwrap_or_default().to_owned(),
-                        fields: text("fields").and_then(|f| serde_json::from_str(f).ok()).unwrap_or_default(),
+                if c.rows.front().is_some_and(|(r, _)| r.clustering == key) {
+                    let (mut row, shown) = c.rows.pop_front().expect("a head");
+                    let mut text = |k: &str| match row.columns.remove(k) {
+                        Some(Value::Text(t)) => t,
+                        _ => String::new(),
                     };
+                    ranked = Ranked { title: text("title"), fields: text("fields"), shown };
                 }
             }
             match step(&key, &ranked)? {
@@ -447,7 +468,7 @@ impl<'a> UsageReader<'a> {
         fields: &BTreeSet<&str>,
         limit: usize,
         cursor: Option<&[u8]>,
-        keep: &dyn Fn(&str) -> bool,
+        keep: &Shown<'_>,
     ) -> Result<TrendingPage, ProjectionError> {
         let now = chrono::Utc::now().timestamp_micros();
         let (mut phase, mut after) = match cursor {
@@ -465,11 +486,10 @@ impl<'a> UsageReader<'a> {
             };
             let want = limit + 1 - entries.len();
             let mut take = |key: &[u8], of: &Ranked| -> Result<Step, ProjectionError> {
-                let Some((_, uri)) = parse_ranking_key(key) else { return Ok(Step::Skip) };
-                let shown = (in_fields || !of.fields.iter().any(|f| fields.contains(f.as_str()))) && keep(uri);
+                let shown = parse_ranking_key(key).is_some() && (in_fields || !of.in_any(fields)) && of.shown;
                 Ok(if shown { Step::Take } else { Step::Skip })
             };
-            let keys = self.merged(v, &partitions, after.take(), want, &mut take)?;
+            let keys = self.merged(v, &partitions, after.take(), want, keep, &mut take)?;
             let found = keys.len();
             for (key, ranked) in keys {
                 if entries.len() == limit {
@@ -500,7 +520,7 @@ impl<'a> UsageReader<'a> {
         fields: &BTreeSet<&str>,
         limit: usize,
         cursor: Option<&[u8]>,
-        keep: &dyn Fn(&str) -> bool,
+        keep: &Shown<'_>,
     ) -> Result<TrendingPage, ProjectionError> {
         let offset = match cursor {
             Some([OFFSET, n @ ..]) => n.try_into().map(u64::from_be_bytes).unwrap_or(0) as usize,
@@ -516,7 +536,7 @@ impl<'a> UsageReader<'a> {
                 if best.len() >= want && best.last().is_some_and(|(then, ..)| today <= *then) {
                     return Ok(Step::Stop);
                 }
-                if !in_fields && of.fields.iter().any(|f| fields.contains(f.as_str())) || !keep(uri) {
+                if !in_fields && of.in_any(fields) || !of.shown {
                     return Ok(Step::Skip);
                 }
                 let then = self.kept_at(v, uri, window, at)?;
@@ -527,7 +547,7 @@ impl<'a> UsageReader<'a> {
                 }
                 Ok(Step::Skip)
             };
-            self.merged(v, &partitions, None, usize::MAX, &mut take)?;
+            self.merged(v, &partitions, None, usize::MAX, keep, &mut take)?;
             Ok(best)
         };
         let mut all: Vec<(f64, String, String, bool)> = Vec::new();

@@ -13,6 +13,8 @@ use projections::attached::read::AttachedReader;
 use projections::eprints::read::EprintsReader;
 use projections::usage::read::{TrendingPage, UsageReader};
 use projections::usage::Window;
+use projections::ProjectionError;
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::method::{Answer, Call, Routes};
@@ -208,22 +210,46 @@ fn get_trending(c: &Call) -> Answer {
         .map(|s| BASE64URL_NOPAD.decode(s.as_bytes()).map_err(|_| ApiError::invalid_param("cursor", "not a cursor of this listing")))
         .transpose()?;
     let page = trending_page(c, window, asked.then_some(at), &fields, c.limit(20), cursor.as_deref())?;
-    let trending: Vec<Value> = page
+    let trending = page
         .entries
         .iter()
-        .map(|t| {
-            let mut e = json!({"uri": t.uri, "title": t.title, "score": t.score});
-            if !fields.is_empty() {
-                e["inUserFields"] = json!(t.in_fields);
-            }
-            e
+        .map(|t| TrendingEntry {
+            uri: &t.uri,
+            title: &t.title,
+            score: t.score,
+            in_user_fields: (!fields.is_empty()).then_some(t.in_fields),
         })
         .collect();
-    let mut out = json!({"trending": trending, "window": window.as_str(), "hasMore": page.cursor.is_some(), "asOf": rfc3339(at)});
-    if let Some(next) = page.cursor {
-        out["cursor"] = json!(BASE64URL_NOPAD.encode(&next));
-    }
-    Body::json(&out)
+    Body::json(&TrendingAnswer {
+        trending,
+        window: window.as_str(),
+        has_more: page.cursor.is_some(),
+        as_of: rfc3339(at),
+        cursor: page.cursor.map(|next| BASE64URL_NOPAD.encode(&next)),
+    })
+}
+
+/// `getTrending`'s answer, written straight from the page (no JSON tree between).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TrendingAnswer<'a> {
+    trending: Vec<TrendingEntry<'a>>,
+    window: &'static str,
+    has_more: bool,
+    as_of: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cursor: Option<String>,
+}
+
+/// One eprint of `getTrending`'s answer; `inUserFields` only when fields were asked for.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TrendingEntry<'a> {
+    uri: &'a str,
+    title: &'a str,
+    score: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    in_user_fields: Option<bool>,
 }
 
 /// A page of the trending eprints (see `UsageReader::trending`), without those of hidden
@@ -238,15 +264,11 @@ pub(crate) fn trending_page(
 ) -> Result<TrendingPage, ApiError> {
     blocking(&c.state, || {
         let eprints = EprintsReader::new(c.state.store.as_ref())?;
-        let hidden = std::cell::RefCell::new(std::collections::HashMap::<String, bool>::new());
-        let keep = |uri: &str| {
-            let repo = uri.strip_prefix("at://").and_then(|r| r.split('/').next()).unwrap_or_default();
-            if let Some(h) = hidden.borrow().get(repo) {
-                return !h;
-            }
-            let h = eprints.account(repo).map(|a| a.hidden).unwrap_or(true);
-            hidden.borrow_mut().insert(repo.to_owned(), h);
-            !h
+        // The accounts of a page of ranking rows in one read (from the row cache, shared).
+        let keep = |uris: &[&str]| -> Result<Vec<bool>, ProjectionError> {
+            let repos: Vec<&str> =
+                uris.iter().map(|uri| uri.strip_prefix("at://").and_then(|r| r.split('/').next()).unwrap_or_default()).collect();
+            Ok(eprints.hidden(&repos)?.into_iter().map(|hidden| !hidden).collect())
         };
         Ok(UsageReader::new(c.state.store.as_ref())?.trending(window, at, fields, limit, cursor, &keep)?)
     })
