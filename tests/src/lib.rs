@@ -312,18 +312,26 @@ impl Service {
 
     /// Waits until every projection has caught up with the log.
     pub async fn wait_caught_up(&self) -> Result<()> {
-        let deadline = Instant::now() + Duration::from_secs(120);
+        let started = Instant::now();
         loop {
-            let body: Value = reqwest::get(format!("{}/health/readiness", self.base)).await?.json().await?;
+            // A live node always answers: a refused or broken connection fails the wait.
+            let body: Value = async { reqwest::get(format!("{}/health/readiness", self.base)).await?.json().await }.await.map_err(
+                |e: reqwest::Error| anyhow::anyhow!("readiness unanswered {:.2} s into the wait: {e:?}", started.elapsed().as_secs_f64()),
+            )?;
             let projections = body["projections"].as_array().cloned().unwrap_or_default();
             if !projections.is_empty() && projections.iter().all(|p| p["caughtUp"] == true && p["ready"] == true) {
                 return Ok(());
             }
-            if Instant::now() > deadline {
+            if started.elapsed() > Duration::from_secs(120) {
                 bail!("projections did not catch up: {body}");
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// How the process ended, if it has.
+    pub fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
     }
 
     /// GET a path; returns status, headers and the parsed JSON body.

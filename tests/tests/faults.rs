@@ -32,8 +32,8 @@ async fn a_broker_killed_mid_seed_and_a_query_node_killed_under_load() {
     assert!(ingest(&backend, &parts[0]).wait().unwrap().success());
     let a = Projector::start("project-a", work, &backend).unwrap();
     let b = Projector::start("project-b", work, &backend).unwrap();
-    let q1 = Service::start_role("serve", &work.join("q1"), tests::free_port(), &backend).await.unwrap();
-    let q2 = Service::start_role("serve", &work.join("q2"), tests::free_port(), &backend).await.unwrap();
+    let mut q1 = Service::start_role("serve", &work.join("q1"), tests::free_port(), &backend).await.unwrap();
+    let mut q2 = Service::start_role("serve", &work.join("q2"), tests::free_port(), &backend).await.unwrap();
     wait_owns_partitions(&a);
     wait_owns_partitions(&b);
     q1.wait_caught_up().await.unwrap();
@@ -62,9 +62,17 @@ async fn a_broker_killed_mid_seed_and_a_query_node_killed_under_load() {
     assert!(out.status.success(), "the seed finishes across the broker's restart: {stderr}");
     assert!(killed_at.elapsed() > Duration::from_secs(5), "the seed ended before the broker died: nothing was tested");
 
-    for q in [&q1, &q2] {
+    for q in [&mut q1, &mut q2] {
         if let Err(e) = q.wait_caught_up().await {
-            panic!("{e}\nprojector a:\n{}\nprojector b:\n{}", a.log(), b.log());
+            let tail = |log: String| log.lines().rev().take(80).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+            let exited = q.exit_status();
+            panic!(
+                "{e}\nthe query node on {} (exited: {exited:?}):\n{}\nprojector a:\n{}\nprojector b:\n{}",
+                q.base,
+                tail(q.log()),
+                tail(a.log()),
+                tail(b.log())
+            );
         }
     }
     let served = assert_complete_and_equal(&q1, &q2, SEEDS[1].1).await;
