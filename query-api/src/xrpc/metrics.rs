@@ -156,31 +156,87 @@ fn get_metrics(c: &Call) -> Answer {
         let counts = AttachedReader::new(c.state.store.as_ref())?.counts(&lists)?;
         Ok((usage, counts))
     })?;
-    let history: Vec<Value> =
-        usage.daily_views.iter().map(|(day, n)| json!({"date": rfc3339(day * 86_400_000_000)[..10], "count": n})).collect();
-    let windows = |v: [u64; 3]| json!({"24h": v[0], "7d": v[1], "30d": v[2]});
-    Body::json(&json!({
-        "uri": uri,
-        "views": usage.views,
-        "downloads": usage.downloads,
-        "citations": counts[2],
-        "endorsements": counts[1],
-        "reviews": counts[0],
-        "history": {"views": history},
-        "totalViews": usage.views,
-        "uniqueViews": usage.unique_views,
-        "totalDownloads": usage.downloads,
-        "views24h": usage.views_in[0],
-        "views7d": usage.views_in[1],
-        "views30d": usage.views_in[2],
-        "downloadsIn": windows(usage.downloads_in),
-        "uniqueViewersIn": windows(usage.unique_in),
-        "searchClicks": usage.search_clicks,
-        "meanDwellTimeMs": usage.mean_dwell_ms,
-        "robotRequests": usage.robots,
-        "doubleClicks": usage.double_clicks,
-        "asOf": rfc3339(at),
-    }))
+    let windows = |v: [u64; 3]| Windows { day: v[0], week: v[1], month: v[2] };
+    Body::json(&MetricsAnswer {
+        uri,
+        views: usage.views,
+        downloads: usage.downloads,
+        citations: counts[2],
+        endorsements: counts[1],
+        reviews: counts[0],
+        history: History { views: usage.daily_views.iter().map(|(day, n)| DayCount { date: day_of(*day), count: *n }).collect() },
+        total_views: usage.views,
+        unique_views: usage.unique_views,
+        total_downloads: usage.downloads,
+        views_24h: usage.views_in[0],
+        views_7d: usage.views_in[1],
+        views_30d: usage.views_in[2],
+        downloads_in: windows(usage.downloads_in),
+        unique_viewers_in: windows(usage.unique_in),
+        search_clicks: usage.search_clicks,
+        mean_dwell_time_ms: usage.mean_dwell_ms,
+        robot_requests: usage.robots,
+        double_clicks: usage.double_clicks,
+        as_of: rfc3339(at),
+    })
+}
+
+/// A UTC day (days since the epoch) as `YYYY-MM-DD`.
+fn day_of(day: i64) -> String {
+    DateTime::from_timestamp(day * 86_400, 0).unwrap_or_default().format("%Y-%m-%d").to_string()
+}
+
+/// `getMetrics`' answer: the contract's fields, the reference's, and svc's own (see the
+/// lexicon), written straight from the counts.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct MetricsAnswer<'a> {
+    uri: &'a str,
+    views: u64,
+    downloads: u64,
+    citations: u64,
+    endorsements: u64,
+    reviews: u64,
+    history: History,
+    total_views: u64,
+    unique_views: u64,
+    total_downloads: u64,
+    #[serde(rename = "views24h")]
+    views_24h: u64,
+    #[serde(rename = "views7d")]
+    views_7d: u64,
+    #[serde(rename = "views30d")]
+    views_30d: u64,
+    downloads_in: Windows,
+    unique_viewers_in: Windows,
+    search_clicks: u64,
+    mean_dwell_time_ms: u64,
+    robot_requests: u64,
+    double_clicks: u64,
+    as_of: String,
+}
+
+/// Views per day, oldest first.
+#[derive(Serialize)]
+struct History {
+    views: Vec<DayCount>,
+}
+
+#[derive(Serialize)]
+struct DayCount {
+    date: String,
+    count: u64,
+}
+
+/// A figure for each window.
+#[derive(Serialize)]
+struct Windows {
+    #[serde(rename = "24h")]
+    day: u64,
+    #[serde(rename = "7d")]
+    week: u64,
+    #[serde(rename = "30d")]
+    month: u64,
 }
 
 /// `getViewCount {uri}` → `{uri, count}`: the counted views of all time.
