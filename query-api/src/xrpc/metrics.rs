@@ -222,6 +222,7 @@ struct History {
     views: Vec<DayCount>,
 }
 
+/// One day's views.
 #[derive(Serialize)]
 struct DayCount {
     date: String,
