@@ -164,7 +164,7 @@ fn get_metrics(c: &Call) -> Answer {
         citations: counts[2],
         endorsements: counts[1],
         reviews: counts[0],
-        history: History { views: usage.daily_views.iter().map(|(day, n)| DayCount { date: day_of(*day), count: *n }).collect() },
+        history: History { views: usage.daily_views.iter().map(|(day, n)| DayCount { date: iso_date(*day), count: *n }).collect() },
         total_views: usage.views,
         unique_views: usage.unique_views,
         total_downloads: usage.downloads,
@@ -182,7 +182,7 @@ fn get_metrics(c: &Call) -> Answer {
 }
 
 /// A UTC day (days since the epoch) as `YYYY-MM-DD`.
-fn day_of(day: i64) -> String {
+fn iso_date(day: i64) -> String {
     DateTime::from_timestamp(day * 86_400, 0).unwrap_or_default().format("%Y-%m-%d").to_string()
 }
 
