@@ -239,6 +239,62 @@ fn open_version(path: &Path) -> Result<Database, StoreError> {
     Ok(redb::Builder::new().set_cache_size(VERSION_PAGE_CACHE_BYTES).create(path)?)
 }
 
+/// Rows copied per transaction by [`copy_tables`]: the copy's memory stays bounded.
+const COPY_CHUNK: usize = 20_000;
+
+/// Writes every table `txn` sees (row tables and checkpoints) into a new redb file at `to`,
+/// written beside it and renamed once complete.
+fn copy_tables(txn: &redb::ReadTransaction, to: &Path) -> Result<(), StoreError> {
+    let partial = to.with_extension("redb.partial");
+    match std::fs::remove_file(&partial) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io_failed("remove", &partial, e)),
+        _ => {}
+    }
+    let out = redb::Builder::new().set_cache_size(VERSION_PAGE_CACHE_BYTES).create(&partial)?;
+    let no_sync = |w: &mut redb::WriteTransaction| {
+        w.set_durability(Durability::None).map_err(|e| StoreError::Unavailable(format!("cannot defer durability: {e}")))
+    };
+    let names: Vec<String> = txn.list_tables()?.map(|t| t.name().to_owned()).collect();
+    for name in names {
+        if name == CHECKPOINTS.name() {
+            let mut w = out.begin_write()?;
+            no_sync(&mut w)?;
+            {
+                let mut t = w.open_table(CHECKPOINTS)?;
+                for entry in txn.open_table(CHECKPOINTS)?.iter()? {
+                    let (k, v) = entry?;
+                    t.insert(k.value(), v.value())?;
+                }
+            }
+            w.commit()?;
+            continue;
+        }
+        let source = txn.open_table(RowTable::new(&name))?;
+        let mut rows = source.iter()?;
+        loop {
+            let mut w = out.begin_write()?;
+            no_sync(&mut w)?;
+            let mut copied = 0;
+            {
+                let mut t = w.open_table(RowTable::new(&name))?;
+                for entry in rows.by_ref().take(COPY_CHUNK) {
+                    let (k, v) = entry?;
+                    t.insert(k.value(), v.value())?;
+                    copied += 1;
+                }
+            }
+            w.commit()?;
+            if copied < COPY_CHUNK {
+                break;
+            }
+        }
+    }
+    // A durable commit makes the deferred ones durable.
+    out.begin_write()?.commit()?;
+    drop(out);
+    std::fs::rename(&partial, to).map_err(|e| io_failed("rename", &partial, e))
+}
+
 /// A file operation that failed, as the store reports it.
 fn io_failed(what: &str, path: &Path, e: std::io::Error) -> StoreError {
     StoreError::Unavailable(format!("failed to {what} {}: {e}", path.display()))
@@ -726,6 +782,20 @@ impl Store for EmbeddedStore {
         self.all_files().iter().try_for_each(|file| file.db.compact())
     }
 
+    fn copy_version(&self, model: &str, version: u32, to: &Path, frozen: &mut dyn FnMut()) -> Result<Option<u64>, StoreError> {
+        let name = consumer_name(model, version);
+        let file = self.files.read().unwrap_or_else(std::sync::PoisonError::into_inner).get(&name).cloned().ok_or_else(|| {
+            StoreError::Unavailable(format!(
+                "{model} version {version} has no file of its own (made before versions had files): replay {model} first"
+            ))
+        })?;
+        let db = file.db.get()?;
+        let txn = db.begin_read()?;
+        frozen();
+        copy_tables(&txn, to)?;
+        Ok(Some(std::fs::metadata(to).map_err(|e| io_failed("read", to, e))?.len()))
+    }
+
     fn check(&self) -> Result<(), StoreError> {
         let db = self.main.db.get()?;
         let txn = db.begin_read()?;
@@ -855,6 +925,60 @@ mod tests {
         let store = EmbeddedStore::open(to.path()).unwrap();
         assert_eq!((store.active_version("m").unwrap(), store.get(&t, "p", &[]).unwrap()), (Some(2), Some(n(7))), "kept on reopening");
         assert_eq!(store.create_version("m").unwrap(), 3, "later versions number on");
+    }
+
+    #[test]
+    fn a_version_copied_from_a_store_in_use_holds_it_as_it_was_when_frozen() {
+        let (from, to, copies) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (t, other) = (TableRef::new("m", 1, "t"), TableRef::new("m", 1, "other"));
+        let store = Arc::new(EmbeddedStore::open(from.path()).unwrap());
+        store.create_version("m").unwrap();
+        store.set_active_version("m", 1).unwrap();
+        // More rows than one copy transaction takes, in two tables, and checkpoints.
+        let rows = COPY_CHUNK + 7;
+        let mut batch = Batch::default();
+        for i in 0..rows {
+            batch.put(&t, &format!("p{}", i % 3), format!("{i:08}").into_bytes(), n(i as i64), 1);
+        }
+        batch.put(&other, "q", Vec::new(), n(1), 1);
+        batch.checkpoint("m.v1", 0, 42);
+        store.apply(batch).unwrap();
+
+        let copy = copies.path().join("m.v1.redb");
+        let writer = store.clone();
+        let bytes = store
+            .copy_version("m", 1, &copy, &mut || {
+                // Written once the copy's moment is fixed, from another thread: not in it.
+                let (writer, t, other) = (writer.clone(), t.clone(), other.clone());
+                std::thread::spawn(move || {
+                    let mut batch = Batch::default();
+                    batch.put(&other, "q", Vec::new(), n(2), 2);
+                    batch.put(&t, "late", Vec::new(), n(3), 2);
+                    batch.checkpoint("m.v1", 0, 43);
+                    writer.apply(batch).unwrap();
+                })
+                .join()
+                .unwrap();
+            })
+            .unwrap()
+            .unwrap();
+        assert_eq!(bytes, std::fs::metadata(&copy).unwrap().len());
+        assert!(!copies.path().join("m.v1.redb.partial").exists(), "the partial file is renamed");
+        assert_eq!(store.get(&other, "q", &[]).unwrap(), Some(n(2)), "the store went on");
+
+        let adopted = EmbeddedStore::open(to.path()).unwrap();
+        adopted.adopt_version("m", 1, &copy).unwrap();
+        assert_eq!(adopted.get(&other, "q", &[]).unwrap(), Some(n(1)), "the copy holds the row as it was");
+        assert_eq!(adopted.get(&t, "late", &[]).unwrap(), None, "a row written after the moment is not in the copy");
+        assert_eq!(adopted.checkpoints("m.v1").unwrap(), BTreeMap::from([(0, 42)]));
+        let counted: u64 = (0..3).map(|p| adopted.count(&t, &format!("p{p}")).unwrap()).sum();
+        assert_eq!(counted, rows as u64, "every row copied");
+        let last = rows - 1;
+        assert_eq!(adopted.get(&t, &format!("p{}", last % 3), format!("{last:08}").as_bytes()).unwrap(), Some(n(last as i64)));
+
+        let old = EmbeddedStore::open(copies.path().join("old").as_path()).unwrap();
+        let err = old.copy_version("m", 9, &copies.path().join("x.redb"), &mut || {}).unwrap_err().to_string();
+        assert!(err.contains("no file of its own"), "{err}");
     }
 
     #[test]

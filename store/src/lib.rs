@@ -251,6 +251,21 @@ pub trait Store: Send + Sync {
         Ok(())
     }
 
+    /// Writes `model`'s `version` (its tables and checkpoints) as they are at one moment into
+    /// a new store file at `to`, for another node to adopt
+    /// ([`EmbeddedStore::adopt_version`]). Calls `frozen` as soon as that moment is fixed:
+    /// writes made after it go on (they are not in the copy) while the copy is written.
+    /// The bytes written; `None` where versions have no files of this node's (ScyllaDB).
+    fn copy_version(
+        &self,
+        _model: &str,
+        _version: u32,
+        _to: &std::path::Path,
+        _frozen: &mut dyn FnMut(),
+    ) -> Result<Option<u64>, StoreError> {
+        Ok(None)
+    }
+
     /// The backend's name (`embedded`, `scylladb`), for health reports.
     fn backend(&self) -> &'static str;
 
