@@ -22,6 +22,9 @@ pub enum ProjectionError {
     /// The work was cancelled before it finished (a rebuild stopped by `cancelBackfill`).
     #[error("cancelled")]
     Cancelled,
+    /// The projection worker asked is not running (stopped, or not started yet).
+    #[error("the projection worker is not running")]
+    Stopped,
     /// A stored row does not have the shape this build wrote.
     #[error("corrupt read model: {0}")]
     Corrupt(String),
@@ -59,6 +62,7 @@ impl ClassifiedError for ProjectionError {
                 ErrorClass::Internal
             }
             ProjectionError::InvalidSearch(_) => ErrorClass::InvalidRequest,
+            ProjectionError::Stopped => ErrorClass::Unavailable,
         }
     }
 }

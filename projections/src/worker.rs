@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 
 use event_schema::{ClassifiedError, ErrorClass};
 use eventlog::{EventLog, GroupMember};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use crate::hold::{hold_here, HoldHandle, HoldRequest};
 use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
 
 /// How a worker runs.
@@ -213,6 +214,7 @@ pub struct Worker {
     config: WorkerConfig,
     progress: Vec<watch::Sender<Progress>>,
     member: Option<GroupMember>,
+    holds: (mpsc::Sender<HoldRequest>, mpsc::Receiver<HoldRequest>),
 }
 
 impl Worker {
@@ -234,7 +236,7 @@ impl Worker {
             })
             .collect();
         let threads = WorkerThreads(Arc::new(appliers(projections.len())?));
-        Ok(Worker { log, projections, threads, config, progress, member: None })
+        Ok(Worker { log, projections, threads, config, progress, member: None, holds: mpsc::channel(4) })
     }
 
     /// The threads the worker applies its batches on.
@@ -248,6 +250,11 @@ impl Worker {
         self
     }
 
+    /// Asks this worker, once running, to hold between batches ([`HoldHandle::hold`]).
+    pub fn hold_handle(&self) -> HoldHandle {
+        HoldHandle(self.holds.0.clone())
+    }
+
     /// Progress updates per read model, published after every batch.
     pub fn progress(&self) -> Vec<(&'static str, watch::Receiver<Progress>)> {
         self.projections.iter().zip(&self.progress).map(|(p, tx)| (p.model(), tx.subscribe())).collect()
@@ -259,7 +266,7 @@ impl Worker {
     /// A batch that still fails after the configured attempts stops the worker: its error is
     /// returned, and the durable checkpoints stay before the failed batch.
     pub async fn run(self, cancel: CancellationToken) -> Result<(), ProjectionError> {
-        let Worker { log, mut projections, threads: WorkerThreads(appliers), config, progress, member } = self;
+        let Worker { log, mut projections, threads: WorkerThreads(appliers), config, progress, member, holds: (_, mut holds) } = self;
         let models: Vec<_> = projections.iter().map(|p| p.model()).collect();
         info!(?models, "projection worker started");
         let started_at = Instant::now();
@@ -269,6 +276,9 @@ impl Worker {
         let mut owned = member.as_ref().map(GroupMember::changes);
         let mut partitions = all_partitions(log.as_ref());
         loop {
+            while let Ok(request) = holds.try_recv() {
+                projections = hold_here(projections, request, &cancel).await?;
+            }
             let mut appended = log.appended();
             appended.borrow_and_update();
             if let Some(owned) = owned.as_mut() {
@@ -338,6 +348,7 @@ impl Worker {
                         };
                         tokio::select! {
                             _ = appended.changed() => {}
+                            Some(request) = holds.recv() => projections = hold_here(projections, request, &cancel).await?,
                             _ = reassigned => {}
                             _ = cancel.cancelled() => break,
                             _ = tokio::time::sleep(Duration::from_millis(500)) => {}
@@ -423,6 +434,39 @@ mod tests {
         projections.push(counting(true));
         let failed = pool.install(|| apply_to_all(&mut projections, &batch));
         assert!(matches!(failed, Err(ProjectionError::Panicked(_))), "{failed:?}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_held_worker_applies_nothing_until_let_go_and_a_stopped_one_cannot_be_held() {
+        let dir = tempfile::tempdir().unwrap();
+        let log: Arc<dyn EventLog> = Arc::new(eventlog::EmbeddedLog::open(&dir.path().join("log"), 1).unwrap());
+        let applied = Arc::new(AtomicUsize::new(0));
+        let counting = Box::new(Counting { applied: applied.clone(), panics: false }) as Box<dyn Projection>;
+        let worker = Worker::new(log.clone(), vec![counting], WorkerConfig::default()).unwrap();
+        let handle = worker.hold_handle();
+        let cancel = CancellationToken::new();
+        let running = tokio::spawn(worker.run(cancel.clone()));
+
+        let held = handle.hold().await.unwrap();
+        assert_eq!(held.models, vec![crate::HeldModel { model: "counting", version: 1, checkpoints: Checkpoints::new() }]);
+        assert_eq!(held.model("counting").map(|m| m.version), Some(1));
+        let delete = event_schema::RecordDelete { did: "did:plc:a".into(), collection: "c.d.e".into(), rkey: "k".into(), rev: "r".into() };
+        let source = event_schema::Source::Manual { note: "hold test".into() };
+        log.append(&[event_schema::NewEvent::repo(source, event_schema::Payload::RecordDelete(delete))]).unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(applied.load(Ordering::Relaxed), 0, "nothing applied while held");
+
+        drop(held);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while applied.load(Ordering::Relaxed) == 0 {
+            assert!(Instant::now() < deadline, "the worker never went on once let go");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let again = handle.hold().await.unwrap();
+        drop(again);
+        cancel.cancel();
+        running.await.unwrap().unwrap();
+        assert!(matches!(handle.hold().await, Err(ProjectionError::Stopped)), "a stopped worker cannot be held");
     }
 
     #[test]

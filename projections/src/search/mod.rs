@@ -11,6 +11,7 @@ mod indexer;
 mod links;
 mod query;
 mod schema;
+pub mod snapshot;
 mod stem;
 
 use std::collections::{BTreeSet, HashMap};
@@ -182,6 +183,11 @@ impl SearchIndexes {
     /// The indexes under `root` (usually `<data>/search`).
     pub fn new(root: &Path) -> SearchIndexes {
         SearchIndexes { root: root.to_owned(), open: Mutex::new(HashMap::new()) }
+    }
+
+    /// The folder holding the versions' folders.
+    pub fn root(&self) -> &Path {
+        &self.root
     }
 
     fn dir(&self, version: u32) -> PathBuf {
