@@ -46,7 +46,7 @@ use tower::util::MapResponse;
 use tower::ServiceBuilder;
 use tower_http::cors::{Any, Cors, CorsLayer};
 
-pub use state::{AppState, ServiceIdentity, Shared, SyncSettings};
+pub use state::{AppState, ServiceIdentity, Shared, SnapshotSettings, SyncSettings};
 
 /// The security headers every response carries.
 pub const SECURITY_HEADERS: &[(&str, &str)] = &[

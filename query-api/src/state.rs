@@ -75,6 +75,17 @@ pub struct Shared {
     pub platforms: Arc<sources::platforms::Platforms>,
     /// The live tap of the log (`pub.svc.log.subscribe`).
     pub tap: Arc<crate::tap::Tap>,
+    /// Where `pub.svc.admin.createSnapshot` writes, and the worker it holds; `None` on a
+    /// node that builds no search index of its own.
+    pub snapshots: Option<Arc<SnapshotSettings>>,
+}
+
+/// What `pub.svc.admin.createSnapshot` needs on a node.
+pub struct SnapshotSettings {
+    /// The folder snapshots are written into, one folder each.
+    pub dir: std::path::PathBuf,
+    /// The projection worker building this node's search index.
+    pub worker: projections::HoldHandle,
 }
 
 /// Two search slots per core. A search is almost all CPU work: running many more at once

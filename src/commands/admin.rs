@@ -17,7 +17,8 @@ use crate::progress::Progress;
 
 /// Runs `svc admin …`.
 pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
-    let http = reqwest::Client::builder().timeout(Duration::from_secs(60)).build()?;
+    // Some procedures answer once their work is done (`createSnapshot` of a large index).
+    let http = reqwest::Client::builder().connect_timeout(Duration::from_secs(10)).timeout(Duration::from_secs(900)).build()?;
     let url = args.url.trim_end_matches('/').to_owned();
     match args.command {
         AdminCommand::Login { pds, identifier, password } => login(&http, &url, pds.trim_end_matches('/'), &identifier, &password).await,

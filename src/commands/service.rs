@@ -8,8 +8,8 @@ use std::time::Duration;
 use anyhow::Context as _;
 use eventlog::EventLog;
 use projections::catalog::{Context, FollowActive};
-use projections::{Progress, Projection, Worker, WorkerConfig, WorkerThreads};
-use query_api::{AppState, ServiceIdentity, Shared, SyncSettings};
+use projections::{HoldHandle, Progress, Projection, Worker, WorkerConfig, WorkerThreads};
+use query_api::{AppState, ServiceIdentity, Shared, SnapshotSettings, SyncSettings};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -126,8 +126,16 @@ impl Supervisor {
         self.spawn(|token| async move { firehose.run(token).await.context("the firehose follower stopped") });
     }
 
-    /// Binds `args.listen` and serves the API from `ctx`, reporting `progress` in readiness.
-    pub async fn spawn_api(&mut self, args: &UpArgs, log: Arc<dyn EventLog>, ctx: &Context, progress: ProgressFeeds) -> anyhow::Result<()> {
+    /// Binds `args.listen` and serves the API from `ctx`, reporting `progress` in readiness;
+    /// `search_worker` builds this node's search index (held for a snapshot).
+    pub async fn spawn_api(
+        &mut self,
+        args: &UpArgs,
+        log: Arc<dyn EventLog>,
+        ctx: &Context,
+        progress: ProgressFeeds,
+        search_worker: HoldHandle,
+    ) -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("failed to listen on {}", args.listen))?;
         let local = listener.local_addr()?;
         let resolver = Arc::new(args.source.network.resolver());
@@ -159,6 +167,7 @@ impl Supervisor {
             registries: Arc::new(args.external.registries(&public_url)),
             platforms: Arc::new(args.external.platforms()),
             tap,
+            snapshots: Some(Arc::new(SnapshotSettings { dir: args.snapshot_dir(), worker: search_worker })),
         });
         let admins = args.auth.admins();
         if !admins.is_empty() {

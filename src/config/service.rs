@@ -346,6 +346,13 @@ pub struct UpArgs {
     #[arg(long, env = "SVC_GOVERNANCE_CONSENSUS", default_value = "simple", value_parser = ["simple", "weighted"])]
     pub governance_consensus: String,
 
+    /// Where `pub.svc.admin.createSnapshot` writes snapshots of this node's search index, a
+    /// folder each (default: `snapshots` in the data directory). On the data directory's
+    /// file system the index's files are hard links, taken in an instant; elsewhere they
+    /// are copied while the node's projections wait.
+    #[arg(long, env = "SVC_SNAPSHOT_DIR")]
+    pub snapshot_dir: Option<std::path::PathBuf>,
+
     #[command(flatten)]
     pub http: HttpArgs,
 
@@ -363,6 +370,13 @@ pub struct UpArgs {
 
     #[command(flatten)]
     pub external: ExternalArgs,
+}
+
+impl UpArgs {
+    /// Where snapshots of this node's search index are written.
+    pub fn snapshot_dir(&self) -> std::path::PathBuf {
+        self.snapshot_dir.clone().unwrap_or_else(|| self.data.data_dir.join("snapshots"))
+    }
 }
 
 /// The identity layer: keys, the first admins, rate limits.

@@ -464,6 +464,32 @@ pub fn submission_event(did: &str, rkey: &str, record: Value, note: &str) -> eve
 }
 
 /// URL-encodes one path segment or query value.
+/// A session of `admin` on `node` (whose service DID is `service_did`): the code
+/// `/oauth/authorize` makes after a PDS's service-auth token (no PDS here), minted with the
+/// node's key file `keys` (`auth-keys.json` in its data directory, shared by query nodes),
+/// exchanged with its PKCE verifier. The access token.
+pub async fn admin_session(node: &Service, keys: &Path, service_did: &str, admin: &str) -> String {
+    use data_encoding::BASE64URL_NOPAD;
+    use sha2::{Digest, Sha256};
+    let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+    let now = chrono::Utc::now().timestamp();
+    let claims = query_api::identity::tokens::LoginClaims {
+        iss: service_did.into(),
+        sub: admin.into(),
+        aud: service_did.into(),
+        exp: now + 60,
+        iat: now,
+        jti: format!("session-{}", free_port()),
+        challenge: Some(BASE64URL_NOPAD.encode(&Sha256::digest(verifier.as_bytes()))),
+        handle: None,
+    };
+    let code = query_api::identity::keys::KeySet::load_or_create(keys).unwrap().sign(query_api::identity::tokens::CODE_TYP, &claims);
+    let body = serde_json::json!({"grant_type": "authorization_code", "code": code, "code_verifier": verifier});
+    let (status, tokens) = node.post("/oauth/token", None, &body).await.unwrap();
+    assert_eq!(status, 200, "{tokens}");
+    tokens["access_token"].as_str().unwrap().to_owned()
+}
+
 pub fn enc(s: &str) -> String {
     let mut out = String::new();
     for b in s.bytes() {

@@ -22,29 +22,9 @@ use tests::{enc, Backend, Projector, Service};
 const SERVICE_DID: &str = "did:web:svc.test";
 const ADMIN: &str = "did:plc:topologyadmin00000000000";
 
-/// An admin session on `node`: the code `/oauth/authorize` makes after a PDS's
-/// service-auth token (no PDS here), minted with the query nodes' shared key, exchanged
-/// with its PKCE verifier.
+/// An admin session on `node`, minted with the query nodes' shared key.
 async fn admin_session(node: &Service, keys: &Path) -> String {
-    use data_encoding::BASE64URL_NOPAD;
-    use sha2::{Digest, Sha256};
-    let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
-    let now = chrono::Utc::now().timestamp();
-    let claims = query_api::identity::tokens::LoginClaims {
-        iss: SERVICE_DID.into(),
-        sub: ADMIN.into(),
-        aud: SERVICE_DID.into(),
-        exp: now + 60,
-        iat: now,
-        jti: "topology".into(),
-        challenge: Some(BASE64URL_NOPAD.encode(&Sha256::digest(verifier.as_bytes()))),
-        handle: None,
-    };
-    let code = query_api::identity::keys::KeySet::load_or_create(keys).unwrap().sign(query_api::identity::tokens::CODE_TYP, &claims);
-    let body = serde_json::json!({"grant_type": "authorization_code", "code": code, "code_verifier": verifier});
-    let (status, tokens) = node.post("/oauth/token", None, &body).await.unwrap();
-    assert_eq!(status, 200, "{tokens}");
-    tokens["access_token"].as_str().unwrap().to_owned()
+    tests::admin_session(node, keys, SERVICE_DID, ADMIN).await
 }
 
 /// GET with a bearer token.
@@ -226,17 +206,43 @@ async fn ingest_two_projectors_two_query_nodes_takeover_and_online_replay() {
     }
     assert_eq!(assert_complete_and_equal(&q1, &q2, SEEDS[2].1 - 1).await, kept);
 
-    // A third query node joins from a snapshot of q2's search index (q2 stopped to take it)
-    // instead of reading the log from position 0; a fourth from position 0, for comparison.
-    q2.stop().unwrap();
-    let snapshot = work.join("snapshot");
+    // A third query node joins from a snapshot of q2's search index, taken while q2 serves
+    // and papers are taken down through q1, instead of reading the log from position 0; a
+    // fourth from position 0, for comparison.
+    let joining = serde_json::json!({"name": "joining"});
+    let snapshot_taken = q2.post("/xrpc/pub.svc.admin.createSnapshot", Some(&token), &joining);
+    let taken_down = &uris[6..9];
+    let take_downs = async {
+        for uri in taken_down {
+            let body = serde_json::json!({"uri": uri, "collection": "pub.svc.eprint.submission", "reason": "duplicate"});
+            let (status, out) = q1.post("/xrpc/pub.svc.admin.deleteContent", Some(&token), &body).await.unwrap();
+            assert_eq!(status, 200, "{out}");
+        }
+    };
+    let ((status, taken), ()) = tokio::join!(async { snapshot_taken.await.unwrap() }, take_downs);
+    assert_eq!(status, 200, "{taken}");
+    assert_eq!((&taken["model"], &taken["linked"]), (&Value::from("search"), &Value::Bool(true)), "{taken}");
+    let snapshot = std::path::PathBuf::from(taken["path"].as_str().unwrap());
+    assert!(snapshot.starts_with(work.join("q2").join("snapshots")), "in q2's snapshot folder: {taken}");
+    println!("a snapshot of a serving query node: {taken}");
+    let (status, again) = q2.post("/xrpc/pub.svc.admin.createSnapshot", Some(&token), &joining).await.unwrap();
+    assert_eq!((status, &again["error"]), (400, &Value::from("InvalidRequest")), "{again}");
+    // q2 went on after the snapshot: the take-downs reach its search index too.
+    q1.wait_caught_up().await.unwrap();
+    q2.wait_caught_up().await.unwrap();
+    let kept = assert_complete_and_equal(&q1, &q2, SEEDS[2].1 - 1 - taken_down.len()).await;
+    assert!(taken_down.iter().all(|uri| !kept.contains(uri)), "taken down on both nodes");
     let (q3_dir, q4_dir) = (work.join("q3"), work.join("q4"));
     let path = |p: &Path| p.to_str().unwrap().to_owned();
-    let taken = backend.svc(&["snapshot", "create", "--data-dir", &path(&work.join("q2")), "--to", &path(&snapshot)]).unwrap();
-    let taken: Value = serde_json::from_str(taken.trim()).unwrap();
-    assert_eq!(taken["model"], "search", "{taken}");
     let restored = backend.svc(&["snapshot", "restore", "--data-dir", &path(&q3_dir), "--from", &path(&snapshot)]).unwrap();
-    assert_eq!(serde_json::from_str::<Value>(restored.trim()).unwrap()["checkpoints"], taken["checkpoints"], "{restored}");
+    let restored: Value = serde_json::from_str(restored.trim()).unwrap();
+    let held: Vec<Value> = restored["checkpoints"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(p, o)| serde_json::json!({"partition": p.parse::<u64>().unwrap(), "offset": o}))
+        .collect();
+    assert_eq!(Value::from(held), taken["checkpoints"], "{restored}");
     let started = Instant::now();
     let q3 = Service::start_role("serve", &q3_dir, tests::free_port(), &backend).await.unwrap();
     q3.wait_caught_up().await.unwrap();
@@ -245,8 +251,8 @@ async fn ingest_two_projectors_two_query_nodes_takeover_and_online_replay() {
     let q4 = Service::start_role("serve", &q4_dir, tests::free_port(), &backend).await.unwrap();
     q4.wait_caught_up().await.unwrap();
     let from_zero = started.elapsed();
-    assert_eq!(assert_complete_and_equal(&q1, &q3, SEEDS[2].1 - 1).await, kept);
-    assert_eq!(assert_complete_and_equal(&q1, &q4, SEEDS[2].1 - 1).await, kept);
+    assert_eq!(assert_complete_and_equal(&q1, &q3, SEEDS[2].1 - 1 - taken_down.len()).await, kept);
+    assert_eq!(assert_complete_and_equal(&q1, &q4, SEEDS[2].1 - 1 - taken_down.len()).await, kept);
     // The snapshot's node read only what was appended after the snapshot's checkpoints.
     let ((read_q3, took_q3), (read_q4, took_q4)) = (search_catch_up(&q3.log()), search_catch_up(&q4.log()));
     println!(

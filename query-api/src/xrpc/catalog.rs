@@ -151,6 +151,7 @@ pub const BEYOND: &[&str] = &[
     "pub.svc.actor.autocompleteOpenReview",
     "pub.svc.actor.getDiscoverySettings",
     "pub.svc.actor.getProfileConfig",
+    "pub.svc.admin.createSnapshot",
     "pub.svc.admin.traceRecord",
     "pub.svc.author.initiateOrcidVerification",
     "pub.svc.author.searchAuthors",

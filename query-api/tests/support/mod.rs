@@ -160,6 +160,7 @@ impl Fixture {
             registries: Arc::new(registries),
             platforms: Arc::new(sources::platforms::Platforms::new(&sources::platforms::PlatformUrls::all_at(platforms))),
             tap: Arc::new(query_api::tap::Tap::new(log.clone(), Default::default())),
+            snapshots: None,
         });
         let app = query_api::app(state.clone());
         Fixture { _dir: dir, log, ctx, projections, state, app, stop: Default::default() }

@@ -2,8 +2,8 @@
 //! one concern a file: [`roles`] (and the bootstrap of the first admins), [`audit`],
 //! [`alpha`] applications, system [`health`], the [`node`]'s metrics, [`content`] (counts,
 //! users, listings, take-downs), the [`dlq`], backfill [`operations`], [`hosts`] (event
-//! sources and repository hosts), [`moderation`] (warnings and violations) and [`usage`]
-//! analytics.
+//! sources and repository hosts), [`moderation`] (warnings and violations), [`usage`]
+//! analytics and a [`snapshot`] of the node's search index.
 
 mod alpha;
 mod audit;
@@ -16,6 +16,7 @@ mod node;
 mod operations;
 pub(crate) use operations::one_at_a_time_methods;
 mod roles;
+mod snapshot;
 mod trace;
 mod usage;
 
@@ -47,6 +48,7 @@ pub fn routes() -> Routes {
         .query("pub.svc.admin.getActivityCorrelation", admin, crate::xrpc::activity::admin_correlation)
         .query("pub.svc.admin.getSearchAnalytics", admin, usage::search_analytics)
         .query_async("pub.svc.admin.traceRecord", admin, trace::trace_record)
+        .procedure("pub.svc.admin.createSnapshot", admin, snapshot::create_snapshot)
         .merge(content::routes())
         .merge(dlq::routes())
         .merge(operations::routes())
