@@ -14,7 +14,7 @@ use crate::xrpc::method::{Answer, Call};
 
 /// `createSnapshot`: holds this node's projection worker, flushed, until the index's files
 /// are listed into the snapshot's folder and the node store's copy has begun; answers once
-/// the snapshot is complete.
+/// the snapshot is complete (a request timed out before then leaves it to finish).
 pub(super) async fn create_snapshot(c: Call) -> Answer {
     let settings = c.state.snapshots.clone().ok_or_else(|| {
         ApiError::new(ErrorCode::ServiceUnavailable, "this node builds no search index of its own: no snapshot can be taken here")
@@ -51,7 +51,13 @@ pub(super) async fn create_snapshot(c: Call) -> Answer {
             held.take();
             held_for = Some(held_at.elapsed());
         });
-        (written, held_for.unwrap_or_else(|| held_at.elapsed()))
+        let held_for = held_for.unwrap_or_else(|| held_at.elapsed());
+        // Logged here: a request timed out meanwhile no longer waits for this task.
+        match &written {
+            Ok(w) => tracing::info!(snapshot = %target.display(), version, bytes = w.bytes, held_ms = millis(held_for), "snapshot of the search index taken"),
+            Err(e) => tracing::warn!(snapshot = %target.display(), version, error = %e, "a snapshot of the search index failed"),
+        }
+        (written, held_for)
     })
     .await
     .map_err(|e| ApiError::internal(format!("the snapshot's task failed: {e}")))?;
@@ -59,7 +65,6 @@ pub(super) async fn create_snapshot(c: Call) -> Answer {
         snapshot::SnapshotError::Refused(why) => ApiError::invalid_request(why),
         e => ApiError::internal(format!("failed to write the snapshot {}: {e}", to.display())),
     })?;
-    tracing::info!(snapshot = %to.display(), version, bytes = written.bytes, held_ms = millis(held_for), "snapshot of the search index taken");
     let m = &written.manifest;
     let checkpoints: Vec<_> = m.checkpoints.iter().map(|(p, o)| json!({"partition": p, "offset": o})).collect();
     Body::json(&json!({
