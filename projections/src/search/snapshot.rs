@@ -96,12 +96,24 @@ pub struct Written {
 /// the node store's rows are written after that.
 ///
 /// # Errors
-/// When `to` exists, the version has no files of its own, or a file operation fails; a
-/// partly written folder has no `snapshot.json`.
+/// When `to` exists, the version has no files of its own, or a file operation fails; what
+/// was written of it is removed then (`snapshot.json`, written last, marks it complete).
 pub fn write(node: &dyn Store, root: &Path, version: u32, to: &Path, frozen: &mut dyn FnMut()) -> Result<Written, SnapshotError> {
     if to.exists() {
         return Err(SnapshotError::Refused(format!("{} exists: a snapshot is written to a new folder", to.display())));
     }
+    let written = write_new(node, root, version, to, frozen);
+    if written.is_err() && to.exists() {
+        // A partial folder would only keep its name taken.
+        if let Err(e) = std::fs::remove_dir_all(to) {
+            tracing::warn!(folder = %to.display(), error = %e, "could not remove a snapshot that failed");
+        }
+    }
+    written
+}
+
+/// [`write`], into `to`, which does not exist yet.
+fn write_new(node: &dyn Store, root: &Path, version: u32, to: &Path, frozen: &mut dyn FnMut()) -> Result<Written, SnapshotError> {
     let index = index_dir(root, version);
     if !index.is_dir() {
         return Err(SnapshotError::Refused(format!("{} is missing: the search index of version {version}", index.display())));
