@@ -389,6 +389,10 @@ impl Projection for FollowActive {
         if self.looked.elapsed() < FOLLOW_INTERVAL {
             return Ok(());
         }
+        self.refresh_now()
+    }
+
+    fn refresh_now(&mut self) -> Result<(), ProjectionError> {
         self.looked = Instant::now();
         let Some(active) = self.ctx.registry(self.model).active_version(self.model)? else { return Ok(()) };
         if active != self.inner.version() {

@@ -1,6 +1,8 @@
 //! Holding a running [`crate::Worker`] between two batches, with every projection flushed:
 //! what its read models hold on disk then stays put until the hold is let go, so it can be
-//! copied whole (a live snapshot of a node's search index) while queries go on.
+//! copied whole (a live snapshot of a node's search index) while queries go on, or a rebuild
+//! can bring its new versions past it and swap them in (the worker then goes on from them at
+//! once).
 
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;

@@ -34,6 +34,12 @@ pub trait Projection: Send {
         Ok(())
     }
 
+    /// [`Projection::refresh`] at once, however recently it last looked: after its worker
+    /// was held, a rebuild may have swapped in a version the next batch must go to.
+    fn refresh_now(&mut self) -> Result<(), ProjectionError> {
+        self.refresh()
+    }
+
     /// Applies a batch of events (in order per partition) and records the batch's
     /// [`EventBatch::next`] as the new checkpoints.
     fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError>;

@@ -169,14 +169,16 @@ fn apply_to_all(projections: &mut [Box<dyn Projection>], batch: &EventBatch) -> 
 /// Reads the next batch of `partitions` after the group's lowest checkpoints and applies it
 /// to every projection of the group. Returns how many events it read (0 when every
 /// projection has caught up with the log). A projection ahead of the others re-applies the
-/// events it already has, which projections make harmless (see [`Projection`]).
+/// events it already has, which projections make harmless (see [`Projection`]). With
+/// `refresh_now` (after a hold) every projection looks for a new active version first.
 fn step(
     log: &dyn EventLog,
     partitions: &BTreeSet<u32>,
     projections: &mut [Box<dyn Projection>],
     batch_size: usize,
+    refresh_now: bool,
 ) -> Result<usize, ProjectionError> {
-    projections.iter_mut().try_for_each(|p| p.refresh())?;
+    projections.iter_mut().try_for_each(|p| if refresh_now { p.refresh_now() } else { p.refresh() })?;
     let each = projections.iter().map(|p| p.checkpoints()).collect::<Result<Vec<_>, _>>()?;
     let from = lowest_checkpoints(partitions, &each);
     let Some(batch) = read_batch(log, partitions, &from, batch_size)? else { return Ok(0) };
@@ -275,9 +277,13 @@ impl Worker {
         let mut batch_size = config.batch_size;
         let mut owned = member.as_ref().map(GroupMember::changes);
         let mut partitions = all_partitions(log.as_ref());
+        // Set by a hold: whoever held the worker may have swapped in new versions meanwhile
+        // (a reindex does), which the next batch must go to, not to the versions they replaced.
+        let mut held = false;
         loop {
             while let Ok(request) = holds.try_recv() {
                 projections = hold_here(projections, request, &cancel).await?;
+                held = true;
             }
             let mut appended = log.appended();
             appended.borrow_and_update();
@@ -293,7 +299,7 @@ impl Worker {
             let started = Instant::now();
             let threads = appliers.clone();
             let (back, result) = tokio::task::spawn_blocking(move || {
-                let result = threads.install(|| step(log2.as_ref(), &reading, &mut projections, batch_size)).and_then(|n| {
+                let result = threads.install(|| step(log2.as_ref(), &reading, &mut projections, batch_size, held)).and_then(|n| {
                     if n == 0 {
                         projections.iter_mut().try_for_each(|p| p.flush())?;
                     }
@@ -307,6 +313,7 @@ impl Worker {
             match result {
                 Ok(n) => {
                     attempt = 0;
+                    held = false;
                     applied_total += n as u64;
                     batch_size = if n >= batch_size {
                         (batch_size * 2).min(config.max_batch_size.max(config.batch_size))
@@ -348,7 +355,10 @@ impl Worker {
                         };
                         tokio::select! {
                             _ = appended.changed() => {}
-                            Some(request) = holds.recv() => projections = hold_here(projections, request, &cancel).await?,
+                            Some(request) = holds.recv() => {
+                                projections = hold_here(projections, request, &cancel).await?;
+                                held = true;
+                            }
                             _ = reassigned => {}
                             _ = cancel.cancelled() => break,
                             _ = tokio::time::sleep(Duration::from_millis(500)) => {}

@@ -75,6 +75,9 @@ pub struct Shared {
     pub platforms: Arc<sources::platforms::Platforms>,
     /// The live tap of the log (`pub.svc.log.subscribe`).
     pub tap: Arc<crate::tap::Tap>,
+    /// The projection workers of this process: a reindex holds them while it swaps its
+    /// versions in (see `replay::Pause`).
+    pub workers: Vec<projections::HoldHandle>,
     /// Where `pub.svc.admin.createSnapshot` writes, and the worker it holds; `None` on a
     /// node that builds no search index of its own.
     pub snapshots: Option<Arc<SnapshotSettings>>,

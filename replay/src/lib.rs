@@ -8,6 +8,13 @@
 //! another process, against a log and store the service shares (Kafka and ScyllaDB). The old
 //! version is dropped after a grace period that lets those workers move over; a drop that
 //! fails leaves the old version retired, and the next rebuild drops it.
+//!
+//! A live worker that goes on applying to the old version after the rebuild's last read
+//! would leave the new version, once swapped in, behind what queries read a moment before.
+//! A rebuild in the serving process closes that gap with a [`Pause`]: it holds the workers
+//! of this process, brings every new version to the log's end, swaps, and lets them go; they
+//! then go on from the new versions at once. Workers of other processes (`svc project`) are
+//! not held: until they move, about a second, the new version may lag a few events.
 #![warn(missing_docs)]
 
 use std::time::{Duration, Instant};
@@ -68,6 +75,15 @@ pub enum ReplayError {
         source: ProjectionError,
     },
 }
+
+/// Holds the live workers of this process (each flushed, applying nothing) until what it
+/// answers is dropped: a rebuild calls it once its new versions are built, brings them to
+/// the log's end and swaps them in while held (see the crate docs). [`NO_PAUSE`] where no
+/// worker runs in the process.
+pub type Pause<'a> = &'a (dyn Fn() -> Vec<projections::Held> + Sync);
+
+/// A [`Pause`] that holds nothing.
+pub const NO_PAUSE: Pause<'static> = &Vec::new;
 
 /// Events per batch during a rebuild: large, since nobody waits for visibility.
 pub const REBUILD_BATCH: usize = 16384;
@@ -170,13 +186,15 @@ pub fn rebuild(log: &dyn EventLog, ctx: &Context, model: &str) -> Result<Rebuild
 /// The first failing rebuild; the models that succeeded stay swapped in (and their old
 /// versions are dropped).
 pub fn rebuild_all(log: &dyn EventLog, ctx: &Context, options: &RebuildOptions) -> Result<Vec<RebuildReport>, ReplayError> {
-    rebuild_all_reporting(log, ctx, options, &|_| true)
+    rebuild_all_reporting(log, ctx, options, &|_| true, NO_PAUSE)
 }
 
 /// [`rebuild_all`], calling `on_read` with the number of events replayed so far (for
 /// progress displays; the log's end offsets give the total). When `on_read` answers
 /// `false` the rebuild stops: every half-built version is dropped and the old ones stay
-/// active ([`ReplayError::Projection`] with [`ProjectionError::Cancelled`]).
+/// active ([`ReplayError::Projection`] with [`ProjectionError::Cancelled`]). `pause` holds
+/// this process's live workers while the built versions are brought to the log's end and
+/// swapped in.
 ///
 /// # Errors
 /// As [`rebuild_all`].
@@ -185,6 +203,7 @@ pub fn rebuild_all_reporting(
     ctx: &Context,
     options: &RebuildOptions,
     on_read: &(dyn Fn(u64) -> bool + Sync),
+    pause: Pause<'_>,
 ) -> Result<Vec<RebuildReport>, ReplayError> {
     let started = Instant::now();
     let mut builds = Vec::new();
@@ -198,14 +217,18 @@ pub fn rebuild_all_reporting(
         options.batch_size,
         on_read,
     );
+    // Held, the live workers cannot move past what the new versions reach below.
+    let held = if results.iter().any(Result::is_ok) { pause() } else { Vec::new() };
     let mut reports = Vec::new();
     let mut failed = None;
-    for (build, built) in builds.into_iter().zip(results) {
+    for (mut build, built) in builds.into_iter().zip(results) {
+        let built = built.and_then(|n| Ok(n + catch_up(log, build.projection.as_mut(), options.batch_size)?));
         match swap(ctx, build, built, started) {
             Ok(report) => reports.push(report),
             Err(e) => failed = failed.or(Some(e)),
         }
     }
+    drop(held);
     drop_old(ctx, &mut reports, options.grace);
     // The new versions' files keep the pages the rebuild wrote in their caches; a store
     // serving after an online reindex holds what a freshly opened one would.

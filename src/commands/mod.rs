@@ -176,6 +176,7 @@ pub fn replay(args: ReplayArgs) -> anyhow::Result<()> {
             progress.set(read);
             true
         },
+        replay::NO_PAUSE,
     )?;
     progress.finish();
     // The dropped versions' pages go back to the file system (the embedded store's file

@@ -127,13 +127,15 @@ impl Supervisor {
     }
 
     /// Binds `args.listen` and serves the API from `ctx`, reporting `progress` in readiness;
-    /// `search_worker` builds this node's search index (held for a snapshot).
+    /// `workers` are this process's projection workers (held while a reindex swaps), of
+    /// which `search_worker` builds this node's search index (held for a snapshot).
     pub async fn spawn_api(
         &mut self,
         args: &UpArgs,
         log: Arc<dyn EventLog>,
         ctx: &Context,
         progress: ProgressFeeds,
+        workers: Vec<HoldHandle>,
         search_worker: HoldHandle,
     ) -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("failed to listen on {}", args.listen))?;
@@ -167,6 +169,7 @@ impl Supervisor {
             registries: Arc::new(args.external.registries(&public_url)),
             platforms: Arc::new(args.external.platforms()),
             tap,
+            workers,
             snapshots: Some(Arc::new(SnapshotSettings { dir: args.snapshot_dir(), worker: search_worker })),
         });
         let admins = args.auth.admins();

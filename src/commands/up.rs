@@ -20,10 +20,12 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     let mut supervisor = Supervisor::new();
     let mut progress = Vec::new();
     let search_worker;
+    let workers;
     if args.data.log_url.is_none() {
         let worker = super::service::worker(log.clone(), &ctx, &catalog::MODELS, args.batch_size)?;
         progress.extend(worker.progress());
         search_worker = worker.hold_handle();
+        workers = vec![worker.hold_handle()];
         supervisor.spawn_worker(worker);
     } else {
         let member = log.join_group(super::DEFAULT_GROUP).context("failed to join the projectors' group")?;
@@ -32,13 +34,14 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         progress.extend(shared.progress());
         progress.extend(node.progress());
         search_worker = node.hold_handle();
+        workers = vec![shared.hold_handle(), node.hold_handle()];
         supervisor.spawn_worker(shared);
         supervisor.spawn_worker(node);
     }
     supervisor.spawn_sources(&args.source, log.clone());
     supervisor.spawn_catch_up_progress(log.clone(), &progress);
     supervisor.spawn_release_after_catch_up(&progress, &ctx);
-    supervisor.spawn_api(&args, log, &ctx, progress, search_worker).await?;
+    supervisor.spawn_api(&args, log, &ctx, progress, workers, search_worker).await?;
     info!(data_dir = %args.data.data_dir.display(), "svc up");
     supervisor.run().await
 }
@@ -69,7 +72,7 @@ pub async fn serve(args: UpArgs) -> anyhow::Result<()> {
     supervisor.spawn_worker(worker);
     supervisor.spawn_catch_up_progress(log.clone(), &progress);
     supervisor.spawn_release_after_catch_up(&progress, &ctx);
-    supervisor.spawn_api(&args, log, &ctx, progress, search_worker).await?;
+    supervisor.spawn_api(&args, log, &ctx, progress, vec![search_worker.clone()], search_worker).await?;
     info!(data_dir = %args.data.data_dir.display(), "svc serve");
     supervisor.run().await
 }

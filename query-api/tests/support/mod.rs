@@ -43,6 +43,19 @@ pub struct Fixture {
     pub app: query_api::App,
     /// Set to stop the projector thread of [`Fixture::live`].
     stop: Arc<std::sync::atomic::AtomicBool>,
+    /// Where each model stands, as a running svc's workers report it (procedures wait on it).
+    progress: Arc<Vec<tokio::sync::watch::Sender<projections::Progress>>>,
+}
+
+/// Reports where each of `projections` stands on its feed of `progress`.
+fn report(projections: &[FollowActive], progress: &[tokio::sync::watch::Sender<projections::Progress>]) {
+    for (p, tx) in projections.iter().zip(progress) {
+        let checkpoints = p.durable_checkpoints().unwrap();
+        tx.send_modify(|now| {
+            now.checkpoints = checkpoints;
+            now.caught_up = true;
+        });
+    }
 }
 
 impl Drop for Fixture {
@@ -114,7 +127,14 @@ impl Fixture {
         let log: Arc<dyn EventLog> = Arc::new(EmbeddedLog::open(&dir.path().join("log"), 4).unwrap());
         let store: Arc<dyn store::Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
         let ctx = Context::single(store.clone(), &dir.path().join("search"));
-        let projections = catalog::MODELS.iter().map(|m| FollowActive::open(&ctx, m).unwrap()).collect();
+        let projections: Vec<FollowActive> = catalog::MODELS.iter().map(|m| FollowActive::open(&ctx, m).unwrap()).collect();
+        let (progress, feeds): (Vec<_>, Vec<_>) = projections
+            .iter()
+            .map(|p| {
+                let (tx, rx) = tokio::sync::watch::channel(projections::Progress::default());
+                (tx, (p.model(), rx))
+            })
+            .unzip();
         let resolver = Arc::new(atproto::identity::Resolver::new(plc_url, Duration::from_secs(60)));
         let ledger = query_api::identity::replay::ReplayLedger::new(store.clone());
         let service = Arc::new(query_api::identity::ServiceAuth::new(SERVICE_DID, resolver.clone(), ledger));
@@ -142,7 +162,7 @@ impl Fixture {
                 governance_did: GOVERNANCE_DID.into(),
                 consensus,
             }),
-            progress: Arc::new(Vec::new()),
+            progress: Arc::new(feeds),
             auth,
             sync: Arc::new(SyncSettings {
                 fetcher: ingest::fetch::RecordFetcher::new(resolver.clone()),
@@ -160,10 +180,13 @@ impl Fixture {
             registries: Arc::new(registries),
             platforms: Arc::new(sources::platforms::Platforms::new(&sources::platforms::PlatformUrls::all_at(platforms))),
             tap: Arc::new(query_api::tap::Tap::new(log.clone(), Default::default())),
+            workers: Vec::new(),
             snapshots: None,
         });
         let app = query_api::app(state.clone());
-        Fixture { _dir: dir, log, ctx, projections, state, app, stop: Default::default() }
+        let progress = Arc::new(progress);
+        report(&projections, &progress);
+        Fixture { _dir: dir, log, ctx, projections, state, app, stop: Default::default(), progress }
     }
 
     /// Appends events and applies them to every read model.
@@ -172,6 +195,7 @@ impl Fixture {
         for p in &mut self.projections {
             projections::catch_up(self.log.as_ref(), p as &mut dyn Projection, 500).unwrap();
         }
+        report(&self.projections, &self.progress);
     }
 
     /// Applies the log to the read models on a thread of their own from now on, as a
@@ -179,7 +203,7 @@ impl Fixture {
     /// be called; [`Fixture::apply`] then only appends.
     pub fn live(&mut self) {
         let mut projections = std::mem::take(&mut self.projections);
-        let (log, stop) = (self.log.clone(), self.stop.clone());
+        let (log, stop, progress) = (self.log.clone(), self.stop.clone(), self.progress.clone());
         std::thread::spawn(move || {
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 for p in &mut projections {
@@ -187,6 +211,7 @@ impl Fixture {
                     p.refresh().unwrap();
                     projections::catch_up(log.as_ref(), p as &mut dyn Projection, 500).unwrap();
                 }
+                report(&projections, &progress);
                 std::thread::sleep(Duration::from_millis(5));
             }
         });

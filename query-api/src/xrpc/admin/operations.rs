@@ -345,6 +345,26 @@ enum Stopped {
     Cancelled,
 }
 
+/// How long a reindex waits for each of this node's workers to hold before it swaps
+/// without it (a worker retrying a failed batch holds only after its wait).
+const HOLD_WAIT: Duration = Duration::from_secs(30);
+
+/// Holds every projection worker of this node, for a reindex's swap ([`replay::Pause`]);
+/// one that does not hold within [`HOLD_WAIT`] (or has stopped) is left running.
+fn hold_workers(runtime: &tokio::runtime::Handle, workers: &[projections::HoldHandle]) -> Vec<projections::Held> {
+    runtime.block_on(async {
+        let mut held = Vec::with_capacity(workers.len());
+        for worker in workers {
+            match tokio::time::timeout(HOLD_WAIT, worker.hold()).await {
+                Ok(Ok(h)) => held.push(h),
+                Ok(Err(e)) => warn!(error = %e, "a reindex swaps without holding a projection worker"),
+                Err(_) => warn!(wait_s = HOLD_WAIT.as_secs(), "a projection worker did not hold in time; the reindex swaps without it"),
+            }
+        }
+        held
+    })
+}
+
 /// Runs one operation on this node and reports it.
 #[derive(Clone)]
 struct Runner {
@@ -363,9 +383,9 @@ impl Runner {
         }
     }
 
-    /// Reports progress, unless all of it is done: the end report follows, and a reindex
-    /// then appends nothing while it reads the last events and swaps (the new versions hold
-    /// every report, so a status read never goes back across the swap).
+    /// Reports progress, unless all of it is done: the end report follows. (A reindex holds
+    /// this node's workers while its new versions read the last events and swap in, so they
+    /// hold every report the old ones did: a status read never goes back across the swap.)
     fn progressed(&self) {
         let total = *self.total.lock().expect("total");
         let processed = self.processed.load(Ordering::Relaxed);
@@ -432,6 +452,7 @@ impl Runner {
     /// Replays the log into new versions of every read model and swaps them in.
     async fn reindex(&self) -> Result<Stopped, String> {
         let me = self.clone();
+        let runtime = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || -> Result<Stopped, String> {
             let s = &me.state;
             let ctx = s.context();
@@ -439,7 +460,7 @@ impl Runner {
             *me.total.lock().expect("total") = Some(total);
             let options = replay::RebuildOptions { models: catalog::MODELS.to_vec(), grace: SWAP_GRACE, batch_size: REINDEX_BATCH };
             let last = Mutex::new(Instant::now());
-            let result = replay::rebuild_all_reporting(s.log.as_ref(), &ctx, &options, &|read| {
+            let on_read = |read: u64| {
                 me.processed.store(read.min(total), Ordering::Relaxed);
                 let mut last = last.lock().expect("last");
                 if last.elapsed() >= Duration::from_secs(1) {
@@ -447,7 +468,8 @@ impl Runner {
                     me.progressed();
                 }
                 !me.cancel_requested()
-            });
+            };
+            let result = replay::rebuild_all_reporting(s.log.as_ref(), &ctx, &options, &on_read, &|| hold_workers(&runtime, &s.workers));
             match result {
                 Ok(_) => Ok(Stopped::Done),
                 Err(replay::ReplayError::Projection { source: projections::ProjectionError::Cancelled, .. }) => Ok(Stopped::Cancelled),
