@@ -11,8 +11,12 @@ if [ $# -gt 0 ]; then
   exec cargo test --workspace "$@"
 fi
 status=0
+SECONDS=0
 cargo test --workspace --no-fail-fast || status=$?
-echo "the Kafka suites on tansu's PostgreSQL engine" >&2
-SVC_TEST_TANSU_ENGINE=postgres cargo test --no-fail-fast -p eventlog --test kafka || status=$?
-SVC_TEST_TANSU_ENGINE=postgres cargo test --no-fail-fast -p tests --test integration e2e::kafka || status=$?
+echo "building and running the workspace's tests took ${SECONDS} s; the Kafka suites on tansu's PostgreSQL engine follow" >&2
+# `--workspace` keeps the features of the run above (a package alone would resolve its own
+# and compile again); only eventlog has a `kafka` test and only tests has `e2e::kafka` ones.
+SVC_TEST_TANSU_ENGINE=postgres cargo test --workspace --no-fail-fast --test kafka || status=$?
+SVC_TEST_TANSU_ENGINE=postgres cargo test --workspace --no-fail-fast --test integration e2e::kafka || status=$?
+echo "building and running every test took ${SECONDS} s" >&2
 exit "$status"

@@ -32,6 +32,10 @@ pub fn sample_papers() -> PathBuf {
 /// so cargo resolves the same features and reuses every library that run already built.
 /// A plain `cargo build --bin svc` leaves out the dev-dependencies' features and would
 /// compile a second copy of about seventy crates: minutes of CI time and gigabytes of disk.
+/// The variables cargo sets for a test binary are removed from the build's environment:
+/// build scripts that watch them (`ring`'s watches `CARGO_PKG_NAME` and `OUT_DIR`) would
+/// otherwise rerun, and every crate above them would compile again, here and in the next
+/// `cargo test`.
 pub fn svc_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
@@ -39,7 +43,13 @@ pub fn svc_bin() -> &'static Path {
             return PathBuf::from(bin);
         }
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
+        let mut build = Command::new(cargo);
+        for (name, _) in std::env::vars_os() {
+            if name.to_str().is_some_and(set_for_a_test_binary) {
+                build.env_remove(name);
+            }
+        }
+        let status = build
             .args(["build", "--workspace", "--tests", "--bin", "svc"])
             .current_dir(workspace_root())
             .status()
@@ -48,6 +58,13 @@ pub fn svc_bin() -> &'static Path {
         let target = std::env::var("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|_| workspace_root().join("target"));
         target.join("debug/svc")
     })
+}
+
+/// Whether cargo sets the environment variable `name` for the test binaries it runs (not
+/// for itself): <https://doc.rust-lang.org/cargo/reference/environment-variables.html>.
+fn set_for_a_test_binary(name: &str) -> bool {
+    ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_CRATE_", "CARGO_BIN_EXE_"].iter().any(|p| name.starts_with(p))
+        || ["OUT_DIR", "CARGO_PRIMARY_PACKAGE", "CARGO_TARGET_TMPDIR", "CARGO_RUSTC_CURRENT_DIR"].contains(&name)
 }
 
 /// Runs an `svc` subcommand to completion and returns its stdout.
