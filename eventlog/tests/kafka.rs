@@ -166,9 +166,9 @@ fn read_all(broker: &Tansu, topic: &str) -> (Vec<(u32, u64)>, Vec<u64>) {
 
 /// tansu's PostgreSQL engine, killed (SIGKILL) while a producer appends and restarted 5 s
 /// later: the appends complete (the producer retries; being idempotent, it writes nothing
-/// twice), every acknowledged event is read exactly once by svc's reader and by an
-/// independent one, and the broker's high watermarks are exact (each partition's
-/// acknowledged count), as a Kafka broker's are.
+/// twice; the appends that met the fault find their events by reading), every acknowledged
+/// event is read exactly once by svc's reader and by an independent one, and the broker's
+/// high watermarks are exact (each partition's acknowledged count), as a Kafka broker's are.
 #[test]
 fn a_durable_broker_killed_mid_append_loses_and_doubles_nothing() {
     let mut broker = Tansu::start_on(Engine::Postgres);
@@ -200,6 +200,7 @@ fn a_durable_broker_killed_mid_append_loses_and_doubles_nothing() {
     .into_iter()
     .map(|p| (p.partition, p.offset))
     .collect();
+    assert!(log.appends_verified() >= 1, "no append met the broker's fault: the kill was not seen");
     acked.sort();
     assert_eq!(acked.len(), 6_000);
     let mut unique = acked.clone();

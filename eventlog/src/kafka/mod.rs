@@ -10,9 +10,12 @@
 //!   truth: nothing expires). An existing topic keeps its partition count.
 //! - **Appends** go through an idempotent producer (`enable.idempotence`, `acks = all`); a call
 //!   returns once every event is acknowledged, with the positions of the delivery reports
-//!   (where a report has none, the event is found by reading: see `unreported`). If
-//!   an append fails, a prefix of it may be stored: callers retry, and projections skip what
-//!   they already hold.
+//!   (where a report has none, the event is found by reading: see `unreported`). An append
+//!   during which the producer met a fault (a broker down, a connection lost) trusts no
+//!   report: its batches may have been stored before the fault and sent again after it, and
+//!   a broker that lost track of a send may misreport it, so every event is found by reading
+//!   (one the broker does not hold is sent again). If an append fails, a prefix of it may be
+//!   stored: callers retry, and projections skip what they already hold.
 //! - **Positions** are Kafka's (partition, offset); offsets are per partition.
 //! - **Checkpoints** are Kafka consumer-group offsets: consumer `c` commits as group `c`, so
 //!   Kafka tooling shows every consumer's lag.
@@ -39,7 +42,7 @@ use chrono::Utc;
 use event_schema::{codec, Envelope, NewEvent, Position};
 use futures::executor::block_on;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
+use rdkafka::client::{ClientContext, DefaultClientContext};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
@@ -60,6 +63,9 @@ mod unreported;
 
 /// How long one broker request may take before the call fails.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long an append that met a fault waits for the broker to serve the reads that find
+/// its events (librdkafka's own sends wait up to five minutes: `message.timeout.ms`).
+const FAULT_WAIT: Duration = Duration::from_secs(120);
 /// How long a health check waits for the broker.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 /// How often the watcher thread polls the high watermarks.
@@ -73,11 +79,26 @@ pub(super) fn unavailable(what: &str, e: impl std::fmt::Display) -> LogError {
     LogError::Unavailable(format!("kafka: {what}: {e}"))
 }
 
+/// The producer's client context: counts the faults librdkafka reports (a broker down, a
+/// connection lost), so an append knows whether it met one.
+struct CountFaults(Arc<AtomicU64>);
+
+impl ClientContext for CountFaults {
+    fn error(&self, error: KafkaError, reason: &str) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        warn!(error = %error, reason, "kafka: the producer met a fault");
+    }
+}
+
 /// The Kafka [`EventLog`].
 pub struct KafkaLog {
     config: KafkaConfig,
     partitions: u32,
-    producer: FutureProducer,
+    producer: FutureProducer<CountFaults>,
+    /// How many faults the producer has reported (see [`CountFaults`]).
+    producer_faults: Arc<AtomicU64>,
+    /// How many appends found their events by reading, every report distrusted.
+    appends_verified: AtomicU64,
     /// Reads assign this consumer to one partition at a time.
     reader: Mutex<BaseConsumer>,
     /// One group member per consumer name, for committing and reading checkpoints.
@@ -123,18 +144,21 @@ impl KafkaLog {
             .create()
             .map_err(|e| unavailable("consumer", e))?;
         let partitions = wait_for_partitions(&reader, &config.topic)?;
-        let producer: FutureProducer = base_config(&config)
+        let producer_faults = Arc::new(AtomicU64::new(0));
+        let producer: FutureProducer<CountFaults> = base_config(&config)
             .set("enable.idempotence", "true")
             .set("acks", "all")
             .set("linger.ms", "5")
             .set("queue.buffering.max.messages", "1000000")
-            .create()
+            .create_with_context(CountFaults(producer_faults.clone()))
             .map_err(|e| unavailable("producer", e))?;
         let (appended_tx, _) = watch::channel(0);
         let log = KafkaLog {
             config,
             partitions,
             producer,
+            producer_faults,
+            appends_verified: AtomicU64::new(0),
             reader: Mutex::new(reader),
             committers: Mutex::new(Default::default()),
             appended_tx: Arc::new(appended_tx),
@@ -143,9 +167,18 @@ impl KafkaLog {
             contradicted: (0..partitions).map(|_| AtomicBool::new(false)).collect(),
             untrusted: AtomicBool::new(false),
         };
+        // Where each partition ends now: no later append lies below (see `unreported`).
+        for partition in 0..partitions {
+            log.saw_end(partition, log.reported_end(partition)?);
+        }
         log.appended_tx.send_replace(log.total_end()?);
         log.watch_appends()?;
         Ok(log)
+    }
+
+    /// How many appends met a producer fault and found every event by reading.
+    pub fn appends_verified(&self) -> u64 {
+        self.appends_verified.load(Ordering::Relaxed)
     }
 
     /// The sum of the partitions' high watermarks: grows with every append.
@@ -235,6 +268,7 @@ impl KafkaLog {
         let now = Utc::now();
         // Where the log was known to end before: no event of this append lies below.
         let floor: Vec<u64> = self.seen_end.iter().map(|end| end.load(Ordering::Relaxed)).collect();
+        let faults = self.producer_faults.load(Ordering::Relaxed);
         let mut deliveries = Vec::with_capacity(events.len());
         for event in events {
             let bytes = codec::encode(event, now).map_err(LogError::Encode)?;
@@ -260,13 +294,39 @@ impl KafkaLog {
                 Err(_) => return Err(unavailable("delivery", "the producer was closed")),
             }
         }
-        if sent.iter().any(|s| s.offset.is_none()) {
+        if self.producer_faults.load(Ordering::Relaxed) != faults {
+            warn!(
+                topic = self.config.topic,
+                events = sent.len(),
+                "kafka: the producer met a fault during an append; reading the log for its events"
+            );
+            self.appends_verified.fetch_add(1, Ordering::Relaxed);
+            for s in &mut sent {
+                s.offset = None;
+            }
+            unreported::locate(&mut sent, &floor, now.timestamp_micros(), |p, from, max| self.read_through_faults(p, from, max))?;
+        } else if sent.iter().any(|s| s.offset.is_none()) {
             let unreported = sent.iter().filter(|s| s.offset.is_none()).count();
             warn!(topic = self.config.topic, unreported, "kafka: events delivered without their offsets; reading the log for them");
             // Read past the watermark: a broker that lost track of a send may misreport it too.
             unreported::locate(&mut sent, &floor, now.timestamp_micros(), |p, from, max| self.read_partition(p, from, max, false))?;
         }
         Ok(sent.into_iter().map(|s| (s.partition, s.offset)).collect())
+    }
+
+    /// Reads as `read_partition` does without trusting the watermarks, waiting out a broker
+    /// that cannot serve (restarting) for up to [`FAULT_WAIT`], as the producer waits to send.
+    fn read_through_faults(&self, partition: u32, from: u64, max: usize) -> Result<Vec<Envelope>, LogError> {
+        let deadline = Instant::now() + FAULT_WAIT;
+        loop {
+            match self.read_partition(partition, from, max, false) {
+                Err(LogError::Unavailable(why)) if Instant::now() < deadline => {
+                    debug!(partition, why, "kafka: reading for an append's events waits for the broker");
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                read => return read,
+            }
+        }
     }
 
     /// [`EventLog::read`]; with `trust_watermark` false, as if the broker's watermarks were
