@@ -219,6 +219,7 @@ pub fn rebuild_all_reporting(
     );
     // Held, the live workers cannot move past what the new versions reach below.
     let held = if results.iter().any(Result::is_ok) { pause() } else { Vec::new() };
+    let held_since = Instant::now();
     let mut reports = Vec::new();
     let mut failed = None;
     for (mut build, built) in builds.into_iter().zip(results) {
@@ -228,7 +229,10 @@ pub fn rebuild_all_reporting(
             Err(e) => failed = failed.or(Some(e)),
         }
     }
-    drop(held);
+    if !held.is_empty() {
+        drop(held);
+        info!(held_ms = held_since.elapsed().as_millis() as u64, "the live workers were held for the last catch-up and the swap");
+    }
     drop_old(ctx, &mut reports, options.grace);
     // The new versions' files keep the pages the rebuild wrote in their caches; a store
     // serving after an online reindex holds what a freshly opened one would.
