@@ -105,6 +105,11 @@ pub struct SearchProjection {
     catching_up: bool,
     /// Live mode, until the first catch-up has ended: merge the segments then.
     merge_after_catch_up: bool,
+    /// Rebuild mode, until the first flush: compact the index then (see
+    /// [`SearchProjection::compact`]). The few events a rebuild applies after it, while the
+    /// live workers are held for the swap, are committed without merging the whole index
+    /// again (tantivy's merge policy takes their segment in later).
+    compact_at_flush: bool,
 }
 
 impl SearchProjection {
@@ -141,6 +146,7 @@ impl SearchProjection {
             commit_interval: (mode == Mode::Live).then_some(LIVE_COMMIT_INTERVAL),
             catching_up: false,
             merge_after_catch_up: mode == Mode::Live,
+            compact_at_flush: mode == Mode::Rebuild,
         })
     }
 
@@ -447,13 +453,13 @@ impl SearchProjection {
     }
 
     /// Commits what was applied since the last commit, if anything was; a rebuild is
-    /// compacted after it.
+    /// compacted after its first.
     fn commit_pending(&mut self) -> Result<(), ProjectionError> {
         if self.applied == self.committed {
             return Ok(());
         }
         self.commit()?;
-        if self.commit_interval.is_none() {
+        if std::mem::take(&mut self.compact_at_flush) {
             self.compact()?;
         }
         Ok(())
