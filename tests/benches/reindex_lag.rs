@@ -109,6 +109,9 @@ async fn main() -> anyhow::Result<()> {
     println!("write lag before the reindex ({} writes), ms: p50 {b50:.1}  p90 {b90:.1}  max {bmax:.1}", before.len());
     println!("write lag during the reindex ({} writes over {reindex:.1} s), ms: p50 {d50:.1}  p90 {d90:.1}  max {dmax:.1}", during.len());
     println!("during / before: p50 {:.2}×  p90 {:.2}×  max {:.2}×", d50 / b50, d90 / b90, dmax / bmax);
+    let log = svc.log();
+    let held = log.lines().find(|l| l.contains("held for the last catch-up and the swap")).unwrap_or("(not logged)");
+    println!("the live workers' hold for the swap: {held}");
     tokio::time::sleep(Duration::from_secs(10)).await;
     println!("resident before the reindex {resident_before:?} MB, 10 s after it ended {:?} MB", svc.resident_mb());
     Ok(())
