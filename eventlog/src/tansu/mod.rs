@@ -160,7 +160,9 @@ impl Tansu {
 
     /// What an independent client (a plain librdkafka consumer, not svc's reader) reads of
     /// `topic`'s `partitions`: every record as (partition, offset, value), sorted by position,
-    /// until nothing more comes for 3 s.
+    /// until every partition was read to the high watermark the broker gave at the start and
+    /// then nothing more came for 3 s (the memory engine's watermarks lag behind its records),
+    /// or two minutes passed. A pause of 3 s alone, on a busy machine, stopped it early.
     pub fn independent_read(&self, topic: &str, partitions: u32) -> Vec<(u32, u64, Vec<u8>)> {
         use rdkafka::consumer::{BaseConsumer, Consumer};
         use rdkafka::Message;
@@ -175,12 +177,24 @@ impl Tansu {
             tpl.add_partition_offset(topic, p as i32, rdkafka::Offset::Beginning).expect("a partition to read");
         }
         consumer.assign(&tpl).expect("the independent consumer's partitions");
+        let ends: Vec<i64> = (0..partitions)
+            .map(|p| consumer.fetch_watermarks(topic, p as i32, Duration::from_secs(10)).map_or(0, |(_, high)| high))
+            .collect();
+        let mut next = vec![0i64; partitions as usize];
         let mut seen = Vec::new();
         let mut last = Instant::now();
-        while last.elapsed() < Duration::from_secs(3) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
             if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
+                if let Some(n) = next.get_mut(m.partition() as usize) {
+                    *n = (*n).max(m.offset() + 1);
+                }
                 seen.push((m.partition() as u32, m.offset() as u64, m.payload().unwrap_or_default().to_vec()));
                 last = Instant::now();
+            }
+            let reached = next.iter().zip(&ends).all(|(n, end)| n >= end);
+            if (reached && last.elapsed() >= Duration::from_secs(3)) || Instant::now() >= deadline {
+                break;
             }
         }
         seen.sort();
