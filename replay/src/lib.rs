@@ -223,7 +223,10 @@ pub fn rebuild_all_reporting(
     let mut reports = Vec::new();
     let mut failed = None;
     for (mut build, built) in builds.into_iter().zip(results) {
-        let built = built.and_then(|n| Ok(n + catch_up(log, build.projection.as_mut(), options.batch_size)?));
+        // Nothing held (`svc replay`, or no worker here): the log may never stop moving, and
+        // the rebuild ends where its reading did, as the workers of other processes follow.
+        let built =
+            if held.is_empty() { built } else { built.and_then(|n| Ok(n + catch_up(log, build.projection.as_mut(), options.batch_size)?)) };
         match swap(ctx, build, built, started) {
             Ok(report) => reports.push(report),
             Err(e) => failed = failed.or(Some(e)),
