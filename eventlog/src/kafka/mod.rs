@@ -168,10 +168,13 @@ impl KafkaLog {
             untrusted: AtomicBool::new(false),
         };
         // Where each partition ends now: no later append lies below (see `unreported`).
+        let mut total = 0;
         for partition in 0..partitions {
-            log.saw_end(partition, log.reported_end(partition)?);
+            let end = log.reported_end(partition)?;
+            log.saw_end(partition, end);
+            total += end;
         }
-        log.appended_tx.send_replace(log.total_end()?);
+        log.appended_tx.send_replace(total);
         log.watch_appends()?;
         Ok(log)
     }
@@ -179,11 +182,6 @@ impl KafkaLog {
     /// How many appends met a producer fault and found every event by reading.
     pub fn appends_verified(&self) -> u64 {
         self.appends_verified.load(Ordering::Relaxed)
-    }
-
-    /// The sum of the partitions' high watermarks: grows with every append.
-    fn total_end(&self) -> Result<u64, LogError> {
-        (0..self.partitions).map(|p| self.end_offset(p)).sum()
     }
 
     /// The high watermark the broker reports for `partition` (ListOffsets).
