@@ -192,10 +192,35 @@ fn step(
 /// # Errors
 /// The first error of the log or the projection.
 pub fn catch_up(log: &dyn EventLog, projection: &mut dyn Projection, batch_size: usize) -> Result<u64, ProjectionError> {
+    catch_up_until(log, projection, batch_size, None)
+}
+
+/// Applies the events up to `ends` (one end offset per partition, as
+/// [`EventLog::end_offsets`] answers), then flushes; a batch may take a few events past
+/// them. Unlike [`catch_up`] it ends on a log others keep appending to. Returns the number
+/// of events applied.
+///
+/// # Errors
+/// The first error of the log or the projection.
+pub fn catch_up_to(log: &dyn EventLog, projection: &mut dyn Projection, batch_size: usize, ends: &[u64]) -> Result<u64, ProjectionError> {
+    catch_up_until(log, projection, batch_size, Some(ends))
+}
+
+fn catch_up_until(
+    log: &dyn EventLog,
+    projection: &mut dyn Projection,
+    batch_size: usize,
+    ends: Option<&[u64]>,
+) -> Result<u64, ProjectionError> {
     let mut total = 0u64;
-    let partitions = all_partitions(log);
+    let mut partitions = all_partitions(log);
     loop {
-        let Some(batch) = read_batch(log, &partitions, &projection.checkpoints()?, batch_size)? else {
+        let checkpoints = projection.checkpoints()?;
+        if let Some(ends) = ends {
+            partitions.retain(|p| checkpoints.get(p).copied().unwrap_or(0) < ends.get(*p as usize).copied().unwrap_or(0));
+        }
+        let batch = if partitions.is_empty() { None } else { read_batch(log, &partitions, &checkpoints, batch_size)? };
+        let Some(batch) = batch else {
             projection.flush()?;
             return Ok(total);
         };

@@ -9,6 +9,7 @@ mod aggregates;
 mod at_scale;
 mod attached;
 mod authors;
+mod catch_up;
 mod inbox;
 mod pipeline;
 mod ranking;

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use eventlog::EventLog;
 use projections::catalog::{self, Context};
-use projections::{catch_up, catch_up_all_reporting, Projection, ProjectionError};
+use projections::{catch_up, catch_up_all_reporting, catch_up_to, Projection, ProjectionError};
 use store::VersionState;
 use tracing::{info, warn};
 
@@ -225,8 +225,17 @@ pub fn rebuild_all_reporting(
     for (mut build, built) in builds.into_iter().zip(results) {
         // Nothing held (`svc replay`, or no worker here): the log may never stop moving, and
         // the rebuild ends where its reading did, as the workers of other processes follow.
-        let built =
-            if held.is_empty() { built } else { built.and_then(|n| Ok(n + catch_up(log, build.projection.as_mut(), options.batch_size)?)) };
+        let built = if held.is_empty() {
+            built
+        } else {
+            built.and_then(|n| {
+                // To the log's end as this catch-up starts: other processes may append all
+                // along, and a catch-up to a moving end might never finish; what they append
+                // after it, the let-go workers apply to the new version.
+                let ends = log.end_offsets()?;
+                Ok(n + catch_up_to(log, build.projection.as_mut(), options.batch_size, &ends)?)
+            })
+        };
         match swap(ctx, build, built, started) {
             Ok(report) => reports.push(report),
             Err(e) => failed = failed.or(Some(e)),

@@ -1,0 +1,99 @@
+//! Catching up on a log others keep appending to: `catch_up_to` ends where it was told.
+
+use std::sync::Arc;
+
+use event_schema::{Envelope, NewEvent, Position};
+use eventlog::{EmbeddedLog, EventLog, LogError};
+use projections::EventBatch;
+use projections::{catch_up_to, Checkpoints, Projection, ProjectionError};
+
+use crate::support::{submission, write};
+
+/// A log that gains one event every time it is read, like a log under a steady stream of
+/// appends from other processes.
+struct Growing(Arc<EmbeddedLog>);
+
+impl Growing {
+    fn append_one(&self) {
+        let n = self.0.end_offsets().unwrap().iter().sum::<u64>();
+        let rkey = format!("grow{n}");
+        self.0.append(&[write("did:plc:grower", &rkey, "1", submission(&rkey, &[("A", "did:plc:grower")], 1), false)]).unwrap();
+    }
+}
+
+impl EventLog for Growing {
+    fn partitions(&self) -> u32 {
+        self.0.partitions()
+    }
+    fn append(&self, events: &[NewEvent]) -> Result<Vec<Position>, LogError> {
+        self.0.append(events)
+    }
+    fn read(&self, partition: u32, from: u64, max: usize) -> Result<Vec<Envelope>, LogError> {
+        self.append_one();
+        self.0.read(partition, from, max)
+    }
+    fn end_offset(&self, partition: u32) -> Result<u64, LogError> {
+        self.0.end_offset(partition)
+    }
+    fn commit_checkpoint(&self, consumer: &str, partition: u32, next_offset: u64) -> Result<(), LogError> {
+        self.0.commit_checkpoint(consumer, partition, next_offset)
+    }
+    fn checkpoint(&self, consumer: &str, partition: u32) -> Result<Option<u64>, LogError> {
+        self.0.checkpoint(consumer, partition)
+    }
+    fn appended(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.0.appended()
+    }
+    fn check(&self) -> Result<(), LogError> {
+        self.0.check()
+    }
+    fn backend(&self) -> &'static str {
+        "growing"
+    }
+}
+
+/// Keeps the checkpoints of the batches it applied, and counts their events.
+#[derive(Default)]
+struct Following {
+    checkpoints: Checkpoints,
+    events: u64,
+}
+
+impl Projection for Following {
+    fn model(&self) -> &'static str {
+        "following"
+    }
+    fn version(&self) -> u32 {
+        1
+    }
+    fn checkpoints(&self) -> Result<Checkpoints, ProjectionError> {
+        Ok(self.checkpoints.clone())
+    }
+    fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError> {
+        self.checkpoints.extend(batch.next().iter().map(|(p, o)| (*p, *o)));
+        self.events += batch.len() as u64;
+        Ok(())
+    }
+}
+
+#[test]
+fn a_catch_up_to_the_ends_it_was_given_ends_on_a_log_that_keeps_growing() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Growing(Arc::new(EmbeddedLog::open(&dir.path().join("log"), 4).unwrap()));
+    for _ in 0..200 {
+        log.append_one();
+    }
+    let ends = log.end_offsets().unwrap();
+    let mut projection = Following::default();
+    let applied = catch_up_to(&log, &mut projection, 16, &ends).unwrap();
+
+    let checkpoints = projection.checkpoints().unwrap();
+    for (partition, end) in ends.iter().enumerate() {
+        assert!(checkpoints.get(&(partition as u32)).copied().unwrap_or(0) >= *end, "partition {partition} reached its end {end}");
+    }
+    assert_eq!(applied, projection.events);
+    // Each read appended one event: the catch-up read a batch past its ends at most.
+    let grown = log.end_offsets().unwrap().iter().sum::<u64>() - 200;
+    assert!(applied < 200 + 16 + grown, "{applied} events applied of 200 asked for");
+    assert!(log.end_offsets().unwrap().iter().sum::<u64>() > 200, "the log grew while it was read");
+}
