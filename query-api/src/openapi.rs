@@ -154,7 +154,7 @@ pub fn document(lexicons: &Lexicons) -> Value {
         list.push(q("did", did(), "alias of `author` (used when `author` is absent)"));
     }
     // The methods registered as needing a caller: a service-auth token or a session, and 401
-    // without one (403 without the role, for those that need one). Procedures anyone may
+    // without one (403 without the role, for those that need one, named in `x-svc-role`). Procedures anyone may
     // call (`metrics.record*`, `sync.registerPDS`) take a credential when one is sent. A
     // caller may still be refused with 403 where the method checks more than who it is
     // (a record's owner, a governance administrator).
@@ -181,6 +181,7 @@ pub fn document(lexicons: &Lexicons) -> Value {
                 op["responses"]["401"] = error("AuthRequired, InvalidToken, ExpiredToken or RevokedToken: no valid credential");
                 op["responses"]["403"] = match auth {
                     crate::xrpc::Auth::Role(role) => {
+                        op["x-svc-role"] = json!(role.to_string());
                         error(&format!("Forbidden or AuthorizationError: the caller does not hold the {role} role"))
                     }
                     _ => error("Forbidden or Unauthorized: the caller may not do this (not its owner, or without the standing it needs)"),
@@ -213,6 +214,8 @@ mod tests {
         let refresh = doc.pointer("/paths/~1xrpc~1pub.svc.sync.refreshRecord/post").unwrap();
         assert_eq!(refresh["security"], json!([{"serviceAuth": []}, {"session": []}]));
         assert!(doc.pointer("/paths/~1xrpc~1pub.svc.admin.assignRole/post/responses/403").is_some());
+        assert_eq!(doc.pointer("/paths/~1xrpc~1pub.svc.admin.assignRole/post/x-svc-role"), Some(&json!("admin")));
+        assert_eq!(refresh.get("x-svc-role"), None, "a caller, no role");
         assert!(refresh["responses"].get("401").is_some());
         assert_eq!(doc.pointer("/components/securitySchemes/serviceAuth/scheme"), Some(&json!("bearer")));
         let get = doc.pointer("/paths/~1xrpc~1pub.svc.eprint.getSubmission/get/parameters").unwrap().as_array().unwrap();

@@ -1,8 +1,10 @@
 //! The scale-out topology's helpers, for the tests that run `svc ingest`, `svc project`
 //! and `svc serve` as processes (`tests/topology.rs`, `tests/broker_fault.rs`).
 
+use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -43,15 +45,49 @@ pub fn write_parts(all: &[String], dir: &Path, slices: &[(usize, usize)]) -> Vec
 }
 
 /// Starts an `svc` command of the backend without waiting for it.
-pub fn spawn_svc(backend: &Backend, args: &[&str]) -> std::process::Child {
-    Command::new(svc_bin())
+pub fn spawn_svc(backend: &Backend, args: &[&str]) -> SvcProcess {
+    let mut child = Command::new(svc_bin())
         .args(args)
         .envs(backend.env())
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap()
+        .unwrap();
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let _ = pipe.read_to_end(&mut out);
+            out
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    SvcProcess { child, stdout, stderr }
+}
+
+/// An `svc` command running as a process of its own, its output read as it comes: a pipe
+/// nobody reads blocks the process once it holds 64 KiB (a few hundred lines of warnings
+/// from a driver retrying).
+pub struct SvcProcess {
+    child: Child,
+    stdout: JoinHandle<Vec<u8>>,
+    stderr: JoinHandle<Vec<u8>>,
+}
+
+impl SvcProcess {
+    /// Its exit status if it has ended.
+    pub fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
+        self.child.try_wait()
+    }
+
+    /// Waits for it to end: its status and everything it printed.
+    pub fn wait_with_output(mut self) -> std::io::Result<Output> {
+        let status = self.child.wait()?;
+        let stdout = self.stdout.join().unwrap_or_default();
+        let stderr = self.stderr.join().unwrap_or_default();
+        Ok(Output { status, stdout, stderr })
+    }
 }
 
 /// Every submission URI a query node's search finds, in the order of its date sort.

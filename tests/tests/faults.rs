@@ -29,7 +29,7 @@ async fn a_broker_killed_mid_seed_and_a_query_node_killed_under_load() {
         spawn_svc(backend, &["ingest", "--data-dir", ingest_dir.to_str().unwrap(), "--seed", part.to_str().unwrap()])
     };
 
-    assert!(ingest(&backend, &parts[0]).wait().unwrap().success());
+    assert!(ingest(&backend, &parts[0]).wait_with_output().unwrap().status.success());
     let a = Projector::start("project-a", work, &backend).unwrap();
     let b = Projector::start("project-b", work, &backend).unwrap();
     let mut q1 = Service::start_role("serve", &work.join("q1"), tests::free_port(), &backend).await.unwrap();

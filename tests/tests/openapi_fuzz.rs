@@ -3,9 +3,10 @@
 //! svc and checks every answer with all its checks: no server errors, every status and
 //! header documented, every response matching its schema, every request the document
 //! allows accepted, every request it forbids refused, 405s with `Allow`. It runs three times:
-//! as nobody, as a user and as an admin, each signed in with a session made from a real
-//! PDS's service-auth token, so the methods that need a caller or the admin role are fuzzed
-//! past their 401 and 403. The rejections a schema
+//! as nobody on every operation; as a user on those that take a credential (`security`);
+//! as an admin on those that need a role (`x-svc-role`): user and admin are signed in with
+//! a session made from a real PDS's service-auth token, so the methods that need a caller
+//! or the admin role are fuzzed past their 401 and 403. The rejections a schema
 //! cannot express are listed, with why, in `scripts/schemathesis.toml`.
 //!
 //! Then what the fuzzed calls changed is checked against what they asked: every command
@@ -24,9 +25,9 @@ use tests::{enc, free_port, svc, workspace_root, write_papers, Backend, Service}
 
 const SERVICE_DID: &str = "did:web:svc.test";
 
-/// Runs schemathesis on svc's document, as `bearer` when given, writing the requests and
-/// answers to `har`.
-fn fuzz(service: &Service, dir: &Path, bearer: Option<&str>, har: &Path) -> Output {
+/// Runs schemathesis on svc's document, as `bearer` when given, on the operations `only`
+/// names (every one when empty), writing the requests and answers to `har`.
+fn fuzz(service: &Service, dir: &Path, bearer: Option<&str>, only: &[String], har: &Path) -> Output {
     let st = workspace_root().join(".peers/st/bin/st");
     assert!(st.exists(), "schemathesis is not installed at {}: run scripts/peers.sh", st.display());
     let config = workspace_root().join("scripts/schemathesis.toml");
@@ -42,6 +43,9 @@ fn fuzz(service: &Service, dir: &Path, bearer: Option<&str>, har: &Path) -> Outp
         .arg(har);
     if let Some(token) = bearer {
         command.args(["--header", &format!("Authorization: Bearer {token}")]);
+    }
+    for name in only {
+        command.args(["--include-name", name]);
     }
     command.output().expect("failed to run schemathesis")
 }
@@ -121,12 +125,18 @@ async fn the_openapi_document_survives_its_fuzzer() {
     .unwrap();
     service.wait_caught_up().await.unwrap();
 
+    // Anonymous, every operation; as a user, those that take a credential; as an admin,
+    // those that need the role (what a credential changes nowhere else is fuzzed once).
+    let (_, _, document) = service.get("/openapi.json").await.unwrap();
+    let with_credential = operations_where(&document, |op| op.get("security").is_some());
+    let with_role = operations_where(&document, |op| op.get("x-svc-role").is_some());
+    assert!(with_role.len() > 20 && with_credential.len() > with_role.len(), "{} and {}", with_credential.len(), with_role.len());
     let har = |who: &str| dir.path().join(format!("{who}.har"));
-    assert_survived("nobody", &fuzz(&service, dir.path(), None, &har("nobody")));
+    assert_survived("nobody", &fuzz(&service, dir.path(), None, &[], &har("nobody")));
     let user_token = pds.svc_session(&service, &user, SERVICE_DID).await;
-    assert_survived("a user", &fuzz(&service, dir.path(), Some(&user_token), &har("user")));
+    assert_survived("a user", &fuzz(&service, dir.path(), Some(&user_token), &with_credential, &har("user")));
     let admin_token = pds.svc_session(&service, &admin, SERVICE_DID).await;
-    assert_survived("an admin", &fuzz(&service, dir.path(), Some(&admin_token), &har("admin")));
+    assert_survived("an admin", &fuzz(&service, dir.path(), Some(&admin_token), &with_role, &har("admin")));
 
     // What the fuzzer's calls changed.
     let accepted: Vec<Accepted> = ["user", "admin"].iter().flat_map(|who| accepted_requests(&har(who))).collect();
@@ -171,6 +181,20 @@ async fn the_openapi_document_survives_its_fuzzer() {
             "the seeded paper {uri} is no longer served, and no fuzzed command named it"
         );
     }
+}
+
+/// The operations of an OpenAPI document for which `keep` holds, named as schemathesis
+/// names them (`GET /xrpc/…`).
+fn operations_where(document: &Value, keep: impl Fn(&Value) -> bool) -> Vec<String> {
+    let mut names = Vec::new();
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            if keep(op) {
+                names.push(format!("{} {path}", method.to_uppercase()));
+            }
+        }
+    }
+    names
 }
 
 /// Every event of the log in `data` (svc stopped), as `svc log tail` prints them.

@@ -64,7 +64,7 @@ async fn ingest_two_projectors_two_query_nodes_takeover_and_online_replay() {
         |part: &Path| spawn_svc(&backend, &["ingest", "--data-dir", ingest_dir.to_str().unwrap(), "--seed", part.to_str().unwrap()]);
 
     // The first part, then the projectors and query nodes.
-    assert!(ingest(&parts[0]).wait().unwrap().success());
+    assert!(ingest(&parts[0]).wait_with_output().unwrap().status.success());
     let a = Projector::start("project-a", work, &backend).unwrap();
     let b = Projector::start("project-b", work, &backend).unwrap();
     let q1 = Service::start_role("serve", &work.join("q1"), tests::free_port(), &backend).await.unwrap();
@@ -76,11 +76,11 @@ async fn ingest_two_projectors_two_query_nodes_takeover_and_online_replay() {
     assert_complete_and_equal(&q1, &q2, SEEDS[0].1).await;
 
     // The second part; one projector dies while it is being projected.
-    let mut second = ingest(&parts[1]);
+    let second = ingest(&parts[1]);
     std::thread::sleep(Duration::from_millis(700));
     let a_log = a.log();
     a.kill9();
-    assert!(second.wait().unwrap().success());
+    assert!(second.wait_with_output().unwrap().status.success());
     q1.wait_caught_up().await.unwrap();
     q2.wait_caught_up().await.unwrap();
     let uris = assert_complete_and_equal(&q1, &q2, SEEDS[1].1).await;

@@ -43,7 +43,7 @@ use event_schema::{codec, Envelope, NewEvent, Position};
 use futures::executor::block_on;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::{ClientContext, DefaultClientContext};
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::{Message, Offset, TopicPartitionList};
@@ -90,6 +90,22 @@ impl ClientContext for CountFaults {
     }
 }
 
+/// The reader's client context. A read learns that it reached a partition's end from
+/// `PartitionEOF` (`enable.partition.eof`), which librdkafka also reports as a client error:
+/// that one is how every read ends, not a fault, and is not logged; any other is, as the
+/// default context logs it.
+struct ReaderContext;
+
+impl ClientContext for ReaderContext {
+    fn error(&self, error: KafkaError, reason: &str) {
+        if !matches!(error, KafkaError::Global(RDKafkaErrorCode::PartitionEOF) | KafkaError::PartitionEOF(_)) {
+            tracing::error!("librdkafka: {error}: {reason}");
+        }
+    }
+}
+
+impl ConsumerContext for ReaderContext {}
+
 /// The Kafka [`EventLog`].
 pub struct KafkaLog {
     config: KafkaConfig,
@@ -100,7 +116,7 @@ pub struct KafkaLog {
     /// How many appends found their events by reading, every report distrusted.
     appends_verified: AtomicU64,
     /// Reads assign this consumer to one partition at a time.
-    reader: Mutex<BaseConsumer>,
+    reader: Mutex<BaseConsumer<ReaderContext>>,
     /// One group member per consumer name, for committing and reading checkpoints.
     committers: Mutex<std::collections::HashMap<String, Arc<BaseConsumer>>>,
     appended_tx: Arc<watch::Sender<u64>>,
@@ -136,12 +152,12 @@ impl KafkaLog {
             }
         }
         // librdkafka wants a group even for assigned reads; this one never commits.
-        let reader: BaseConsumer = base_config(&config)
+        let reader: BaseConsumer<ReaderContext> = base_config(&config)
             .set("group.id", "svc.reader")
             .set("fetch.wait.max.ms", "50")
             .set("enable.auto.commit", "false")
             .set("enable.partition.eof", "true")
-            .create()
+            .create_with_context(ReaderContext)
             .map_err(|e| unavailable("consumer", e))?;
         let partitions = wait_for_partitions(&reader, &config.topic)?;
         let producer_faults = Arc::new(AtomicU64::new(0));
@@ -412,7 +428,7 @@ impl Drop for KafkaLog {
 
 /// The topic's partition count, once its metadata is visible (just after creation it may
 /// not be yet).
-fn wait_for_partitions(consumer: &BaseConsumer, topic: &str) -> Result<u32, LogError> {
+fn wait_for_partitions<C: ConsumerContext>(consumer: &BaseConsumer<C>, topic: &str) -> Result<u32, LogError> {
     let deadline = Instant::now() + REQUEST_TIMEOUT;
     loop {
         let metadata = consumer.fetch_metadata(Some(topic), REQUEST_TIMEOUT).map_err(|e| unavailable("metadata", e))?;
