@@ -46,27 +46,12 @@ pub fn write_parts(all: &[String], dir: &Path, slices: &[(usize, usize)]) -> Vec
 
 /// Starts an `svc` command of the backend without waiting for it.
 pub fn spawn_svc(backend: &Backend, args: &[&str]) -> SvcProcess {
-    let mut child = Command::new(svc_bin())
-        .args(args)
-        .envs(backend.env())
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let drain = |mut pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut out = Vec::new();
-            let _ = pipe.read_to_end(&mut out);
-            out
-        })
-    };
-    let stdout = drain(Box::new(child.stdout.take().unwrap()));
-    let stderr = drain(Box::new(child.stderr.take().unwrap()));
-    SvcProcess { child, stdout, stderr }
+    let mut command = Command::new(svc_bin());
+    command.args(args).envs(backend.env()).env("RUST_LOG", "warn");
+    SvcProcess::spawn(command)
 }
 
-/// An `svc` command running as a process of its own, its output read as it comes: a pipe
+/// A command (`svc`'s, mostly) running as a process of its own, its output read as it comes: a pipe
 /// nobody reads blocks the process once it holds 64 KiB (a few hundred lines of warnings
 /// from a driver retrying).
 pub struct SvcProcess {
@@ -76,6 +61,26 @@ pub struct SvcProcess {
 }
 
 impl SvcProcess {
+    /// Starts `command` with its output piped and read by a thread per pipe.
+    pub fn spawn(mut command: Command) -> SvcProcess {
+        let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let drain = |mut pipe: Box<dyn Read + Send>| {
+            std::thread::spawn(move || {
+                let mut out = Vec::new();
+                let _ = pipe.read_to_end(&mut out);
+                out
+            })
+        };
+        let stdout = drain(Box::new(child.stdout.take().unwrap()));
+        let stderr = drain(Box::new(child.stderr.take().unwrap()));
+        SvcProcess { child, stdout, stderr }
+    }
+
+    /// Kills it (`SIGKILL`).
+    pub fn kill(&mut self) -> std::io::Result<()> {
+        self.child.kill()
+    }
+
     /// Its exit status if it has ended.
     pub fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
         self.child.try_wait()

@@ -8,11 +8,13 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use tests::topology::SvcProcess;
 use tests::{sample_papers, svc, svc_bin, Service};
 
 /// Runs `svc args` with files limited to `bytes`, to its end (at most 120 s).
 fn svc_limited(bytes: u64, args: &[&str]) -> Output {
-    let mut child = Command::new("sh")
+    let mut command = Command::new("sh");
+    command
         .arg("-c")
         // Ignored, SIGXFSZ stays ignored through both execs: the write fails instead.
         .arg(r#"trap "" XFSZ; exec prlimit --fsize="$0":unlimited "$@""#)
@@ -20,11 +22,8 @@ fn svc_limited(bytes: u64, args: &[&str]) -> Output {
         .arg(svc_bin())
         .args(args)
         .env("RUST_LOG", "warn")
-        .env("RUST_BACKTRACE", "0")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .env("RUST_BACKTRACE", "0");
+    let mut child = SvcProcess::spawn(command);
     let deadline = Instant::now() + Duration::from_secs(120);
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {
