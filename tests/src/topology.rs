@@ -64,15 +64,8 @@ impl SvcProcess {
     /// Starts `command` with its output piped and read by a thread per pipe.
     pub fn spawn(mut command: Command) -> SvcProcess {
         let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-        let drain = |mut pipe: Box<dyn Read + Send>| {
-            std::thread::spawn(move || {
-                let mut out = Vec::new();
-                let _ = pipe.read_to_end(&mut out);
-                out
-            })
-        };
-        let stdout = drain(Box::new(child.stdout.take().unwrap()));
-        let stderr = drain(Box::new(child.stderr.take().unwrap()));
+        let stdout = read_on_a_thread(child.stdout.take().unwrap());
+        let stderr = read_on_a_thread(child.stderr.take().unwrap());
         SvcProcess { child, stdout, stderr }
     }
 
@@ -93,6 +86,15 @@ impl SvcProcess {
         let stderr = self.stderr.join().unwrap_or_default();
         Ok(Output { status, stdout, stderr })
     }
+}
+
+/// Reads `pipe` to its end on a thread of its own: what it read.
+fn read_on_a_thread(mut pipe: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let _ = pipe.read_to_end(&mut out);
+        out
+    })
 }
 
 /// Every submission URI a query node's search finds, in the order of its date sort.
