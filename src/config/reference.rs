@@ -162,6 +162,7 @@ mod tests {
             "exact",
             "list",
             "format",
+            "report-time",
         ];
         let mut unknown = Vec::new();
         let mut docs: Vec<std::path::PathBuf> = vec![root().join("README.md")];
