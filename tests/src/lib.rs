@@ -250,6 +250,9 @@ pub struct Service {
     port: u16,
     data_dir: PathBuf,
     log_path: PathBuf,
+    /// One client for every request to it: its connections are kept and reused (a client
+    /// per request, as `reqwest::get` makes, costs a new client and connection each time).
+    http: reqwest::Client,
 }
 
 impl Service {
@@ -292,7 +295,14 @@ impl Service {
             .stderr(log)
             .spawn()
             .with_context(|| format!("failed to start svc {role}"))?;
-        let svc = Service { child, base: format!("http://127.0.0.1:{port}"), port, data_dir: data_dir.to_owned(), log_path };
+        let svc = Service {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+            port,
+            data_dir: data_dir.to_owned(),
+            log_path,
+            http: reqwest::Client::new(),
+        };
         svc.wait_ready().await?;
         Ok(svc)
     }
@@ -315,7 +325,7 @@ impl Service {
     async fn wait_ready(&self) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            if let Ok(r) = reqwest::get(format!("{}/health/liveness", self.base)).await {
+            if let Ok(r) = self.http.get(format!("{}/health/liveness", self.base)).send().await {
                 if r.status().is_success() {
                     return Ok(());
                 }
@@ -332,7 +342,7 @@ impl Service {
         let started = Instant::now();
         loop {
             // A live node always answers: a refused or broken connection fails the wait.
-            let body: Value = async { reqwest::get(format!("{}/health/readiness", self.base)).await?.json().await }.await.map_err(
+            let body: Value = async { self.http.get(format!("{}/health/readiness", self.base)).send().await?.json().await }.await.map_err(
                 |e: reqwest::Error| anyhow::anyhow!("readiness unanswered {:.2} s into the wait: {e:?}", started.elapsed().as_secs_f64()),
             )?;
             let projections = body["projections"].as_array().cloned().unwrap_or_default();
@@ -353,7 +363,7 @@ impl Service {
 
     /// GET a path; returns status, headers and the parsed JSON body.
     pub async fn get(&self, path: &str) -> Result<(u16, reqwest::header::HeaderMap, Value)> {
-        let r = reqwest::get(format!("{}{}", self.base, path)).await?;
+        let r = self.http.get(format!("{}{}", self.base, path)).send().await?;
         let status = r.status().as_u16();
         let headers = r.headers().clone();
         let text = r.text().await?;
@@ -364,7 +374,7 @@ impl Service {
     /// POST a JSON body to a path, with `Authorization: Bearer <token>` when a token is given;
     /// returns status and the parsed JSON body.
     pub async fn post(&self, path: &str, token: Option<&str>, body: &Value) -> Result<(u16, Value)> {
-        let mut request = reqwest::Client::new().post(format!("{}{}", self.base, path)).json(body);
+        let mut request = self.http.post(format!("{}{}", self.base, path)).json(body);
         if let Some(token) = token {
             request = request.bearer_auth(token);
         }
@@ -377,7 +387,7 @@ impl Service {
 
     /// GET a path and return the raw body bytes (for byte-for-byte comparisons).
     pub async fn get_bytes(&self, path: &str) -> Result<(u16, Vec<u8>)> {
-        let r = reqwest::get(format!("{}{}", self.base, path)).await?;
+        let r = self.http.get(format!("{}{}", self.base, path)).send().await?;
         Ok((r.status().as_u16(), r.bytes().await?.to_vec()))
     }
 

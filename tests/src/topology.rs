@@ -122,14 +122,23 @@ pub async fn assert_complete_and_equal(q1: &Service, q2: &Service, expected: usi
     let uris = all_uris(q1).await;
     assert_eq!(uris.len(), expected, "query node 1 finds every submission once");
     assert_eq!(all_uris(q2).await, uris, "both query nodes find the same submissions");
-    for uri in &uris {
-        let path = format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(uri));
-        let (s1, b1) = q1.get_bytes(&path).await.unwrap();
-        let (s2, b2) = q2.get_bytes(&path).await.unwrap();
+    let (first, second) = tokio::join!(details(q1, &uris), details(q2, &uris));
+    for ((uri, (s1, b1)), (s2, b2)) in uris.iter().zip(first).zip(second) {
         assert_eq!(s1, 200, "{uri}: {}", String::from_utf8_lossy(&b1));
         assert_eq!((s1, &b1), (s2, &b2), "both query nodes answer {uri} the same");
     }
     uris
+}
+
+/// `getSubmission` of each of `uris` on `node`, in their order, a few requests at a time
+/// (a query node answers several at once; one by one, thousands of them took minutes).
+pub async fn details(node: &Service, uris: &[String]) -> Vec<(u16, Vec<u8>)> {
+    use futures::StreamExt;
+    futures::stream::iter(uris)
+        .map(|uri| async move { node.get_bytes(&format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(uri))).await.unwrap() })
+        .buffered(8)
+        .collect()
+        .await
 }
 
 /// Waits until `projector` logs that it owns some partitions.

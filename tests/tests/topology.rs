@@ -16,7 +16,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tests::topology::{assert_complete_and_equal, papers, spawn_svc, wait_owns_partitions, write_parts};
+use tests::topology::{assert_complete_and_equal, details, papers, spawn_svc, wait_owns_partitions, write_parts};
 use tests::{enc, Backend, Projector, Service};
 
 const SERVICE_DID: &str = "did:web:svc.test";
@@ -90,10 +90,7 @@ async fn ingest_two_projectors_two_query_nodes_takeover_and_online_replay() {
     // Rebuild while both query nodes serve: the old version answers until the swap.
     let probe = format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(&uris[17]));
     let (_, before) = q1.get_bytes(&probe).await.unwrap();
-    let mut old_answers = Vec::new();
-    for uri in &uris {
-        old_answers.push(q1.get_bytes(&format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(uri))).await.unwrap());
-    }
+    let old_answers = details(&q1, &uris).await;
     let replay_dir = work.join("replay");
     let mut replay = spawn_svc(&backend, &["replay", "--data-dir", replay_dir.to_str().unwrap(), "--grace-seconds", "2"]);
     let mut probes = 0;
@@ -125,8 +122,7 @@ async fn ingest_two_projectors_two_query_nodes_takeover_and_online_replay() {
     assert!(b.log().contains("a new version was swapped in; following it"), "the projector moved to the new version: {}", b.log());
     let (_, after) = q2.get_bytes(&probe).await.unwrap();
     assert_eq!(after, before, "the rebuilt version answers byte for byte the same");
-    for (uri, old) in uris.iter().zip(&old_answers) {
-        let new = q2.get_bytes(&format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(uri))).await.unwrap();
+    for ((uri, old), new) in uris.iter().zip(&old_answers).zip(details(&q2, &uris).await) {
         assert_eq!(&new, old, "the rebuilt version answers {uri} as the old one did");
     }
 
