@@ -398,6 +398,21 @@ impl Service {
         Some(kb / 1024)
     }
 
+    /// The files under its data directory it maps though they were deleted (Linux): a
+    /// search segment merged away but still held by a reader, its pages resident and its
+    /// disk space not given back.
+    pub fn mapped_deleted_files(&self) -> Vec<String> {
+        let maps = std::fs::read_to_string(format!("/proc/{}/maps", self.child.id())).unwrap_or_default();
+        let dir = self.data_dir.canonicalize().unwrap_or_else(|_| self.data_dir.clone());
+        let mut files: Vec<String> = maps
+            .lines()
+            .filter(|l| l.ends_with(" (deleted)") && l.contains(dir.to_string_lossy().as_ref()))
+            .filter_map(|l| l.split_whitespace().nth(5).map(str::to_owned))
+            .collect();
+        files.dedup();
+        files
+    }
+
     /// Kills the process at once (SIGKILL), as a crash would.
     pub fn kill9(mut self) {
         let _ = self.child.kill();

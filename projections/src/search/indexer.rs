@@ -155,10 +155,13 @@ impl SearchProjection {
     }
 
     /// Replaces the bulk writer with a small one for live batches, once the first catch-up
-    /// has committed: its threads end and the memory they held is freed.
+    /// has committed: its threads end and the memory they held is freed. The merges it
+    /// finishes meanwhile replace segments the reader still holds (their files deleted, but
+    /// mapped and resident until a reload): the reader is reloaded after them.
     fn shrink_writer(&mut self) -> Result<(), ProjectionError> {
         if let Some(bulk) = self.writer.take() {
             bulk.wait_merging_threads()?;
+            self.index.reload()?;
         }
         self.writer = Some(self.index.index.writer_with_num_threads(1, LIVE_WRITER_HEAP_BYTES)?);
         Ok(())
