@@ -1,6 +1,8 @@
 //! Row helpers every store-backed model shares: text columns, the stale-revision rule and
 //! listing keys ordered by the data.
 
+use std::sync::Arc;
+
 use store::{Columns, Row, Scan, Store, StoreError, TableRef, Value};
 
 /// A text column.
@@ -76,6 +78,21 @@ pub(crate) fn scan_partition(store: &dyn Store, table: &TableRef, partition: &st
             _ => return Ok(rows),
         }
     }
+}
+
+/// The rows of `table` whose partitions are `partitions` (empty clustering keys), in their
+/// order, for a page of a listing: shared rows through [`Store::get_each`], which the
+/// embedded store serves from its row cache, so a listing's hot records are decoded once
+/// and not on every page read.
+pub(crate) fn rows_of(store: &dyn Store, table: &TableRef, partitions: &[&str]) -> Result<Vec<Option<Arc<Columns>>>, StoreError> {
+    let keys: Vec<(&TableRef, &str, &[u8])> = partitions.iter().map(|p| (table, *p, &[][..])).collect();
+    store.get_each(&keys)
+}
+
+/// The row of `table` at `partition` (an empty clustering key), shared: the embedded store
+/// hands out its cached row instead of a copy, for readers that use a few of its columns.
+pub(crate) fn shared_row(store: &dyn Store, table: &TableRef, partition: &str) -> Result<Option<Arc<Columns>>, StoreError> {
+    Ok(store.get_each(&[(table, partition, &[][..])])?.pop().flatten())
 }
 
 /// Cuts `rows`, read with one row more than `limit`, to a page: the key the next page

@@ -80,6 +80,83 @@ pub fn summary_of(uri: &str, cid: &str, record: &Value, indexed_at: &str) -> Val
     })
 }
 
+/// An eprint's summary (as [`summary_of`] gives it) kept as JSON text: written from the
+/// record's JSON text without building the record, and served as it is.
+#[derive(Debug, Clone)]
+pub struct SummaryJson {
+    uri: String,
+    json: Box<serde_json::value::RawValue>,
+}
+
+/// The fields of a record its summary shows, borrowed from the record's text.
+#[derive(Deserialize)]
+struct SummaryFields<'a> {
+    #[serde(borrow, default)]
+    title: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default)]
+    authors: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default, rename = "abstract")]
+    abstract_text: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default)]
+    fields: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default, rename = "createdAt")]
+    created_at: Option<&'a serde_json::value::RawValue>,
+}
+
+impl SummaryJson {
+    /// The summary of the normalized record whose JSON text is `record`: the same members
+    /// as [`summary_of`], in the order a `serde_json::Value` writes them (by name).
+    ///
+    /// # Errors
+    /// The text is not a JSON object.
+    pub fn of_record(uri: &str, cid: &str, record: &str, indexed_at: &str) -> Result<SummaryJson, serde_json::Error> {
+        let f: SummaryFields<'_> = serde_json::from_str(record)?;
+        let raw = |v: Option<&serde_json::value::RawValue>| v.map_or("null", serde_json::value::RawValue::get).to_owned();
+        let text = |s: &str| serde_json::to_string(s);
+        let mut out = String::with_capacity(record.len() + uri.len() + 128);
+        for (name, value) in [
+            ("abstract", raw(f.abstract_text)),
+            ("authors", raw(f.authors)),
+            ("cid", text(cid)?),
+            ("createdAt", raw(f.created_at)),
+            ("fields", raw(f.fields)),
+            ("indexedAt", text(indexed_at)?),
+            ("title", raw(f.title)),
+            ("uri", text(uri)?),
+        ] {
+            out.push(if out.is_empty() { '{' } else { ',' });
+            out.push('"');
+            out.push_str(name);
+            out.push_str("\":");
+            out.push_str(&value);
+        }
+        out.push('}');
+        Ok(SummaryJson { uri: uri.to_owned(), json: serde_json::value::RawValue::from_string(out)? })
+    }
+
+    /// The eprint's AT URI.
+    pub fn uri(&self) -> &str {
+        &self.uri
+    }
+
+    /// The summary as a JSON value.
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(self.json.get()).unwrap_or_default()
+    }
+}
+
+impl PartialEq for SummaryJson {
+    fn eq(&self, other: &SummaryJson) -> bool {
+        self.json.get() == other.json.get()
+    }
+}
+
+impl Serialize for SummaryJson {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.json.serialize(s)
+    }
+}
+
 fn rich_text(items: &[Value]) -> Result<String, String> {
     let mut parts = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {

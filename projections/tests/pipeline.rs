@@ -53,7 +53,7 @@ fn updates_deletes_and_stale_revisions() {
     assert!(reader.get(&format!("at://{a}/pub.svc.eprint.submission/3bbb")).unwrap().is_none());
     let page = reader.by_author(a, 10, None).unwrap();
     assert_eq!((page.total, page.eprints.len()), (1, 1));
-    assert_eq!(page.eprints[0]["title"], "Revised Title");
+    assert_eq!(page.eprints[0].to_value()["title"], "Revised Title");
     assert_eq!(reader.by_author(b, 10, None).unwrap().total, 0);
     let account = reader.account(a).unwrap();
     assert_eq!((account.handle.as_deref(), account.display_name.as_deref()), (Some("a2.test"), Some("A")));
@@ -106,7 +106,7 @@ fn a_deleted_account_is_removed_and_a_deactivated_one_hidden() {
     assert_eq!((total, hits[0]["title"].clone()), (1, json!("Gadget practice")));
     let reader = EprintsReader::new(env.ctx.store.as_ref()).unwrap();
     let b_page = reader.by_author(b, 10, None).unwrap();
-    assert_eq!((b_page.eprints.len(), b_page.eprints[0]["title"].clone()), (1, json!("Gadget practice")));
+    assert_eq!((b_page.eprints.len(), b_page.eprints[0].to_value()["title"].clone()), (1, json!("Gadget practice")));
 }
 
 /// A backfill run beside the live stream appends its creates (at the repository's current
@@ -330,7 +330,7 @@ fn eprints_dump(store: &dyn store::Store, dids: &[&str], uris: &[String]) -> Vec
         out.push(format!(
             "{did} lists {}: {:?}",
             page.total,
-            page.eprints.iter().map(|e| (e["uri"].clone(), e["title"].clone())).collect::<Vec<_>>()
+            page.eprints.iter().map(|e| e.to_value()).map(|e| (e["uri"].clone(), e["title"].clone())).collect::<Vec<_>>()
         ));
         let account = reader.account(did).unwrap();
         out.push(format!("{did} account {:?} {:?}", account.handle, account.display_name));

@@ -129,8 +129,10 @@ impl<'a> ActivityReader<'a> {
         }
         let next = crate::rows::cut_page(&mut rows, limit);
         let ids: Vec<u64> = rows.iter().filter_map(|r| id_of(&r.clustering)).collect();
-        let keys: Vec<(String, Vec<u8>)> = ids.iter().map(|id| (did.to_owned(), id.to_be_bytes().to_vec())).collect();
-        let items = self.store.get_many(&table(v, "items"), &keys)?;
+        let items_table = table(v, "items");
+        let clusterings: Vec<[u8; 8]> = ids.iter().map(|id| id.to_be_bytes()).collect();
+        let keys: Vec<(&store::TableRef, &str, &[u8])> = clusterings.iter().map(|c| (&items_table, did, &c[..])).collect();
+        let items = self.store.get_each(&keys)?;
         let activities = ids.iter().zip(items).filter_map(|(id, item)| item.map(|c| view(did, *id, &c, now))).collect();
         Ok(FeedPage { activities, next })
     }

@@ -8,7 +8,7 @@ use store::{Columns, Scan, Store, Value};
 
 use super::collections::Listing;
 use super::{backlink_sources, backlinks, listing, records, sizes, MODEL};
-use crate::eprints::read::{Account, EprintsReader};
+use crate::eprints::read::{Account, EprintsReader, TitleAndIds};
 use crate::rows::{is_deleted, is_placeholder};
 use crate::ProjectionError;
 
@@ -155,12 +155,17 @@ impl<'a> AttachedReader<'a> {
 
     /// The title of the eprint at `uri`, when svc indexes it (and its account is not hidden).
     pub fn eprint_title(&self, uri: &str) -> Result<Option<String>, ProjectionError> {
-        let Some(eprint) = self.eprints.get(uri)? else { return Ok(None) };
+        Ok(self.eprint_title_and_ids(uri)?.and_then(|e| e.title))
+    }
+
+    /// The title (if any) and identifiers of the eprint at `uri`, when svc indexes it (and
+    /// its account is not hidden): [`EprintsReader::title_and_ids`].
+    pub fn eprint_title_and_ids(&self, uri: &str) -> Result<Option<TitleAndIds>, ProjectionError> {
+        let Some(eprint) = self.eprints.title_and_ids(uri)? else { return Ok(None) };
         if self.account(&eprint.did)?.hidden {
             return Ok(None);
         }
-        let record: Json = serde_json::from_str(&eprint.record).unwrap_or_default();
-        Ok(record.get("title").and_then(Json::as_str).map(str::to_owned))
+        Ok(Some(eprint))
     }
 
     /// The eprints reader this reader reads accounts with.
@@ -245,16 +250,22 @@ impl<'a> AttachedReader<'a> {
     /// more rows follow (one row more than asked for is read to know).
     pub fn page(&self, list: &Listing, limit: usize, after: Option<Vec<u8>>) -> Result<Page, ProjectionError> {
         let Some(v) = self.version else { return Ok(Page { items: Vec::new(), next: None, total: 0 }) };
+        // The listing's size row is kept with its rows in every batch: an empty listing (most
+        // are: an eprint nobody cites) costs that one cached row, not a range read.
+        let total = self.count(list)?;
+        if total == 0 {
+            return Ok(Page { items: Vec::new(), next: None, total });
+        }
         let mut rows = self.store.scan(&listing(v), &list.0, &Scan { after, limit: limit + 1, reverse: true })?.rows;
         let next = crate::rows::cut_page(&mut rows, limit);
-        let keys: Vec<(String, Vec<u8>)> = rows.iter().map(|r| (text(&r.columns, "uri").to_owned(), Vec::new())).collect();
-        let mut items = Vec::with_capacity(keys.len());
-        for ((uri, _), row) in keys.iter().zip(self.store.get_many(&records(v), &keys)?) {
+        let uris: Vec<&str> = rows.iter().map(|r| text(&r.columns, "uri")).collect();
+        let mut items = Vec::with_capacity(uris.len());
+        for (uri, row) in uris.iter().zip(crate::rows::rows_of(self.store, &records(v), &uris)?) {
             if let Some(item) = row.map(|row| self.item(uri, &row)).transpose()?.flatten() {
                 items.push(item);
             }
         }
-        Ok(Page { items, next, total: self.count(list)? })
+        Ok(Page { items, next, total })
     }
 
     /// How many live backlinks `target` has (of one source type).

@@ -2,11 +2,10 @@
 
 use std::sync::Arc;
 
-use serde_json::Value as Json;
 use store::{Columns, Scan, Store, TableRef, Value};
 
 use super::{accounts, by_author, by_external_id, name_words, records, users, MODEL, USERS_BY_DID, USERS_BY_HANDLE, USERS_BY_NAME};
-use crate::submission::summary_of;
+use crate::submission::SummaryJson;
 use crate::ProjectionError;
 
 /// An indexed eprint.
@@ -23,6 +22,17 @@ pub struct Eprint {
     pub record: String,
     /// When the event that wrote it entered the log.
     pub indexed_at: String,
+}
+
+/// An eprint's title and identifiers ([`EprintsReader::title_and_ids`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TitleAndIds {
+    /// The repository DID.
+    pub did: String,
+    /// The title, when the record has one.
+    pub title: Option<String>,
+    /// `arxiv:…` and `doi:…` identifiers.
+    pub ids: Vec<String>,
 }
 
 /// An account as the read model knows it.
@@ -114,7 +124,7 @@ pub struct AuthorSearch {
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuthorPage {
     /// Eprint summaries, newest first.
-    pub eprints: Vec<Json>,
+    pub eprints: Vec<SummaryJson>,
     /// Where the next page starts, if there may be one.
     pub next: Option<Vec<u8>>,
     /// How many eprints the author has in all.
@@ -123,11 +133,6 @@ pub struct AuthorPage {
 
 fn text<'a>(c: &'a Columns, k: &str) -> Option<&'a str> {
     c.get(k).and_then(Value::as_text)
-}
-
-fn parse(c: &Columns, k: &str) -> Result<Json, ProjectionError> {
-    let t = text(c, k).ok_or_else(|| ProjectionError::Corrupt(format!("eprint row without {k}")))?;
-    serde_json::from_str(t).map_err(|e| ProjectionError::Corrupt(format!("eprint row {k}: {e}")))
 }
 
 /// Whether a record row marks its record deleted.
@@ -174,14 +179,28 @@ impl<'a> EprintsReader<'a> {
     /// The eprint at `uri`, unless absent or deleted.
     pub fn get(&self, uri: &str) -> Result<Option<Eprint>, ProjectionError> {
         let Some(v) = self.version else { return Ok(None) };
-        let row = self.store.get(&records(v), uri, &[])?;
+        let row = crate::rows::shared_row(self.store, &records(v), uri)?;
         Ok(row.and_then(|row| eprint_of(uri, &row)))
+    }
+
+    /// The title of the eprint at `uri` and the identifiers its record carries (as
+    /// [`crate::search::ids::of_record`] gives them), with its repository's DID, unless
+    /// absent or deleted: read from the record's text without building the record.
+    pub fn title_and_ids(&self, uri: &str) -> Result<Option<TitleAndIds>, ProjectionError> {
+        let Some(v) = self.version else { return Ok(None) };
+        let Some(row) = crate::rows::shared_row(self.store, &records(v), uri)? else { return Ok(None) };
+        if deleted(&row) {
+            return Ok(None);
+        }
+        let (Some(did), Some(record)) = (text(&row, "did"), text(&row, "record")) else { return Ok(None) };
+        let (title, ids) = crate::search::ids::title_and_ids_of_json(record);
+        Ok(Some(TitleAndIds { did: did.to_owned(), title, ids }))
     }
 
     /// What the model knows of an account.
     pub fn account(&self, did: &str) -> Result<Account, ProjectionError> {
         let Some(v) = self.version else { return Ok(Account::default()) };
-        Ok(account_of(&self.store.get(&accounts(v), did, &[])?.unwrap_or_default()))
+        Ok(crate::rows::shared_row(self.store, &accounts(v), did)?.map(|row| account_of(&row)).unwrap_or_default())
     }
 
     /// Whether each of `dids` is hidden (deactivated, taken down, deleted), in order: one
@@ -212,11 +231,10 @@ impl<'a> EprintsReader<'a> {
     pub fn by_author(&self, did: &str, limit: usize, after: Option<Vec<u8>>) -> Result<AuthorPage, ProjectionError> {
         let Some(v) = self.version else { return Ok(AuthorPage { eprints: Vec::new(), next: None, total: 0 }) };
         let page = self.store.scan(&by_author(v), did, &Scan { after, limit, reverse: true })?;
-        let keys: Vec<(String, Vec<u8>)> =
-            page.rows.iter().filter_map(|r| text(&r.columns, "uri")).map(|uri| (uri.to_owned(), Vec::new())).collect();
-        let mut eprints = Vec::with_capacity(keys.len());
+        let uris: Vec<&str> = page.rows.iter().filter_map(|r| text(&r.columns, "uri")).collect();
+        let mut eprints = Vec::with_capacity(uris.len());
         let mut hidden: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
-        for ((uri, _), row) in keys.iter().zip(self.store.get_many(&records(v), &keys)?) {
+        for (uri, row) in uris.iter().zip(crate::rows::rows_of(self.store, &records(v), &uris)?) {
             let Some(row) = row else { continue };
             let repo = text(&row, "did").unwrap_or_default();
             let is_hidden = match hidden.get(repo) {
@@ -230,10 +248,12 @@ impl<'a> EprintsReader<'a> {
             if is_hidden {
                 continue;
             }
-            let record = parse(&row, "record")?;
+            let record = text(&row, "record").ok_or_else(|| ProjectionError::Corrupt("eprint row without record".into()))?;
             let cid = text(&row, "cid").unwrap_or_default();
             let indexed_at = text(&row, "indexedAt").unwrap_or_default();
-            eprints.push(summary_of(uri, cid, &record, indexed_at));
+            let summary = SummaryJson::of_record(uri, cid, record, indexed_at)
+                .map_err(|e| ProjectionError::Corrupt(format!("eprint row record: {e}")))?;
+            eprints.push(summary);
         }
         let total = self.store.count(&by_author(v), did)? as i64;
         Ok(AuthorPage { eprints, next: page.next, total })

@@ -106,15 +106,14 @@ impl<'a> InboxReader<'a> {
             }
         }
         let next = crate::rows::cut_page(&mut rows, limit);
-        let keys: Vec<(String, Vec<u8>)> =
-            rows.iter().filter_map(|r| r.columns.get("uri").and_then(Value::as_text)).map(|u| (u.to_owned(), Vec::new())).collect();
-        let mut notifications = Vec::with_capacity(keys.len());
-        for ((uri, _), row) in keys.iter().zip(self.store.get_many(&table(v, "items"), &keys)?) {
+        let uris: Vec<&str> = rows.iter().filter_map(|r| r.columns.get("uri").and_then(Value::as_text)).collect();
+        let mut notifications = Vec::with_capacity(uris.len());
+        for (uri, row) in uris.iter().zip(crate::rows::rows_of(self.store, &table(v, "items"), &uris)?) {
             let Some(c) = row.filter(|c| c.get("live").and_then(Value::as_bool) == Some(true)) else { continue };
             let text = |k: &str| c.get(k).and_then(Value::as_text).unwrap_or_default().to_owned();
             let indexed_at = c.get("indexedAt").and_then(Value::as_int).unwrap_or_default();
             notifications.push(Notification {
-                uri: uri.clone(),
+                uri: (*uri).to_owned(),
                 eprint: text("eprint"),
                 did: text("did"),
                 view: serde_json::from_str(&text("view")).unwrap_or_default(),

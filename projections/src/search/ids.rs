@@ -23,6 +23,26 @@ pub fn of_record(record: &Value) -> Vec<String> {
     out
 }
 
+/// The title and [`of_record`] of a record held as JSON text, reading only those fields
+/// (the rest of the record is skipped, not built); nothing for text that is not a JSON
+/// object.
+pub fn title_and_ids_of_json(record: &str) -> (Option<String>, Vec<String>) {
+    #[derive(serde::Deserialize)]
+    struct Fields {
+        #[serde(default)]
+        title: Value,
+        #[serde(default)]
+        doi: Value,
+        #[serde(default, rename = "externalIds")]
+        external_ids: Value,
+    }
+    let Ok(f) = serde_json::from_str::<Fields>(record) else { return (None, Vec::new()) };
+    let mut fields = serde_json::Map::new();
+    fields.insert("doi".into(), f.doi);
+    fields.insert("externalIds".into(), f.external_ids);
+    (f.title.as_str().map(str::to_owned), of_record(&Value::Object(fields)))
+}
+
 fn text(v: Option<&Value>) -> Option<&str> {
     v.and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty())
 }

@@ -124,9 +124,14 @@ pub fn page_of(
 /// The shown eprints whose extracted citations name one of `eprint_uri`'s identifiers (at
 /// most [`MAX_CITING`]), in URI order, each with the extracted citation that names it.
 pub fn citing(r: &AttachedReader, imports: &ImportsReader, eprint_uri: &str) -> Result<Vec<Value>, ProjectionError> {
-    let Some(eprint) = r.eprints().get(eprint_uri)? else { return Ok(Vec::new()) };
-    let record: Value = serde_json::from_str(&eprint.record).unwrap_or_default();
-    let mine = ids::with_aliases(ids::of_record(&record));
+    let Some(eprint) = r.eprints().title_and_ids(eprint_uri)? else { return Ok(Vec::new()) };
+    citing_ids(r, imports, eprint_uri, eprint.ids)
+}
+
+/// [`citing`], for an eprint whose identifiers (`ids`, without their aliases) the caller
+/// has read.
+pub fn citing_ids(r: &AttachedReader, imports: &ImportsReader, eprint_uri: &str, ids: Vec<String>) -> Result<Vec<Value>, ProjectionError> {
+    let mine = ids::with_aliases(ids);
     let mut citers: Vec<String> = Vec::new();
     for id in &mine {
         citers.extend(imports.cited_by(id, None, MAX_CITING)?);

@@ -103,10 +103,18 @@ fn get_profile(c: &Call) -> Answer {
         }
         profile["hasProfileRecord"] = json!(record.is_some());
         verified_orcid(&c.state, did, &mut profile)?;
-        Ok(Some(json!({"profile": profile, "metrics": metrics, "eprints": Value::Array(eprints.eprints)})))
+        Ok(Some(ProfileAnswer { eprints: eprints.eprints, metrics, profile }))
     })?;
     let answer = answer.ok_or_else(|| ApiError::not_found(format!("svc knows no author {did}")))?;
     Body::json(&answer)
+}
+
+/// The answer of `getProfile`, written as it is read: the eprints' summaries are JSON text.
+#[derive(serde::Serialize)]
+struct ProfileAnswer {
+    eprints: Vec<projections::submission::SummaryJson>,
+    metrics: Value,
+    profile: Value,
 }
 
 /// Adds to a profile the ORCID iD its owner proved through ORCID, if any:

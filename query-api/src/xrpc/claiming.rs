@@ -140,6 +140,7 @@ fn score(
     let coauthors = reads::attached(&c.state, |r| {
         let mut coauthors = Vec::new();
         for eprint in r.eprints().by_author(caller, 50, None)?.eprints {
+            let eprint = eprint.to_value();
             for a in eprint["authors"].as_array().into_iter().flatten() {
                 if a["did"].as_str() != Some(caller) {
                     coauthors.extend(a["name"].as_str().map(str::to_owned));

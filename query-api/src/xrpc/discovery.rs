@@ -47,23 +47,24 @@ fn get_enrichment(c: &Call) -> Answer {
 }
 
 /// One edge of the citation graph, from a citation's view (a record's or an extracted
-/// one's).
-fn edge(uri: &Value, view: &Value, direction: &str) -> Value {
-    let cited = &view["citedWork"];
-    let mut v = json!({
-        "uri": uri,
-        "direction": direction,
-        "eprintUri": view["eprintUri"],
-        "title": cited["title"],
-        "relation": view["citationType"],
-        "citedWork": cited,
-        "createdAt": view["createdAt"],
-        "source": view.get("source").cloned().unwrap_or(json!("user")),
-    });
-    if let Some(target) = cited["svcUri"].as_str() {
-        v["targetUri"] = json!(target);
+/// one's), its members moved into the edge.
+fn edge(uri: Value, mut view: Value, direction: &str) -> Value {
+    let take = |view: &mut Value, k: &str| view.get_mut(k).map(Value::take).unwrap_or(Value::Null);
+    let cited = take(&mut view, "citedWork");
+    let mut v = serde_json::Map::new();
+    v.insert("uri".into(), uri);
+    v.insert("direction".into(), Value::String(direction.to_owned()));
+    v.insert("eprintUri".into(), take(&mut view, "eprintUri"));
+    v.insert("title".into(), cited.get("title").cloned().unwrap_or(Value::Null));
+    v.insert("relation".into(), take(&mut view, "citationType"));
+    v.insert("createdAt".into(), take(&mut view, "createdAt"));
+    let source = view.get_mut("source").map(Value::take).unwrap_or_else(|| json!("user"));
+    v.insert("source".into(), source);
+    if let Some(target) = cited.get("svcUri").and_then(Value::as_str) {
+        v.insert("targetUri".into(), json!(target));
     }
-    v
+    v.insert("citedWork".into(), cited);
+    Value::Object(v)
 }
 
 /// `pub.svc.discovery.getCitations`: `{eprint, counts, citations, cursor?, hasMore}`: the works
@@ -82,13 +83,15 @@ fn get_citations(c: &Call) -> Answer {
     };
     let limit = c.limit(20);
     let answer = reads::attached(&c.state, |r| {
-        let Some(title) = r.eprint_title(uri)? else { return Ok(None) };
+        let Some(projections::eprints::read::TitleAndIds { title: Some(title), ids, .. }) = r.eprint_title_and_ids(uri)? else {
+            return Ok(None);
+        };
         let imports = projections::imports::read::ImportsReader::new(c.state.store.as_ref())?;
         let (citing, cited) = (Listing::on_eprint(Kind::Citation, uri), Listing::pointing_at(Kind::Citation, uri));
         // The extracted citations: what the eprint cites (counted; viewed only when paged
         // to) and the eprints whose extracted citations name it.
         let cites = citations::count_of(&imports, uri)? as usize;
-        let citers = citations::citing(r, &imports, uri)?;
+        let citers = citations::citing_ids(r, &imports, uri, ids)?;
         let mut edges: Vec<Value> = Vec::new();
         let mut next: Option<String> = None;
         let from = match start {
@@ -98,11 +101,11 @@ fn get_citations(c: &Call) -> Answer {
                 let mut records: Vec<(Vec<u8>, Value)> = Vec::new();
                 if citing_wanted {
                     let page = r.page(&citing, limit + 1, after.clone())?;
-                    records.extend(page.items.iter().map(|i| (i.listing_key(), edge(&json!(i.uri), &i.view, "citing"))));
+                    records.extend(page.items.into_iter().map(|i| (i.listing_key(), edge(json!(i.uri), i.view, "citing"))));
                 }
                 if cited_wanted {
                     let page = r.page(&cited, limit + 1, after.clone())?;
-                    records.extend(page.items.iter().map(|i| (i.listing_key(), edge(&json!(i.uri), &i.view, "cited"))));
+                    records.extend(page.items.into_iter().map(|i| (i.listing_key(), edge(json!(i.uri), i.view, "cited"))));
                 }
                 records.sort_by(|a, b| b.0.cmp(&a.0));
                 records.dedup_by(|a, b| a.0 == b.0 && a.1["direction"] == b.1["direction"]);
@@ -120,18 +123,20 @@ fn get_citations(c: &Call) -> Answer {
             let room = limit - edges.len();
             if from < citing_n {
                 let (views, _) = citations::page_of(r, &imports, uri, from, room)?;
-                edges.extend(views.iter().map(|v| edge(&v["uri"], v, "citing")));
+                edges.extend(views.into_iter().map(|v| edge(v["uri"].clone(), v, "citing")));
             }
             let room_left = limit - edges.len();
-            edges.extend(cited.iter().skip(from.saturating_sub(citing_n)).take(room_left).map(|v| edge(&v["uri"], v, "cited")));
+            edges.extend(
+                cited.iter().skip(from.saturating_sub(citing_n)).take(room_left).map(|v| edge(v["uri"].clone(), v.clone(), "cited")),
+            );
             next = (from + room < citing_n + cited.len()).then(|| citations::extracted_cursor(from + room));
         }
         let mut out = json!({
             "eprint": {"uri": uri, "title": title},
             "counts": {"citing": r.count(&citing)? + cites as u64, "cited": r.count(&cited)? + citers.len() as u64},
             "hasMore": next.is_some(),
-            "citations": edges,
         });
+        out["citations"] = Value::Array(edges); // moved in: `json!` would copy it
         if let Some(next) = next {
             out["cursor"] = json!(next);
         }
@@ -396,7 +401,7 @@ async fn get_recommendations(c: Call) -> Answer {
     let (engaged, dismissed, own) = reads::blocking(&c.state, || -> Result<_, ApiError> {
         let i = InteractionsReader::new(c.state.store.as_ref())?;
         let own = projections::eprints::read::EprintsReader::new(c.state.store.as_ref())?.by_author(&did, SEEDS, None)?;
-        let own: Vec<String> = own.eprints.iter().filter_map(|e| e["uri"].as_str()).map(str::to_owned).collect();
+        let own: Vec<String> = own.eprints.iter().map(|e| e.uri().to_owned()).collect();
         Ok((i.engaged(&did, SEEDS)?, i.dismissed(&did, 10_000)?, own))
     })?;
     let weight = |s: &str| SIGNALS.iter().find(|(n, ..)| *n == s).map_or(0.0, |(.., d)| *d as f64);
