@@ -90,6 +90,9 @@ for name, paths in mixes.items():
 print(f"\n- list pages from {len(with_reviews)} eprints with reviews; the rest over the 1,000 newest eprints")
 PY
 . scripts/loadtest/wrk.sh
+# A warm-up pass, not reported: getSubmission runs first and is every ratio's base, so it
+# must not be the one that fills the process's caches.
+DURATION=3s run_wrk warm-up "$PORT" "$WORK/get.txt" >/dev/null
 echo
 echo "## HTTP under wrk (-t2 -c$CONNS -d$DURATION, same machine as the server)"
 echo
