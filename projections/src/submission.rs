@@ -108,7 +108,7 @@ impl SummaryJson {
     /// as [`summary_of`], in the order a `serde_json::Value` writes them (by name).
     ///
     /// # Errors
-    /// The text is not a JSON object.
+    /// The text is not the JSON of a record.
     pub fn of_record(uri: &str, cid: &str, record: &str, indexed_at: &str) -> Result<SummaryJson, serde_json::Error> {
         let f: SummaryFields<'_> = serde_json::from_str(record)?;
         let raw = |v: Option<&serde_json::value::RawValue>| v.map_or("null", serde_json::value::RawValue::get).to_owned();
@@ -254,6 +254,21 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// The summary written from a record's text is the one built from its value, member
+    /// for member and byte for byte (escapes and absent fields included).
+    #[test]
+    fn a_summary_from_text_is_the_summary_from_the_value() {
+        let record = json!({"title": "Q\"uotes \u{e9}", "abstract": "A <b>", "authors": [{"name": "N", "order": 1}],
+                            "createdAt": "2025-01-01T00:00:00Z", "license": "cc-by", "externalIds": {"arxivId": "2501.00001"}});
+        let (uri, cid, at) = ("at://did:plc:x/pub.svc.eprint.submission/1", "bafy\"c", "2025-01-02T00:00:00.000Z");
+        let from_text = SummaryJson::of_record(uri, cid, &record.to_string(), at).unwrap();
+        let from_value = summary_of(uri, cid, &record, at);
+        assert_eq!(from_text.to_value(), from_value);
+        assert_eq!(serde_json::to_string(&from_text).unwrap(), serde_json::to_string(&from_value).unwrap());
+        assert_eq!(from_text.uri(), uri);
+        assert!(SummaryJson::of_record(uri, cid, "{\"title\": ", at).is_err());
+    }
 
     #[test]
     fn contract_shape_passes_through() {

@@ -181,7 +181,9 @@ pub trait Store: Send + Sync {
     fn get(&self, table: &TableRef, partition: &str, clustering: &[u8]) -> Result<Option<Columns>, StoreError>;
 
     /// The rows at several `(partition, clustering)` keys of one table, read at one
-    /// snapshot, in the order of `keys`.
+    /// snapshot, in the order of `keys`, each decoded afresh and owned: for projections,
+    /// which change the rows they read (the embedded store's row cache is not used);
+    /// readers use [`Store::get_each`].
     fn get_many(&self, table: &TableRef, keys: &[(String, Vec<u8>)]) -> Result<Vec<Option<Columns>>, StoreError>;
 
     /// One row from each of several tables, `(table, partition, clustering)`, in the order

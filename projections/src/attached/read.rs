@@ -155,7 +155,8 @@ impl<'a> AttachedReader<'a> {
 
     /// The title of the eprint at `uri`, when svc indexes it (and its account is not hidden).
     pub fn eprint_title(&self, uri: &str) -> Result<Option<String>, ProjectionError> {
-        Ok(self.eprint_title_and_ids(uri)?.and_then(|e| e.title))
+        let Some((did, title)) = self.eprints.title(uri)? else { return Ok(None) };
+        Ok(if self.account(&did)?.hidden { None } else { title })
     }
 
     /// The title (if any) and identifiers of the eprint at `uri`, when svc indexes it (and

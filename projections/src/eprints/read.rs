@@ -187,14 +187,30 @@ impl<'a> EprintsReader<'a> {
     /// [`crate::search::ids::of_record`] gives them), with its repository's DID, unless
     /// absent or deleted: read from the record's text without building the record.
     pub fn title_and_ids(&self, uri: &str) -> Result<Option<TitleAndIds>, ProjectionError> {
-        let Some(v) = self.version else { return Ok(None) };
-        let Some(row) = crate::rows::shared_row(self.store, &records(v), uri)? else { return Ok(None) };
-        if deleted(&row) {
-            return Ok(None);
-        }
+        let Some(row) = self.live_row(uri)? else { return Ok(None) };
         let (Some(did), Some(record)) = (text(&row, "did"), text(&row, "record")) else { return Ok(None) };
         let (title, ids) = crate::search::ids::title_and_ids_of_json(record);
         Ok(Some(TitleAndIds { did: did.to_owned(), title, ids }))
+    }
+
+    /// The repository DID and the title (when the record has one) of the eprint at `uri`,
+    /// unless absent or deleted: only the title is read from the record's text.
+    pub fn title(&self, uri: &str) -> Result<Option<(String, Option<String>)>, ProjectionError> {
+        #[derive(serde::Deserialize)]
+        struct Title {
+            #[serde(default)]
+            title: serde_json::Value,
+        }
+        let Some(row) = self.live_row(uri)? else { return Ok(None) };
+        let (Some(did), Some(record)) = (text(&row, "did"), text(&row, "record")) else { return Ok(None) };
+        let title = serde_json::from_str::<Title>(record).ok().and_then(|t| t.title.as_str().map(str::to_owned));
+        Ok(Some((did.to_owned(), title)))
+    }
+
+    /// The record row of the eprint at `uri`, shared, unless absent or deleted.
+    fn live_row(&self, uri: &str) -> Result<Option<Arc<Columns>>, ProjectionError> {
+        let Some(v) = self.version else { return Ok(None) };
+        Ok(crate::rows::shared_row(self.store, &records(v), uri)?.filter(|row| !deleted(row)))
     }
 
     /// What the model knows of an account.
@@ -328,11 +344,10 @@ impl<'a> EprintsReader<'a> {
         let page = self.store.scan(&users(v), USERS_BY_NAME, &Scan { after: Some(start), limit: budget, reverse: false })?;
         let rows: Vec<_> = page.rows.iter().take_while(|r| r.clustering.starts_with(word.as_bytes())).collect();
         let ended = rows.len() < page.rows.len() || page.next.is_none();
-        let keys: Vec<(String, Vec<u8>)> =
-            rows.iter().map(|r| (text(&r.columns, "did").unwrap_or_default().to_owned(), Vec::new())).collect();
-        let held = self.store.get_many(&accounts(v), &keys)?;
+        let dids: Vec<&str> = rows.iter().map(|r| text(&r.columns, "did").unwrap_or_default()).collect();
+        let held = crate::rows::rows_of(self.store, &accounts(v), &dids)?;
         let mut authors = Vec::new();
-        for ((row, (did, _)), account) in rows.iter().zip(&keys).zip(held) {
+        for ((row, did), account) in rows.iter().zip(&dids).zip(held) {
             let account = account.map(|a| account_of(&a)).unwrap_or_default();
             let words = account.name_words();
             let found_by = row.clustering.split(|b| *b == 0).next().unwrap_or_default();
@@ -341,7 +356,7 @@ impl<'a> EprintsReader<'a> {
             if account.hidden || !matches || first.map(String::as_bytes) != Some(found_by) {
                 continue;
             }
-            authors.push(AuthorMatch { did: did.clone(), account });
+            authors.push(AuthorMatch { did: (*did).to_owned(), account });
             if authors.len() == limit {
                 return Ok(AuthorSearch { authors, next: Some(row.clustering.clone()) });
             }
