@@ -7,7 +7,6 @@ pub mod tamper;
 pub mod topology;
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
@@ -227,19 +226,10 @@ pub async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
     LOCK.lock().await
 }
 
-/// A free port on the loopback interface, never one this process was given before: a test
-/// that stops a node and starts it again on its port keeps it (while the node is down the
-/// port is free, and another test would otherwise be handed it).
+/// A free loopback port, never one this process was given before (see
+/// [`eventlog::tansu::free_port`]).
 pub fn free_port() -> u16 {
-    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
-    let mut given = GIVEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    loop {
-        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port");
-        if !given.contains(&port) {
-            given.push(port);
-            return port;
-        }
-    }
+    eventlog::tansu::free_port()
 }
 
 /// A running `svc up`, killed when dropped.

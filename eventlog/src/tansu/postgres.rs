@@ -8,7 +8,7 @@
 //! namespace of their own (`unshare --user`) in which they are an ordinary user that owns
 //! the cluster's files.
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -74,7 +74,7 @@ impl Postgres {
         initdb.arg("-D").arg(&data).args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions"]);
         run(initdb, "initdb");
 
-        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("no free loopback port").port();
+        let port = super::free_port();
         let addr: SocketAddr = ([127, 0, 0, 1], port).into();
         let log = std::fs::File::create(dir.path().join("postgres.log")).expect("PostgreSQL's log file");
         let mut postgres = command(&bin, "postgres");
