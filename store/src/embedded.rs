@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, TableError, TableHandle};
 
 use crate::reopenable::ReopenableDb;
-use crate::row_cache::{CachedRow, Gate, RowCache, RowKeyRef, Ticket, WriteGuard};
+use crate::row_cache::{CachedRow, Gate, PartitionKeyRef, RowCache, RowKeyRef, Ticket, WriteGuard};
 use crate::value::{decode_columns, encode_columns};
 use crate::{consumer_name, Batch, Columns, Op, Page, Row, Scan, Store, StoreError, TableRef, VersionState};
 
@@ -206,6 +206,61 @@ fn open_rows<'t>(txn: &'t redb::ReadTransaction, name: &'t str) -> Result<Option
         Err(TableError::TableDoesNotExist(_)) => Ok(None),
         Err(e) => Err(e.into()),
     }
+}
+
+/// The number of rows of a partition of `name` in `file`, counted.
+fn count_rows(file: &StoreFile, name: &str, partition: &str) -> Result<u64, StoreError> {
+    let db = file.db.get()?;
+    let txn = db.begin_read()?;
+    let Some(t) = open_rows(&txn, name)? else { return Ok(0) };
+    let end = partition_end(partition);
+    let empty: &[u8] = &[];
+    let range = t.range::<(&str, &[u8])>((Bound::Included((partition, empty)), Bound::Excluded((end.as_str(), empty))))?;
+    let mut n = 0;
+    for entry in range {
+        entry?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// The page `scan` reads of a partition of `name` in `file`.
+fn scan_rows(file: &StoreFile, name: &str, partition: &str, scan: &Scan) -> Result<Page, StoreError> {
+    let db = file.db.get()?;
+    let txn = db.begin_read()?;
+    let Some(t) = open_rows(&txn, name)? else { return Ok(Page { rows: Vec::new(), next: None }) };
+    let end = partition_end(partition);
+    let empty: &[u8] = &[];
+    let (lower, upper) = match (&scan.after, scan.reverse) {
+        (None, _) => (Bound::Included((partition, empty)), Bound::Excluded((end.as_str(), empty))),
+        (Some(after), false) => (Bound::Excluded((partition, after.as_slice())), Bound::Excluded((end.as_str(), empty))),
+        (Some(after), true) => (Bound::Included((partition, empty)), Bound::Excluded((partition, after.as_slice()))),
+    };
+    let range = t.range::<(&str, &[u8])>((lower, upper))?;
+    let mut rows = Vec::with_capacity(scan.limit.min(1024));
+    let mut push = |entry: Result<RangeEntry<'_>, redb::StorageError>| -> Result<bool, StoreError> {
+        let (k, v) = entry?;
+        let (_, clustering) = k.value();
+        rows.push(Row { clustering: clustering.to_vec(), columns: decode_columns(name, v.value())? });
+        Ok(rows.len() < scan.limit)
+    };
+    if scan.limit > 0 {
+        if scan.reverse {
+            for entry in range.rev() {
+                if !push(entry)? {
+                    break;
+                }
+            }
+        } else {
+            for entry in range {
+                if !push(entry)? {
+                    break;
+                }
+            }
+        }
+    }
+    let next = if rows.len() == scan.limit && scan.limit > 0 { rows.last().map(|r| r.clustering.clone()) } else { None };
+    Ok(Page { rows, next })
 }
 
 /// The row at `key` (physical table, partition, clustering), read in `txn`.
@@ -586,16 +641,15 @@ impl Store for EmbeddedStore {
     fn count(&self, table: &TableRef, partition: &str) -> Result<u64, StoreError> {
         let name = table.physical_name();
         let file = self.file(table.version_name());
-        let db = file.db.get()?;
-        let txn = db.begin_read()?;
-        let Some(t) = open_rows(&txn, name)? else { return Ok(0) };
-        let end = partition_end(partition);
-        let empty: &[u8] = &[];
-        let range = t.range::<(&str, &[u8])>((Bound::Included((partition, empty)), Bound::Excluded((end.as_str(), empty))))?;
-        let mut n = 0;
-        for entry in range {
-            entry?;
-            n += 1;
+        let ticket = self.rows.begin_read(&file.gate);
+        if ticket.is_some() {
+            if let Some(n) = self.rows.count(PartitionKeyRef(name, partition)) {
+                return Ok(n);
+            }
+        }
+        let n = count_rows(&file, name, partition)?;
+        if let Some(ticket) = ticket {
+            self.rows.fill_count(ticket, &file.gate, PartitionKeyRef(name, partition), n);
         }
         Ok(n)
     }
@@ -603,41 +657,17 @@ impl Store for EmbeddedStore {
     fn scan(&self, table: &TableRef, partition: &str, scan: &Scan) -> Result<Page, StoreError> {
         let name = table.physical_name();
         let file = self.file(table.version_name());
-        let db = file.db.get()?;
-        let txn = db.begin_read()?;
-        let Some(t) = open_rows(&txn, name)? else { return Ok(Page { rows: Vec::new(), next: None }) };
-        let end = partition_end(partition);
-        let empty: &[u8] = &[];
-        let (lower, upper) = match (&scan.after, scan.reverse) {
-            (None, _) => (Bound::Included((partition, empty)), Bound::Excluded((end.as_str(), empty))),
-            (Some(after), false) => (Bound::Excluded((partition, after.as_slice())), Bound::Excluded((end.as_str(), empty))),
-            (Some(after), true) => (Bound::Included((partition, empty)), Bound::Excluded((partition, after.as_slice()))),
-        };
-        let range = t.range::<(&str, &[u8])>((lower, upper))?;
-        let mut rows = Vec::with_capacity(scan.limit.min(1024));
-        let mut push = |entry: Result<RangeEntry<'_>, redb::StorageError>| -> Result<bool, StoreError> {
-            let (k, v) = entry?;
-            let (_, clustering) = k.value();
-            rows.push(Row { clustering: clustering.to_vec(), columns: decode_columns(name, v.value())? });
-            Ok(rows.len() < scan.limit)
-        };
-        if scan.limit > 0 {
-            if scan.reverse {
-                for entry in range.rev() {
-                    if !push(entry)? {
-                        break;
-                    }
-                }
-            } else {
-                for entry in range {
-                    if !push(entry)? {
-                        break;
-                    }
-                }
+        let ticket = self.rows.begin_read(&file.gate);
+        if ticket.is_some() {
+            if let Some(page) = self.rows.page(PartitionKeyRef(name, partition), scan) {
+                return Ok(page);
             }
         }
-        let next = if rows.len() == scan.limit && scan.limit > 0 { rows.last().map(|r| r.clustering.clone()) } else { None };
-        Ok(Page { rows, next })
+        let page = scan_rows(&file, name, partition, scan)?;
+        if let Some(ticket) = ticket {
+            self.rows.fill_page(ticket, &file.gate, PartitionKeyRef(name, partition), scan, &page);
+        }
+        Ok(page)
     }
 
     fn apply(&self, batch: Batch) -> Result<(), StoreError> {
@@ -808,6 +838,7 @@ impl Store for EmbeddedStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::row_cache::CACHED_PAGE_ROWS;
 
     crate::store_test_suite!(embedded, {
         let dir = tempfile::tempdir().unwrap();
@@ -837,6 +868,56 @@ mod tests {
         let third = store.state_mark().unwrap();
         store.drop_version("m", version, &["t"]).unwrap();
         assert!(!store.unchanged_since(third), "a version dropped");
+    }
+
+    #[test]
+    fn cached_pages_and_counts_follow_every_write_to_their_partition() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        let (t, other) = (TableRef::new("m", 1, "t"), TableRef::new("m", 1, "u"));
+        let put = |table: &TableRef, partition: &str, key: u8, v: i64| {
+            let mut batch = Batch::default();
+            batch.put(table, partition, vec![key], n(v), 1);
+            store.apply(batch).unwrap();
+        };
+        let newest = Scan { after: None, limit: 2, reverse: true };
+        let keys = |page: Page| page.rows.into_iter().map(|r| r.clustering[0]).collect::<Vec<_>>();
+        put(&t, "p", 1, 1);
+        put(&t, "p", 2, 2);
+        assert_eq!(keys(store.scan(&t, "p", &newest).unwrap()), [2, 1]);
+        assert_eq!(store.count(&t, "p").unwrap(), 2);
+        let cached = PartitionKeyRef(t.physical_name(), "p");
+        assert!(store.rows.page(cached, &newest).is_some() && store.rows.count(cached) == Some(2), "both are cached");
+
+        // Writes elsewhere (another partition, another table) leave them cached.
+        put(&t, "q", 9, 9);
+        put(&other, "p", 9, 9);
+        assert!(store.rows.page(cached, &newest).is_some() && store.rows.count(cached) == Some(2));
+
+        // A row added, changed or deleted in the partition shows at once.
+        put(&t, "p", 3, 3);
+        assert!(store.rows.page(cached, &newest).is_none(), "evicted");
+        assert_eq!(keys(store.scan(&t, "p", &newest).unwrap()), [3, 2]);
+        assert_eq!(store.count(&t, "p").unwrap(), 3);
+        put(&t, "p", 3, 30);
+        assert_eq!(store.scan(&t, "p", &newest).unwrap().rows[0].columns, n(30));
+        let mut batch = Batch::default();
+        batch.delete(&t, "p", vec![3], 2);
+        store.apply(batch).unwrap();
+        assert_eq!(keys(store.scan(&t, "p", &newest).unwrap()), [2, 1]);
+        assert_eq!(store.count(&t, "p").unwrap(), 2);
+
+        // A small partition is kept whole, whatever the limit; pages of many rows are not.
+        let all = Scan::first(10_000);
+        assert_eq!(keys(store.scan(&t, "p", &all).unwrap()), [1, 2]);
+        assert!(store.rows.page(cached, &all).is_some());
+        let mut batch = Batch::default();
+        for key in 0..=CACHED_PAGE_ROWS {
+            batch.put(&t, "big", (key as u32).to_be_bytes().to_vec(), n(1), 3);
+        }
+        store.apply(batch).unwrap();
+        assert_eq!(store.scan(&t, "big", &all).unwrap().rows.len(), CACHED_PAGE_ROWS + 1);
+        assert!(store.rows.page(PartitionKeyRef(t.physical_name(), "big"), &all).is_none());
     }
 
     #[test]

@@ -1,7 +1,11 @@
-//! A bounded cache of decoded rows in front of the embedded store, exact under writes.
+//! A bounded cache of decoded rows in front of the embedded store, exact under writes:
+//! single rows, and what reads of a partition found (its first pages, its size).
 //!
 //! Reading a row from redb costs a read transaction, a table lookup, a B-tree walk and
-//! decoding; a hot row served from here costs a hash lookup and a copy. Writes keep it
+//! decoding; a hot row served from here costs a hash lookup and a copy. A page of a
+//! partition costs a B-tree seek besides (a listing's newest rows, read backwards), so hot
+//! pages and partition sizes are kept too, per partition: a write to any row of the
+//! partition evicts them all. Writes keep it
 //! exact with two counters per file of the store (a [`Gate`]): a write bumps `started` of
 //! every file it writes before it begins and `finished` after it has evicted the rows it
 //! wrote. A read uses the cache only while no write to the row's file is under way (its
@@ -19,7 +23,7 @@ use arc_swap::ArcSwap;
 use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 
-use crate::Columns;
+use crate::{Columns, Page, Scan};
 
 /// A row's key: physical table name, partition key, clustering key.
 pub(crate) type RowKey = (String, String, Vec<u8>);
@@ -44,6 +48,46 @@ impl quick_cache::Equivalent<RowKey> for RowKeyRef<'_> {
 
 /// A cached row; `None` caches its absence.
 pub(crate) type CachedRow = Option<Arc<Columns>>;
+
+/// A partition's key: physical table name, partition key.
+type PartitionKey = (String, String);
+
+/// A partition's key, borrowed; it hashes as the [`PartitionKey`] it names.
+#[derive(Debug, Clone, Copy, Hash)]
+pub(crate) struct PartitionKeyRef<'a>(pub &'a str, pub &'a str);
+
+impl quick_cache::Equivalent<PartitionKey> for PartitionKeyRef<'_> {
+    fn equivalent(&self, key: &PartitionKey) -> bool {
+        self.0 == key.0 && self.1 == key.1
+    }
+}
+
+/// Pages of at most this many rows are cached: a reader's page (and the row after it), or
+/// the whole of a small partition, not a pass over a large one.
+pub(crate) const CACHED_PAGE_ROWS: usize = 256;
+
+/// The pages kept per partition, the newest read last (a listing's first pages, in the
+/// sizes its readers ask for).
+const PAGES_PER_PARTITION: usize = 8;
+
+/// What reads of one partition found: pages by the scan that read them, and its size.
+#[derive(Default)]
+pub(crate) struct PartitionReads {
+    pages: Vec<(Scan, Arc<Page>)>,
+    count: Option<u64>,
+}
+
+impl PartitionReads {
+    /// A copy of these reads with `page` (read by `scan`) added.
+    fn with_page(&self, scan: &Scan, page: Arc<Page>) -> PartitionReads {
+        let mut pages: Vec<_> = self.pages.iter().filter(|(s, _)| s != scan).cloned().collect();
+        if pages.len() == PAGES_PER_PARTITION {
+            pages.remove(0);
+        }
+        pages.push((scan.clone(), page));
+        PartitionReads { pages, count: self.count }
+    }
+}
 
 /// Writes begun and ended, on one file or on the whole store.
 #[derive(Debug, Default)]
@@ -77,17 +121,44 @@ struct RowWeight;
 impl Weighter<RowKey, CachedRow> for RowWeight {
     /// Approximate bytes: the key and the text of the columns (a row's big columns are text).
     fn weight(&self, key: &RowKey, row: &CachedRow) -> u64 {
-        let columns: usize = row.as_deref().map_or(0, |c| c.iter().map(|(k, v)| k.len() + v.as_text().map_or(8, str::len) + 32).sum());
+        let columns = row.as_deref().map_or(0, columns_weight);
         (key.0.len() + key.1.len() + key.2.len() + columns + 64) as u64
     }
 }
 
 type Rows = Cache<RowKey, CachedRow, RowWeight>;
 
+/// Approximate bytes of a row's columns (its big columns are text).
+fn columns_weight(columns: &Columns) -> usize {
+    columns.iter().map(|(k, v)| k.len() + v.as_text().map_or(8, str::len) + 32).sum()
+}
+
+#[derive(Clone)]
+struct PartitionWeight;
+
+impl Weighter<PartitionKey, Arc<PartitionReads>> for PartitionWeight {
+    /// Approximate bytes: the key, and each page's rows.
+    fn weight(&self, key: &PartitionKey, reads: &Arc<PartitionReads>) -> u64 {
+        let pages: usize = reads
+            .pages
+            .iter()
+            .map(|(scan, page)| {
+                let rows: usize = page.rows.iter().map(|r| r.clustering.len() + columns_weight(&r.columns) + 48).sum();
+                rows + scan.after.as_ref().map_or(0, Vec::len) + 64
+            })
+            .sum();
+        (key.0.len() + key.1.len() + pages + 64) as u64
+    }
+}
+
+type Partitions = Cache<PartitionKey, Arc<PartitionReads>, PartitionWeight>;
+
 pub(crate) struct RowCache {
     /// Replaced, not cleared, when every row is evicted: a cleared cache keeps the slab it
     /// grew to (after a catch-up, some 14 MB of slots for an empty cache).
     rows: ArcSwap<Rows>,
+    /// What reads of partitions found; replaced with `rows`.
+    partitions: ArcSwap<Partitions>,
     capacity_bytes: u64,
     /// Writes that name no file: every read waits for them.
     whole: Gate,
@@ -99,10 +170,12 @@ pub(crate) struct RowCache {
 }
 
 impl RowCache {
-    /// A cache of about `capacity_bytes` of rows.
+    /// A cache of about `capacity_bytes` of rows, and a quarter of that of partitions'
+    /// pages besides.
     pub fn new(capacity_bytes: u64) -> RowCache {
         RowCache {
             rows: ArcSwap::from_pointee(Self::empty(capacity_bytes)),
+            partitions: ArcSwap::from_pointee(Self::no_partitions(capacity_bytes)),
             capacity_bytes,
             whole: Gate::default(),
             marks: Gate::default(),
@@ -113,6 +186,11 @@ impl RowCache {
     fn empty(capacity_bytes: u64) -> Rows {
         let estimated_rows = (capacity_bytes / 2048).max(16) as usize;
         Cache::with_weighter(estimated_rows, capacity_bytes.max(1), RowWeight)
+    }
+
+    fn no_partitions(capacity_bytes: u64) -> Partitions {
+        let bytes = (capacity_bytes / 4).max(1);
+        Cache::with_weighter((bytes / 4096).max(16) as usize, bytes, PartitionWeight)
     }
 
     /// Starts a read of rows of the file `file` guards: `None` while a write to it (or to
@@ -147,6 +225,42 @@ impl RowCache {
         }
     }
 
+    /// The cached page `scan` read of a partition, if any.
+    pub fn page(&self, partition: PartitionKeyRef<'_>, scan: &Scan) -> Option<Page> {
+        let reads = self.partitions.load().get(&partition)?;
+        reads.pages.iter().find(|(s, _)| s == scan).map(|(_, page)| (**page).clone())
+    }
+
+    /// Remembers the page `scan` read of a partition of `file` under `ticket`, unless a write
+    /// to it started since (or the page holds more than [`CACHED_PAGE_ROWS`] rows).
+    pub fn fill_page(&self, ticket: Ticket, file: &Gate, partition: PartitionKeyRef<'_>, scan: &Scan, page: &Page) {
+        if page.rows.len() > CACHED_PAGE_ROWS {
+            return;
+        }
+        self.fill_partition(ticket, file, partition, |reads| reads.with_page(scan, Arc::new(page.clone())));
+    }
+
+    /// The cached number of rows of a partition, if known.
+    pub fn count(&self, partition: PartitionKeyRef<'_>) -> Option<u64> {
+        self.partitions.load().get(&partition)?.count
+    }
+
+    /// Remembers the number of rows of a partition of `file` counted under `ticket`, unless a
+    /// write to it started since.
+    pub fn fill_count(&self, ticket: Ticket, file: &Gate, partition: PartitionKeyRef<'_>, count: u64) {
+        self.fill_partition(ticket, file, partition, |reads| PartitionReads { pages: reads.pages.clone(), count: Some(count) });
+    }
+
+    fn fill_partition(&self, ticket: Ticket, file: &Gate, partition: PartitionKeyRef<'_>, with: impl FnOnce(&PartitionReads) -> PartitionReads) {
+        if let Ok(_guard) = self.fill.try_lock() {
+            if self.unchanged_since(ticket, file) {
+                let partitions = self.partitions.load();
+                let reads = with(partitions.get(&partition).as_deref().unwrap_or(&PartitionReads::default()));
+                partitions.insert((partition.0.to_owned(), partition.1.to_owned()), Arc::new(reads));
+            }
+        }
+    }
+
     /// Whether no write to `file` or the whole store started since `ticket`: rows read
     /// under it are one state.
     pub fn unchanged_since(&self, ticket: Ticket, file: &Gate) -> bool {
@@ -175,7 +289,7 @@ impl RowCache {
         }
         let empty = {
             let _guard = self.fill.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            self.rows.load().is_empty()
+            self.rows.load().is_empty() && self.partitions.load().is_empty()
         };
         WriteGuard { cache: self, files, whole, rows: Vec::new(), track: !empty, all: false }
     }
@@ -211,10 +325,12 @@ impl Drop for WriteGuard<'_> {
             let _guard = self.cache.fill.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             if self.all {
                 self.cache.rows.store(Arc::new(RowCache::empty(self.cache.capacity_bytes)));
+                self.cache.partitions.store(Arc::new(RowCache::no_partitions(self.cache.capacity_bytes)));
             }
-            let rows = self.cache.rows.load();
+            let (rows, partitions) = (self.cache.rows.load(), self.cache.partitions.load());
             for key in &self.rows {
                 rows.remove(key);
+                partitions.remove(&PartitionKeyRef(&key.0, &key.1));
             }
         }
         for file in &self.files {
