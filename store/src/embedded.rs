@@ -1163,8 +1163,8 @@ mod tests {
         assert_eq!(store.get_each(&[(&u, "q", &[])]).unwrap(), vec![None]);
     }
 
-    /// Readers racing a writer never see a row older than a write already acknowledged,
-    /// and never half of a batch.
+    /// Readers racing a writer never see a row, page or size older than a write already
+    /// acknowledged, and never half of a batch.
     #[test]
     fn reads_racing_writes_see_acknowledged_writes_and_whole_batches() {
         use std::sync::atomic::{AtomicI64, Ordering};
@@ -1182,13 +1182,23 @@ mod tests {
                     assert!(one >= floor, "read {one} after write {floor} was acknowledged");
                     let both = store.get_each(&[(&t, "p", &[]), (&u, "q", &[])]).unwrap();
                     assert_eq!(value(both[0].as_deref()), value(both[1].as_deref()), "a read saw half of a batch");
+                    // Pages and sizes of a partition, cached as rows are.
+                    let newest = store.scan(&t, "log", &Scan { after: None, limit: 1, reverse: true }).unwrap();
+                    let newest = newest.rows.first().map_or(0, |r| value(Some(&r.columns)));
+                    assert!(newest >= floor, "paged {newest} after write {floor} was acknowledged");
+                    let size = store.count(&t, "log").unwrap() as i64;
+                    assert!(size >= floor, "counted {size} rows after write {floor} was acknowledged");
                     if floor == 500 {
                         break;
                     }
                 });
             }
             for i in 1..=500 {
-                put(&store, &[(&t, "p", i), (&u, "q", i)]);
+                let mut batch = Batch::default();
+                batch.put(&t, "p", Vec::new(), n(i), 1);
+                batch.put(&u, "q", Vec::new(), n(i), 1);
+                batch.put(&t, "log", i.to_be_bytes().to_vec(), n(i), 1);
+                store.apply(batch).unwrap();
                 acknowledged.store(i, Ordering::SeqCst);
             }
         });
