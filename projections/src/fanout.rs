@@ -5,6 +5,12 @@
 //! and hands it to every projection, each applying it on its own thread, while the reader
 //! already reads the next batches (the live [`crate::Worker`] reads once for its group too,
 //! but waits for a batch to be applied before reading the next).
+//!
+//! These threads run at a lower scheduling priority than the rest of the process
+//! ([`REBUILD_NICENESS`]): a rebuild in a serving process runs a thread per model besides
+//! the reader, and at equal priority they took most of the cores from the live projection
+//! the API's writes wait for (docs/performance.md, "Reindex: live writes and the rebuild's
+//! threads"). With nothing else to run, they run as fast as before.
 
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
@@ -20,6 +26,23 @@ const READ_AHEAD: usize = 2;
 
 /// How many times a catch-up follows the head of the log after reaching it.
 const MAX_HEAD_MOVES: u32 = 8;
+
+/// The niceness of a catch-up's threads (Linux; 0 is the default, 19 the lowest priority):
+/// at 10 a thread weighs about a tenth of a default one when both want a core.
+const REBUILD_NICENESS: i32 = 10;
+
+/// Lowers the calling thread's scheduling priority to [`REBUILD_NICENESS`]. On Linux,
+/// `setpriority(PRIO_PROCESS, 0, …)` applies to the calling thread alone; an unprivileged
+/// thread cannot raise it again, so it is called only on threads that end with the catch-up.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: `setpriority` reads nothing from memory; `who` 0 is the calling thread.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, REBUILD_NICENESS) };
+    #[cfg(target_os = "linux")]
+    if rc != 0 {
+        tracing::debug!(error = %std::io::Error::last_os_error(), "a catch-up thread kept its priority");
+    }
+}
 
 /// Applies every event appended so far to each projection, then flushes it; returns, per
 /// projection in order, the number of events read for it or its error. Reading starts at the
@@ -66,39 +89,50 @@ pub fn catch_up_all_reporting(
         for projection in projections {
             let (tx, rx) = sync_channel::<Arc<EventBatch>>(READ_AHEAD);
             senders.push(Some(tx));
-            handles.push(scope.spawn(move || apply_all(projection, rx)));
+            handles.push(scope.spawn(move || {
+                lower_priority();
+                apply_all(projection, rx)
+            }));
         }
-        let read_error = loop {
-            let batch = match read_batch(log, &partitions, &checkpoints, batch_size) {
-                Ok(Some(batch)) => Arc::new(batch),
-                Ok(None) => break None,
-                Err(e) => break Some(e),
-            };
-            checkpoints.extend(batch.next().iter().map(|(p, o)| (*p, *o)));
-            read += batch.len() as u64;
-            if !on_read(read) {
-                cancelled = true;
-                break None;
-            }
-            for sender in &mut senders {
-                // A projection that failed has dropped its receiver: stop feeding it.
-                if sender.as_ref().is_some_and(|tx| tx.send(batch.clone()).is_err()) {
-                    *sender = None;
-                }
-            }
-            if senders.iter().all(Option::is_none) {
-                break None;
-            }
-            if reached(&head, &checkpoints) {
-                let now = log.end_offsets().ok();
-                if now == head || head_moves >= MAX_HEAD_MOVES {
+        // The reader runs on a thread of its own too, so that the caller's (a pooled thread,
+        // in a serving process) keeps its priority.
+        let reader = scope.spawn(move || {
+            lower_priority();
+            let read_error = loop {
+                let batch = match read_batch(log, &partitions, &checkpoints, batch_size) {
+                    Ok(Some(batch)) => Arc::new(batch),
+                    Ok(None) => break None,
+                    Err(e) => break Some(e),
+                };
+                checkpoints.extend(batch.next().iter().map(|(p, o)| (*p, *o)));
+                read += batch.len() as u64;
+                if !on_read(read) {
+                    cancelled = true;
                     break None;
                 }
-                head = now;
-                head_moves += 1;
-            }
-        };
-        drop(senders);
+                for sender in &mut senders {
+                    // A projection that failed has dropped its receiver: stop feeding it.
+                    if sender.as_ref().is_some_and(|tx| tx.send(batch.clone()).is_err()) {
+                        *sender = None;
+                    }
+                }
+                if senders.iter().all(Option::is_none) {
+                    break None;
+                }
+                if reached(&head, &checkpoints) {
+                    let now = log.end_offsets().ok();
+                    if now == head || head_moves >= MAX_HEAD_MOVES {
+                        break None;
+                    }
+                    head = now;
+                    head_moves += 1;
+                }
+            };
+            drop(senders);
+            (read_error, cancelled)
+        });
+        let (read_error, cancelled) =
+            reader.join().unwrap_or_else(|_| (Some(ProjectionError::Panicked("the log reader panicked".into())), false));
         handles
             .into_iter()
             .map(|h| {

@@ -97,3 +97,50 @@ fn a_catch_up_to_the_ends_it_was_given_ends_on_a_log_that_keeps_growing() {
     assert!(applied < 200 + 16 + grown, "{applied} events applied of 200 asked for");
     assert!(log.end_offsets().unwrap().iter().sum::<u64>() > 200, "the log grew while it was read");
 }
+
+/// Records the scheduling priority of the thread each batch is applied on.
+#[derive(Default)]
+struct Niceness {
+    following: Following,
+    seen: Vec<i32>,
+}
+
+impl Projection for Niceness {
+    fn model(&self) -> &'static str {
+        "niceness"
+    }
+    fn version(&self) -> u32 {
+        1
+    }
+    fn checkpoints(&self) -> Result<Checkpoints, ProjectionError> {
+        self.following.checkpoints()
+    }
+    fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError> {
+        // SAFETY: `getpriority` reads nothing from memory; `who` 0 is the calling thread.
+        self.seen.push(unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) });
+        self.following.apply_batch(batch)
+    }
+}
+
+/// A rebuild's threads yield the cores to the live projection's: they run at a lower
+/// priority, and the thread that asked for the catch-up keeps its own.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_catch_up_of_several_models_runs_at_a_lower_priority_than_its_caller() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Growing(Arc::new(EmbeddedLog::open(&dir.path().join("log"), 4).unwrap()));
+    for _ in 0..50 {
+        log.append_one();
+    }
+    // SAFETY: as above.
+    let caller = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+    let (mut a, mut b) = (Niceness::default(), Niceness::default());
+    let results = projections::catch_up_all(log.0.as_ref(), vec![&mut a as &mut dyn Projection, &mut b], 16);
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    for seen in [&a.seen, &b.seen] {
+        assert!(!seen.is_empty());
+        assert!(seen.iter().all(|n| *n == caller.max(10)), "applied at niceness {seen:?}, the caller at {caller}");
+    }
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }, caller, "the caller's priority is its own");
+}
