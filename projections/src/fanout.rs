@@ -64,8 +64,6 @@ pub fn catch_up_all_reporting(
     batch_size: usize,
     on_read: &(dyn Fn(u64) -> bool + Sync),
 ) -> Vec<Result<u64, ProjectionError>> {
-    let mut read = 0u64;
-    let mut cancelled = false;
     let each = match projections.iter().map(|p| p.checkpoints()).collect::<Result<Vec<_>, _>>() {
         Ok(each) => each,
         Err(e) => {
@@ -98,6 +96,7 @@ pub fn catch_up_all_reporting(
         // in a serving process) keeps its priority.
         let reader = scope.spawn(move || {
             lower_priority();
+            let (mut read, mut cancelled) = (0u64, false);
             let read_error = loop {
                 let batch = match read_batch(log, &partitions, &checkpoints, batch_size) {
                     Ok(Some(batch)) => Arc::new(batch),

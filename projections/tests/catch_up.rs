@@ -14,6 +14,15 @@ use crate::support::{submission, write};
 struct Growing(Arc<EmbeddedLog>);
 
 impl Growing {
+    /// A log of four partitions in `dir`, holding `events` submissions.
+    fn with(dir: &tempfile::TempDir, events: usize) -> Growing {
+        let log = Growing(Arc::new(EmbeddedLog::open(&dir.path().join("log"), 4).unwrap()));
+        for _ in 0..events {
+            log.append_one();
+        }
+        log
+    }
+
     fn append_one(&self) {
         let n = self.0.end_offsets().unwrap().iter().sum::<u64>();
         let rkey = format!("grow{n}");
@@ -79,10 +88,7 @@ impl Projection for Following {
 #[test]
 fn a_catch_up_to_the_ends_it_was_given_ends_on_a_log_that_keeps_growing() {
     let dir = tempfile::tempdir().unwrap();
-    let log = Growing(Arc::new(EmbeddedLog::open(&dir.path().join("log"), 4).unwrap()));
-    for _ in 0..200 {
-        log.append_one();
-    }
+    let log = Growing::with(&dir, 200);
     let ends = log.end_offsets().unwrap();
     let mut projection = Following::default();
     let applied = catch_up_to(&log, &mut projection, 16, &ends).unwrap();
@@ -128,10 +134,7 @@ impl Projection for Niceness {
 #[test]
 fn a_catch_up_of_several_models_runs_at_a_lower_priority_than_its_caller() {
     let dir = tempfile::tempdir().unwrap();
-    let log = Growing(Arc::new(EmbeddedLog::open(&dir.path().join("log"), 4).unwrap()));
-    for _ in 0..50 {
-        log.append_one();
-    }
+    let log = Growing::with(&dir, 50);
     // SAFETY: as above.
     let caller = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
     let (mut a, mut b) = (Niceness::default(), Niceness::default());
