@@ -257,11 +257,13 @@ pub(crate) const LIVE_DEFERRAL: std::time::Duration = std::time::Duration::from_
 /// Makes a model's batches durable when its worker flushes (it has caught up): all of them
 /// after a rebuild, a live model's once the oldest deferred one is [`LIVE_DEFERRAL`] old.
 /// Under a steady stream the store makes a batch durable every 10 s by itself.
-pub(crate) fn settle(store: &dyn Store, rebuild: bool) -> Result<(), StoreError> {
+/// Only `model`'s `version` is made durable: the other versions' files are their own
+/// projections' to settle.
+pub(crate) fn settle(store: &dyn Store, model: &str, version: u32, rebuild: bool) -> Result<(), StoreError> {
     if rebuild {
-        store.sync()
+        store.sync(model, version)
     } else {
-        store.sync_older_than(LIVE_DEFERRAL)
+        store.sync_older_than(model, version, LIVE_DEFERRAL)
     }
 }
 
@@ -305,7 +307,7 @@ impl<M: StagedModel> crate::Projection for StagedProjection<M> {
 
     fn flush(&mut self) -> Result<(), crate::ProjectionError> {
         let base = self.0.base();
-        crate::staged::settle(base.store.as_ref(), base.rebuild)?;
+        crate::staged::settle(base.store.as_ref(), base.name, base.version, base.rebuild)?;
         Ok(())
     }
 }

@@ -677,12 +677,12 @@ impl Store for EmbeddedStore {
         self.write(batch)
     }
 
-    fn sync(&self) -> Result<(), StoreError> {
-        self.all_files().iter().try_for_each(|file| file.sync())
+    fn sync(&self, model: &str, version: u32) -> Result<(), StoreError> {
+        self.file(&consumer_name(model, version)).sync()
     }
 
-    fn sync_older_than(&self, age: Duration) -> Result<(), StoreError> {
-        self.all_files().iter().try_for_each(|file| file.sync_older_than(age))
+    fn sync_older_than(&self, model: &str, version: u32, age: Duration) -> Result<(), StoreError> {
+        self.file(&consumer_name(model, version)).sync_older_than(age)
     }
 
     fn checkpoints(&self, consumer: &str) -> Result<BTreeMap<u32, u64>, StoreError> {
@@ -1063,6 +1063,28 @@ mod tests {
     }
 
     #[test]
+    fn a_sync_makes_durable_only_the_version_it_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        let (live, rebuilt) = (store.create_version("m").unwrap(), store.create_version("m").unwrap());
+        for version in [live, rebuilt] {
+            let mut batch = Batch::default();
+            batch.put(&TableRef::new("m", version, "t"), "p", Vec::new(), Columns::new(), 1);
+            batch.checkpoint(&consumer_name("m", version), 0, 2);
+            batch.deferred = true;
+            store.apply(batch).unwrap();
+        }
+        let deferred = |version| store.file(&consumer_name("m", version)).durability.lock().unwrap().deferred_since.is_some();
+        assert!(deferred(live) && deferred(rebuilt));
+        // A live projection's flush: its own version's batches are made durable, and the
+        // other version's (a rebuild's, whose writes may be gigabytes) are left to it.
+        store.sync_older_than("m", live, Duration::ZERO).unwrap();
+        assert!(!deferred(live) && deferred(rebuilt));
+        store.sync("m", rebuilt).unwrap();
+        assert!(!deferred(rebuilt));
+    }
+
+    #[test]
     fn a_deferred_batch_is_read_at_once_and_kept_after_a_sync() {
         let dir = tempfile::tempdir().unwrap();
         let t = TableRef::new("m", 1, "t");
@@ -1076,7 +1098,7 @@ mod tests {
             batch.deferred = true;
             store.apply(batch).unwrap();
             assert_eq!(store.get(&t, "p", &[]).unwrap(), Some(columns.clone()));
-            store.sync().unwrap();
+            store.sync("m", 1).unwrap();
         }
         let store = EmbeddedStore::open(dir.path()).unwrap();
         assert_eq!(store.get(&t, "p", &[]).unwrap(), Some(columns));

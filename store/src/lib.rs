@@ -205,15 +205,19 @@ pub trait Store: Send + Sync {
     /// [`Batch::deferred`].
     fn apply(&self, batch: Batch) -> Result<(), StoreError>;
 
-    /// Makes every batch applied so far durable (the deferred ones too).
-    fn sync(&self) -> Result<(), StoreError> {
+    /// Makes every batch applied so far to one model version durable (the deferred ones
+    /// too). Other versions' deferred batches stay as they are: a live projection's flush
+    /// must not wait for the disk to take a rebuild's (docs/performance.md, "Reindex: a
+    /// live flush no longer syncs the rebuild").
+    fn sync(&self, model: &str, version: u32) -> Result<(), StoreError> {
+        let _ = (model, version);
         Ok(())
     }
 
-    /// Makes the deferred batches durable where the oldest of them was applied `age` ago
-    /// or earlier: a live projection's bound on what a crash makes it apply again.
-    fn sync_older_than(&self, age: std::time::Duration) -> Result<(), StoreError> {
-        let _ = age;
+    /// Makes one model version's deferred batches durable if the oldest of them was applied
+    /// `age` ago or earlier: a live projection's bound on what a crash makes it apply again.
+    fn sync_older_than(&self, model: &str, version: u32, age: std::time::Duration) -> Result<(), StoreError> {
+        let _ = (model, version, age);
         Ok(())
     }
 

@@ -8,7 +8,9 @@
 //!
 //! `SVC_BIN=target/release/svc cargo bench -p tests --bench reindex_lag`; `LAG_PAPERS`: a
 //! JSON-lines file (gzip or plain) to seed, default the committed sample;
-//! `LAG_WRITES`: writes before the reindex (default 40). Needs the PDS that
+//! `LAG_WRITES`: writes before the reindex (default 40); `LAG_SERIES`: a file to write each
+//! write's time since the reindex began and its lag to (CSV, ms); `LAG_RUST_LOG`: svc's log
+//! filter, and `LAG_SVC_LOG`: a file to copy svc's log to at the end. Needs the PDS that
 //! `scripts/peers.sh` installs.
 
 use std::path::PathBuf;
@@ -70,6 +72,10 @@ async fn main() -> anyhow::Result<()> {
         .with_env("SVC_SERVICE_DID", SERVICE_DID)
         .with_env("SVC_ADMIN_DIDS", &adam.did)
         .with_env("SVC_RATE_LIMITS", "off");
+    let backend = match std::env::var("LAG_RUST_LOG") {
+        Ok(filter) => backend.with_env("RUST_LOG", &filter),
+        Err(_) => backend,
+    };
     let dir = tempfile::tempdir()?;
     let data = dir.path().join("data");
     let seeded = Instant::now();
@@ -99,8 +105,15 @@ async fn main() -> anyhow::Result<()> {
         anyhow::Ok(body["operation"]["status"] == "running")
     };
     let mut during = Vec::new();
+    let mut series = String::from("since_reindex_ms,lag_ms\n");
     while running().await? {
-        during.push(probe(&pds, &svc, &alice, 10_000 + during.len()).await?);
+        let at = reindexing.elapsed();
+        let lag = probe(&pds, &svc, &alice, 10_000 + during.len()).await?;
+        series.push_str(&format!("{},{:.1}\n", at.as_millis(), lag.as_secs_f64() * 1000.0));
+        during.push(lag);
+    }
+    if let Ok(path) = std::env::var("LAG_SERIES") {
+        std::fs::write(path, series)?;
     }
     anyhow::ensure!(!during.is_empty(), "the reindex ended before a write could be made during it");
     let reindex = reindexing.elapsed().as_secs_f64();
@@ -114,5 +127,8 @@ async fn main() -> anyhow::Result<()> {
     println!("the live workers' hold for the swap: {held}");
     tokio::time::sleep(Duration::from_secs(10)).await;
     println!("resident before the reindex {resident_before:?} MB, 10 s after it ended {:?} MB", svc.resident_mb());
+    if let Ok(path) = std::env::var("LAG_SVC_LOG") {
+        std::fs::write(path, svc.log())?;
+    }
     Ok(())
 }

@@ -383,7 +383,7 @@ impl Projection for AccessProjection {
     }
 
     fn flush(&mut self) -> Result<(), ProjectionError> {
-        crate::staged::settle(self.store.as_ref(), self.rebuild)?;
+        crate::staged::settle(self.store.as_ref(), MODEL, self.version, self.rebuild)?;
         Ok(())
     }
 }

@@ -212,7 +212,7 @@ impl Projection for ActivityProjection {
     }
 
     fn flush(&mut self) -> Result<(), ProjectionError> {
-        crate::staged::settle(self.store.as_ref(), self.rebuild)?;
+        crate::staged::settle(self.store.as_ref(), MODEL, self.version, self.rebuild)?;
         Ok(())
     }
 }

@@ -307,7 +307,7 @@ impl Projection for AttachedProjection {
     }
 
     fn flush(&mut self) -> Result<(), ProjectionError> {
-        crate::staged::settle(self.store.as_ref(), self.rebuild)?;
+        crate::staged::settle(self.store.as_ref(), MODEL, self.version, self.rebuild)?;
         Ok(())
     }
 }

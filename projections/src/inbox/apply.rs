@@ -301,7 +301,7 @@ impl Projection for InboxProjection {
     }
 
     fn flush(&mut self) -> Result<(), ProjectionError> {
-        crate::staged::settle(self.store.as_ref(), self.rebuild)?;
+        crate::staged::settle(self.store.as_ref(), MODEL, self.version, self.rebuild)?;
         Ok(())
     }
 }
