@@ -376,3 +376,81 @@ fn kept_answers_follow_every_commit() {
     let added = index.find(&req, &facets, false).unwrap();
     assert_eq!((titles(&added), added.results.total), (vec!["Kept Answers Three".to_owned(), "Kept Answers".to_owned()], 2));
 }
+
+/// Each of this process's threads whose name starts with `prefix`, with its niceness
+/// (`/proc/self/task/<tid>/stat`, field 19; a name is cut to 15 bytes there).
+#[cfg(target_os = "linux")]
+fn threads_named(prefix: &str) -> std::collections::BTreeMap<u64, i64> {
+    let mut found = std::collections::BTreeMap::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) else { continue };
+        if !comm.starts_with(prefix) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        // The fields after the name, which is in parentheses and may hold spaces.
+        let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+        if let Some(nice) = fields.get(16).and_then(|n| n.parse().ok()) {
+            found.insert(tid, nice);
+        }
+    }
+    found
+}
+
+/// A projection that notes the niceness of the indexing threads its first batch started.
+#[cfg(target_os = "linux")]
+struct WatchingThreads {
+    inner: Box<dyn projections::Projection>,
+    started: Option<Vec<i64>>,
+}
+
+#[cfg(target_os = "linux")]
+impl projections::Projection for WatchingThreads {
+    fn model(&self) -> &'static str {
+        self.inner.model()
+    }
+    fn version(&self) -> u32 {
+        self.inner.version()
+    }
+    fn checkpoints(&self) -> Result<projections::Checkpoints, projections::ProjectionError> {
+        self.inner.checkpoints()
+    }
+    fn apply_batch(&mut self, batch: &projections::EventBatch) -> Result<(), projections::ProjectionError> {
+        let before = threads_named(INDEXING_THREADS);
+        self.inner.apply_batch(batch)?;
+        if self.started.is_none() {
+            let after = threads_named(INDEXING_THREADS);
+            self.started = Some(after.into_iter().filter(|(tid, _)| !before.contains_key(tid)).map(|(_, nice)| nice).collect());
+        }
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<(), projections::ProjectionError> {
+        self.inner.flush()
+    }
+}
+
+/// tantivy's indexing threads, `thrd-tantivy-index<n>`, as `/proc` shows their names.
+#[cfg(target_os = "linux")]
+const INDEXING_THREADS: &str = "thrd-tantivy-in";
+
+/// A rebuild's indexing yields the cores as its appliers do: tantivy's indexing threads
+/// take the priority of the thread that starts them, which must be the rebuild's applier
+/// (at its first batch), not the thread that opened the projection.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_rebuilds_indexing_threads_run_at_the_rebuilds_lower_priority() {
+    let env = env();
+    let did = "did:plc:dddddddddddddddddddddddd";
+    let events: Vec<NewEvent> =
+        (0..20).map(|i| write(did, &format!("3n{i}"), "3r000", submission(&format!("Niceness {i}"), &[("D", did)], 1), false)).collect();
+    env.log.append(&events).unwrap();
+    catalog::ensure_active(&env.ctx, "search").unwrap();
+    let rebuilding = env.ctx.store.create_version("search").unwrap();
+    let inner = catalog::open(&env.ctx, "search", rebuilding, Mode::Rebuild).unwrap();
+    let mut watching = WatchingThreads { inner, started: None };
+    let results = projections::catch_up_all(env.log.as_ref(), vec![&mut watching as &mut dyn projections::Projection], 5);
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    let started = watching.started.unwrap_or_default();
+    assert!(started.iter().any(|nice| *nice >= 10), "the first batch started no indexing thread at the rebuild's niceness: {started:?}");
+}

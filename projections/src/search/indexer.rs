@@ -67,8 +67,9 @@ fn tombstones(version: u32) -> TableRef {
 /// Builds one version of the search index.
 pub struct SearchProjection {
     index: Arc<SearchIndex>,
-    /// Always present; an `Option` only so that the bulk writer can be closed before its
-    /// live replacement is opened (an index takes one writer at a time).
+    /// Opened on first use ([`SearchProjection::writer`]); an `Option` also so that the
+    /// bulk writer can be closed before its live replacement is opened (an index takes one
+    /// writer at a time).
     writer: Option<IndexWriter<TantivyDocument>>,
     lexicons: Arc<Lexicons>,
     version: u32,
@@ -123,11 +124,9 @@ impl SearchProjection {
     ) -> Result<SearchProjection, ProjectionError> {
         let index = indexes.open(version)?;
         let committed = CommitPayload::parse(index.index.load_metas()?.payload.as_deref());
-        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(4);
-        let writer = Some(index.index.writer_with_num_threads(threads, WRITER_HEAP_BYTES)?);
         Ok(SearchProjection {
             index,
-            writer,
+            writer: None,
             lexicons,
             version,
             applied: committed.checkpoints.clone(),
@@ -150,7 +149,16 @@ impl SearchProjection {
         })
     }
 
+    /// The writer, opening the bulk one on first use: on the thread that applies the
+    /// batches, not the one that opened the projection, because tantivy's indexing and
+    /// merging threads take the scheduling priority of the thread that starts them, and a
+    /// rebuild's appliers run at a lowered one (`crate::fanout`), so that its indexing yields
+    /// the cores to the live projection's.
     fn writer(&mut self) -> Result<&mut IndexWriter<TantivyDocument>, ProjectionError> {
+        if self.writer.is_none() {
+            let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(4);
+            self.writer = Some(self.index.index.writer_with_num_threads(threads, WRITER_HEAP_BYTES)?);
+        }
         self.writer.as_mut().ok_or_else(|| ProjectionError::Search("the index writer is closed".into()))
     }
 
