@@ -266,6 +266,7 @@ pub(super) async fn start_session(state: &AppState, login: &LoginClaims, method:
     let session = session_of(&login.jti);
     let refresh_token = new_refresh_token(&session);
     let refresh_hash = sha256_hex(&refresh_token);
+    let spends_a_factor = proof.is_some();
     let change = AccessAction::SessionStarted {
         session: session.clone(),
         refresh_hash: refresh_hash.clone(),
@@ -293,7 +294,19 @@ pub(super) async fn start_session(state: &AppState, login: &LoginClaims, method:
     match started {
         Some(s) if s.current == refresh_hash && s.ended.is_none() => ok(token_answer(state, &s, &session, &refresh_token)),
         Some(_) => Err(OAuthError::grant("the authorization code was already used; the session it made is now ended")),
-        None => Err(OAuthError::grant("the second factor was already used (a TOTP code is accepted once, a recovery code once)")),
+        None if spends_a_factor => {
+            Err(OAuthError::grant("the second factor was already used (a TOTP code is accepted once, a recovery code once)"))
+        }
+        // Only a spent second factor leaves no session: this node read the access model
+        // before the write reached it. Said as it is, and logged: the session may yet appear.
+        None => {
+            tracing::error!(session, position = ?at, "a login's session was applied but is not in the access model this node reads");
+            Err(OAuthError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "temporarily_unavailable",
+                "the session is recorded but this node cannot read it yet; log in again in a moment",
+            ))
+        }
     }
 }
 
