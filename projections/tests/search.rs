@@ -420,8 +420,17 @@ impl projections::Projection for WatchingThreads {
         let before = threads_named(INDEXING_THREADS);
         self.inner.apply_batch(batch)?;
         if self.started.is_none() {
-            let after = threads_named(INDEXING_THREADS);
-            self.started = Some(after.into_iter().filter(|(tid, _)| !before.contains_key(tid)).map(|(_, nice)| nice).collect());
+            // A thread names itself once it runs: under load that can be a moment later.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            let started = loop {
+                let after = threads_named(INDEXING_THREADS);
+                let started: Vec<i64> = after.into_iter().filter(|(tid, _)| !before.contains_key(tid)).map(|(_, nice)| nice).collect();
+                if !started.is_empty() || std::time::Instant::now() > deadline {
+                    break started;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            };
+            self.started = Some(started);
         }
         Ok(())
     }
