@@ -73,3 +73,27 @@ fn a_replaced_version_gets_no_new_tables() {
     store.apply(batch).unwrap();
     assert!(store.get(&store::TableRef::new("m", new, "late"), "p", b"c").unwrap().is_some());
 }
+
+/// A reader that looked for a table before another process created it, then saw that
+/// process's checkpoint pass a write to it, reads the write (read-your-writes across
+/// processes: a query node waits for the projector's checkpoint, then reads). The reader's
+/// list of tables, read a moment before, must not hide the new table.
+#[test]
+fn a_table_created_before_a_checkpoint_the_reader_saw_is_read_at_once() {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let keyspace = format!("svc_seen_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+    let config = ScyllaConfig::from_url(&format!("scylla://{}/{keyspace}", server())).unwrap();
+    let (reader, writer) = (ScyllaStore::connect(&config).unwrap(), ScyllaStore::connect(&config).unwrap());
+    let version = writer.create_version("access").unwrap();
+    writer.set_active_version("access", version).unwrap();
+    let sessions = store::TableRef::new("access", version, "sessions");
+    assert_eq!(reader.get(&sessions, "s1", b"").unwrap(), None, "nobody wrote the table yet");
+
+    let mut batch = store::Batch::default();
+    batch.put(&sessions, "s1", Vec::new(), Default::default(), 1);
+    batch.checkpoint(&store::consumer_name("access", version), 0, 2);
+    writer.apply(batch).unwrap();
+
+    assert_eq!(reader.checkpoints(&store::consumer_name("access", version)).unwrap().get(&0), Some(&2));
+    assert!(reader.get(&sessions, "s1", b"").unwrap().is_some(), "the row the checkpoint passed is read");
+}

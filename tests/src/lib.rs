@@ -518,7 +518,11 @@ pub async fn admin_session(node: &Service, keys: &Path, service_did: &str, admin
     let code = query_api::identity::keys::KeySet::load_or_create(keys).unwrap().sign(query_api::identity::tokens::CODE_TYP, &claims);
     let body = serde_json::json!({"grant_type": "authorization_code", "code": code, "code_verifier": verifier});
     let (status, tokens) = node.post("/oauth/token", None, &body).await.unwrap();
-    assert_eq!(status, 200, "{tokens}");
+    if status != 200 {
+        let log = node.log();
+        let tail: Vec<&str> = log.lines().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect();
+        panic!("login answered {status}: {tokens}\nthe node's last log lines:\n{}", tail.join("\n"));
+    }
     tokens["access_token"].as_str().unwrap().to_owned()
 }
 

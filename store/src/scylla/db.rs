@@ -21,7 +21,11 @@ pub(super) struct Db {
     pub(super) keyspace: String,
     pub(super) prepared: Mutex<HashMap<String, PreparedStatement>>,
     pub(super) tables: Mutex<HashSet<String>>,
+    /// When the last read of the table list began.
     pub(super) tables_read_at: Mutex<Option<Instant>>,
+    /// When the last read of checkpoints ended: a table list read before it may lack a
+    /// table that the writer of those checkpoints created before writing them.
+    pub(super) progress_seen_at: Mutex<Option<Instant>>,
     /// The server speaks only part of the CQL the store needs: no clustering ranges, limits
     /// or descending order (a CQL test server; ScyllaDB and Cassandra speak it all). Scans
     /// and counts then read the whole partition and order, page and count it here (correct,
@@ -46,6 +50,7 @@ impl Db {
     }
 
     pub(super) async fn refresh_tables(&self) -> Result<(), StoreError> {
+        let began = Instant::now();
         let result = self
             .session
             .query_unpaged("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?", (&self.keyspace,))
@@ -54,18 +59,22 @@ impl Db {
         let rows = result.into_rows_result().map_err(unavailable)?;
         let names: HashSet<String> = rows.rows::<(String,)>().map_err(unavailable)?.filter_map(Result::ok).map(|(n,)| n).collect();
         *self.tables.lock().expect("tables") = names;
-        *self.tables_read_at.lock().expect("tables") = Some(Instant::now());
+        *self.tables_read_at.lock().expect("tables") = Some(began);
         Ok(())
     }
 
     /// Whether a read-model table exists. A table not known yet is looked up again at most
     /// once a second (another process may have created it), so reads of a table nobody has
-    /// written cost no schema query each.
+    /// written cost no schema query each; and at once after a read of checkpoints, because
+    /// a writer creates a table before the rows and checkpoints it writes there: a reader
+    /// that waited for a checkpoint to pass its write (principle 7) must find the table.
     pub(super) async fn exists(&self, name: &str) -> Result<bool, StoreError> {
         if self.tables.lock().expect("tables").contains(name) {
             return Ok(true);
         }
-        let stale = self.tables_read_at.lock().expect("tables").is_none_or(|at| at.elapsed() >= TABLES_TTL);
+        let read_at = *self.tables_read_at.lock().expect("tables");
+        let progress = *self.progress_seen_at.lock().expect("tables");
+        let stale = read_at.is_none_or(|at| at.elapsed() >= TABLES_TTL || progress.is_some_and(|p| p >= at));
         if stale {
             self.refresh_tables().await?;
         }

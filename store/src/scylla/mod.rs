@@ -15,7 +15,7 @@ mod schema;
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::stream::{self, StreamExt, TryStreamExt};
 use scylla::client::session_builder::SessionBuilder;
@@ -101,6 +101,7 @@ impl ScyllaStore {
                 prepared: Mutex::default(),
                 tables: Mutex::default(),
                 tables_read_at: Mutex::default(),
+                progress_seen_at: Mutex::default(),
                 limited: false,
             };
             db.ddl(&schema::create_keyspace(&config.keyspace, config.replication_factor)).await?;
@@ -297,6 +298,7 @@ impl Store for ScyllaStore {
                 let (partition, next) = row.map_err(unavailable)?;
                 out.insert(partition as u32, next as u64);
             }
+            *db.progress_seen_at.lock().expect("tables") = Some(Instant::now());
             Ok(out)
         })
     }
