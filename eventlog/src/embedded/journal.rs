@@ -8,9 +8,13 @@
 //!
 //! A segment is named after the offset of its first event (`00000000000000001234.seg`) and
 //! holds frames: the length of the body (u32, little-endian), its CRC-32 (u32), then the body:
-//! partition (u32), offset (u64), the packed event. A torn frame can only end the last
-//! segment (a write cut short by a power loss); it and anything after it were never
-//! acknowledged with [`LogAck::Synced`] and are dropped.
+//! partition (u32), offset (u64), the packed event. The partition's top bit
+//! ([`CONTINUES`]) is set on every event of an append but its last, so that an append is
+//! recovered whole or not at all. A torn frame can only end the last segment: a write cut
+//! short by a power loss, or by the process being killed in the middle of it (the kernel
+//! ends a large write between pages for a fatal signal, leaving the frames before that
+//! point complete). It, anything after it and the rest of its append were never
+//! acknowledged and are dropped.
 
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
@@ -28,6 +32,11 @@ const SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
 
 const HEADER: usize = 8;
 const BODY_HEADER: usize = 12;
+
+/// Set in a frame's partition on every event of an append but its last (a partition
+/// number is far below it). Frames written before it existed have it clear: each is an
+/// append of its own, as they were recovered then.
+const CONTINUES: u32 = 1 << 31;
 
 /// When the embedded log acknowledges an append.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -86,12 +95,13 @@ impl Journal {
             self.len = 0;
         }
         let mut buf = Vec::with_capacity(entries.iter().map(|e| HEADER + BODY_HEADER + e.bytes.len()).sum());
-        for entry in entries {
+        for (i, entry) in entries.iter().enumerate() {
             let body_len = BODY_HEADER + entry.bytes.len();
             let body_start = buf.len() + HEADER;
+            let partition = if i + 1 < entries.len() { entry.partition | CONTINUES } else { entry.partition };
             buf.extend_from_slice(&(body_len as u32).to_le_bytes());
             buf.extend_from_slice(&[0; 4]);
-            buf.extend_from_slice(&entry.partition.to_le_bytes());
+            buf.extend_from_slice(&partition.to_le_bytes());
             buf.extend_from_slice(&entry.offset.to_le_bytes());
             buf.extend_from_slice(&entry.bytes);
             let crc = crc32fast::hash(&buf[body_start..]);
@@ -158,11 +168,20 @@ pub(crate) fn recover(dir: &Path) -> Result<Vec<Entry>, LogError> {
             Err(e) => return Err(io_error(&path, e)),
         }
         let mut at = 0;
+        // Where the append being read began in `entries`, while its last event is not read.
+        let mut open_append: Option<usize> = None;
         while at < bytes.len() {
             match frame(&bytes[at..]) {
-                Some((entry, len)) => {
+                Some((mut entry, len)) => {
                     if entries.last().is_some_and(|last| last.offset >= entry.offset) {
                         return Err(LogError::Unavailable(format!("{}: offsets out of order at byte {at}", path.display())));
+                    }
+                    let continues = entry.partition & CONTINUES != 0;
+                    entry.partition &= !CONTINUES;
+                    if continues {
+                        open_append.get_or_insert(entries.len());
+                    } else {
+                        open_append = None;
                     }
                     entries.push(entry);
                     at += len;
@@ -175,6 +194,10 @@ pub(crate) fn recover(dir: &Path) -> Result<Vec<Entry>, LogError> {
                 )))
                 }
             }
+        }
+        // An append whose last event is not here was cut short: none of it was acknowledged.
+        if let Some(begun) = open_append {
+            entries.truncate(begun);
         }
     }
     Ok(entries)
@@ -246,6 +269,35 @@ mod tests {
         assert_eq!(got.iter().map(|e| e.offset).collect::<Vec<_>>(), [5, 6, 7]);
         assert_eq!(&*got[2].bytes, b"event 7");
         assert_eq!(got[1].partition, 0);
+    }
+
+    #[test]
+    fn an_append_cut_short_is_dropped_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut journal = Journal::create(dir.path(), 5, LogAck::Written).unwrap();
+        journal.write(&[entry(5), entry(6)]).unwrap();
+        let segment = segment_path(dir.path(), 5);
+        let before = std::fs::read(&segment).unwrap().len();
+        journal.write(&[entry(7), entry(8), entry(9)]).unwrap();
+        let whole = std::fs::read(&segment).unwrap();
+        // Killed in the middle of the second write: its first two frames whole, the third
+        // cut, or all three whole but nothing after (each cut point in turn).
+        let frames: Vec<usize> = {
+            let (mut at, mut ends) = (before, Vec::new());
+            while let Some((_, len)) = frame(&whole[at..]) {
+                at += len;
+                ends.push(at);
+            }
+            ends
+        };
+        for cut in before..whole.len() {
+            std::fs::write(&segment, &whole[..cut]).unwrap();
+            let got: Vec<u64> = recover(dir.path()).unwrap().iter().map(|e| e.offset).collect();
+            assert_eq!(got, [5, 6], "cut at byte {cut} (frames end at {frames:?})");
+        }
+        std::fs::write(&segment, &whole).unwrap();
+        let got = recover(dir.path()).unwrap();
+        assert_eq!(got.iter().map(|e| (e.offset, e.partition)).collect::<Vec<_>>(), [(5, 2), (6, 0), (7, 1), (8, 2), (9, 0)]);
     }
 
     #[test]
