@@ -518,12 +518,14 @@ pub async fn admin_session(node: &Service, keys: &Path, service_did: &str, admin
     let code = query_api::identity::keys::KeySet::load_or_create(keys).unwrap().sign(query_api::identity::tokens::CODE_TYP, &claims);
     let body = serde_json::json!({"grant_type": "authorization_code", "code": code, "code_verifier": verifier});
     let (status, tokens) = node.post("/oauth/token", None, &body).await.unwrap();
-    if status != 200 {
-        let log = node.log();
-        let tail: Vec<&str> = log.lines().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect();
-        panic!("login answered {status}: {tokens}\nthe node's last log lines:\n{}", tail.join("\n"));
-    }
+    assert_eq!(status, 200, "login: {tokens}\nthe node's last log lines:\n{}", last_lines(&node.log(), 40));
     tokens["access_token"].as_str().unwrap().to_owned()
+}
+
+/// The last `n` lines of `text`, in order (a process's log, for a failure's message).
+pub fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 pub fn enc(s: &str) -> String {

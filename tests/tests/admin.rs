@@ -92,9 +92,7 @@ async fn follow(svc: &Service, token: &str, id: &str) -> Vec<Value> {
             return seen;
         }
         if started.elapsed() > Duration::from_secs(180) {
-            let log = svc.log();
-            let tail: Vec<&str> = log.lines().rev().take(40).collect();
-            panic!("the operation did not end: {op}\n{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
+            panic!("the operation did not end: {op}\n{}", tests::last_lines(&svc.log(), 40));
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -64,7 +64,7 @@ async fn a_broker_killed_mid_seed_and_a_query_node_killed_under_load() {
 
     for q in [&mut q1, &mut q2] {
         if let Err(e) = q.wait_caught_up().await {
-            let tail = |log: String| log.lines().rev().take(80).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+            let tail = |log: String| tests::last_lines(&log, 80);
             let exited = q.exit_status();
             panic!(
                 "{e}\nthe query node on {} (exited: {exited:?}):\n{}\nprojector a:\n{}\nprojector b:\n{}",
