@@ -15,7 +15,7 @@
 //! more arguments of `svc seed` (`--social`); `SNAP_SEARCHERS`: concurrent searchers
 //! (default 8).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -115,23 +115,6 @@ async fn answers(node: &Service) -> anyhow::Result<Vec<Vec<u8>>> {
     Ok(out)
 }
 
-fn bytes_in(dir: &Path) -> u64 {
-    walkdir(dir).iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum()
-}
-
-fn walkdir(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            files.extend(walkdir(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files
-}
-
 #[tokio::main(flavor = "multi_thread")]
 async fn main() -> anyhow::Result<()> {
     let papers = std::env::var("SNAP_PAPERS").map(PathBuf::from).unwrap_or_else(|_| tests::sample_papers());
@@ -192,7 +175,7 @@ async fn main() -> anyhow::Result<()> {
     let snapshot = source.join("snapshots").join("bench");
     let restoring = Instant::now();
     backend.svc(&["snapshot", "restore", "--data-dir", fresh.to_str().unwrap_or_default(), "--from", snapshot.to_str().unwrap_or_default()])?;
-    println!("svc snapshot restore: {:.2} s for {:.1} MB", restoring.elapsed().as_secs_f64(), bytes_in(&snapshot) as f64 / 1e6);
+    println!("svc snapshot restore: {:.2} s", restoring.elapsed().as_secs_f64());
     let started = Instant::now();
     let restored = Service::start_args("up", &fresh, tests::free_port(), &backend, &args).await?;
     print_catch_up("the restored node", &catch_up(&restored, started).await?);
