@@ -1,9 +1,8 @@
 //! A query node joining from a snapshot, at any size: the embedded backend seeded with a
-//! corpus, `svc up` until caught up (each model's time from the start: a node built from the
-//! log), then `pub.svc.admin.createSnapshot` while searches run against the node (the
+//! corpus, `svc up` until caught up (a node built from the log), then `pub.svc.admin.createSnapshot` while searches run against the node (the
 //! worker's hold, the snapshot's bytes and time, and the searches' latency before and during
 //! it), then a new data directory beside a copy of the log restored from the snapshot
-//! (`svc snapshot restore`) and started: each model's time again, and the restored node's
+//! (`svc snapshot restore`) and started until caught up, and the restored node's
 //! search answers against the source's; last, the search index rebuilt from the log (`svc
 //! replay --model search`), what a node that builds only its index pays without a snapshot.
 //! On the embedded backend a node builds every model, so the restored node's readiness is
@@ -15,9 +14,9 @@
 //! more arguments of `svc seed` (`--social`); `SNAP_SEARCHERS`: concurrent searchers
 //! (default 8).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -36,62 +35,46 @@ const WORDS: &[&str] = &[
     "surface", "topological", "sparse", "estimation", "gravity", "thermal", "operator", "equation",
 ];
 
-/// Polls readiness until every model is caught up; returns each model's time from `since`.
-async fn catch_up(node: &Service, since: Instant) -> anyhow::Result<Vec<(String, f64)>> {
-    let mut at: Vec<(String, f64)> = Vec::new();
-    loop {
-        let (_, _, body) = node.get("/health/readiness").await?;
-        let models = body["projections"].as_array().cloned().unwrap_or_default();
-        for m in &models {
-            let name = m["model"].as_str().unwrap_or_default().to_owned();
-            if m["caughtUp"] == true && m["ready"] == true && !at.iter().any(|(n, _)| *n == name) {
-                at.push((name, since.elapsed().as_secs_f64()));
-            }
-        }
-        if !models.is_empty() && at.len() == models.len() {
-            return Ok(at);
-        }
-        anyhow::ensure!(since.elapsed() < Duration::from_secs(3600), "not caught up after an hour: {body}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+/// Starts `svc up` on `data` and waits until every model has caught up; prints how long.
+async fn start(who: &str, data: &Path, backend: &Backend) -> anyhow::Result<Service> {
+    let started = Instant::now();
+    let args = ["--service-did", SERVICE_DID, "--admin-dids", ADMIN];
+    let node = Service::start_args("up", data, tests::free_port(), backend, &args).await?;
+    node.wait_caught_up_within(Duration::from_secs(3600)).await?;
+    println!("{who}: every model caught up after {:.1} s", started.elapsed().as_secs_f64());
+    Ok(node)
 }
 
-fn print_catch_up(who: &str, at: &[(String, f64)]) {
-    let models: Vec<String> = at.iter().map(|(m, s)| format!("{m} {s:.1} s")).collect();
-    println!("{who}: every model caught up after {:.1} s ({})", at.iter().map(|(_, s)| *s).fold(0.0, f64::max), models.join(", "));
-}
-
-/// Search latencies (ms) with the time each began, from `searchers` loops until `stop`.
+/// Search latencies (ms) with the time each began, from `searchers` loops until `stop`,
+/// and how many searches failed.
 async fn search_while(node: &Service, searchers: usize, stop: Arc<AtomicBool>, t0: Instant) -> (Vec<(f64, f64)>, usize) {
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let failed = Arc::new(Mutex::new(0usize));
-    let mut tasks = Vec::new();
-    for s in 0..searchers {
-        let (base, stop, seen, failed) = (node.base.clone(), stop.clone(), seen.clone(), failed.clone());
-        tasks.push(tokio::spawn(async move {
-            let http = reqwest::Client::new();
-            let mut i = s as u64 * 7_919;
-            while !stop.load(Ordering::Relaxed) {
-                i = i.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-                let word = |shift: u32| WORDS[((i >> shift) % WORDS.len() as u64) as usize];
-                let q = format!("{} {} {}", word(33), word(43), word(53));
-                let began = t0.elapsed().as_secs_f64();
-                let url = format!("{base}/xrpc/pub.svc.eprint.searchSubmissions?q={}&limit=10", tests::enc(&q));
-                let ok = matches!(http.get(&url).send().await, Ok(r) if r.status().is_success());
-                let took = (t0.elapsed().as_secs_f64() - began) * 1000.0;
-                if ok {
-                    seen.lock().unwrap().push((began, took));
-                } else {
-                    *failed.lock().unwrap() += 1;
+    let tasks: Vec<_> = (0..searchers as u64)
+        .map(|s| {
+            let (base, stop) = (node.base.clone(), stop.clone());
+            tokio::spawn(async move {
+                let (http, mut seen, mut failed) = (reqwest::Client::new(), Vec::new(), 0);
+                let mut i = s * 7_919;
+                while !stop.load(Ordering::Relaxed) {
+                    i = i.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                    let word = |shift: u32| WORDS[((i >> shift) % WORDS.len() as u64) as usize];
+                    let q = format!("{} {} {}", word(33), word(43), word(53));
+                    let began = t0.elapsed().as_secs_f64();
+                    let url = format!("{base}/xrpc/pub.svc.eprint.searchSubmissions?q={}&limit=10", tests::enc(&q));
+                    match http.get(&url).send().await {
+                        Ok(r) if r.status().is_success() => seen.push((began, (t0.elapsed().as_secs_f64() - began) * 1000.0)),
+                        _ => failed += 1,
+                    }
                 }
-            }
-        }));
+                (seen, failed)
+            })
+        })
+        .collect();
+    let (mut seen, mut failed) = (Vec::new(), 0);
+    for task in tasks {
+        let (s, f) = task.await.unwrap_or_default();
+        seen.extend(s);
+        failed += f;
     }
-    for t in tasks {
-        let _ = t.await;
-    }
-    let seen = std::mem::take(&mut *seen.lock().unwrap());
-    let failed = *failed.lock().unwrap();
     (seen, failed)
 }
 
@@ -131,10 +114,7 @@ async fn main() -> anyhow::Result<()> {
     backend.svc(&seed)?;
     println!("seeded {} ({seed_args}) in {:.1} s", papers.display(), seeded.elapsed().as_secs_f64());
 
-    let args = ["--service-did", SERVICE_DID, "--admin-dids", ADMIN];
-    let started = Instant::now();
-    let node = Service::start_args("up", &source, tests::free_port(), &backend, &args).await?;
-    print_catch_up("the source, from the log", &catch_up(&node, started).await?);
+    let node = start("the source, from the log", &source, &backend).await?;
     let token = admin_session(&node, &source.join("auth-keys.json"), SERVICE_DID, ADMIN).await;
     let expected = answers(&node).await?;
 
@@ -176,9 +156,7 @@ async fn main() -> anyhow::Result<()> {
     let restoring = Instant::now();
     backend.svc(&["snapshot", "restore", "--data-dir", fresh.to_str().unwrap_or_default(), "--from", snapshot.to_str().unwrap_or_default()])?;
     println!("svc snapshot restore: {:.2} s", restoring.elapsed().as_secs_f64());
-    let started = Instant::now();
-    let restored = Service::start_args("up", &fresh, tests::free_port(), &backend, &args).await?;
-    print_catch_up("the restored node", &catch_up(&restored, started).await?);
+    let restored = start("the restored node", &fresh, &backend).await?;
     let alike = answers(&restored).await? == expected;
     println!("the restored node's searches answer as the source's: {alike}");
     anyhow::ensure!(alike, "the restored node answers differently");

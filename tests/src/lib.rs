@@ -327,8 +327,13 @@ impl Service {
         }
     }
 
-    /// Waits until every projection has caught up with the log.
+    /// Waits until every projection has caught up with the log (at most 120 s).
     pub async fn wait_caught_up(&self) -> Result<()> {
+        self.wait_caught_up_within(Duration::from_secs(120)).await
+    }
+
+    /// Waits until every projection has caught up with the log, at most `limit`.
+    pub async fn wait_caught_up_within(&self, limit: Duration) -> Result<()> {
         let started = Instant::now();
         loop {
             // A live node always answers: a refused or broken connection fails the wait.
@@ -339,7 +344,7 @@ impl Service {
             if !projections.is_empty() && projections.iter().all(|p| p["caughtUp"] == true && p["ready"] == true) {
                 return Ok(());
             }
-            if started.elapsed() > Duration::from_secs(120) {
+            if started.elapsed() > limit {
                 bail!("projections did not catch up: {body}");
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
