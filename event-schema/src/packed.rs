@@ -1,16 +1,32 @@
-//! Large stored values kept compressed: the embedded log's events and the stores' rows. A
-//! value of at least [`THRESHOLD`] bytes is stored as a zero byte (which starts no CBOR map,
-//! the form of every event and row) followed by its zstd frame, when that is shorter; any
-//! other value as it is. [`unpack`] takes either form, so files written before stay
-//! readable.
+//! Stored values kept compressed: the embedded log's events and the stores' rows. A value
+//! of at least the caller's threshold ([`ROW_THRESHOLD`] for rows, [`EVENT_THRESHOLD`] for
+//! events) is stored as a zero byte (which starts no CBOR map, the form of every event and
+//! row) followed by its zstd frame, when that is shorter; any other value as it is.
+//! [`unpack`] takes either form, so files written before stay readable.
+//!
+//! Frames are compressed with a dictionary built into svc ([`DICTIONARIES`], trained on
+//! the events of the committed sample and its made-up layer: `eventlog`'s
+//! `train_dictionary` example): events and rows are small and alike, and one compressed
+//! alone shares nothing with the others; the dictionary holds what they have in common
+//! (field names, collection NSIDs, identifier prefixes, the words of abstracts). A frame
+//! names its dictionary, so a later one can be added without rewriting anything: the
+//! newest compresses, each one decompresses the frames that name it, and frames of no
+//! dictionary (written before there was one) decompress without.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
+use std::num::NonZeroU32;
+use std::sync::LazyLock;
 
 use zstd::bulk::{Compressor, Decompressor};
+use zstd::dict::{DecoderDictionary, EncoderDictionary};
 
-/// Values shorter than this are stored as they are: their frame would save little.
-pub const THRESHOLD: usize = 512;
+/// Rows shorter than this are stored as they are: their frame would save little, and the
+/// hot rows (counters, rankings) are small and written often.
+pub const ROW_THRESHOLD: usize = 512;
+/// Events shorter than this are stored as they are. With the dictionary even an event of
+/// a hundred bytes (an identity, a view) shrinks by half; each is packed once.
+pub const EVENT_THRESHOLD: usize = 64;
 /// The first byte of a compressed value.
 const MARK: u8 = 0;
 /// zstd's level: its default, several hundred MB/s on one core.
@@ -22,22 +38,44 @@ const KEPT_CONTEXT_BYTES: usize = 256 * 1024;
 /// The largest value a frame may claim to hold (a damaged header must not allocate more).
 const MAX_UNPACKED: u64 = 1 << 30;
 
+/// The dictionaries built in, oldest first: the last compresses new values. Never remove
+/// one: stored frames name it.
+pub const DICTIONARIES: &[&[u8]] = &[include_bytes!("../dictionaries/1.zdict")];
+
+/// The built-in dictionaries, prepared once per process.
+struct Prepared {
+    /// The newest, for compressing.
+    encoder: EncoderDictionary<'static>,
+    /// Each, by the id frames name it with.
+    decoders: Vec<(NonZeroU32, DecoderDictionary<'static>)>,
+}
+
+static PREPARED: LazyLock<Prepared> = LazyLock::new(|| Prepared {
+    encoder: EncoderDictionary::copy(DICTIONARIES.last().expect("a dictionary is built in"), LEVEL),
+    decoders: DICTIONARIES
+        .iter()
+        .map(|d| (zstd::zstd_safe::get_dict_id_from_dict(d).expect("a trained dictionary has an id"), DecoderDictionary::copy(d)))
+        .collect(),
+});
+
 thread_local! {
     // One context per thread, reused: creating one costs more than packing a row (a
     // profile of `recordView` had 10 % of svc's time in zstd's context constructors).
     static COMPRESSOR: RefCell<Option<Compressor<'static>>> = const { RefCell::new(None) };
-    static DECOMPRESSOR: RefCell<Option<Decompressor<'static>>> = const { RefCell::new(None) };
+    /// Per dictionary id (0: none), the thread's decompression context.
+    static DECOMPRESSORS: RefCell<Vec<(u32, Decompressor<'static>)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The stored form of `bytes` (a CBOR map).
-pub fn pack(bytes: Vec<u8>) -> Vec<u8> {
-    if bytes.len() < THRESHOLD {
+/// The stored form of `bytes` (a CBOR map), compressed when it is at least `threshold`
+/// bytes long and its frame is shorter.
+pub fn pack(bytes: Vec<u8>, threshold: usize) -> Vec<u8> {
+    if bytes.len() < threshold {
         return bytes;
     }
     let frame = COMPRESSOR.with_borrow_mut(|kept| {
         let compressor = match kept {
             Some(c) => c,
-            None => kept.insert(Compressor::new(LEVEL).ok()?),
+            None => kept.insert(Compressor::with_prepared_dictionary(&PREPARED.encoder).ok()?),
         };
         let frame = compressor.compress(&bytes).ok();
         if compressor.context_mut().sizeof() > KEPT_CONTEXT_BYTES {
@@ -66,12 +104,18 @@ pub fn unpack(stored: &[u8]) -> Result<Cow<'_, [u8]>, String> {
         Ok(Some(size)) if size <= MAX_UNPACKED => (size as usize, true),
         _ => (frame.len().saturating_mul(8).max(4096), false),
     };
-    DECOMPRESSOR
+    let dictionary = zstd::zstd_safe::get_dict_id_from_frame(frame);
+    DECOMPRESSORS
         .with_borrow_mut(|kept| {
-            let decompressor = match kept {
-                Some(d) => d,
-                None => kept.insert(Decompressor::new()?),
+            let id = dictionary.map_or(0, NonZeroU32::get);
+            let at = match kept.iter().position(|(i, _)| *i == id) {
+                Some(at) => at,
+                None => {
+                    kept.push((id, decompressor(dictionary)?));
+                    kept.len() - 1
+                }
             };
+            let decompressor = &mut kept[at].1;
             loop {
                 match decompressor.decompress(frame, capacity) {
                     Err(e) if !known && capacity < MAX_UNPACKED as usize && is_too_small(&e) => capacity *= 2,
@@ -81,6 +125,15 @@ pub fn unpack(stored: &[u8]) -> Result<Cow<'_, [u8]>, String> {
         })
         .map(Cow::Owned)
         .map_err(|e| format!("compressed value: {e}"))
+}
+
+/// A decompression context for frames of `dictionary` (none: no dictionary).
+fn decompressor(dictionary: Option<NonZeroU32>) -> std::io::Result<Decompressor<'static>> {
+    let Some(id) = dictionary else { return Decompressor::new() };
+    match PREPARED.decoders.iter().find(|(i, _)| *i == id) {
+        Some((_, prepared)) => Decompressor::with_prepared_dictionary(prepared),
+        None => Err(std::io::Error::other(format!("compressed with dictionary {id}, which this build does not have"))),
+    }
 }
 
 /// Whether zstd refused to decompress into a buffer too small for the value.
@@ -98,10 +151,10 @@ mod tests {
     #[test]
     fn large_values_are_compressed_and_every_value_comes_back() {
         let small = vec![0xA1, 0x61, b'k', 0x01];
-        assert_eq!(pack(small.clone()), small, "below the threshold: as it is");
+        assert_eq!(pack(small.clone(), ROW_THRESHOLD), small, "below the threshold: as it is");
         let mut text = vec![0x78, 0x19, 0x08, 0x00];
         text.extend("an abstract that repeats itself ".repeat(100).bytes());
-        let packed = pack(text.clone());
+        let packed = pack(text.clone(), ROW_THRESHOLD);
         assert_eq!(packed[0], MARK);
         assert!(packed.len() < text.len() / 4, "{} of {}", packed.len(), text.len());
         assert_eq!(unpack(&packed).unwrap(), text.as_slice());
@@ -115,7 +168,7 @@ mod tests {
                 (state >> 56) as u8
             })
             .collect();
-        assert_eq!(pack(noise.clone()), noise, "no shorter once compressed: as it is");
+        assert_eq!(pack(noise.clone(), ROW_THRESHOLD), noise, "no shorter once compressed: as it is");
         assert!(unpack(&[MARK, 1, 2, 3]).is_err());
     }
 
@@ -127,7 +180,56 @@ mod tests {
         zstd::stream::copy_encode(text.as_slice(), &mut old, LEVEL).unwrap();
         assert_eq!(zstd::zstd_safe::get_frame_content_size(&old[1..]).unwrap(), None, "no size in the frame");
         assert_eq!(unpack(&old).unwrap(), text.as_slice());
-        let new = pack(text.clone());
+        let new = pack(text.clone(), ROW_THRESHOLD);
         assert_eq!(zstd::zstd_safe::get_frame_content_size(&new[1..]).unwrap(), Some(text.len() as u64));
+    }
+
+    #[test]
+    fn frames_of_no_dictionary_still_unpack_and_an_unknown_dictionary_is_named() {
+        let text = "a row compressed before svc had a dictionary ".repeat(40).into_bytes();
+        let mut old = vec![MARK];
+        old.extend(zstd::bulk::compress(&text, LEVEL).unwrap());
+        assert_eq!(zstd::zstd_safe::get_dict_id_from_frame(&old[1..]), None);
+        assert_eq!(unpack(&old).unwrap(), text.as_slice());
+        let new = pack(text.clone(), ROW_THRESHOLD);
+        assert!(zstd::zstd_safe::get_dict_id_from_frame(&new[1..]).is_some(), "compressed with the dictionary");
+        assert_eq!(unpack(&new).unwrap(), text.as_slice());
+
+        let foreign = zstd::dict::from_continuous(&text.repeat(20), &[text.len(); 20], 4_096).unwrap_or_else(|_| {
+            // Too little to train on: any dictionary with an id of its own will do.
+            let mut d = DICTIONARIES[0].to_vec();
+            d[4..8].copy_from_slice(&7_777_777u32.to_le_bytes());
+            d
+        });
+        let mut other = vec![MARK];
+        other.extend(zstd::bulk::Compressor::with_dictionary(LEVEL, &foreign).unwrap().compress(&text).unwrap());
+        let err = unpack(&other).unwrap_err();
+        assert!(err.contains("dictionary") && err.contains("this build does not have"), "{err}");
+    }
+
+    #[test]
+    fn the_dictionary_compresses_a_small_event() {
+        // The CBOR of a seeded identity event's payload, about 120 bytes: alone, zstd
+        // cannot shorten it; with the dictionary it can.
+        let mut event = vec![0xA3];
+        for (k, v) in [("did", "did:plc:hklf5nsjlsd62bboiqhoz6qk"), ("handle", "xianming-zeng-hklf.arxiv.test"), ("displayName", "Xianming Zeng")] {
+            event.push(0x60 + k.len() as u8);
+            event.extend(k.bytes());
+            event.push(0x78);
+            event.push(v.len() as u8);
+            event.extend(v.bytes());
+        }
+        let plain = zstd::bulk::compress(&event, LEVEL).unwrap().len();
+        let packed = pack(event.clone(), EVENT_THRESHOLD);
+        assert!(plain >= event.len() - 10, "zstd alone: {plain} of {}", event.len());
+        assert!(packed.len() < event.len() * 3 / 4, "with the dictionary: {} of {}", packed.len(), event.len());
+        assert_eq!(unpack(&packed).unwrap(), event.as_slice());
+        assert_eq!(pack(event[..40].to_vec(), EVENT_THRESHOLD), event[..40], "below the events' threshold: as it is");
+    }
+
+    #[test]
+    fn the_built_in_dictionaries_have_ids_of_their_own() {
+        let ids: std::collections::BTreeSet<_> = PREPARED.decoders.iter().map(|(id, _)| *id).collect();
+        assert_eq!(ids.len(), DICTIONARIES.len());
     }
 }

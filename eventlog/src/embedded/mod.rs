@@ -32,7 +32,7 @@ use redb::{
     ConcurrencyMode, Database, ReadOnlyDatabase, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction,
 };
 use tokio::sync::watch;
-use tracing::{error, warn};
+use tracing::{error, info, warn};
 
 use journal::{Entry, Journal};
 pub use journal::{LogAck, JOURNAL_DIR};
@@ -66,6 +66,10 @@ const FLUSH_INTERVAL: Duration = Duration::from_millis(10);
 
 /// Pending bytes that make the flusher commit without waiting for [`FLUSH_INTERVAL`].
 const FLUSH_BYTES: usize = 4 * 1024 * 1024;
+
+/// A log file at least this big is compacted on opening when a quarter of it or more is
+/// free pages ([`compact_if_sparse`]).
+const COMPACT_MIN_BYTES: u64 = 16 * 1024 * 1024;
 
 /// How long the flusher waits before trying again after a failed redb commit.
 const FLUSH_RETRY: Duration = Duration::from_secs(1);
@@ -222,6 +226,8 @@ impl EmbeddedLog {
             (parts, next)
         };
         txn.commit()?;
+        let mut db = db;
+        compact_if_sparse(&mut db, &dir.join(LOG_FILE));
         let journal = Journal::create(&journal_dir, next_offset, ack)?;
         let db = Arc::new(Handle::Writer(db));
         let pending = Arc::new(Pending::new(stored_partitions, next_offset));
@@ -284,6 +290,31 @@ impl EmbeddedLog {
         let txn = self.db.begin_read()?;
         let meta = txn.open_table(META)?;
         Ok(meta.get(META_NEXT_OFFSET)?.map(|v| v.value()).unwrap_or(0))
+    }
+}
+
+/// Gives the free pages of the log file at `path` back to the file system when they are a
+/// quarter of it or more. Appends leave them: each of the flusher's commits rewrites the
+/// table's last pages, and redb reuses the pages it freed only a commit later, so a file
+/// filled by appends alone is about 30 % free pages. Opening is when nothing else of this
+/// process reads it; a reader in another process (`svc log tail`) that is in a transaction
+/// makes redb refuse, which leaves the file as it is until the next open.
+fn compact_if_sparse(db: &mut Database, path: &Path) {
+    let Ok(len) = std::fs::metadata(path).map(|m| m.len()) else { return };
+    let used = match db.begin_write().map_err(redb::Error::from).and_then(|txn| Ok(txn.stats()?)) {
+        Ok(stats) => stats.allocated_pages() * stats.page_size() as u64,
+        Err(e) => return warn!(error = %e, "could not read the log file's page counts; not compacting it"),
+    };
+    if len < COMPACT_MIN_BYTES || used.saturating_mul(4) > len.saturating_mul(3) {
+        return;
+    }
+    let started = Instant::now();
+    match db.compact() {
+        Ok(_) => {
+            let after = std::fs::metadata(path).map(|m| m.len()).unwrap_or(len);
+            info!(bytes_before = len, bytes_after = after, seconds = started.elapsed().as_secs_f64(), "compacted the log file");
+        }
+        Err(e) => warn!(error = %e, "could not compact the log file; it keeps its free pages until the next open"),
     }
 }
 
@@ -439,7 +470,7 @@ impl EventLog for EmbeddedLog {
         let mut entries = Vec::with_capacity(events.len());
         let mut next = writer.next;
         for event in events {
-            let bytes = packed::pack(codec::encode(event, now).map_err(LogError::Encode)?);
+            let bytes = packed::pack(codec::encode(event, now).map_err(LogError::Encode)?, packed::EVENT_THRESHOLD);
             entries.push(Entry { partition: partition_for(&event.key, self.partitions), offset: next, bytes: bytes.into() });
             next += 1;
         }
@@ -595,5 +626,35 @@ mod tests {
         let more = log.append(&events[..1]).unwrap();
         assert_eq!(more[0].offset, first.last().unwrap().offset + 1);
         assert_eq!(log.read_merged(0, 100).unwrap().len(), 11);
+    }
+
+    #[test]
+    fn opening_a_sparse_log_file_compacts_it_and_keeps_every_event() {
+        let dir = tempfile::tempdir().unwrap();
+        let events = crate::test_suite::identity_events(50);
+        drop(EmbeddedLog::open(dir.path(), 4).unwrap().append(&events).unwrap());
+        // Free pages: a table of 32 MB written and dropped (appends leave fewer, spread out).
+        {
+            let db = Database::open(dir.path().join(LOG_FILE)).unwrap();
+            let scratch: TableDefinition<u64, &[u8]> = TableDefinition::new("scratch");
+            let txn = db.begin_write().unwrap();
+            {
+                let mut table = txn.open_table(scratch).unwrap();
+                for i in 0..8_000u64 {
+                    table.insert(i, [7u8; 4_000].as_slice()).unwrap();
+                }
+            }
+            txn.commit().unwrap();
+            let txn = db.begin_write().unwrap();
+            txn.delete_table(scratch).unwrap();
+            txn.commit().unwrap();
+        }
+        let len = || std::fs::metadata(dir.path().join(LOG_FILE)).unwrap().len();
+        assert!(len() > 32_000_000, "{}", len());
+        let log = EmbeddedLog::open(dir.path(), 4).unwrap();
+        assert!(len() < 4_000_000, "compacted: {} bytes", len());
+        let read = log.read_merged(0, 100).unwrap();
+        assert_eq!(read.len(), 50);
+        assert_eq!(log.append(&events[..1]).unwrap()[0].offset, 50, "appends go on after it");
     }
 }
