@@ -212,7 +212,9 @@ mod tests {
         // The CBOR of a seeded identity event's payload, about 120 bytes: alone, zstd
         // cannot shorten it; with the dictionary it can.
         let mut event = vec![0xA3];
-        for (k, v) in [("did", "did:plc:hklf5nsjlsd62bboiqhoz6qk"), ("handle", "xianming-zeng-hklf.arxiv.test"), ("displayName", "Xianming Zeng")] {
+        for (k, v) in
+            [("did", "did:plc:hklf5nsjlsd62bboiqhoz6qk"), ("handle", "xianming-zeng-hklf.arxiv.test"), ("displayName", "Xianming Zeng")]
+        {
             event.push(0x60 + k.len() as u8);
             event.extend(k.bytes());
             event.push(0x78);

@@ -28,10 +28,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     sizes.sort_unstable();
     let mb = |b: u64| b as f64 / 1e6;
     let events = table.len()?;
-    println!("events: {events}, values {:.1} MB ({} B mean, {} B median, {} B p90, {largest} B largest)",
-        mb(values), values / events.max(1), sizes.get(sizes.len() / 2).unwrap_or(&0), sizes.get(sizes.len() * 9 / 10).unwrap_or(&0));
-    println!("stored {:.1} MB, metadata {:.1} MB, fragmented {:.1} MB, leaf pages {}, branch pages {}",
-        mb(stats.stored_bytes()), mb(stats.metadata_bytes()), mb(stats.fragmented_bytes()), stats.leaf_pages(), stats.branch_pages());
+    println!(
+        "events: {events}, values {:.1} MB ({} B mean, {} B median, {} B p90, {largest} B largest)",
+        mb(values),
+        values / events.max(1),
+        sizes.get(sizes.len() / 2).unwrap_or(&0),
+        sizes.get(sizes.len() * 9 / 10).unwrap_or(&0)
+    );
+    println!(
+        "stored {:.1} MB, metadata {:.1} MB, fragmented {:.1} MB, leaf pages {}, branch pages {}",
+        mb(stats.stored_bytes()),
+        mb(stats.metadata_bytes()),
+        mb(stats.fragmented_bytes()),
+        stats.leaf_pages(),
+        stats.branch_pages()
+    );
     println!("file: {:.1} MB", mb(std::fs::metadata(&path)?.len()));
     Ok(())
 }
