@@ -251,7 +251,13 @@ impl RowCache {
         self.fill_partition(ticket, file, partition, |reads| PartitionReads { pages: reads.pages.clone(), count: Some(count) });
     }
 
-    fn fill_partition(&self, ticket: Ticket, file: &Gate, partition: PartitionKeyRef<'_>, with: impl FnOnce(&PartitionReads) -> PartitionReads) {
+    fn fill_partition(
+        &self,
+        ticket: Ticket,
+        file: &Gate,
+        partition: PartitionKeyRef<'_>,
+        with: impl FnOnce(&PartitionReads) -> PartitionReads,
+    ) {
         if let Ok(_guard) = self.fill.try_lock() {
             if self.unchanged_since(ticket, file) {
                 let partitions = self.partitions.load();

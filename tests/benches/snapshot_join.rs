@@ -24,15 +24,50 @@ use tests::{admin_session, Backend, Service};
 
 const SERVICE_DID: &str = "did:web:svc.test";
 const ADMIN: &str = "did:plc:snapshotbenchadmin000000000";
-const QUERIES: &[&str] =
-    &["quantum", "neural network", "dark matter", "graph", "protein folding", "black hole", "optimization", "entropy"];
+const QUERIES: &[&str] = &["quantum", "neural network", "dark matter", "graph", "protein folding", "black hole", "optimization", "entropy"];
 /// Words the searchers combine in threes, so that few of their searches repeat (a repeated
 /// answer is kept, and would measure the kept answers instead of the index).
 const WORDS: &[&str] = &[
-    "quantum", "neural", "matter", "graph", "protein", "black", "optimization", "entropy", "field", "spin", "learning",
-    "galaxy", "random", "network", "energy", "model", "theory", "phase", "lattice", "gauge", "stochastic", "algorithm",
-    "magnetic", "dynamics", "spectrum", "boundary", "symmetry", "inference", "cosmic", "particle", "wave", "signal",
-    "surface", "topological", "sparse", "estimation", "gravity", "thermal", "operator", "equation",
+    "quantum",
+    "neural",
+    "matter",
+    "graph",
+    "protein",
+    "black",
+    "optimization",
+    "entropy",
+    "field",
+    "spin",
+    "learning",
+    "galaxy",
+    "random",
+    "network",
+    "energy",
+    "model",
+    "theory",
+    "phase",
+    "lattice",
+    "gauge",
+    "stochastic",
+    "algorithm",
+    "magnetic",
+    "dynamics",
+    "spectrum",
+    "boundary",
+    "symmetry",
+    "inference",
+    "cosmic",
+    "particle",
+    "wave",
+    "signal",
+    "surface",
+    "topological",
+    "sparse",
+    "estimation",
+    "gravity",
+    "thermal",
+    "operator",
+    "equation",
 ];
 
 /// Starts `svc up` on `data` and waits until every model has caught up; prints how long.
@@ -143,7 +178,10 @@ async fn main() -> anyhow::Result<()> {
         taken["linked"]
     );
     latency("searches in the 5 s before it", searched.iter().filter(|(s, _)| *s < began).map(|(_, ms)| *ms).collect());
-    latency("searches while it was taken", searched.iter().filter(|(s, ms)| *s + ms / 1000.0 > began && *s < ended).map(|(_, ms)| *ms).collect());
+    latency(
+        "searches while it was taken",
+        searched.iter().filter(|(s, ms)| *s + ms / 1000.0 > began && *s < ended).map(|(_, ms)| *ms).collect(),
+    );
     println!("searches that failed: {failed}");
     node.stop()?;
 
@@ -154,7 +192,14 @@ async fn main() -> anyhow::Result<()> {
     }
     let snapshot = source.join("snapshots").join("bench");
     let restoring = Instant::now();
-    backend.svc(&["snapshot", "restore", "--data-dir", fresh.to_str().unwrap_or_default(), "--from", snapshot.to_str().unwrap_or_default()])?;
+    backend.svc(&[
+        "snapshot",
+        "restore",
+        "--data-dir",
+        fresh.to_str().unwrap_or_default(),
+        "--from",
+        snapshot.to_str().unwrap_or_default(),
+    ])?;
     println!("svc snapshot restore: {:.2} s", restoring.elapsed().as_secs_f64());
     let restored = start("the restored node", &fresh, &backend).await?;
     let alike = answers(&restored).await? == expected;
