@@ -808,6 +808,10 @@ impl Store for EmbeddedStore {
         self.all_files().iter().try_for_each(|file| file.db.reopen(file.open))
     }
 
+    fn cache_bytes(&self) -> u64 {
+        self.rows.bytes()
+    }
+
     fn compact(&self) -> Result<(), StoreError> {
         self.all_files().iter().try_for_each(|file| file.db.compact())
     }

@@ -250,6 +250,12 @@ pub trait Store: Send + Sync {
         Ok(())
     }
 
+    /// The bytes of decoded rows and pages this store keeps in memory (its row cache, as
+    /// its weigher counts them); 0 where it keeps none. For `/metrics`.
+    fn cache_bytes(&self) -> u64 {
+        0
+    }
+
     /// Gives the space of dropped versions and deleted rows back to the file system (the
     /// embedded store's file keeps it for later writes otherwise; ScyllaDB compacts on its
     /// own). Reads and writes wait while it runs, so it is for offline commands.

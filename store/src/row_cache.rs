@@ -193,6 +193,11 @@ impl RowCache {
         Cache::with_weighter((bytes / 4096).max(16) as usize, bytes, PartitionWeight)
     }
 
+    /// What the cache holds, in the bytes its weighers count: rows, pages and sizes.
+    pub fn bytes(&self) -> u64 {
+        self.rows.load().weight() + self.partitions.load().weight()
+    }
+
     /// Starts a read of rows of the file `file` guards: `None` while a write to it (or to
     /// the whole store) is under way (the cache must not be used then).
     pub fn begin_read(&self, file: &Gate) -> Option<Ticket> {

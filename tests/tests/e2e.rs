@@ -198,6 +198,30 @@ async fn seed_query_crash_restart_replay(backend: Backend) {
     }
     let (_, _, rest_detail) = service.get(&format!("/api/v1/eprints/{}", enc(&uri))).await.unwrap();
     assert_eq!(rest_detail, detail);
+
+    // `/metrics` tells what the memory holds: the resident set, the allocator's statistics
+    // and the caches (the row cache the reads above filled, and kept answers: a
+    // getSubmission is kept once it is computed while no write is under way).
+    let mut text = String::new();
+    for _ in 0..40 {
+        service.get(&format!("/xrpc/pub.svc.eprint.getSubmission?uri={}", enc(&uri))).await.unwrap();
+        text = String::from_utf8(service.get_bytes("/metrics").await.unwrap().1).unwrap();
+        if text.contains("svc_cache_bytes{cache=\"answers\"}") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    let sample = |name: &str| text.lines().find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok());
+    for name in [
+        "svc_memory_resident_bytes",
+        "svc_allocator_bytes{stat=\"allocated\"}",
+        "svc_allocator_bytes{stat=\"resident\"}",
+        "svc_allocator_bytes{stat=\"metadata\"}",
+        "svc_cache_bytes{cache=\"rows\"}",
+        "svc_cache_bytes{cache=\"answers\"}",
+    ] {
+        assert!(sample(name).is_some_and(|bytes| bytes > 0.0), "{}: {name} in /metrics:\n{text}", backend.name);
+    }
     let (_, _, listed) = service.get(&format!("/xrpc/pub.svc.eprint.listByAuthor?author={}", enc(&did))).await.unwrap();
     let listed_hit = listed["eprints"].as_array().unwrap().iter().find(|e| e["uri"] == uri.as_str()).expect("listed under its author");
     assert_eq!(listed_hit, &hit);

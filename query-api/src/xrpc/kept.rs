@@ -70,6 +70,12 @@ impl KeptAnswers {
     /// Keeps the answer to `query` computed at the state `mark`.
     pub fn keep(&self, query: String, mark: u64, body: Body) {
         self.answers.insert(query, Kept { mark, body, gzip: None });
+        self.record_size();
+    }
+
+    /// Sets `/metrics`' gauge of what the kept answers hold (`svc_cache_bytes`).
+    fn record_size(&self) {
+        metrics::gauge!("svc_cache_bytes", "cache" => "answers").set(self.answers.weight() as f64);
     }
 
     /// `answer` (kept for `query`) with its gzipped copy, made and kept the first time a
@@ -85,6 +91,7 @@ impl KeptAnswers {
         }
         let kept = Kept { gzip: Some(gzip(answer.body.as_bytes())?), ..answer };
         self.answers.insert(query.to_owned(), kept.clone());
+        self.record_size();
         Some(kept)
     }
 }
