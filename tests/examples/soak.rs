@@ -3,7 +3,8 @@
 //! accounts on that PDS write reviews, annotations and eprints and readers run a mixed query
 //! load. It reports, per 5-minute window, each write's lag (from `createRecord`'s answer to
 //! svc serving the record: p50, p99, max), the reads answered and failed, and the resident
-//! set; the resident set once a minute; and the ERROR lines svc logged. Not part of CI: its
+//! set; the resident set once a minute, with what `/metrics` says holds it (the allocator's
+//! statistics, the caches); and the ERROR lines svc logged. Not part of CI: its
 //! figures go in docs/performance.md.
 //!
 //! ```sh
@@ -67,6 +68,26 @@ fn rich(text: &str) -> Value {
 
 fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// What svc's `/metrics` says its memory holds, in MB: the allocator's statistics and the
+/// caches' sizes.
+async fn memory_parts(svc: &Service) -> Vec<(&'static str, f64)> {
+    let text = match svc.get_bytes("/metrics").await {
+        Ok((200, body)) => String::from_utf8_lossy(&body).into_owned(),
+        _ => String::new(),
+    };
+    let sample = |name: &str| text.lines().find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok()).unwrap_or(f64::NAN) / 1e6;
+    [
+        ("allocated", "svc_allocator_bytes{stat=\"allocated\"}"),
+        ("allocator resident", "svc_allocator_bytes{stat=\"resident\"}"),
+        ("allocator metadata", "svc_allocator_bytes{stat=\"metadata\"}"),
+        ("row cache", "svc_cache_bytes{cache=\"rows\"}"),
+        ("kept answers", "svc_cache_bytes{cache=\"answers\"}"),
+    ]
+    .into_iter()
+    .map(|(label, name)| (label, sample(name)))
+    .collect()
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -210,8 +231,9 @@ async fn main() -> anyhow::Result<()> {
         let rss = svc.resident_mb().unwrap_or(0);
         shared.record(|w| w.rss_mb.push(rss));
         if n % 6 == 0 {
-            rss_curve.push((n / 6, rss));
-            println!("{:>3} min: resident {rss} MB", n / 6);
+            let parts = memory_parts(&svc).await;
+            println!("{:>3} min: resident {rss} MB; {}", n / 6, parts.iter().map(|(k, mb)| format!("{k} {mb:.1}")).collect::<Vec<_>>().join(", "));
+            rss_curve.push((n / 6, rss, parts));
         }
     }
     for t in tasks {
@@ -239,7 +261,14 @@ async fn main() -> anyhow::Result<()> {
             shared.reads_failed.get(i).map_or(0, |c| c.load(Ordering::Relaxed)),
         );
     }
-    println!("\nresident MB per minute: {}", rss_curve.iter().map(|(m, r)| format!("{m}:{r}")).collect::<Vec<_>>().join(" "));
+    println!("\nresident MB per minute: {}", rss_curve.iter().map(|(m, r, _)| format!("{m}:{r}")).collect::<Vec<_>>().join(" "));
+    if let Some((_, _, parts)) = rss_curve.first() {
+        println!("\n| minute | resident MB | {} |", parts.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(" | "));
+        println!("|---|---|{}", "---|".repeat(parts.len()));
+        for (m, r, parts) in &rss_curve {
+            println!("| {m} | {r} | {} |", parts.iter().map(|(_, mb)| format!("{mb:.1}")).collect::<Vec<_>>().join(" | "));
+        }
+    }
     let log = svc.log();
     let errors: Vec<&str> = log.lines().filter(|l| l.contains(" ERROR ") || l.contains("panicked")).collect();
     println!("svc logged {} ERROR lines{}", errors.len(), errors.first().map(|l| format!("; the first: {l}")).unwrap_or_default());
