@@ -5,7 +5,7 @@
 //! the dead letters). `/metrics` serves the text exposition format; the admin operations
 //! `getPrometheusMetrics` and `getEndpointMetrics` read the same figures.
 
-use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
@@ -174,10 +174,25 @@ fn refresh_gauges(state: &AppState) {
     }
 }
 
+/// What refreshes gauges kept outside the read models before each scrape (the binary's
+/// memory figures: [`refresh_on_scrape`]).
+static REFRESHERS: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
+
+/// Runs `refresh` before each rendering of the exposition, to set gauges of what the
+/// process knows and this crate does not (its allocator's statistics), as of the scrape.
+pub fn refresh_on_scrape(refresh: fn()) {
+    REFRESHERS.lock().unwrap_or_else(PoisonError::into_inner).push(refresh);
+}
+
 /// The exposition text, with the gauges refreshed.
 pub async fn render(state: &AppState) -> String {
     let s = state.clone();
-    let _ = tokio::task::spawn_blocking(move || refresh_gauges(&s)).await;
+    let _ = tokio::task::spawn_blocking(move || {
+        refresh_gauges(&s);
+        let refreshers = REFRESHERS.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        refreshers.iter().for_each(|refresh| refresh());
+    })
+    .await;
     handle().run_upkeep();
     handle().render()
 }

@@ -8,7 +8,7 @@
 # answers 200 (every read model complete), waits 10 s more and reads the resident set
 # (VmRSS); then serves the load test's mixes once (run.sh's 1,000 getSubmission and
 # their searches) and reads it again. Then stops it, starts it again on the same data and
-# does the same.
+# does the same. Beside each resident set, what /metrics says holds it.
 # Load tests measure the service, not its rate limiter: limits are off.
 export SVC_RATE_LIMITS=off
 set -euo pipefail
@@ -18,6 +18,11 @@ dir=$(mktemp -d)
 trap 'kill $pid 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
 port=${PORT:-3931}
 "$bin" seed --data-dir "$dir/data" ${SEED_ARGS:-} "$seed" >/dev/null 2>&1
+
+# What svc's /metrics says holds the memory, in MB: the allocator's statistics, the caches.
+parts() {
+  curl -s "http://127.0.0.1:$port/metrics" | awk '/^svc_(allocator|cache)_bytes/ { printf "  %s %.1f MB\n", $1, $2 / 1e6 }'
+}
 
 measure() {
   local label=$1 started
@@ -32,6 +37,7 @@ measure() {
   mb() { awk -v k="$1:" '$1 == k { printf "%.0f", $2 / 1024 }' "/proc/$pid/status"; }
   echo "$label: ready after ${ready} s; 10 s later resident $(mb VmRSS) MB" \
     "(anonymous $(mb RssAnon) MB, mapped files $(mb RssFile) MB), peak $(mb VmHWM) MB"
+  parts
   [ -f "$dir/get.txt" ] || python3 "$(dirname "$0")/mixes.py" "$port" "$dir"
   python3 - "$port" "$dir/get.txt" "$dir/search.txt" <<'PY'
 import http.client, sys
@@ -41,6 +47,7 @@ for path in [l.strip() for f in sys.argv[2:] for l in open(f) if l.strip()]:
     c.getresponse().read()
 PY
   echo "$label: after serving the mixes once, resident $(mb VmRSS) MB (anonymous $(mb RssAnon) MB)"
+  parts
   kill -TERM "$pid"
   wait "$pid" 2>/dev/null || true
 }

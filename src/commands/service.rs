@@ -112,23 +112,6 @@ impl Supervisor {
         });
     }
 
-    /// Keeps the memory gauges of `/metrics` ([`crate::memory::record_gauges`]) current:
-    /// every 10 s, until the service stops.
-    pub fn spawn_memory_gauges(&mut self) {
-        // The recorder the gauges go to, installed now if the API has not yet.
-        query_api::metrics::handle();
-        let token = self.cancel.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(10));
-            loop {
-                tokio::select! {
-                    _ = token.cancelled() => return,
-                    _ = tick.tick() => crate::memory::record_gauges(),
-                }
-            }
-        });
-    }
-
     /// Follows the network sources of `source`, if any, into `log`.
     pub fn spawn_sources(&mut self, source: &SourceArgs, log: Arc<dyn EventLog>) {
         if let Some(url) = &source.jetstream {

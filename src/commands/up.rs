@@ -41,7 +41,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     supervisor.spawn_sources(&args.source, log.clone());
     supervisor.spawn_catch_up_progress(log.clone(), &progress);
     supervisor.spawn_release_after_catch_up(&progress, &ctx);
-    supervisor.spawn_memory_gauges();
+    query_api::metrics::refresh_on_scrape(crate::memory::record_gauges);
     supervisor.spawn_api(&args, log, &ctx, progress, workers, search_worker).await?;
     info!(data_dir = %args.data.data_dir.display(), "svc up");
     supervisor.run().await
@@ -73,7 +73,7 @@ pub async fn serve(args: UpArgs) -> anyhow::Result<()> {
     supervisor.spawn_worker(worker);
     supervisor.spawn_catch_up_progress(log.clone(), &progress);
     supervisor.spawn_release_after_catch_up(&progress, &ctx);
-    supervisor.spawn_memory_gauges();
+    query_api::metrics::refresh_on_scrape(crate::memory::record_gauges);
     supervisor.spawn_api(&args, log, &ctx, progress, vec![search_worker.clone()], search_worker).await?;
     info!(data_dir = %args.data.data_dir.display(), "svc serve");
     supervisor.run().await

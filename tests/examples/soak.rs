@@ -232,7 +232,11 @@ async fn main() -> anyhow::Result<()> {
         shared.record(|w| w.rss_mb.push(rss));
         if n % 6 == 0 {
             let parts = memory_parts(&svc).await;
-            println!("{:>3} min: resident {rss} MB; {}", n / 6, parts.iter().map(|(k, mb)| format!("{k} {mb:.1}")).collect::<Vec<_>>().join(", "));
+            println!(
+                "{:>3} min: resident {rss} MB; {}",
+                n / 6,
+                parts.iter().map(|(k, mb)| format!("{k} {mb:.1}")).collect::<Vec<_>>().join(", ")
+            );
             rss_curve.push((n / 6, rss, parts));
         }
     }
