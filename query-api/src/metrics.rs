@@ -156,11 +156,13 @@ fn refresh_gauges(state: &AppState) {
     for (partition, end) in ends.iter().flatten().enumerate() {
         metrics::gauge!("svc_log_end_offset", "partition" => partition.to_string()).set(*end as f64);
     }
-    let mut rows = state.store.cache_bytes();
+    let (mut rows, mut pages) = (state.store.cache_bytes(), state.store.page_cache_bytes());
     if !Arc::ptr_eq(&state.store, &state.node) {
         rows += state.node.cache_bytes();
+        pages += state.node.page_cache_bytes();
     }
     metrics::gauge!("svc_cache_bytes", "cache" => "rows").set(rows as f64);
+    metrics::gauge!("svc_cache_bytes", "cache" => "pages").set(pages as f64);
     for model in projections::catalog::MODELS.iter() {
         let registry = if projections::catalog::NODE_MODELS.contains(model) { &state.node } else { &state.store };
         if let Ok(Some(v)) = registry.active_version(model) {

@@ -812,6 +812,11 @@ impl Store for EmbeddedStore {
         self.rows.bytes()
     }
 
+    fn page_cache_bytes(&self) -> u64 {
+        let used = |file: &Arc<StoreFile>| file.db.get().map_or(0, |db| db.cache_stats().used_bytes() as u64);
+        self.all_files().iter().map(used).sum()
+    }
+
     fn compact(&self) -> Result<(), StoreError> {
         self.all_files().iter().try_for_each(|file| file.db.compact())
     }

@@ -256,6 +256,12 @@ pub trait Store: Send + Sync {
         0
     }
 
+    /// The bytes of file pages this store keeps in memory (redb's page caches and write
+    /// buffers, every file together); 0 where it keeps none. For `/metrics`.
+    fn page_cache_bytes(&self) -> u64 {
+        0
+    }
+
     /// Gives the space of dropped versions and deleted rows back to the file system (the
     /// embedded store's file keeps it for later writes otherwise; ScyllaDB compacts on its
     /// own). Reads and writes wait while it runs, so it is for offline commands.

@@ -83,6 +83,7 @@ async fn memory_parts(svc: &Service) -> Vec<(&'static str, f64)> {
         ("allocator resident", "svc_allocator_bytes{stat=\"resident\"}"),
         ("allocator metadata", "svc_allocator_bytes{stat=\"metadata\"}"),
         ("row cache", "svc_cache_bytes{cache=\"rows\"}"),
+        ("page caches", "svc_cache_bytes{cache=\"pages\"}"),
         ("kept answers", "svc_cache_bytes{cache=\"answers\"}"),
     ]
     .into_iter()

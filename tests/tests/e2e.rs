@@ -218,6 +218,7 @@ async fn seed_query_crash_restart_replay(backend: Backend) {
         "svc_allocator_bytes{stat=\"resident\"}",
         "svc_allocator_bytes{stat=\"metadata\"}",
         "svc_cache_bytes{cache=\"rows\"}",
+        "svc_cache_bytes{cache=\"pages\"}",
         "svc_cache_bytes{cache=\"answers\"}",
     ] {
         assert!(sample(name).is_some_and(|bytes| bytes > 0.0), "{}: {name} in /metrics:\n{text}", backend.name);
