@@ -66,17 +66,13 @@ pub fn dedicate_arena(threads: &projections::WorkerThreads) {
     });
 }
 
-/// Sets the memory gauges of `/metrics`: the process's resident set
-/// (`svc_memory_resident_bytes`) and the allocator's statistics (`svc_allocator_bytes`, by
-/// `stat`: `allocated`, the bytes svc's live allocations hold; `active`, the pages holding
-/// them; `metadata`, jemalloc's own; `resident`, its pages in memory; `mapped` and
-/// `retained`, address space in use and kept for reuse). Beside the caches' own gauges
-/// (`svc_cache_bytes`), they tell a cache filling from a leak, and both from the
-/// allocator's overhead.
+/// Sets the allocator's gauges of `/metrics` (`svc_allocator_bytes`, by `stat`:
+/// `allocated`, the bytes svc's live allocations hold; `active`, the pages holding them;
+/// `metadata`, jemalloc's own; `resident`, its pages in memory; `mapped` and `retained`,
+/// address space in use and kept for reuse). Beside the resident set and the caches'
+/// gauges (`svc_memory_resident_bytes`, `svc_cache_bytes`), they tell a cache filling from
+/// a leak, and both from the allocator's overhead.
 pub fn record_gauges() {
-    if let Some(kb) = status_kb("VmRSS:") {
-        metrics::gauge!("svc_memory_resident_bytes").set((kb * 1024) as f64);
-    }
     // The statistics are a snapshot taken when the epoch advances.
     if tikv_jemalloc_ctl::epoch::advance().is_err() {
         return;
@@ -109,11 +105,5 @@ fn mallctl(name: &CStr) {
 
 /// The resident set in MB (Linux; None elsewhere).
 fn resident_mb() -> Option<u64> {
-    status_kb("VmRSS:").map(|kb| kb / 1024)
-}
-
-/// A line of `/proc/self/status` counted in kB, by its name (Linux; None elsewhere).
-fn status_kb(name: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status.lines().find_map(|l| l.strip_prefix(name))?.trim().trim_end_matches("kB").trim().parse().ok()
+    query_api::process::ProcessStatus::read().resident_bytes().map(|b| b / (1024 * 1024))
 }

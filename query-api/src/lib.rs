@@ -26,6 +26,7 @@ pub mod lag;
 pub mod metrics;
 pub mod openapi;
 pub mod params;
+pub mod process;
 pub mod publish;
 pub mod reads;
 pub mod rest;

@@ -186,10 +186,10 @@ async fn roles_are_granted_by_admins_only_and_rebuilt_by_a_replay() {
     let text = text.as_str().unwrap().to_owned();
     assert!(text.contains("svc_requests_total{method=\"GET\",path=\"/xrpc/pub.svc.admin.getNodeMetrics\",status=\"200\"}"), "{text}");
     assert!(text.contains("svc_request_duration_seconds_bucket"), "{text}");
-    // The row cache's and the page caches' sizes, set when scraped: the reads above filled them.
-    for cache in ["rows", "pages"] {
-        let name = format!("svc_cache_bytes{{cache=\"{cache}\"}}");
-        let bytes = text.lines().find_map(|l| l.strip_prefix(name.as_str())?.trim().parse::<f64>().ok());
+    // The row cache's and the page caches' sizes (the reads above filled them) and the
+    // resident set, set when scraped.
+    for name in ["svc_cache_bytes{cache=\"rows\"}", "svc_cache_bytes{cache=\"pages\"}", "svc_memory_resident_bytes"] {
+        let bytes = text.lines().find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok());
         assert!(bytes.is_some_and(|bytes| bytes > 0.0), "{name}: {text}");
     }
     let (_, endpoints) = f.get_as("/xrpc/pub.svc.admin.getEndpointMetrics", &admin_token).await;

@@ -28,11 +28,8 @@ pub(super) async fn node_metrics(c: Call) -> Answer {
     let start = std::time::Instant::now();
     tokio::spawn(async {}).await.map_err(|e| ApiError::internal(e.to_string()))?;
     let lag_us = start.elapsed().as_micros() as u64;
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kb = |field: &str| -> u64 {
-        status.lines().find_map(|l| l.strip_prefix(field)).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).unwrap_or(0)
-    };
-    let (rss, vsz) = (kb("VmRSS:") * 1024, kb("VmSize:") * 1024);
+    let status = crate::process::ProcessStatus::read();
+    let (rss, vsz) = (status.resident_bytes().unwrap_or(0), status.field("VmSize:").unwrap_or(0) * 1024);
     // SAFETY: getrusage writes into the struct it is given and reads nothing else.
     let usage = unsafe {
         let mut u: libc::rusage = std::mem::zeroed();
@@ -47,7 +44,7 @@ pub(super) async fn node_metrics(c: Call) -> Answer {
         json!({"name": "tokio_global_queue_depth", "value": runtime.global_queue_depth().to_string(), "type": "gauge", "unit": "tasks"}),
         json!({"name": "process_resident_memory_bytes", "value": rss.to_string(), "type": "gauge", "unit": "bytes"}),
         json!({"name": "process_virtual_memory_bytes", "value": vsz.to_string(), "type": "gauge", "unit": "bytes"}),
-        json!({"name": "process_threads", "value": kb("Threads:").to_string(), "type": "gauge", "unit": "threads"}),
+        json!({"name": "process_threads", "value": status.field("Threads:").unwrap_or(0).to_string(), "type": "gauge", "unit": "threads"}),
     ];
     for (model, rx) in c.state.progress.iter() {
         let p = rx.borrow().clone();
