@@ -5,9 +5,8 @@
 //! cargo run --release -p eventlog --example log_sizes -- DATA_DIR
 //! ```
 
-use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
-
-const EVENTS: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("events");
+use eventlog::EVENTS;
+use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::args().nth(1).ok_or("usage: log_sizes DATA_DIR")?;

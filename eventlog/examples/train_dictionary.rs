@@ -8,9 +8,9 @@
 //! cargo run --release -p eventlog --example train_dictionary -- /tmp/dict event-schema/dictionaries/1.zdict
 //! ```
 
-use redb::{ReadableDatabase, ReadableTable, TableDefinition};
+use eventlog::EVENTS;
+use redb::{ReadableDatabase, ReadableTable};
 
-const EVENTS: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("events");
 /// zstd's default size for a trained dictionary.
 const DICTIONARY_BYTES: usize = 112_640;
 

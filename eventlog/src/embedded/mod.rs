@@ -39,7 +39,9 @@ pub use journal::{LogAck, JOURNAL_DIR};
 
 use crate::{partition_for, EventLog, LogError};
 
-const EVENTS: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("events");
+/// The events table of the log file: `(partition, offset)` → the packed event
+/// ([`event_schema::packed`]). Public for the tools that measure the file.
+pub const EVENTS: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("events");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const CHECKPOINTS: TableDefinition<(&str, u32), u64> = TableDefinition::new("checkpoints");
 
