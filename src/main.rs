@@ -5,6 +5,7 @@ mod commands;
 mod config;
 mod memory;
 mod progress;
+mod restart;
 mod telemetry;
 
 use clap::Parser;
@@ -22,9 +23,9 @@ fn main() -> anyhow::Result<()> {
     telemetry::init(cli.log_format);
     progress::set_log_interval(std::time::Duration::from_secs_f64(cli.progress_interval));
     match cli.command {
-        Command::Up(args) => runtime()?.block_on(commands::up::up(args)),
+        Command::Up(args) => serve_until_stopped(commands::up::up(args)),
         Command::Project(args) => runtime()?.block_on(commands::up::project(args)),
-        Command::Serve(args) => runtime()?.block_on(commands::up::serve(args)),
+        Command::Serve(args) => serve_until_stopped(commands::up::serve(args)),
         Command::Ingest(args) => runtime()?.block_on(commands::up::ingest(args)),
         Command::Seed(args) => commands::seed(args),
         Command::Replay(args) => commands::replay(args),
@@ -42,6 +43,20 @@ fn main() -> anyhow::Result<()> {
             println!("{}", serde_json::json!({"rotated": file.display().to_string(), "kid": kid}));
             Ok(())
         }
+    }
+}
+
+/// Runs a serving role until it stops; restarts it in place if it asked to
+/// ([`restart`]), once the runtime has stopped and dropped every task (and with them the
+/// log and stores, which close cleanly).
+fn serve_until_stopped(role: impl std::future::Future<Output = anyhow::Result<restart::Stopped>>) -> anyhow::Result<()> {
+    restart::announce();
+    let runtime = runtime()?;
+    let stopped = runtime.block_on(role);
+    runtime.shutdown_timeout(std::time::Duration::from_secs(10));
+    match stopped? {
+        restart::Stopped::Done => Ok(()),
+        restart::Stopped::Restart(listener, caught_up) => Err(restart::exec(listener, caught_up)),
     }
 }
 

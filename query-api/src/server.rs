@@ -98,8 +98,12 @@ async fn answer(
     }
 }
 
+/// How long open connections may still start a request once a shutdown began (then each
+/// finishes the request it has and closes).
+const ACCEPTED_GRACE: Duration = Duration::from_millis(250);
+
 /// Serves `app` on `listener` until `shutdown` completes, then lets the open connections
-/// finish their requests.
+/// finish their requests ([`ACCEPTED_GRACE`] to start one).
 ///
 /// # Errors
 /// Never, today: failures to accept a connection are logged and the loop goes on.
@@ -145,6 +149,11 @@ pub async fn serve(listener: TcpListener, app: App, limits: ServerLimits, shutdo
         });
     }
     drop(listener);
+    if slots.available_permits() < limits.max_connections.max(1) {
+        // A connection accepted just now may not have read the request its client sent:
+        // shut down at once, it would be closed unanswered (reset, the request unread).
+        tokio::time::sleep(ACCEPTED_GRACE).await;
+    }
     graceful.shutdown().await;
     Ok(())
 }

@@ -2,7 +2,8 @@
 //! that stops everything when any task ends or a shutdown signal arrives.
 
 use std::future::Future;
-use std::sync::Arc;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -16,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use crate::config::{SourceArgs, UpArgs};
+use crate::restart::Stopped;
 
 /// How long tasks may take to drain after a shutdown starts.
 const DRAIN: Duration = Duration::from_secs(10);
@@ -50,11 +52,21 @@ pub struct Supervisor {
     tasks: JoinSet<anyhow::Result<()>>,
     /// The threads of the workers spawned so far.
     worker_threads: Vec<WorkerThreads>,
+    /// The API's listening socket, once it serves: handed over by a restart.
+    listener: Option<OwnedFd>,
+    /// The events of the first catch-up, once it asked for a restart in place.
+    restart: Arc<OnceLock<u64>>,
 }
 
 impl Supervisor {
     pub fn new() -> Supervisor {
-        Supervisor { cancel: CancellationToken::new(), tasks: JoinSet::new(), worker_threads: Vec::new() }
+        Supervisor {
+            cancel: CancellationToken::new(),
+            tasks: JoinSet::new(),
+            worker_threads: Vec::new(),
+            listener: None,
+            restart: Arc::default(),
+        }
     }
 
     /// Runs a task until it ends or the token it is given is cancelled.
@@ -81,24 +93,35 @@ impl Supervisor {
         }
     }
 
-    /// Once every model of `progress` has first caught up, lets the stores of `ctx` drop
-    /// the caches the catch-up filled and hands the memory the catch-up used (batches,
-    /// staging maps, index writer buffers, cached pages, all freed by then) back to the
-    /// operating system, so a node serves with the footprint of a restarted one. Each
-    /// worker thread flushes the allocator's cache of blocks it freed (only a thread can
-    /// flush its own), then every arena's free pages are purged: call it after spawning the
-    /// workers.
-    pub fn spawn_release_after_catch_up(&mut self, progress: &ProgressFeeds, ctx: &Context) {
+    /// Once every model of `progress` has first caught up: after a catch-up of at least
+    /// `restart_after` events (0: never) stops everything to restart in place
+    /// ([`crate::restart`]; not in a process that is itself a restart); after a smaller one lets the stores of `ctx` drop the caches the catch-up
+    /// filled and hands the memory the catch-up used (batches, staging maps, index writer
+    /// buffers, cached pages, all freed by then) back to the operating system. Each worker
+    /// thread flushes the allocator's cache of blocks it freed (only a thread can flush its
+    /// own), then every arena's free pages are purged: call it after spawning the workers.
+    pub fn spawn_release_after_catch_up(&mut self, progress: &ProgressFeeds, ctx: &Context, restart_after: u64) {
         let feeds = progress.clone();
         let token = self.cancel.clone();
         let threads = self.worker_threads.clone();
         let stores = ctx.stores();
+        let restart = self.restart.clone();
         tokio::spawn(async move {
+            let mut caught_up = 0;
             for (_, mut rx) in feeds {
                 tokio::select! {
                     _ = token.cancelled() => return,
-                    done = rx.wait_for(|p| p.caught_up) => if done.is_err() { return },
+                    done = rx.wait_for(|p| p.caught_up) => match done {
+                        Ok(p) => caught_up = caught_up.max(p.applied),
+                        Err(_) => return,
+                    },
                 }
+            }
+            if restart_after > 0 && caught_up >= restart_after && !crate::restart::is_restarted() {
+                info!(events = caught_up, "restarting in place to hand back the memory the catch-up left with the allocator");
+                let _ = restart.set(caught_up);
+                token.cancel();
+                return;
             }
             let _ = tokio::task::spawn_blocking(move || {
                 for store in stores {
@@ -138,8 +161,12 @@ impl Supervisor {
         workers: Vec<HoldHandle>,
         search_worker: HoldHandle,
     ) -> anyhow::Result<()> {
-        let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("failed to listen on {}", args.listen))?;
+        let listener = match crate::restart::inherited_listener()? {
+            Some(inherited) => tokio::net::TcpListener::from_std(inherited)?,
+            None => tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("failed to listen on {}", args.listen))?,
+        };
         let local = listener.local_addr()?;
+        self.listener = Some(listener.as_fd().try_clone_to_owned()?);
         let resolver = Arc::new(args.source.network.resolver());
         let public_url = args.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
         let tap = Arc::new(query_api::tap::Tap::new(log.clone(), args.tap.settings()));
@@ -216,9 +243,9 @@ impl Supervisor {
         Ok(())
     }
 
-    /// Waits until a task ends (an error is the result) or a shutdown signal arrives, then
-    /// cancels and drains the rest.
-    pub async fn run(mut self) -> anyhow::Result<()> {
+    /// Waits until a task ends (an error is the result), a shutdown signal arrives or a
+    /// restart is asked for, then cancels and drains the rest.
+    pub async fn run(mut self) -> anyhow::Result<Stopped> {
         let token = self.cancel.clone();
         tokio::spawn(async move {
             shutdown_signal().await;
@@ -245,8 +272,13 @@ impl Supervisor {
             error!("tasks did not drain in time; aborting them");
             self.tasks.abort_all();
         }
+        result?;
+        if let Some(&events) = self.restart.get() {
+            info!(events, "svc stopped to restart");
+            return Ok(Stopped::Restart(self.listener.take(), events));
+        }
         info!("svc stopped");
-        result
+        Ok(Stopped::Done)
     }
 }
 

@@ -8,13 +8,14 @@ use tracing::info;
 use super::service::Supervisor;
 use super::{open_context, open_log, require_shared};
 use crate::config::{BackfillCommand, IngestArgs, ProjectArgs, SeedArgs, UpArgs};
+use crate::restart::Stopped;
 
 /// `svc up`: projection workers and the API in one process.
 ///
 /// On the embedded log one worker builds every model from one reading of the log. On Kafka
 /// the shared models are built by a worker of the projectors' group (so `svc up` can run
 /// beside `svc project` processes) and the search index by a worker of its own.
-pub async fn up(args: UpArgs) -> anyhow::Result<()> {
+pub async fn up(args: UpArgs) -> anyhow::Result<Stopped> {
     let log = open_log(&args.data)?;
     let ctx = open_context(&args.data, true)?;
     let mut supervisor = Supervisor::new();
@@ -40,7 +41,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     }
     supervisor.spawn_sources(&args.source, log.clone());
     supervisor.spawn_catch_up_progress(log.clone(), &progress);
-    supervisor.spawn_release_after_catch_up(&progress, &ctx);
+    supervisor.spawn_release_after_catch_up(&progress, &ctx, args.restart_after_catch_up);
     query_api::metrics::refresh_on_scrape(crate::memory::record_gauges);
     supervisor.spawn_api(&args, log, &ctx, progress, workers, search_worker).await?;
     info!(data_dir = %args.data.data_dir.display(), "svc up");
@@ -57,12 +58,12 @@ pub async fn project(args: ProjectArgs) -> anyhow::Result<()> {
     let mut supervisor = Supervisor::new();
     supervisor.spawn_worker(worker);
     info!(group = args.group, "svc project");
-    supervisor.run().await
+    supervisor.run().await.map(drop)
 }
 
 /// `svc serve`: the API over the shared read models, and this node's own search index built
 /// by its own worker from every partition.
-pub async fn serve(args: UpArgs) -> anyhow::Result<()> {
+pub async fn serve(args: UpArgs) -> anyhow::Result<Stopped> {
     require_shared(&args.data, "svc serve")?;
     let log = open_log(&args.data)?;
     let ctx = open_context(&args.data, true)?;
@@ -72,7 +73,7 @@ pub async fn serve(args: UpArgs) -> anyhow::Result<()> {
     let mut supervisor = Supervisor::new();
     supervisor.spawn_worker(worker);
     supervisor.spawn_catch_up_progress(log.clone(), &progress);
-    supervisor.spawn_release_after_catch_up(&progress, &ctx);
+    supervisor.spawn_release_after_catch_up(&progress, &ctx, args.restart_after_catch_up);
     query_api::metrics::refresh_on_scrape(crate::memory::record_gauges);
     supervisor.spawn_api(&args, log, &ctx, progress, vec![search_worker.clone()], search_worker).await?;
     info!(data_dir = %args.data.data_dir.display(), "svc serve");
@@ -104,7 +105,7 @@ pub async fn ingest(args: IngestArgs) -> anyhow::Result<()> {
     let mut supervisor = Supervisor::new();
     supervisor.spawn_sources(&args.source, log);
     info!("svc ingest");
-    supervisor.run().await
+    supervisor.run().await.map(drop)
 }
 
 /// `svc backfill did|pds`: prints one JSON line per repository; fails if any failed.

@@ -353,6 +353,13 @@ pub struct UpArgs {
     #[arg(long, env = "SVC_SNAPSHOT_DIR")]
     pub snapshot_dir: Option<std::path::PathBuf>,
 
+    /// After a first catch-up of at least this many events, the process restarts itself in
+    /// place (same PID, arguments and listening socket: connections wait, none is refused)
+    /// to hand back the memory the catch-up left with the allocator; 0 never restarts
+    /// (docs/operator-guide.md).
+    #[arg(long, env = "SVC_RESTART_AFTER_CATCH_UP", default_value_t = 100_000)]
+    pub restart_after_catch_up: u64,
+
     #[command(flatten)]
     pub http: HttpArgs,
 

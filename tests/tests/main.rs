@@ -16,6 +16,7 @@ mod first_hour;
 mod log_export;
 mod log_stream;
 mod openapi_fuzz;
+mod restart;
 mod scholarly;
 mod similar_quality;
 mod snapshot;
