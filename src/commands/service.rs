@@ -95,7 +95,8 @@ impl Supervisor {
 
     /// Once every model of `progress` has first caught up: after a catch-up of at least
     /// `restart_after` events (0: never) stops everything to restart in place
-    /// ([`crate::restart`]; not in a process that is itself a restart); after a smaller one lets the stores of `ctx` drop the caches the catch-up
+    /// ([`crate::restart`]; not in a process that is itself a restart), once the search
+    /// index's merge after the catch-up is done; after a smaller one lets the stores of `ctx` drop the caches the catch-up
     /// filled and hands the memory the catch-up used (batches, staging maps, index writer
     /// buffers, cached pages, all freed by then) back to the operating system. Each worker
     /// thread flushes the allocator's cache of blocks it freed (only a thread can flush its
@@ -106,6 +107,7 @@ impl Supervisor {
         let threads = self.worker_threads.clone();
         let stores = ctx.stores();
         let restart = self.restart.clone();
+        let search = ctx.search.clone();
         tokio::spawn(async move {
             let mut caught_up = 0;
             for (_, mut rx) in feeds {
@@ -118,6 +120,15 @@ impl Supervisor {
                 }
             }
             if restart_after > 0 && caught_up >= restart_after && !crate::restart::is_restarted() {
+                // The catch-up's end merges the search index's segments in the background:
+                // a restart would lose the merge (and searches would walk every segment).
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                while search.merging() {
+                    tokio::select! {
+                        _ = token.cancelled() => return,
+                        _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+                    }
+                }
                 info!(events = caught_up, "restarting in place to hand back the memory the catch-up left with the allocator");
                 let _ = restart.set(caught_up);
                 token.cancel();

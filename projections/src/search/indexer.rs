@@ -1,6 +1,7 @@
 //! Applying events to the search index.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -439,13 +440,18 @@ impl SearchProjection {
         let merge = self.writer()?.merge(&segments);
         let index = self.index.clone();
         let count = segments.len();
-        std::thread::Builder::new()
-            .name("search-merge".into())
-            .spawn(move || match merge.wait().map_err(ProjectionError::from).and_then(|_| index.reload()) {
+        index.merging.fetch_add(1, Ordering::AcqRel);
+        let merging = std::thread::Builder::new().name("search-merge".into()).spawn(move || {
+            match merge.wait().map_err(ProjectionError::from).and_then(|_| index.reload()) {
                 Ok(()) => debug!(segments = count, "merged the search index after a catch-up"),
                 Err(e) => tracing::warn!(error = %e, "merging the search index after a catch-up failed (searches go on over its segments)"),
-            })
-            .map_err(|e| ProjectionError::Search(format!("failed to start the merge thread: {e}")))?;
+            }
+            index.merging.fetch_sub(1, Ordering::AcqRel);
+        });
+        if let Err(e) = merging {
+            self.index.merging.fetch_sub(1, Ordering::AcqRel);
+            return Err(ProjectionError::Search(format!("failed to start the merge thread: {e}")));
+        }
         Ok(())
     }
 

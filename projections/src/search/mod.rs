@@ -61,6 +61,8 @@ pub struct SearchIndex {
     facet_values: Arc<facets::FacetValues>,
     /// Answers of recent searches of the visible commit.
     answers: answers::Answers,
+    /// Merges of its segments running in the background ([`SearchIndexes::merging`]).
+    merging: std::sync::atomic::AtomicUsize,
 }
 
 /// How many facet values each index version keeps as text (a segment's dictionary decodes
@@ -217,9 +219,16 @@ impl SearchIndexes {
             hidden: RwLock::new(Arc::new(hidden)),
             facet_values: Arc::new(facets::FacetValues::new(FACET_VALUES_CACHED)),
             answers: answers::Answers::new(ANSWERS_CACHED_BYTES),
+            merging: Default::default(),
         });
         open.insert(version, idx.clone());
         Ok(idx)
+    }
+
+    /// Whether a merge of an open index's segments runs in the background (after a
+    /// catch-up): a process about to stop on purpose waits for it, or the merge is lost.
+    pub fn merging(&self) -> bool {
+        self.open.lock().is_ok_and(|open| open.values().any(|idx| idx.merging.load(std::sync::atomic::Ordering::Acquire) > 0))
     }
 
     /// Whether `version` was built with this build's schema (or not built yet). An index of
