@@ -270,7 +270,9 @@ fn facets_are_exact_over_several_segments() {
     let env = env();
     let did = |n: usize| format!("did:plc:{n:024}");
     let authors = |i: usize| -> Vec<String> {
-        let mut a = vec![did(i % 7), did(7 + (i * 13) % 40), did(50 + (i / 40) % 9)];
+        // The fourth spreads 150 values over every segment: more than are looked up one by
+        // one in the largest segment's dictionary.
+        let mut a = vec![did(i % 7), did(7 + (i * 13) % 40), did(50 + (i / 40) % 9), did(100 + (i * 7) % 150)];
         a.dedup();
         a
     };
