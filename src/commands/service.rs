@@ -54,8 +54,18 @@ pub struct Supervisor {
     worker_threads: Vec<WorkerThreads>,
     /// The API's listening socket, once it serves: handed over by a restart.
     listener: Option<OwnedFd>,
-    /// The events of the first catch-up, once it asked for a restart in place.
-    restart: Arc<OnceLock<u64>>,
+    /// Why everything stops, set once by whichever asks first: a shutdown signal wins over
+    /// a restart asked for after it.
+    stopping: Arc<OnceLock<Stopping>>,
+}
+
+/// Why a supervisor stops (a task failing aside).
+#[derive(Clone, Copy)]
+enum Stopping {
+    /// A shutdown signal: the process exits.
+    Signal,
+    /// A restart in place after a first catch-up of this many events.
+    Restart(u64),
 }
 
 impl Supervisor {
@@ -65,7 +75,7 @@ impl Supervisor {
             tasks: JoinSet::new(),
             worker_threads: Vec::new(),
             listener: None,
-            restart: Arc::default(),
+            stopping: Arc::default(),
         }
     }
 
@@ -95,18 +105,19 @@ impl Supervisor {
 
     /// Once every model of `progress` has first caught up: after a catch-up of at least
     /// `restart_after` events (0: never) stops everything to restart in place
-    /// ([`crate::restart`]; not in a process that is itself a restart), once the search
-    /// index's merge after the catch-up is done; after a smaller one lets the stores of `ctx` drop the caches the catch-up
-    /// filled and hands the memory the catch-up used (batches, staging maps, index writer
-    /// buffers, cached pages, all freed by then) back to the operating system. Each worker
-    /// thread flushes the allocator's cache of blocks it freed (only a thread can flush its
-    /// own), then every arena's free pages are purged: call it after spawning the workers.
+    /// ([`crate::restart`]; not in a process that is itself a restart, nor once a shutdown
+    /// was asked for), when the search index's merge after the catch-up is done; after a
+    /// smaller one lets the stores of `ctx` drop the caches the catch-up filled and hands
+    /// the memory the catch-up used (batches, staging maps, index writer buffers, cached
+    /// pages, all freed by then) back to the operating system. Each worker thread flushes
+    /// the allocator's cache of blocks it freed (only a thread can flush its own), then
+    /// every arena's free pages are purged: call it after spawning the workers.
     pub fn spawn_release_after_catch_up(&mut self, progress: &ProgressFeeds, ctx: &Context, restart_after: u64) {
         let feeds = progress.clone();
         let token = self.cancel.clone();
         let threads = self.worker_threads.clone();
         let stores = ctx.stores();
-        let restart = self.restart.clone();
+        let stopping = self.stopping.clone();
         let search = ctx.search.clone();
         tokio::spawn(async move {
             let mut caught_up = 0;
@@ -122,16 +133,21 @@ impl Supervisor {
             if restart_after > 0 && caught_up >= restart_after && !crate::restart::is_restarted() {
                 // The catch-up's end merges the search index's segments in the background:
                 // a restart would lose the merge (and searches would walk every segment).
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                while search.merging() {
+                let mut wait = Duration::from_secs(1);
+                loop {
                     tokio::select! {
                         _ = token.cancelled() => return,
-                        _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+                        _ = tokio::time::sleep(wait) => {}
                     }
+                    if !search.merging() {
+                        break;
+                    }
+                    wait = Duration::from_millis(200);
                 }
-                info!(events = caught_up, "restarting in place to hand back the memory the catch-up left with the allocator");
-                let _ = restart.set(caught_up);
-                token.cancel();
+                if stopping.set(Stopping::Restart(caught_up)).is_ok() {
+                    info!(events = caught_up, "restarting in place to hand back the memory the catch-up left with the allocator");
+                    token.cancel();
+                }
                 return;
             }
             let _ = tokio::task::spawn_blocking(move || {
@@ -257,10 +273,11 @@ impl Supervisor {
     /// Waits until a task ends (an error is the result), a shutdown signal arrives or a
     /// restart is asked for, then cancels and drains the rest.
     pub async fn run(mut self) -> anyhow::Result<Stopped> {
-        let token = self.cancel.clone();
+        let (token, stopping) = (self.cancel.clone(), self.stopping.clone());
         tokio::spawn(async move {
             shutdown_signal().await;
             info!("shutdown requested");
+            let _ = stopping.set(Stopping::Signal);
             token.cancel();
         });
         let mut result = Ok(());
@@ -284,7 +301,7 @@ impl Supervisor {
             self.tasks.abort_all();
         }
         result?;
-        if let Some(&events) = self.restart.get() {
+        if let Some(&Stopping::Restart(events)) = self.stopping.get() {
             info!(events, "svc stopped to restart");
             return Ok(Stopped::Restart(self.listener.take(), events));
         }
