@@ -102,8 +102,9 @@ impl SearchIndex {
         if let Some(found) = self.answers.0.get(&AnswerKeyRef { generation, request, facets, highlight }) {
             return Ok(found);
         }
-        let results = self.search(request)?;
-        let facet_counts = if facets.is_empty() { None } else { Some(self.facets(request, facets)?) };
+        let collector = (!facets.is_empty()).then(|| self.facet_collector(facets));
+        let (results, tops) = self.search_counting(request, collector)?;
+        let facet_counts = tops.map(|tops| super::facets::facets_json(facets, tops));
         let highlights = if highlight { Some(self.highlights(request, &results.hits)?) } else { None };
         let found = Arc::new(Found { results, facets: facet_counts, highlights });
         let key = AnswerKey { generation, request: request.clone(), facets: facets.to_vec(), highlight };

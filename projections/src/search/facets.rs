@@ -78,23 +78,13 @@ impl SearchIndex {
     /// fields' term ordinals ([`FacetCollector`]), without scoring.
     pub fn facets(&self, req: &SearchRequest, facets: &[Facet]) -> Result<serde_json::Value, ProjectionError> {
         let query = self.build_query(req)?;
-        let collector = FacetCollector { facets: facets.to_vec(), values: self.facet_values.clone() };
-        let tops = self.reader.searcher().search(query.as_ref(), &collector)?;
-        let mut out = serde_json::Map::new();
-        for (facet, mut top) in facets.iter().zip(tops) {
-            if *facet == Facet::Year {
-                top.sort_by(|a, b| b.0.cmp(&a.0));
-            }
-            let values: Vec<serde_json::Value> = top
-                .into_iter()
-                .map(|(value, count)| match facet {
-                    Facet::Year => serde_json::json!({"value": value.parse::<u64>().unwrap_or_default(), "count": count}),
-                    _ => serde_json::json!({"value": value, "count": count}),
-                })
-                .collect();
-            out.insert(facet.name().into(), serde_json::Value::Array(values));
-        }
-        Ok(serde_json::Value::Object(out))
+        let tops = self.reader.searcher().search(query.as_ref(), &self.facet_collector(facets))?;
+        Ok(facets_json(facets, tops))
+    }
+
+    /// What counts `facets` over every match of a search.
+    pub(super) fn facet_collector(&self, facets: &[Facet]) -> FacetCollector {
+        FacetCollector { facets: facets.to_vec(), values: self.facet_values.clone() }
     }
 
     /// The matched words of each hit (its stored summary JSON) in its title and abstract.
@@ -127,6 +117,25 @@ impl SearchIndex {
     }
 }
 
+/// `{<facet>: [{value, count}]}` of each facet's most frequent values; years newest first.
+pub(super) fn facets_json(facets: &[Facet], tops: FacetTops) -> serde_json::Value {
+    let mut out = serde_json::Map::new();
+    for (facet, mut top) in facets.iter().zip(tops) {
+        if *facet == Facet::Year {
+            top.sort_by(|a, b| b.0.cmp(&a.0));
+        }
+        let values: Vec<serde_json::Value> = top
+            .into_iter()
+            .map(|(value, count)| match facet {
+                Facet::Year => serde_json::json!({"value": value.parse::<u64>().unwrap_or_default(), "count": count}),
+                _ => serde_json::json!({"value": value, "count": count}),
+            })
+            .collect();
+        out.insert(facet.name().into(), serde_json::Value::Array(values));
+    }
+    serde_json::Value::Object(out)
+}
+
 fn html_escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }
@@ -146,36 +155,113 @@ fn fast_field(facet: Facet) -> &'static str {
 /// [`FACET_SIZE`] most frequent. In each segment a count per term ordinal of the facet's
 /// fast field ([`OrdCounts`]), so a match costs an append or an increment per value it
 /// holds; only the values that can rank are turned into text ([`top_terms`]).
-struct FacetCollector {
+#[derive(Clone)]
+pub(super) struct FacetCollector {
     facets: Vec<Facet>,
     values: Arc<FacetValues>,
 }
 
-/// Facet values turned into text, by segment, field and term ordinal: a segment never
-/// changes, so an entry never goes stale; an index version keeps one cache for its life.
-pub(super) struct FacetValues(Cache<(SegmentId, &'static str, u64), Arc<str>>);
+/// Facet values turned into text, by segment, field and term ordinal, and segments' facet
+/// terms by hash ([`TermsByHash`]): a segment never changes, so an entry never goes stale;
+/// an index version keeps one cache of each for its life.
+pub(super) struct FacetValues {
+    texts: Cache<(SegmentId, &'static str, u64), Arc<str>>,
+    by_hash: Cache<(SegmentId, &'static str), Arc<TermsByHash>, TermsByHashWeight>,
+}
 
 impl FacetValues {
-    pub(super) fn new(capacity: usize) -> FacetValues {
-        FacetValues(Cache::new(capacity))
+    /// Keeps `capacity` values as text and about `by_hash_bytes` of terms by hash.
+    pub(super) fn new(capacity: usize, by_hash_bytes: u64) -> FacetValues {
+        FacetValues { texts: Cache::new(capacity), by_hash: Cache::with_weighter(16, by_hash_bytes.max(1), TermsByHashWeight) }
     }
 
     /// The text of term `ord` of `field`'s column in `segment`.
     fn text(&self, segment: SegmentId, field: &'static str, column: &StrColumn, ord: u64) -> tantivy::Result<Arc<str>> {
-        self.0.get_or_insert_with(&(segment, field, ord), || {
+        self.texts.get_or_insert_with(&(segment, field, ord), || {
             let mut out = String::new();
             column.ord_to_str(ord, &mut out)?;
             Ok::<_, tantivy::TantivyError>(Arc::from(out))
         })
     }
+
+    /// The terms of `s`'s column by hash, read from its dictionary the first time.
+    fn by_hash(&self, s: &SegmentTerms) -> tantivy::Result<Arc<TermsByHash>> {
+        self.by_hash.get_or_insert_with(&(s.segment, s.field), || TermsByHash::read(&s.column).map(Arc::new))
+    }
+}
+
+/// Every term of a segment's facet column by a 64-bit hash of its text, to find the
+/// ordinals of many values without reading the dictionary (each block of which is
+/// decompressed to be read). A value found here is another term only if its hash is a
+/// term's and it is not in the dictionary: whoever takes an ordinal from here for a value
+/// that ranks checks its text.
+struct TermsByHash {
+    /// `(hash, ordinal)` of each term whose hash no other term of the column shares, by hash.
+    unique: Vec<(u64, u32)>,
+    /// The hashes several terms share: their values are looked up in the dictionary.
+    shared: std::collections::HashSet<u64>,
+}
+
+/// Where a value is in a [`TermsByHash`].
+enum HashHit {
+    /// The ordinal of the one term with the value's hash.
+    Ord(u64),
+    /// No term has its hash: the dictionary does not hold it.
+    Absent,
+    /// Several terms have its hash.
+    Shared,
+}
+
+impl TermsByHash {
+    fn read(column: &StrColumn) -> tantivy::Result<TermsByHash> {
+        let mut all = Vec::with_capacity(column.num_terms());
+        let mut stream = column.dictionary().stream()?;
+        while stream.advance() {
+            all.push((term_hash(stream.key()), stream.term_ord() as u32));
+        }
+        all.sort_unstable();
+        let mut unique = Vec::with_capacity(all.len());
+        let mut shared = std::collections::HashSet::new();
+        for run in all.chunk_by(|a, b| a.0 == b.0) {
+            if run.len() == 1 {
+                unique.push(run[0]);
+            } else {
+                shared.insert(run[0].0);
+            }
+        }
+        Ok(TermsByHash { unique, shared })
+    }
+
+    fn find(&self, value: &[u8]) -> HashHit {
+        let hash = term_hash(value);
+        match self.unique.binary_search_by_key(&hash, |(h, _)| *h) {
+            Ok(i) => HashHit::Ord(u64::from(self.unique[i].1)),
+            Err(_) if self.shared.contains(&hash) => HashHit::Shared,
+            Err(_) => HashHit::Absent,
+        }
+    }
+}
+
+fn term_hash(term: &[u8]) -> u64 {
+    use std::hash::BuildHasher;
+    std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default().hash_one(term)
+}
+
+#[derive(Clone)]
+struct TermsByHashWeight;
+
+impl quick_cache::Weighter<(SegmentId, &'static str), Arc<TermsByHash>> for TermsByHashWeight {
+    fn weight(&self, _: &(SegmentId, &'static str), terms: &Arc<TermsByHash>) -> u64 {
+        (terms.unique.len() * 12 + terms.shared.len() * 16 + 64) as u64
+    }
 }
 
 /// Per facet, its most frequent values with their counts, most frequent first, ties by value
 /// (years as decimal text).
-type FacetTops = Vec<Vec<(String, u64)>>;
+pub(super) type FacetTops = Vec<Vec<(String, u64)>>;
 
 /// One facet's counts in one segment.
-enum SegmentCounts {
+pub(super) enum SegmentCounts {
     /// A text field: counts by term ordinal.
     Terms { segment: SegmentId, field: &'static str, column: StrColumn, counts: OrdCounts },
     /// The year: counts by value.
@@ -184,7 +270,7 @@ enum SegmentCounts {
     Empty,
 }
 
-struct FacetSegmentCollector {
+pub(super) struct FacetSegmentCollector {
     counters: Vec<SegmentCounts>,
 }
 
@@ -257,7 +343,7 @@ impl SegmentCollector for FacetSegmentCollector {
 /// appended, counted once sorted): a search matching a few thousand eprints then costs in
 /// proportion to them, not to a dictionary of some 200,000 author DIDs. Dense (an array as
 /// long as the dictionary) once they are many.
-enum OrdCounts {
+pub(super) enum OrdCounts {
     Sparse { ords: Vec<u32>, terms: usize },
     Dense(Vec<u32>),
 }
@@ -340,41 +426,121 @@ fn top_values(segments: Vec<SegmentCounts>, k: usize, values: &FacetValues) -> t
 const LOOKUPS_ONE_BY_ONE: usize = 64;
 
 /// The `k` most frequent terms over segments' counts by ordinal, exactly, turning few of
-/// the largest segment's ordinals into text. One segment: its `k` best by count, then
-/// ordinal (a dictionary's ordinals follow its terms' order). Several: the one with the
-/// most counted terms is the primary; every counted term of the others is turned into text
-/// ([`every_term`]) and counted in the primary too, and the primary's own `k` best are
-/// added. A term left out is in no other segment and below the primary's `k` best, which
-/// count at least as much with what the others add: the answer is among those kept.
-/// (Looking the candidates of every segment up in every other, a block read and
-/// decompressed per lookup, made a search over seven segments a hundred times slower.)
+/// the largest segment's ordinals into text and looking few terms up in its dictionary.
+///
+/// The segment with the most counted terms is the primary; every counted term of the others
+/// is turned into text with its count summed over them ([`every_term`]). The primary's `k`
+/// best (by count, then ordinal: a dictionary's ordinals follow its terms' order) get their
+/// totals; any other term counts at most `bound` in the primary (the next best's count).
+/// A term of the other segments whose count there plus `bound` is below the `k`-th best
+/// total known so far cannot rank: only the rest are looked up in the primary's dictionary
+/// ([`ords_of`]). A term of the primary alone outside its `k` best ranks below all of them.
+/// A search over a large segment and a few small ones, as a live node holds its index,
+/// looks up none or a handful. (Looking the candidates of every segment up in every other,
+/// a block read and decompressed per lookup, made a search over seven segments a hundred
+/// times slower; looking every term of the small segments up made a broad search over one
+/// large and four small segments four times slower than over one.)
 fn top_terms(segments: &[SegmentTerms], k: usize, values: &FacetValues) -> tantivy::Result<Vec<(String, u64)>> {
-    let best = |counts: &[(u64, u32)]| -> Vec<(u64, u32)> {
-        let mut held = counts.to_vec();
-        if held.len() > k {
-            held.select_nth_unstable_by(k - 1, |a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-            held.truncate(k);
-        }
-        held
-    };
     let text = |s: &SegmentTerms, ord: u64| -> tantivy::Result<String> { Ok(values.text(s.segment, s.field, &s.column, ord)?.to_string()) };
     let Some(primary) = segments.iter().enumerate().max_by_key(|(_, s)| s.counts.len()).map(|(i, _)| i) else {
         return Ok(Vec::new());
     };
     let others: Vec<&SegmentTerms> = segments.iter().enumerate().filter(|(i, _)| *i != primary).map(|(_, s)| s).collect();
     let primary = &segments[primary];
-    let mut totals = every_term(&others)?;
-    let mut looked_up: Vec<(&String, &mut u64)> = totals.iter_mut().collect();
-    looked_up.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    let ords = ords_of(primary, looked_up.iter().map(|(v, _)| v.as_bytes()))?;
-    for ((_, total), ord) in looked_up.into_iter().zip(ords) {
-        if let Some(i) = ord.and_then(|o| primary.counts.binary_search_by_key(&o, |(o, _)| *o).ok()) {
-            *total += u64::from(primary.counts[i].1);
+    let by_rank = |a: &(u64, u32), b: &(u64, u32)| b.1.cmp(&a.1).then(a.0.cmp(&b.0));
+    let mut best = primary.counts.clone();
+    if best.len() > k + 1 {
+        best.select_nth_unstable_by(k, by_rank);
+        best.truncate(k + 1);
+    }
+    best.sort_unstable_by(by_rank);
+    // No term outside the primary's best counts more in it than `bound`.
+    let bound = if best.len() > k { u64::from(best[k].1) } else { 0 };
+    best.truncate(k);
+    let best: Vec<(String, u64)> =
+        best.into_iter().map(|(ord, n)| Ok((text(primary, ord)?, u64::from(n)))).collect::<tantivy::Result<_>>()?;
+    let count = |ord: Option<u64>| -> u64 {
+        ord.and_then(|o| primary.counts.binary_search_by_key(&o, |(o, _)| *o).ok()).map_or(0, |i| u64::from(primary.counts[i].1))
+    };
+    let exactly = |sorted: &[&str]| -> tantivy::Result<Vec<u64>> {
+        Ok(ords_of(primary, sorted.iter().map(|v| v.as_bytes()))?.into_iter().map(count).collect())
+    };
+    let elsewhere = every_term(&others)?;
+    // Many values are found by hash; those that rank have their text checked, and if one
+    // is another term's (a hash a term shares with a value it does not hold), all of them
+    // are looked up again in the dictionary.
+    let mut found_by_hash: HashMap<String, u64> = HashMap::new();
+    let by_hash = |sorted: &[&str]| -> tantivy::Result<Vec<u64>> {
+        if sorted.len() <= LOOKUPS_ONE_BY_ONE {
+            return exactly(sorted);
+        }
+        let terms = values.by_hash(primary)?;
+        let dictionary = primary.column.dictionary();
+        sorted
+            .iter()
+            .map(|v| {
+                Ok(match terms.find(v.as_bytes()) {
+                    HashHit::Ord(ord) => {
+                        found_by_hash.insert((*v).to_owned(), ord);
+                        count(Some(ord))
+                    }
+                    HashHit::Absent => 0,
+                    HashHit::Shared => count(dictionary.term_ord(v)?),
+                })
+            })
+            .collect()
+    };
+    let mut top = candidates(best.clone(), bound, elsewhere.clone(), k, by_hash)?;
+    top.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    top.truncate(k);
+    for (value, _) in &top {
+        if let Some(ord) = found_by_hash.get(value) {
+            if *text(primary, *ord)? != **value {
+                return candidates(best, bound, elsewhere, k, exactly);
+            }
         }
     }
-    for (ord, n) in best(&primary.counts) {
-        totals.entry(text(primary, ord)?).or_insert(u64::from(n));
+    Ok(top)
+}
+
+/// The values that can rank among the `k` best, with their totals: the primary's `k` best
+/// (`best`: value and count there) with what the other segments add, and those of the other
+/// segments' values (`elsewhere`: value and count over them) that can reach the `k`-th best
+/// total known, with their counts in the primary looked up (`in_primary`, sorted values).
+/// `bound` is the most any value outside `best` counts in the primary.
+fn candidates(
+    best: Vec<(String, u64)>,
+    bound: u64,
+    mut elsewhere: HashMap<String, u64>,
+    k: usize,
+    in_primary: impl FnOnce(&[&str]) -> tantivy::Result<Vec<u64>>,
+) -> tantivy::Result<Vec<(String, u64)>> {
+    let mut totals: HashMap<String, u64> = HashMap::with_capacity(k);
+    for (value, n) in best {
+        let more = elsewhere.remove(&value).unwrap_or_default();
+        totals.insert(value, n + more);
     }
+    if bound == 0 {
+        // The primary counted no value but its best: the others' totals are exact.
+        totals.extend(elsewhere);
+        return Ok(totals.into_iter().collect());
+    }
+    // Each total is at least what is known of it: the `k`-th best of these is a floor.
+    let mut known: Vec<u64> = totals.values().chain(elsewhere.values()).copied().collect();
+    let floor = if known.len() >= k && k > 0 {
+        known.select_nth_unstable_by(k - 1, |a, b| b.cmp(a));
+        known[k - 1]
+    } else {
+        0
+    };
+    // A value reaching the floor exactly may still rank by its text: it is looked up too.
+    let mut unsure: Vec<(String, u64)> = elsewhere.into_iter().filter(|(_, n)| n + bound >= floor).collect();
+    unsure.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let counts = in_primary(&unsure.iter().map(|(v, _)| v.as_str()).collect::<Vec<_>>())?;
+    for ((_, total), n) in unsure.iter_mut().zip(counts) {
+        *total += n;
+    }
+    totals.extend(unsure);
     Ok(totals.into_iter().collect())
 }
 
@@ -413,4 +579,56 @@ fn every_term(segments: &[&SegmentTerms]) -> tantivy::Result<HashMap<String, u64
         })?;
     }
     Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Random counts over few values (ties everywhere): the candidates' `k` best are the
+    /// `k` best of the sums.
+    #[test]
+    fn candidates_hold_the_k_best_of_the_sums() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for _ in 0..20_000 {
+            let k = 1 + next(6) as usize;
+            let values = 1 + next(16);
+            let mut primary: Vec<(String, u64)> = Vec::new();
+            let mut elsewhere: HashMap<String, u64> = HashMap::new();
+            for v in 0..values {
+                let value = format!("v{v:02}");
+                match next(3) {
+                    0 => primary.push((value, 1 + next(4))),
+                    1 => drop(elsewhere.insert(value, 1 + next(4))),
+                    _ => {
+                        primary.push((value.clone(), 1 + next(4)));
+                        elsewhere.insert(value, 1 + next(4));
+                    }
+                }
+            }
+            let rank = |a: &(String, u64), b: &(String, u64)| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0));
+            let mut sums: HashMap<String, u64> = elsewhere.clone();
+            for (v, n) in &primary {
+                *sums.entry(v.clone()).or_default() += n;
+            }
+            let mut expected: Vec<(String, u64)> = sums.into_iter().collect();
+            expected.sort_by(rank);
+            expected.truncate(k);
+            let mut best = primary.clone();
+            best.sort_by(rank);
+            let bound = best.get(k).map_or(0, |(_, n)| *n);
+            best.truncate(k);
+            let lookup = |sorted: &[&str]| Ok(sorted.iter().map(|v| primary.iter().find(|(p, _)| p == v).map_or(0, |(_, n)| *n)).collect());
+            let mut found = candidates(best, bound, elsewhere.clone(), k, lookup).unwrap();
+            found.sort_by(rank);
+            found.truncate(k);
+            assert_eq!(found, expected, "k {k}, primary {primary:?}, elsewhere {elsewhere:?}");
+        }
+    }
 }

@@ -17,6 +17,7 @@ use tantivy::query::{AllQuery, BooleanQuery, BoostQuery, Occur, Query, QueryPars
 use tantivy::schema::{IndexRecordOption, Value as _};
 use tantivy::{DocAddress, DocId, Score, Searcher, SegmentReader, TantivyDocument, Term};
 
+use super::facets::{FacetCollector, FacetTops};
 use super::SearchIndex;
 use crate::ProjectionError;
 
@@ -282,15 +283,25 @@ impl SearchIndex {
     /// [`ProjectionError::InvalidSearch`] for a query that names an unknown field;
     /// [`ProjectionError::Search`] when the index cannot be read.
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResults, ProjectionError> {
+        Ok(self.search_counting(req, None)?.0)
+    }
+
+    /// Runs a search, and counts `facets` of every match in the same pass when some are
+    /// asked for (a second pass would evaluate the query again).
+    pub(super) fn search_counting(
+        &self,
+        req: &SearchRequest,
+        facets: Option<FacetCollector>,
+    ) -> Result<(SearchResults, Option<FacetTops>), ProjectionError> {
         let query = self.build_query(req)?;
         let searcher = self.reader.searcher();
         let limit = req.limit.max(1);
-        let (top, total) = match (req.sort, req.cursor) {
-            (SortOrder::Relevance, None) => match first_relevance_page(&searcher, query.as_ref(), limit + 1)? {
-                Some(found) => found,
-                None => keyed_top(&searcher, query.as_ref(), req.sort, None, limit + 1)?,
+        let ((top, total), tops) = match (req.sort, req.cursor) {
+            (SortOrder::Relevance, None) => match first_relevance_page(&searcher, query.as_ref(), limit + 1, &facets)? {
+                (Some(found), tops) => (found, tops),
+                (None, _) => keyed_top(&searcher, query.as_ref(), req.sort, None, limit + 1, &facets)?,
             },
-            (sort, cursor) => keyed_top(&searcher, query.as_ref(), sort, cursor.map(|c| c.key), limit + 1)?,
+            (sort, cursor) => keyed_top(&searcher, query.as_ref(), sort, cursor.map(|c| c.key), limit + 1, &facets)?,
         };
         let more = top.len() > limit;
         let mut hits = Vec::with_capacity(limit);
@@ -301,7 +312,7 @@ impl SearchIndex {
         }
         let search = req.fingerprint();
         let next = if more { top.get(limit - 1).map(|(key, _)| SearchCursor { sort: req.sort, key: *key, search }) } else { None };
-        Ok(SearchResults { hits, next, total })
+        Ok((SearchResults { hits, next, total }, tops))
     }
 }
 
@@ -371,7 +382,14 @@ type Found = (Vec<(SortKey, DocAddress)>, usize);
 
 /// The `n` best hits after `cursor` by full sort key, and the number of matches. Scores
 /// every matching document, and counts them in the same pass.
-fn keyed_top(searcher: &Searcher, query: &dyn Query, sort: SortOrder, cursor: Option<SortKey>, n: usize) -> Result<Found, ProjectionError> {
+fn keyed_top(
+    searcher: &Searcher,
+    query: &dyn Query,
+    sort: SortOrder,
+    cursor: Option<SortKey>,
+    n: usize,
+    facets: &Option<FacetCollector>,
+) -> Result<(Found, Option<FacetTops>), ProjectionError> {
     let collector = TopDocs::with_limit(n).tweak_score(move |segment: &SegmentReader| {
         let fast = segment.fast_fields();
         let seq = fast.u64("seq").ok();
@@ -391,8 +409,8 @@ fn keyed_top(searcher: &Searcher, query: &dyn Query, sort: SortOrder, cursor: Op
             (cursor.is_none_or(|c| key < c), key)
         }
     });
-    let (top, total) = searcher.search(query, &(collector, Count))?;
-    Ok((top.into_iter().filter(|((after, _), _)| *after).map(|((_, key), addr)| (key, addr)).collect(), total))
+    let (top, total, tops) = searcher.search(query, &(collector, Count, facets.clone()))?;
+    Ok(((top.into_iter().filter(|((after, _), _)| *after).map(|((_, key), addr)| (key, addr)).collect(), total), tops))
 }
 
 /// Extra candidates fetched beyond the page, so that ties at the page's edge can be ordered
@@ -408,12 +426,17 @@ const TIE_MARGIN: usize = 16;
 /// Counting in the same pass costs nothing extra: every query of the search box has a
 /// required clause, so tantivy scores each match anyway (block-max WAND applies only to a
 /// bare union of terms).
-fn first_relevance_page(searcher: &Searcher, query: &dyn Query, n: usize) -> Result<Option<Found>, ProjectionError> {
+fn first_relevance_page(
+    searcher: &Searcher,
+    query: &dyn Query,
+    n: usize,
+    facets: &Option<FacetCollector>,
+) -> Result<(Option<Found>, Option<FacetTops>), ProjectionError> {
     let collector = TopDocs::with_limit(n + TIE_MARGIN).tweak_score(|segment: &SegmentReader| {
         let words = segment.fast_fields().u64("abstract_words").ok();
         move |doc: DocId, score: Score| score * substance(words.as_ref().and_then(|c| c.first(doc)))
     });
-    let (candidates, total) = searcher.search(query, &(collector, Count))?;
+    let (candidates, total, tops) = searcher.search(query, &(collector, Count, facets.clone()))?;
     let exhaustive = candidates.len() < n + TIE_MARGIN;
     // One `seq` column per segment, opened once: opening one decodes its header.
     let mut seqs: HashMap<u32, Option<Column<u64>>> = HashMap::new();
@@ -427,10 +450,10 @@ fn first_relevance_page(searcher: &Searcher, query: &dyn Query, n: usize) -> Res
     keyed.sort_by_key(|(key, _)| std::cmp::Reverse(*key));
     let floor = keyed.iter().map(|(k, _)| k.0).min();
     if !exhaustive && keyed.get(n - 1).map(|(k, _)| k.0) == floor {
-        return Ok(None);
+        return Ok((None, tops));
     }
     keyed.truncate(n);
-    Ok(Some((keyed, total)))
+    Ok((Some((keyed, total)), tops))
 }
 
 /// How much of its text score a document keeps, by the words of its abstract: a bare title
