@@ -82,6 +82,15 @@ impl SearchIndex {
         Ok(facets_json(facets, tops))
     }
 
+    /// As [`SearchIndex::facets`], reading every term from the segments' dictionaries, as
+    /// for columns with too many terms to hold decoded: the path large indexes take, for
+    /// tests and comparisons.
+    pub fn facets_from_dictionaries(&self, req: &SearchRequest, facets: &[Facet]) -> Result<serde_json::Value, ProjectionError> {
+        let query = self.build_query(req)?;
+        let collector = FacetCollector { facets: facets.to_vec(), values: Arc::new(FacetValues::new(1_000, 0)) };
+        Ok(facets_json(facets, self.reader.searcher().search(query.as_ref(), &collector)?))
+    }
+
     /// What counts `facets` over every match of a search.
     pub(super) fn facet_collector(&self, facets: &[Facet]) -> FacetCollector {
         FacetCollector { facets: facets.to_vec(), values: self.facet_values.clone() }
@@ -162,83 +171,100 @@ pub(super) struct FacetCollector {
 }
 
 /// Facet values turned into text, by segment, field and term ordinal, and segments' facet
-/// terms by hash ([`TermsByHash`]): a segment never changes, so an entry never goes stale;
-/// an index version keeps one cache of each for its life.
+/// terms held decoded ([`DecodedTerms`]): a segment never changes, so an entry never goes
+/// stale; an index version keeps one cache of each for its life.
 pub(super) struct FacetValues {
     texts: Cache<(SegmentId, &'static str, u64), Arc<str>>,
-    by_hash: Cache<(SegmentId, &'static str), Arc<TermsByHash>, TermsByHashWeight>,
+    decoded: Cache<(SegmentId, &'static str), Arc<DecodedTerms>, DecodedWeight>,
+    /// The most terms a column may have to be decoded: a quarter of the cache's bytes.
+    decoded_terms_max: usize,
 }
 
 impl FacetValues {
-    /// Keeps `capacity` values as text and about `by_hash_bytes` of terms by hash.
-    pub(super) fn new(capacity: usize, by_hash_bytes: u64) -> FacetValues {
-        FacetValues { texts: Cache::new(capacity), by_hash: Cache::with_weighter(16, by_hash_bytes.max(1), TermsByHashWeight) }
+    /// Keeps `capacity` values as text and about `decoded_bytes` of decoded terms.
+    pub(super) fn new(capacity: usize, decoded_bytes: u64) -> FacetValues {
+        FacetValues {
+            texts: Cache::new(capacity),
+            decoded: Cache::with_weighter(64, decoded_bytes.max(1), DecodedWeight),
+            decoded_terms_max: (decoded_bytes / 4 / DECODED_BYTES_A_TERM) as usize,
+        }
     }
 
-    /// The text of term `ord` of `field`'s column in `segment`.
-    fn text(&self, segment: SegmentId, field: &'static str, column: &StrColumn, ord: u64) -> tantivy::Result<Arc<str>> {
-        self.texts.get_or_insert_with(&(segment, field, ord), || {
+    /// The text of term `ord` of `s`'s column.
+    fn text(&self, s: &SegmentTerms, ord: u64) -> tantivy::Result<String> {
+        if let Some(terms) = &s.decoded {
+            return Ok(terms.text(ord).to_owned());
+        }
+        let text = self.texts.get_or_insert_with(&(s.segment, s.field, ord), || {
             let mut out = String::new();
-            column.ord_to_str(ord, &mut out)?;
-            Ok::<_, tantivy::TantivyError>(Arc::from(out))
-        })
+            s.column.ord_to_str(ord, &mut out)?;
+            Ok::<_, tantivy::TantivyError>(Arc::<str>::from(out))
+        })?;
+        Ok(text.to_string())
     }
 
-    /// The terms of `s`'s column by hash, read from its dictionary the first time.
-    fn by_hash(&self, s: &SegmentTerms) -> tantivy::Result<Arc<TermsByHash>> {
-        self.by_hash.get_or_insert_with(&(s.segment, s.field), || TermsByHash::read(&s.column).map(Arc::new))
+    /// The terms of `field`'s `column` in `segment` decoded, read from its dictionary the
+    /// first time; `None` when the column has too many terms to hold.
+    fn decoded(&self, segment: SegmentId, field: &'static str, column: &StrColumn) -> tantivy::Result<Option<Arc<DecodedTerms>>> {
+        if column.num_terms() > self.decoded_terms_max {
+            return Ok(None);
+        }
+        self.decoded.get_or_insert_with(&(segment, field), || DecodedTerms::read(column).map(Arc::new)).map(Some)
     }
 }
 
-/// Every term of a segment's facet column by a 64-bit hash of its text, to find the
-/// ordinals of many values without reading the dictionary (each block of which is
-/// decompressed to be read). A value found here is another term only if its hash is a
-/// term's and it is not in the dictionary: whoever takes an ordinal from here for a value
-/// that ranks checks its text.
-struct TermsByHash {
-    /// `(hash, ordinal)` of each term whose hash no other term of the column shares, by hash.
-    unique: Vec<(u64, u32)>,
-    /// The hashes several terms share: their values are looked up in the dictionary.
-    shared: std::collections::HashSet<u64>,
+/// About how many bytes a decoded term takes (a DID of 32 bytes, its end, its hash and
+/// ordinal), to decide which columns to decode before reading them.
+const DECODED_BYTES_A_TERM: u64 = 48;
+
+/// Every term of a segment's facet column, decoded once: its text by ordinal, and ordinals
+/// by a 64-bit hash of the text. Reading a term from the dictionary decompresses its block
+/// (zstd), which made turning counted ordinals into text, and finding many values'
+/// ordinals, most of a faceted search's time.
+struct DecodedTerms {
+    /// The terms' bytes, in ordinal order.
+    bytes: Vec<u8>,
+    /// Where each term ends in `bytes`.
+    ends: Vec<u32>,
+    /// `(hash, ordinal)` of every term, by hash (terms sharing a hash are told apart by text).
+    by_hash: Vec<(u64, u32)>,
 }
 
-/// Where a value is in a [`TermsByHash`].
-enum HashHit {
-    /// The ordinal of the one term with the value's hash.
-    Ord(u64),
-    /// No term has its hash: the dictionary does not hold it.
-    Absent,
-    /// Several terms have its hash.
-    Shared,
-}
-
-impl TermsByHash {
-    fn read(column: &StrColumn) -> tantivy::Result<TermsByHash> {
-        let mut all = Vec::with_capacity(column.num_terms());
+impl DecodedTerms {
+    fn read(column: &StrColumn) -> tantivy::Result<DecodedTerms> {
+        let n = column.num_terms();
+        let (mut bytes, mut ends, mut by_hash) = (Vec::new(), Vec::with_capacity(n), Vec::with_capacity(n));
         let mut stream = column.dictionary().stream()?;
         while stream.advance() {
-            all.push((term_hash(stream.key()), stream.term_ord() as u32));
+            bytes.extend_from_slice(stream.key());
+            ends.push(bytes.len() as u32);
+            by_hash.push((term_hash(stream.key()), stream.term_ord() as u32));
         }
-        all.sort_unstable();
-        let mut unique = Vec::with_capacity(all.len());
-        let mut shared = std::collections::HashSet::new();
-        for run in all.chunk_by(|a, b| a.0 == b.0) {
-            if run.len() == 1 {
-                unique.push(run[0]);
-            } else {
-                shared.insert(run[0].0);
-            }
-        }
-        Ok(TermsByHash { unique, shared })
+        by_hash.sort_unstable();
+        bytes.shrink_to_fit();
+        Ok(DecodedTerms { bytes, ends, by_hash })
     }
 
-    fn find(&self, value: &[u8]) -> HashHit {
+    fn bytes_of(&self, ord: u64) -> &[u8] {
+        let i = ord as usize;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.bytes[start..self.ends[i] as usize]
+    }
+
+    /// The text of term `ord`.
+    fn text(&self, ord: u64) -> &str {
+        std::str::from_utf8(self.bytes_of(ord)).unwrap_or_default()
+    }
+
+    /// The ordinal of `value`, if the column holds it.
+    fn ord(&self, value: &[u8]) -> Option<u64> {
         let hash = term_hash(value);
-        match self.unique.binary_search_by_key(&hash, |(h, _)| *h) {
-            Ok(i) => HashHit::Ord(u64::from(self.unique[i].1)),
-            Err(_) if self.shared.contains(&hash) => HashHit::Shared,
-            Err(_) => HashHit::Absent,
-        }
+        let first = self.by_hash.partition_point(|(h, _)| *h < hash);
+        self.by_hash[first..]
+            .iter()
+            .take_while(|(h, _)| *h == hash)
+            .map(|(_, ord)| u64::from(*ord))
+            .find(|ord| self.bytes_of(*ord) == value)
     }
 }
 
@@ -248,11 +274,11 @@ fn term_hash(term: &[u8]) -> u64 {
 }
 
 #[derive(Clone)]
-struct TermsByHashWeight;
+struct DecodedWeight;
 
-impl quick_cache::Weighter<(SegmentId, &'static str), Arc<TermsByHash>> for TermsByHashWeight {
-    fn weight(&self, _: &(SegmentId, &'static str), terms: &Arc<TermsByHash>) -> u64 {
-        (terms.unique.len() * 12 + terms.shared.len() * 16 + 64) as u64
+impl quick_cache::Weighter<(SegmentId, &'static str), Arc<DecodedTerms>> for DecodedWeight {
+    fn weight(&self, _: &(SegmentId, &'static str), terms: &Arc<DecodedTerms>) -> u64 {
+        (terms.bytes.len() + terms.ends.len() * 4 + terms.by_hash.len() * 16 + 64) as u64
     }
 }
 
@@ -393,6 +419,8 @@ struct SegmentTerms {
     segment: SegmentId,
     field: &'static str,
     column: StrColumn,
+    /// Its terms, when the column is small enough to hold them decoded.
+    decoded: Option<Arc<DecodedTerms>>,
     /// `(ordinal, count)` of every ordinal counted, by ordinal.
     counts: Vec<(u64, u32)>,
 }
@@ -409,7 +437,8 @@ fn top_values(segments: Vec<SegmentCounts>, k: usize, values: &FacetValues) -> t
                 }
             }
             SegmentCounts::Terms { segment, field, column, counts } => {
-                terms.push(SegmentTerms { segment, field, column, counts: counts.into_dense() })
+                let decoded = values.decoded(segment, field, &column)?;
+                terms.push(SegmentTerms { segment, field, column, decoded, counts: counts.into_dense() })
             }
             SegmentCounts::Empty => {}
         }
@@ -426,81 +455,68 @@ fn top_values(segments: Vec<SegmentCounts>, k: usize, values: &FacetValues) -> t
 const LOOKUPS_ONE_BY_ONE: usize = 64;
 
 /// The `k` most frequent terms over segments' counts by ordinal, exactly, turning few of
-/// the largest segment's ordinals into text and looking few terms up in its dictionary.
+/// the largest segment's ordinals into text and looking few terms up in it.
 ///
 /// The segment with the most counted terms is the primary; every counted term of the others
 /// is turned into text with its count summed over them ([`every_term`]). The primary's `k`
 /// best (by count, then ordinal: a dictionary's ordinals follow its terms' order) get their
 /// totals; any other term counts at most `bound` in the primary (the next best's count).
 /// A term of the other segments whose count there plus `bound` is below the `k`-th best
-/// total known so far cannot rank: only the rest are looked up in the primary's dictionary
-/// ([`ords_of`]). A term of the primary alone outside its `k` best ranks below all of them.
-/// A search over a large segment and a few small ones, as a live node holds its index,
-/// looks up none or a handful. (Looking the candidates of every segment up in every other,
-/// a block read and decompressed per lookup, made a search over seven segments a hundred
-/// times slower; looking every term of the small segments up made a broad search over one
-/// large and four small segments four times slower than over one.)
+/// total known so far cannot rank: only the rest are looked up in the primary
+/// ([`candidates`]). A term of the primary alone outside its `k` best ranks below all of
+/// them. (Looking the candidates of every segment up in every other, a block read and
+/// decompressed per lookup, made a search over seven segments a hundred times slower;
+/// looking every term of the small segments up made a broad search over one large and four
+/// small segments four times slower than over one.)
 fn top_terms(segments: &[SegmentTerms], k: usize, values: &FacetValues) -> tantivy::Result<Vec<(String, u64)>> {
-    let text = |s: &SegmentTerms, ord: u64| -> tantivy::Result<String> { Ok(values.text(s.segment, s.field, &s.column, ord)?.to_string()) };
     let Some(primary) = segments.iter().enumerate().max_by_key(|(_, s)| s.counts.len()).map(|(i, _)| i) else {
         return Ok(Vec::new());
     };
     let others: Vec<&SegmentTerms> = segments.iter().enumerate().filter(|(i, _)| *i != primary).map(|(_, s)| s).collect();
     let primary = &segments[primary];
+    // The primary's k + 1 best, by rank: the last one's count is the bound.
     let by_rank = |a: &(u64, u32), b: &(u64, u32)| b.1.cmp(&a.1).then(a.0.cmp(&b.0));
-    let mut best = primary.counts.clone();
-    if best.len() > k + 1 {
-        best.select_nth_unstable_by(k, by_rank);
-        best.truncate(k + 1);
+    let mut best: std::collections::BinaryHeap<Ranked> = std::collections::BinaryHeap::with_capacity(k + 2);
+    for c in &primary.counts {
+        if best.len() <= k {
+            best.push(Ranked(*c));
+        } else if let Some(mut worst) = best.peek_mut().filter(|worst| Ranked(*c) < **worst) {
+            *worst = Ranked(*c);
+        }
     }
+    let mut best: Vec<(u64, u32)> = best.into_iter().map(|r| r.0).collect();
     best.sort_unstable_by(by_rank);
-    // No term outside the primary's best counts more in it than `bound`.
     let bound = if best.len() > k { u64::from(best[k].1) } else { 0 };
     best.truncate(k);
     let best: Vec<(String, u64)> =
-        best.into_iter().map(|(ord, n)| Ok((text(primary, ord)?, u64::from(n)))).collect::<tantivy::Result<_>>()?;
+        best.into_iter().map(|(ord, n)| Ok((values.text(primary, ord)?, u64::from(n)))).collect::<tantivy::Result<_>>()?;
     let count = |ord: Option<u64>| -> u64 {
         ord.and_then(|o| primary.counts.binary_search_by_key(&o, |(o, _)| *o).ok()).map_or(0, |i| u64::from(primary.counts[i].1))
     };
-    let exactly = |sorted: &[&str]| -> tantivy::Result<Vec<u64>> {
-        Ok(ords_of(primary, sorted.iter().map(|v| v.as_bytes()))?.into_iter().map(count).collect())
+    let in_primary = |sorted: &[&str]| -> tantivy::Result<Vec<u64>> {
+        Ok(match &primary.decoded {
+            Some(terms) => sorted.iter().map(|v| count(terms.ord(v.as_bytes()))).collect(),
+            None => ords_of(primary, sorted.iter().map(|v| v.as_bytes()))?.into_iter().map(count).collect(),
+        })
     };
-    let elsewhere = every_term(&others)?;
-    // Many values are found by hash; those that rank have their text checked, and if one
-    // is another term's (a hash a term shares with a value it does not hold), all of them
-    // are looked up again in the dictionary.
-    let mut found_by_hash: HashMap<String, u64> = HashMap::new();
-    let by_hash = |sorted: &[&str]| -> tantivy::Result<Vec<u64>> {
-        if sorted.len() <= LOOKUPS_ONE_BY_ONE {
-            return exactly(sorted);
-        }
-        let terms = values.by_hash(primary)?;
-        let dictionary = primary.column.dictionary();
-        sorted
-            .iter()
-            .map(|v| {
-                Ok(match terms.find(v.as_bytes()) {
-                    HashHit::Ord(ord) => {
-                        found_by_hash.insert((*v).to_owned(), ord);
-                        count(Some(ord))
-                    }
-                    HashHit::Absent => 0,
-                    HashHit::Shared => count(dictionary.term_ord(v)?),
-                })
-            })
-            .collect()
-    };
-    let mut top = candidates(best.clone(), bound, elsewhere.clone(), k, by_hash)?;
-    top.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    top.truncate(k);
-    for (value, _) in &top {
-        if let Some(ord) = found_by_hash.get(value) {
-            if *text(primary, *ord)? != **value {
-                return candidates(best, bound, elsewhere, k, exactly);
-            }
-        }
+    candidates(best, bound, every_term(&others)?, k, in_primary)
+}
+
+/// A term ordinal and its count, ordered so that a max-heap's top is the worst ranked
+/// (lowest count, then highest ordinal).
+#[derive(PartialEq, Eq)]
+struct Ranked((u64, u32));
+
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other.0 .1.cmp(&self.0 .1).then(self.0 .0.cmp(&other.0 .0))
     }
-    Ok(top)
+}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
 }
 
 /// The values that can rank among the `k` best, with their totals: the primary's `k` best
@@ -571,6 +587,12 @@ fn ords_of<'v>(s: &SegmentTerms, sorted: impl ExactSizeIterator<Item = &'v [u8]>
 fn every_term(segments: &[&SegmentTerms]) -> tantivy::Result<HashMap<String, u64>> {
     let mut all: HashMap<String, u64> = HashMap::new();
     for s in segments {
+        if let Some(terms) = &s.decoded {
+            for (ord, n) in &s.counts {
+                *all.entry(terms.text(*ord).to_owned()).or_default() += u64::from(*n);
+            }
+            continue;
+        }
         let mut counts = s.counts.iter().map(|(_, n)| u64::from(*n));
         s.column.dictionary().sorted_ords_to_term_cb(s.counts.iter().map(|(ord, _)| *ord), |term| {
             let n = counts.next().unwrap_or_default();

@@ -69,9 +69,10 @@ pub struct SearchIndex {
 /// a block to turn one ordinal into text).
 const FACET_VALUES_CACHED: usize = 100_000;
 
-/// How many bytes of segments' facet terms by hash each index version keeps (12 bytes a
-/// term: about 2.4 MB for the authors of 75,000 papers).
-const FACET_TERMS_BY_HASH_BYTES: u64 = 64 * 1024 * 1024;
+/// How many bytes of segments' facet terms each index version keeps decoded (about 48
+/// bytes a term: some 12 MB for the authors of 75,000 papers); a column with more terms
+/// than a quarter of this is read from its dictionary instead.
+const FACET_TERMS_DECODED_BYTES: u64 = 128 * 1024 * 1024;
 
 /// How many bytes of search answers each index version keeps ([`SearchIndex::find`]).
 const ANSWERS_CACHED_BYTES: u64 = 32 * 1024 * 1024;
@@ -221,7 +222,7 @@ impl SearchIndexes {
             reader,
             fields,
             hidden: RwLock::new(Arc::new(hidden)),
-            facet_values: Arc::new(facets::FacetValues::new(FACET_VALUES_CACHED, FACET_TERMS_BY_HASH_BYTES)),
+            facet_values: Arc::new(facets::FacetValues::new(FACET_VALUES_CACHED, FACET_TERMS_DECODED_BYTES)),
             answers: answers::Answers::new(ANSWERS_CACHED_BYTES),
             merging: Default::default(),
         });
