@@ -371,7 +371,7 @@ impl SegmentCollector for FacetSegmentCollector {
 /// long as the dictionary) once they are many.
 pub(super) enum OrdCounts {
     Sparse { ords: Vec<u32>, terms: usize },
-    Dense(Vec<u32>),
+    Dense { counts: Vec<u32>, distinct: usize },
 }
 
 impl OrdCounts {
@@ -384,21 +384,28 @@ impl OrdCounts {
             OrdCounts::Sparse { ords, terms } => {
                 ords.push(ord as u32);
                 if ords.len() > (*terms / 8).max(1024) {
-                    let mut dense = vec![0u32; *terms];
+                    let mut counts = vec![0u32; *terms];
+                    let mut distinct = 0;
                     for o in ords.iter() {
-                        dense[*o as usize] += 1;
+                        let n = &mut counts[*o as usize];
+                        distinct += usize::from(*n == 0);
+                        *n += 1;
                     }
-                    *self = OrdCounts::Dense(dense);
+                    *self = OrdCounts::Dense { counts, distinct };
                 }
             }
-            OrdCounts::Dense(counts) => counts[ord as usize] += 1,
+            OrdCounts::Dense { counts, distinct } => {
+                let n = &mut counts[ord as usize];
+                *distinct += usize::from(*n == 0);
+                *n += 1;
+            }
         }
     }
 
-    /// The `(ordinal, count)` of every ordinal seen, by ordinal.
-    fn into_dense(self) -> Vec<(u64, u32)> {
+    /// The counts, done: sparse ones sorted and summed by ordinal, dense ones as they are.
+    fn done(self) -> Counted {
         match self {
-            OrdCounts::Dense(counts) => counts.into_iter().enumerate().filter(|(_, n)| *n > 0).map(|(o, n)| (o as u64, n)).collect(),
+            OrdCounts::Dense { counts, distinct } => Counted::Dense { counts, distinct },
             OrdCounts::Sparse { mut ords, .. } => {
                 ords.sort_unstable();
                 let mut out: Vec<(u64, u32)> = Vec::new();
@@ -408,8 +415,42 @@ impl OrdCounts {
                         _ => out.push((u64::from(o), 1)),
                     }
                 }
-                out
+                Counted::Sorted(out)
             }
+        }
+    }
+}
+
+/// A segment's counts by term ordinal, done counting.
+enum Counted {
+    /// `(ordinal, count)` of each ordinal counted, by ordinal.
+    Sorted(Vec<(u64, u32)>),
+    /// A count per ordinal of the dictionary, and how many are not 0.
+    Dense { counts: Vec<u32>, distinct: usize },
+}
+
+impl Counted {
+    /// How many ordinals were counted.
+    fn distinct(&self) -> usize {
+        match self {
+            Counted::Sorted(counts) => counts.len(),
+            Counted::Dense { distinct, .. } => *distinct,
+        }
+    }
+
+    /// `(ordinal, count)` of each ordinal counted, by ordinal.
+    fn iter(&self) -> Box<dyn Iterator<Item = (u64, u32)> + '_> {
+        match self {
+            Counted::Sorted(counts) => Box::new(counts.iter().copied()),
+            Counted::Dense { counts, .. } => Box::new(counts.iter().enumerate().filter(|(_, n)| **n > 0).map(|(o, n)| (o as u64, *n))),
+        }
+    }
+
+    /// The count of `ord`.
+    fn get(&self, ord: u64) -> u32 {
+        match self {
+            Counted::Sorted(counts) => counts.binary_search_by_key(&ord, |(o, _)| *o).map_or(0, |i| counts[i].1),
+            Counted::Dense { counts, .. } => counts.get(ord as usize).copied().unwrap_or(0),
         }
     }
 }
@@ -421,8 +462,7 @@ struct SegmentTerms {
     column: StrColumn,
     /// Its terms, when the column is small enough to hold them decoded.
     decoded: Option<Arc<DecodedTerms>>,
-    /// `(ordinal, count)` of every ordinal counted, by ordinal.
-    counts: Vec<(u64, u32)>,
+    counts: Counted,
 }
 
 /// The `k` most frequent values of one facet over its segments' counts, ties by value.
@@ -438,7 +478,7 @@ fn top_values(segments: Vec<SegmentCounts>, k: usize, values: &FacetValues) -> t
             }
             SegmentCounts::Terms { segment, field, column, counts } => {
                 let decoded = values.decoded(segment, field, &column)?;
-                terms.push(SegmentTerms { segment, field, column, decoded, counts: counts.into_dense() })
+                terms.push(SegmentTerms { segment, field, column, decoded, counts: counts.done() })
             }
             SegmentCounts::Empty => {}
         }
@@ -469,7 +509,7 @@ const LOOKUPS_ONE_BY_ONE: usize = 64;
 /// looking every term of the small segments up made a broad search over one large and four
 /// small segments four times slower than over one.)
 fn top_terms(segments: &[SegmentTerms], k: usize, values: &FacetValues) -> tantivy::Result<Vec<(String, u64)>> {
-    let Some(primary) = segments.iter().enumerate().max_by_key(|(_, s)| s.counts.len()).map(|(i, _)| i) else {
+    let Some(primary) = segments.iter().enumerate().max_by_key(|(_, s)| s.counts.distinct()).map(|(i, _)| i) else {
         return Ok(Vec::new());
     };
     let others: Vec<&SegmentTerms> = segments.iter().enumerate().filter(|(i, _)| *i != primary).map(|(_, s)| s).collect();
@@ -477,11 +517,11 @@ fn top_terms(segments: &[SegmentTerms], k: usize, values: &FacetValues) -> tanti
     // The primary's k + 1 best, by rank: the last one's count is the bound.
     let by_rank = |a: &(u64, u32), b: &(u64, u32)| b.1.cmp(&a.1).then(a.0.cmp(&b.0));
     let mut best: std::collections::BinaryHeap<Ranked> = std::collections::BinaryHeap::with_capacity(k + 2);
-    for c in &primary.counts {
+    for c in primary.counts.iter() {
         if best.len() <= k {
-            best.push(Ranked(*c));
-        } else if let Some(mut worst) = best.peek_mut().filter(|worst| Ranked(*c) < **worst) {
-            *worst = Ranked(*c);
+            best.push(Ranked(c));
+        } else if let Some(mut worst) = best.peek_mut().filter(|worst| Ranked(c) < **worst) {
+            *worst = Ranked(c);
         }
     }
     let mut best: Vec<(u64, u32)> = best.into_iter().map(|r| r.0).collect();
@@ -490,9 +530,7 @@ fn top_terms(segments: &[SegmentTerms], k: usize, values: &FacetValues) -> tanti
     best.truncate(k);
     let best: Vec<(String, u64)> =
         best.into_iter().map(|(ord, n)| Ok((values.text(primary, ord)?, u64::from(n)))).collect::<tantivy::Result<_>>()?;
-    let count = |ord: Option<u64>| -> u64 {
-        ord.and_then(|o| primary.counts.binary_search_by_key(&o, |(o, _)| *o).ok()).map_or(0, |i| u64::from(primary.counts[i].1))
-    };
+    let count = |ord: Option<u64>| -> u64 { ord.map_or(0, |o| u64::from(primary.counts.get(o))) };
     let in_primary = |sorted: &[&str]| -> tantivy::Result<Vec<u64>> {
         Ok(match &primary.decoded {
             Some(terms) => sorted.iter().map(|v| count(terms.ord(v.as_bytes()))).collect(),
@@ -588,13 +626,13 @@ fn every_term(segments: &[&SegmentTerms]) -> tantivy::Result<HashMap<String, u64
     let mut all: HashMap<String, u64> = HashMap::new();
     for s in segments {
         if let Some(terms) = &s.decoded {
-            for (ord, n) in &s.counts {
-                *all.entry(terms.text(*ord).to_owned()).or_default() += u64::from(*n);
+            for (ord, n) in s.counts.iter() {
+                *all.entry(terms.text(ord).to_owned()).or_default() += u64::from(n);
             }
             continue;
         }
-        let mut counts = s.counts.iter().map(|(_, n)| u64::from(*n));
-        s.column.dictionary().sorted_ords_to_term_cb(s.counts.iter().map(|(ord, _)| *ord), |term| {
+        let mut counts = s.counts.iter().map(|(_, n)| u64::from(n));
+        s.column.dictionary().sorted_ords_to_term_cb(s.counts.iter().map(|(ord, _)| ord), |term| {
             let n = counts.next().unwrap_or_default();
             *all.entry(String::from_utf8_lossy(term).into_owned()).or_default() += n;
             Ok(())
