@@ -117,6 +117,21 @@ pub trait EventLog: Send + Sync {
         Ok(None)
     }
 
+    /// How many events of `partition` lie at offset `from` or after it: what a reader whose
+    /// next offset there is `from` has left to read. A partition's offsets are consecutive
+    /// on Kafka, so this is its end offset less `from`; the embedded log's offsets are
+    /// shared by every partition, so it counts them.
+    fn events_from(&self, partition: u32, from: u64) -> Result<u64, LogError> {
+        Ok(self.end_offset(partition)?.saturating_sub(from))
+    }
+
+    /// How many events lie at or after `next` (a next offset per partition; a partition it
+    /// does not name counts from its start): a reader's lag, or with an empty `next` every
+    /// event the log holds.
+    fn events_behind(&self, next: &std::collections::BTreeMap<u32, u64>) -> Result<u64, LogError> {
+        (0..self.partitions()).map(|p| self.events_from(p, next.get(&p).copied().unwrap_or(0))).sum()
+    }
+
     /// The end offsets of all partitions (see [`EventLog::end_offset`]).
     fn end_offsets(&self) -> Result<Vec<u64>, LogError> {
         (0..self.partitions()).map(|p| self.end_offset(p)).collect()

@@ -24,6 +24,7 @@ macro_rules! eventlog_test_suite {
             $crate::eventlog_test_suite!(@cases $make;
                 append_then_read_in_order_per_key,
                 read_resumes_from_any_offset,
+                events_are_counted_per_partition_from_any_offset,
                 checkpoints_are_per_consumer_and_partition,
                 unknown_partition_is_an_error,
                 appended_notifies_readers,
@@ -121,6 +122,35 @@ pub fn read_resumes_from_any_offset(log: Box<dyn EventLog>) {
         assert!(log.read(p, end, 10).unwrap().is_empty());
     }
     assert_eq!(positions.len(), 20);
+}
+
+/// A partition's events at or after an offset are counted exactly (whatever offsets the
+/// other partitions' events took), and a reader's lag is their sum.
+pub fn events_are_counted_per_partition_from_any_offset(log: Box<dyn EventLog>) {
+    log.append(&identity_events(30)).unwrap();
+    let mut middle = std::collections::BTreeMap::new();
+    let mut left_from_middle = 0;
+    for p in 0..log.partitions() {
+        let all = log.read(p, 0, usize::MAX).unwrap();
+        assert_eq!(log.events_from(p, 0).unwrap(), all.len() as u64, "partition {p}");
+        for (i, e) in all.iter().enumerate() {
+            assert_eq!(
+                log.events_from(p, e.position.offset).unwrap(),
+                (all.len() - i) as u64,
+                "partition {p}, offset {}",
+                e.position.offset
+            );
+            assert_eq!(log.events_from(p, e.position.offset + 1).unwrap(), (all.len() - i - 1) as u64);
+        }
+        assert_eq!(log.events_from(p, log.end_offset(p).unwrap()).unwrap(), 0);
+        if let Some(e) = all.get(all.len() / 2) {
+            middle.insert(p, e.position.offset);
+            left_from_middle += (all.len() - all.len() / 2) as u64;
+        }
+    }
+    assert_eq!(log.events_behind(&Default::default()).unwrap(), 30);
+    // Partitions left out of `middle` hold no event.
+    assert_eq!(log.events_behind(&middle).unwrap(), left_from_middle);
 }
 
 /// Checkpoints are kept per consumer and partition.

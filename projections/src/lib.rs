@@ -51,4 +51,4 @@ pub use error::ProjectionError;
 pub use fanout::{catch_up_all, catch_up_all_reporting};
 pub use hold::{Held, HeldModel, HoldHandle};
 pub use projection::{Checkpoints, Projection};
-pub use worker::{catch_up, catch_up_to, events_behind, Progress, Worker, WorkerConfig, WorkerThreads};
+pub use worker::{catch_up, catch_up_to, Progress, Worker, WorkerConfig, WorkerThreads};

@@ -61,12 +61,6 @@ pub struct Progress {
     pub failing: Option<String>,
 }
 
-/// Events a reader at `checkpoints` has not read yet, by the log's end offsets (`ends`, one
-/// per partition).
-pub fn events_behind(ends: &[u64], checkpoints: &Checkpoints) -> u64 {
-    ends.iter().enumerate().map(|(part, end)| end.saturating_sub(checkpoints.get(&(part as u32)).copied().unwrap_or(0))).sum()
-}
-
 /// Every partition of the log.
 pub(crate) fn all_partitions(log: &dyn EventLog) -> BTreeSet<u32> {
     (0..log.partitions()).collect()

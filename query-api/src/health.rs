@@ -73,7 +73,7 @@ fn assess(s: &AppState) -> Assessment {
     let log_ok = log.is_ok();
     let ends = if log_ok { s.log.end_offsets().ok() } else { None };
     // Events not yet applied, from the log's end offsets (None when they are unknown).
-    let lag = |checkpoints: &projections::Checkpoints| ends.as_deref().map(|ends| projections::events_behind(ends, checkpoints));
+    let lag = |checkpoints: &projections::Checkpoints| ends.as_ref().and_then(|_| s.log.events_behind(checkpoints).ok());
     // Whether nothing lies at or past each partition's checkpoint. Models that are caught
     // up share their checkpoints, so each position is read once (on a broker whose
     // watermarks lag, a read at the end waits until its fetches stay empty).

@@ -82,7 +82,7 @@ pub fn measure(state: &AppState) -> Vec<ModelLag> {
                 }
             }
         };
-        let lag = projections::events_behind(&ends, &checkpoints);
+        let Ok(lag) = state.log.events_behind(&checkpoints) else { continue };
         let mut behind = 0u64;
         for (partition, end) in ends.iter().enumerate() {
             let at = checkpoints.get(&(partition as u32)).copied().unwrap_or(0);

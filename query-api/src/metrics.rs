@@ -149,8 +149,8 @@ fn refresh_gauges(state: &AppState) {
         let p = rx.borrow().clone();
         metrics::gauge!("svc_projection_applied_events", "model" => *model).set(p.applied as f64);
         metrics::gauge!("svc_projection_caught_up", "model" => *model).set(f64::from(u8::from(p.caught_up)));
-        if let Some(ends) = &ends {
-            metrics::gauge!("svc_projection_lag_events", "model" => *model).set(projections::events_behind(ends, &p.checkpoints) as f64);
+        if let Ok(lag) = state.log.events_behind(&p.checkpoints) {
+            metrics::gauge!("svc_projection_lag_events", "model" => *model).set(lag as f64);
         }
     }
     for (partition, end) in ends.iter().flatten().enumerate() {

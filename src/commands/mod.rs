@@ -166,7 +166,7 @@ pub fn replay(args: ReplayArgs) -> anyhow::Result<()> {
     require_log(data, "replay")?;
     let log = open_log(data)?;
     let ctx = open_context(data, node_models)?;
-    let total = log.end_offsets()?.iter().sum();
+    let total = log.events_behind(&Default::default())?;
     let progress = crate::progress::Progress::new("replaying", "events", total);
     let reports = replay::rebuild_all_reporting(
         log.as_ref(),

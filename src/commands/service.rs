@@ -359,8 +359,8 @@ fn identity(
 /// Events not applied yet by a model at `checkpoints` (0 when the log's end is unknown).
 async fn behind(log: &Arc<dyn EventLog>, checkpoints: &projections::Checkpoints) -> u64 {
     let (log, checkpoints) = (log.clone(), checkpoints.clone());
-    let ends = tokio::task::spawn_blocking(move || log.end_offsets().map(|ends| projections::events_behind(&ends, &checkpoints)));
-    ends.await.ok().and_then(Result::ok).unwrap_or(0)
+    let behind = tokio::task::spawn_blocking(move || log.events_behind(&checkpoints));
+    behind.await.ok().and_then(Result::ok).unwrap_or(0)
 }
 
 /// Shows one model's first catch-up until it is complete (the worker logs that moment).

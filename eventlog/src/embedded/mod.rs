@@ -19,6 +19,7 @@
 //! `svc log export` beside a running svc.
 
 mod journal;
+mod ranks;
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -36,6 +37,7 @@ use tracing::{error, info, warn};
 
 use journal::{Entry, Journal};
 pub use journal::{LogAck, JOURNAL_DIR};
+use ranks::Ranks;
 
 use crate::{partition_for, EventLog, LogError};
 
@@ -109,6 +111,8 @@ struct PendingState {
     bytes: usize,
     /// The offset after the last event redb holds: every event from it on is pending.
     flushed: u64,
+    /// How many events of each partition redb holds, and where ([`ranks`]).
+    ranks: Ranks,
     /// Why the last flush failed, while it does: appends are refused.
     failure: Option<Failure>,
     closing: bool,
@@ -139,9 +143,9 @@ impl Failure {
 }
 
 impl Pending {
-    fn new(partitions: u32, flushed: u64) -> Pending {
+    fn new(partitions: u32, flushed: u64, ranks: Ranks) -> Pending {
         let events = (0..partitions).map(|_| VecDeque::new()).collect();
-        let state = PendingState { events, bytes: 0, flushed, failure: None, closing: false };
+        let state = PendingState { events, bytes: 0, flushed, ranks, failure: None, closing: false };
         Pending { state: Mutex::new(state), work: Condvar::new(), room: Condvar::new() }
     }
 
@@ -199,22 +203,27 @@ impl EmbeddedLog {
         let journal_dir = dir.join(JOURNAL_DIR);
         let recovered = journal::recover(&journal_dir)?;
         let txn = db.begin_write()?;
-        let (stored_partitions, next_offset) = {
+        let (stored_partitions, next_offset, ranks) = {
             let _ = txn.open_table(CHECKPOINTS)?;
-            let mut meta = txn.open_table(META)?;
-            let stored = meta.get(META_PARTITIONS)?.map(|v| v.value());
-            let parts = match stored {
-                Some(p) => p as u32,
-                None => {
-                    let p = partitions.max(1);
-                    meta.insert(META_PARTITIONS, u64::from(p))?;
-                    p
-                }
+            let (parts, stored) = {
+                let mut meta = txn.open_table(META)?;
+                let stored = meta.get(META_PARTITIONS)?.map(|v| v.value());
+                let parts = match stored {
+                    Some(p) => p as u32,
+                    None => {
+                        let p = partitions.max(1);
+                        meta.insert(META_PARTITIONS, u64::from(p))?;
+                        p
+                    }
+                };
+                let next = meta.get(META_NEXT_OFFSET)?.map(|v| v.value()).unwrap_or(0);
+                (parts, next)
             };
-            let stored = meta.get(META_NEXT_OFFSET)?.map(|v| v.value()).unwrap_or(0);
+            let mut ranks = ranks::open_for_writing(&txn, parts)?;
             let mut next = stored;
             let mut table = txn.open_table(EVENTS)?;
-            for entry in recovered.iter().filter(|e| e.offset >= stored) {
+            let recovered: Vec<&Entry> = recovered.iter().filter(|e| e.offset >= stored).collect();
+            for entry in &recovered {
                 if entry.partition >= parts {
                     return Err(LogError::Unavailable(format!(
                         "the journal holds an event of partition {} (the log has {parts})",
@@ -224,15 +233,20 @@ impl EmbeddedLog {
                 table.insert((entry.partition, entry.offset), &*entry.bytes)?;
                 next = entry.offset + 1;
             }
+            let mut meta = txn.open_table(META)?;
+            let mut counts = ranks.counts.clone();
+            let started = Ranks::count(&mut counts, recovered.iter().map(|e| (e.partition, e.offset)));
+            Ranks::write(&mut meta, &mut txn.open_table(ranks::RANKS)?, &counts, &started)?;
+            ranks.extend(counts, started);
             meta.insert(META_NEXT_OFFSET, next)?;
-            (parts, next)
+            (parts, next, ranks)
         };
         txn.commit()?;
         let mut db = db;
         compact_if_sparse(&mut db, &dir.join(LOG_FILE));
         let journal = Journal::create(&journal_dir, next_offset, ack)?;
         let db = Arc::new(Handle::Writer(db));
-        let pending = Arc::new(Pending::new(stored_partitions, next_offset));
+        let pending = Arc::new(Pending::new(stored_partitions, next_offset, ranks));
         let (appended_tx, _) = watch::channel(next_offset);
         let flusher = {
             let (db, pending) = (db.clone(), pending.clone());
@@ -262,19 +276,28 @@ impl EmbeddedLog {
             .set_cache_size(PAGE_CACHE_BYTES)
             .set_concurrency_mode(ConcurrencyMode::SingleWriter)
             .open_read_only(dir.join(LOG_FILE))?;
-        let (partitions, stored_next) = {
+        let (partitions, stored_next, ranks) = {
             let txn = db.begin_read()?;
             let meta = txn.open_table(META)?;
             let partitions = meta
                 .get(META_PARTITIONS)?
                 .map(|v| v.value() as u32)
                 .ok_or_else(|| LogError::Unavailable(format!("no event log in {}", dir.display())))?;
-            (partitions, meta.get(META_NEXT_OFFSET)?.map(|v| v.value()).unwrap_or(0))
+            let table = match txn.open_table(ranks::RANKS) {
+                Ok(t) => Some(t),
+                Err(redb::TableError::TableDoesNotExist(_)) => None,
+                Err(e) => return Err(e.into()),
+            };
+            let ranks = match Ranks::read(&meta, table.as_ref(), partitions)? {
+                Some(ranks) => ranks,
+                None => Ranks::index(&txn.open_table(EVENTS)?, partitions)?.0,
+            };
+            (partitions, meta.get(META_NEXT_OFFSET)?.map(|v| v.value()).unwrap_or(0), ranks)
         };
         let journaled: Vec<Entry> =
             journal::recover(&dir.join(JOURNAL_DIR))?.into_iter().filter(|e| e.offset >= stored_next && e.partition < partitions).collect();
         let next = journaled.last().map_or(stored_next, |e| e.offset + 1);
-        let pending = Arc::new(Pending::new(partitions, stored_next));
+        let pending = Arc::new(Pending::new(partitions, stored_next, ranks));
         pending.push(journaled);
         let (appended_tx, _) = watch::channel(next);
         Ok(EmbeddedLog { db: Arc::new(Handle::Reader(db)), partitions, writer: None, pending, appended_tx, flusher: None })
@@ -331,7 +354,7 @@ fn decode(partition: u32, offset: u64, stored: &[u8]) -> Result<Envelope, LogErr
 fn flush(db: &Handle, pending: &Pending) {
     let mut last_flush = Instant::now();
     loop {
-        let (batch, through) = {
+        let (batch, through, counts) = {
             let mut state = pending.lock();
             while !state.closing {
                 if state.bytes == 0 {
@@ -351,12 +374,15 @@ fn flush(db: &Handle, pending: &Pending) {
             let batch: Vec<Entry> = state.events.iter().flat_map(|p| p.iter().cloned()).collect();
             // Pending offsets run on from `flushed` without a gap.
             let through = state.flushed + batch.len() as u64;
-            (batch, through)
+            (batch, through, state.ranks.counts.clone())
         };
+        let mut counts = counts;
+        let started = Ranks::count(&mut counts, batch.iter().map(|e| (e.partition, e.offset)));
         last_flush = Instant::now();
-        match write_batch(db, &batch, through) {
+        match write_batch(db, &batch, through, &counts, &started) {
             Ok(()) => {
                 let mut state = pending.lock();
+                state.ranks.extend(counts, started);
                 let mut freed = 0;
                 for events in &mut state.events {
                     while events.front().is_some_and(|e| e.offset < through) {
@@ -386,15 +412,18 @@ fn flush(db: &Handle, pending: &Pending) {
     }
 }
 
-/// Writes `batch` into redb with the offset counter at `through`, durably.
-fn write_batch(db: &Handle, batch: &[Entry], through: u64) -> Result<(), LogError> {
+/// Writes `batch` into redb with the offset counter at `through` and the partitions'
+/// ranks after it, durably.
+fn write_batch(db: &Handle, batch: &[Entry], through: u64, counts: &[u64], started: &ranks::NewBlocks) -> Result<(), LogError> {
     let txn = db.begin_write()?;
     {
         let mut table = txn.open_table(EVENTS)?;
         for entry in batch {
             table.insert((entry.partition, entry.offset), &*entry.bytes)?;
         }
-        txn.open_table(META)?.insert(META_NEXT_OFFSET, through)?;
+        let mut meta = txn.open_table(META)?;
+        meta.insert(META_NEXT_OFFSET, through)?;
+        Ranks::write(&mut meta, &mut txn.open_table(ranks::RANKS)?, counts, started)?;
     }
     txn.commit()?;
     Ok(())
@@ -529,6 +558,28 @@ impl EventLog for EmbeddedLog {
         Ok(last.map_or(0, |(key, _)| key.value().1 + 1))
     }
 
+    /// Counted: the pending events of the partition at or after `from`, and those of the
+    /// file from the last block start before `from` on ([`ranks`]: at most a block's keys
+    /// read). A read-only log counts the file as it was when opened.
+    fn events_from(&self, partition: u32, from: u64) -> Result<u64, LogError> {
+        self.check_partition(partition)?;
+        let (pending, in_file, start) = {
+            let state = self.pending.lock();
+            let events = &state.events[partition as usize];
+            let pending = (events.len() - events.partition_point(|e| e.offset < from)) as u64;
+            if from >= state.flushed {
+                return Ok(pending);
+            }
+            (pending, state.ranks.counts[partition as usize], state.ranks.block_before(partition, from))
+        };
+        // The file's events before `flushed` never change: counting them outside the lock
+        // is as of the moment above.
+        let Some((rank, offset)) = start else { return Ok(pending + in_file) };
+        let txn = self.db.begin_read()?;
+        let before = rank + ranks::count_between(&txn.open_table(EVENTS)?, partition, offset, from)?;
+        Ok(pending + in_file.saturating_sub(before))
+    }
+
     fn commit_checkpoint(&self, consumer: &str, partition: u32, next_offset: u64) -> Result<(), LogError> {
         self.check_partition(partition)?;
         let txn = self.db.begin_write()?;
@@ -613,6 +664,75 @@ mod tests {
         assert!(journal::recover(&dir.path().join(JOURNAL_DIR)).unwrap().is_empty(), "a clean close leaves no journal");
         let log = EmbeddedLog::open_read_only(dir.path()).unwrap();
         assert_eq!(log.read_merged(0, 1_000).unwrap().len(), 601, "the log file holds them all");
+    }
+
+    /// Counts of each partition's events from offsets spread over it and between its
+    /// events, against the events read.
+    fn assert_counts(log: &EmbeddedLog, when: &str) {
+        let mut total = 0;
+        for p in 0..log.partitions() {
+            let offsets: Vec<u64> = log.read(p, 0, usize::MAX).unwrap().iter().map(|e| e.position.offset).collect();
+            total += offsets.len() as u64;
+            for (i, offset) in offsets.iter().enumerate().filter(|(i, _)| i % 97 == 0 || *i + 1 == offsets.len()) {
+                let from = |o: u64| offsets.iter().filter(|x| **x >= o).count() as u64;
+                assert_eq!(log.events_from(p, *offset).unwrap(), (offsets.len() - i) as u64, "{when}: partition {p}, offset {offset}");
+                assert_eq!(log.events_from(p, offset + 1).unwrap(), from(offset + 1), "{when}: partition {p}, after {offset}");
+            }
+            assert_eq!(log.events_from(p, 0).unwrap(), offsets.len() as u64, "{when}");
+        }
+        assert_eq!(log.events_behind(&Default::default()).unwrap(), total, "{when}");
+    }
+
+    #[test]
+    fn events_are_counted_per_partition_pending_written_reopened_and_read_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = EmbeddedLog::open(dir.path(), 4).unwrap();
+        // More than a few blocks of each partition, in appends of various sizes.
+        let events = crate::test_suite::identity_events(9_000);
+        for chunk in events.chunks(700) {
+            log.append(chunk).unwrap();
+        }
+        assert_counts(&log, "appended");
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(log.pending.lock().bytes, 0, "flushed");
+        assert_counts(&log, "written");
+        log.append(&events[..300]).unwrap();
+        assert_counts(&log, "written and pending");
+        drop(log);
+        let log = EmbeddedLog::open(dir.path(), 4).unwrap();
+        assert_counts(&log, "reopened");
+        drop(log);
+        assert_counts(&EmbeddedLog::open_read_only(dir.path()).unwrap(), "read only");
+    }
+
+    #[test]
+    fn a_log_file_written_before_ranks_is_ranked_on_opening() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(EmbeddedLog::open(dir.path(), 4).unwrap().append(&crate::test_suite::identity_events(5_000)).unwrap());
+        {
+            let db = Database::open(dir.path().join(LOG_FILE)).unwrap();
+            let txn = db.begin_write().unwrap();
+            txn.delete_table(ranks::RANKS).unwrap();
+            let mut meta = txn.open_table(META).unwrap();
+            let keys: Vec<String> = meta
+                .iter()
+                .unwrap()
+                .map(|r| r.unwrap().0.value().to_owned())
+                .filter(|k| k.starts_with("events.") || k == "ranked")
+                .collect();
+            assert_eq!(keys.len(), 5, "{keys:?}");
+            for k in keys {
+                meta.remove(k.as_str()).unwrap();
+            }
+            drop(meta);
+            txn.commit().unwrap();
+        }
+        assert_counts(&EmbeddedLog::open_read_only(dir.path()).unwrap(), "read only, unranked");
+        let log = EmbeddedLog::open(dir.path(), 4).unwrap();
+        assert_counts(&log, "ranked on opening");
+        log.append(&crate::test_suite::identity_events(2_000)).unwrap();
+        drop(log);
+        assert_counts(&EmbeddedLog::open(dir.path(), 4).unwrap(), "appended after");
     }
 
     #[test]

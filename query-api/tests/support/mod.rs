@@ -222,10 +222,9 @@ impl Fixture {
     pub async fn settled(&self, model: &str) {
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         loop {
-            let ends: Vec<u64> = (0..self.log.partitions()).map(|p| self.log.end_offset(p).unwrap()).collect();
             let version = self.ctx.store.active_version(model).unwrap().unwrap();
             let checkpoints = self.ctx.store.checkpoints(&store::consumer_name(model, version)).unwrap();
-            if projections::events_behind(&ends, &checkpoints) == 0 {
+            if self.log.events_behind(&checkpoints).unwrap() == 0 {
                 return;
             }
             assert!(std::time::Instant::now() < deadline, "{model} did not catch up");

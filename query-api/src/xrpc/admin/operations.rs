@@ -383,15 +383,15 @@ impl Runner {
         }
     }
 
-    /// Reports progress, unless all of it is done: the end report follows. (A reindex holds
-    /// this node's workers while its new versions read the last events and swap in, so they
-    /// hold every report the old ones did: a status read never goes back across the swap.)
+    /// Reports progress, and so that the operation is alive: also once all of it is read,
+    /// while the work ends (a reindex's last catch-up and swap), until the end report (the
+    /// admin model shows at most 99 % while an operation runs, and ignores a report that
+    /// lands after its end). A reindex holds this node's workers while its new versions
+    /// read the last events and swap in, so they hold every report the old ones did: a
+    /// status read never goes back across the swap.
     fn progressed(&self) {
         let total = *self.total.lock().expect("total");
         let processed = self.processed.load(Ordering::Relaxed);
-        if total.is_some_and(|t| processed >= t) {
-            return;
-        }
         self.report(AdminAction::OperationProgressed { id: self.id.clone(), processed, total });
     }
 
@@ -456,7 +456,7 @@ impl Runner {
         tokio::task::spawn_blocking(move || -> Result<Stopped, String> {
             let s = &me.state;
             let ctx = s.context();
-            let total: u64 = s.log.end_offsets().map_err(|e| e.to_string())?.iter().sum();
+            let total: u64 = s.log.events_behind(&Default::default()).map_err(|e| e.to_string())?;
             *me.total.lock().expect("total") = Some(total);
             let options = replay::RebuildOptions { models: catalog::MODELS.to_vec(), grace: SWAP_GRACE, batch_size: REINDEX_BATCH };
             let last = Mutex::new(Instant::now());
