@@ -87,7 +87,7 @@ pub const MAX_YEAR: i32 = 9999;
 #[derive(Debug)]
 pub struct SearchPage {
     /// Eprint summaries, as stored (JSON text written by the search projection).
-    pub hits: Vec<String>,
+    pub hits: Hits,
     /// Where the next page starts.
     pub cursor: Option<String>,
     /// How many eprints match in all.
@@ -99,6 +99,19 @@ pub struct SearchPage {
     /// The id of this result list, which clicks on it name (svc's extension, as the
     /// reference's `browseFaceted` answers one), when it was recorded.
     pub impression_id: Option<String>,
+}
+
+/// The summaries of a search page: those of the answer the index kept, shared rather than
+/// copied for each request.
+#[derive(Debug)]
+pub struct Hits(Option<Arc<Found>>);
+
+impl std::ops::Deref for Hits {
+    type Target = [String];
+
+    fn deref(&self) -> &[String] {
+        self.0.as_ref().map_or(&[], |found| &found.results.hits)
+    }
 }
 
 impl SearchPage {
@@ -157,7 +170,7 @@ pub async fn search(state: &AppState, args: SearchArgs) -> Result<SearchPage, Ap
         .as_deref()
         .map(|c| SearchCursor::decode(c, &request).map_err(|e| ApiError::invalid_param("cursor", e.to_string())))
         .transpose()?;
-    let empty = || SearchPage { hits: Vec::new(), cursor: None, total: 0, facets: None, highlights: None, impression_id: None };
+    let empty = || SearchPage { hits: Hits(None), cursor: None, total: 0, facets: None, highlights: None, impression_id: None };
     let Some(index) = state.search_index()? else { return Ok(empty()) };
     let (facets, highlight) = (args.facets, args.highlight);
     // An answer kept from a search of the same commit needs no slot.
@@ -170,15 +183,14 @@ pub async fn search(state: &AppState, args: SearchArgs) -> Result<SearchPage, Ap
                 .map_err(|e| ApiError::internal(format!("the search task failed: {e}")))??
         }
     };
-    let Found { results, facets, highlights } = Arc::unwrap_or_clone(found);
-    let facets = facets.map(|f| with_author_names(state, f)).transpose()?;
+    let facets = found.facets.clone().map(|f| with_author_names(state, f)).transpose()?;
     Ok(SearchPage {
-        hits: results.hits,
-        cursor: results.next.map(|c| c.encode()),
-        total: results.total,
+        cursor: found.results.next.as_ref().map(|c| c.encode()),
+        total: found.results.total,
         facets,
-        highlights,
+        highlights: found.highlights.clone(),
         impression_id: None,
+        hits: Hits(Some(found)),
     })
 }
 
@@ -198,8 +210,9 @@ fn with_author_names(state: &AppState, mut facets: Value) -> Result<Value, ApiEr
     let Some(authors) = facets.get_mut("author").and_then(Value::as_array_mut) else { return Ok(facets) };
     blocking(state, || -> Result<(), ProjectionError> {
         let reader = EprintsReader::new(state.store.as_ref())?;
-        for entry in authors.iter_mut() {
-            let account = reader.account(entry["value"].as_str().unwrap_or_default())?;
+        let dids: Vec<String> = authors.iter().map(|a| a["value"].as_str().unwrap_or_default().to_owned()).collect();
+        let accounts = reader.accounts(&dids.iter().map(String::as_str).collect::<Vec<_>>())?;
+        for (entry, account) in authors.iter_mut().zip(accounts) {
             if let Some(h) = account.handle {
                 entry["handle"] = json!(h);
             }

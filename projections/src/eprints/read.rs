@@ -219,6 +219,15 @@ impl<'a> EprintsReader<'a> {
         Ok(crate::rows::shared_row(self.store, &accounts(v), did)?.map(|row| account_of(&row)).unwrap_or_default())
     }
 
+    /// The accounts of `dids`, in order: one read of the rows ([`EprintsReader::account`]
+    /// for each).
+    pub fn accounts(&self, dids: &[&str]) -> Result<Vec<Account>, ProjectionError> {
+        let Some(v) = self.version else { return Ok(vec![Account::default(); dids.len()]) };
+        let table = accounts(v);
+        let keys: Vec<(&TableRef, &str, &[u8])> = dids.iter().map(|did| (&table, *did, &[][..])).collect();
+        Ok(self.store.get_each(&keys)?.iter().map(|row| row.as_deref().map(account_of).unwrap_or_default()).collect())
+    }
+
     /// Whether each of `dids` is hidden (deactivated, taken down, deleted), in order: one
     /// read of the rows, shared rather than copied. An account the model has not seen is not.
     pub fn hidden(&self, dids: &[&str]) -> Result<Vec<bool>, ProjectionError> {

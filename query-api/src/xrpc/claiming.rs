@@ -420,8 +420,8 @@ async fn search_eprints(c: Call) -> Answer {
     if !nothing && with_svc {
         let query = [text.as_str(), author.as_deref().unwrap_or_default()].join(" ").trim().to_owned();
         let page = search::search(&c.state, SearchArgs { query, limit, ..SearchArgs::default() }).await?;
-        for hit in page.hits {
-            let s: Value = serde_json::from_str(&hit).unwrap_or_default();
+        for hit in page.hits.iter() {
+            let s: Value = serde_json::from_str(hit).unwrap_or_default();
             eprints.push(json!({
                 "source": SVC, "externalId": s["uri"], "uri": s["uri"], "title": s["title"],
                 "authors": s["authors"].as_array().into_iter().flatten().map(|a| json!({"name": a["name"]})).collect::<Vec<_>>(),

@@ -61,7 +61,7 @@ async fn eprint(c: &Call, system: &str, identifier: &str) -> Result<Option<Value
     };
     let Some(wanted) = ids::of_query(&query).filter(|id| id.starts_with(&prefix)) else { return Ok(None) };
     let page = search::search(&c.state, SearchArgs { query, limit: 5, ..Default::default() }).await?;
-    for hit in &page.hits {
+    for hit in page.hits.iter() {
         let Some(uri) = serde_json::from_str::<Value>(hit).ok().and_then(|h| h["uri"].as_str().map(str::to_owned)) else { continue };
         let detail = blocking(&c.state, || EprintsReader::new(c.state.store.as_ref())?.detail(&uri))?;
         let Some(detail) = detail.filter(|d| !d.hidden()) else { continue };
