@@ -219,7 +219,7 @@ impl EmbeddedLog {
                 let next = meta.get(META_NEXT_OFFSET)?.map(|v| v.value()).unwrap_or(0);
                 (parts, next)
             };
-            let mut ranks = ranks::open_for_writing(&txn, parts)?;
+            let mut ranks = ranks::open_for_writing(&txn, parts, stored)?;
             let mut next = stored;
             let mut table = txn.open_table(EVENTS)?;
             let recovered: Vec<&Entry> = recovered.iter().filter(|e| e.offset >= stored).collect();
@@ -236,7 +236,7 @@ impl EmbeddedLog {
             let mut meta = txn.open_table(META)?;
             let mut counts = ranks.counts.clone();
             let started = Ranks::count(&mut counts, recovered.iter().map(|e| (e.partition, e.offset)));
-            Ranks::write(&mut meta, &mut txn.open_table(ranks::RANKS)?, &counts, &started)?;
+            Ranks::write(&mut meta, &mut txn.open_table(ranks::RANKS)?, &counts, &started, next)?;
             ranks.extend(counts, started);
             meta.insert(META_NEXT_OFFSET, next)?;
             (parts, next, ranks)
@@ -288,10 +288,7 @@ impl EmbeddedLog {
                 Err(redb::TableError::TableDoesNotExist(_)) => None,
                 Err(e) => return Err(e.into()),
             };
-            let ranks = match Ranks::read(&meta, table.as_ref(), partitions)? {
-                Some(ranks) => ranks,
-                None => Ranks::index(&txn.open_table(EVENTS)?, partitions)?.0,
-            };
+            let ranks = Ranks::of_file(&meta, table.as_ref(), &txn.open_table(EVENTS)?, partitions)?.0;
             (partitions, meta.get(META_NEXT_OFFSET)?.map(|v| v.value()).unwrap_or(0), ranks)
         };
         let journaled: Vec<Entry> =
@@ -423,7 +420,7 @@ fn write_batch(db: &Handle, batch: &[Entry], through: u64, counts: &[u64], start
         }
         let mut meta = txn.open_table(META)?;
         meta.insert(META_NEXT_OFFSET, through)?;
-        Ranks::write(&mut meta, &mut txn.open_table(ranks::RANKS)?, counts, started)?;
+        Ranks::write(&mut meta, &mut txn.open_table(ranks::RANKS)?, counts, started, through)?;
     }
     txn.commit()?;
     Ok(())
@@ -718,7 +715,7 @@ mod tests {
                 .iter()
                 .unwrap()
                 .map(|r| r.unwrap().0.value().to_owned())
-                .filter(|k| k.starts_with("events.") || k == "ranked")
+                .filter(|k| k.starts_with("events.") || k == "ranked_through")
                 .collect();
             assert_eq!(keys.len(), 5, "{keys:?}");
             for k in keys {
@@ -733,6 +730,43 @@ mod tests {
         log.append(&crate::test_suite::identity_events(2_000)).unwrap();
         drop(log);
         assert_counts(&EmbeddedLog::open(dir.path(), 4).unwrap(), "appended after");
+    }
+
+    /// A build that kept no ranks appends to a ranked file (a downgrade, then an upgrade):
+    /// its events are ranked on opening.
+    #[test]
+    fn events_appended_without_ranks_are_ranked_on_opening() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(EmbeddedLog::open(dir.path(), 4).unwrap().append(&crate::test_suite::identity_events(3_000)).unwrap());
+        let older = EmbeddedLog::open(&dir.path().join("older"), 4).unwrap();
+        older.append(&crate::test_suite::identity_events(2_500)).unwrap();
+        let appended = older.read_merged(0, 10_000).unwrap();
+        drop(older);
+        {
+            // As the older build wrote: events and the offset counter, no ranks.
+            let db = Database::open(dir.path().join(LOG_FILE)).unwrap();
+            let txn = db.begin_write().unwrap();
+            {
+                let mut meta = txn.open_table(META).unwrap();
+                let next = meta.get(META_NEXT_OFFSET).unwrap().unwrap().value();
+                let source = Database::open(dir.path().join("older").join(LOG_FILE)).unwrap();
+                let read = source.begin_read().unwrap();
+                let from = read.open_table(EVENTS).unwrap();
+                let mut events = txn.open_table(EVENTS).unwrap();
+                for e in &appended {
+                    let value = from.get((e.position.partition, e.position.offset)).unwrap().unwrap();
+                    events.insert((e.position.partition, next + e.position.offset), value.value()).unwrap();
+                }
+                meta.insert(META_NEXT_OFFSET, next + appended.len() as u64).unwrap();
+            }
+            txn.commit().unwrap();
+        }
+        let log = EmbeddedLog::open(dir.path(), 4).unwrap();
+        assert_eq!(log.events_behind(&Default::default()).unwrap(), 5_500);
+        assert_counts(&log, "appended without ranks, reopened");
+        log.append(&crate::test_suite::identity_events(100)).unwrap();
+        drop(log);
+        assert_counts(&EmbeddedLog::open_read_only(dir.path()).unwrap(), "read only after");
     }
 
     #[test]

@@ -22,8 +22,10 @@ pub(super) const BLOCK: u64 = 1024;
 /// `(partition, block)` → the offset of the partition's event number `block * BLOCK`.
 pub(super) const RANKS: TableDefinition<(u32, u64), u64> = TableDefinition::new("ranks");
 
-/// Set in `META` once the file's events are ranked.
-const META_RANKED: &str = "ranked";
+/// In `META`: the offset up to which the file's events are ranked (its next offset when
+/// they were last ranked). Events a build that kept no ranks appended after it are ranked
+/// on opening.
+const META_RANKED_THROUGH: &str = "ranked_through";
 
 fn count_key(partition: u32) -> String {
     format!("events.{partition}")
@@ -78,12 +80,14 @@ impl Ranks {
         after.checked_sub(1).map(|b| (b as u64 * BLOCK, blocks[b]))
     }
 
-    /// Writes what [`Ranks::count`] returned into the log file.
+    /// Writes what [`Ranks::count`] returned into the log file, the events ranked up to
+    /// offset `through`.
     pub(super) fn write(
         meta: &mut Table<&str, u64>,
         ranks: &mut Table<(u32, u64), u64>,
         counts: &[u64],
         started: &NewBlocks,
+        through: u64,
     ) -> Result<(), LogError> {
         for (partition, block, offset) in started {
             ranks.insert((*partition, *block), *offset)?;
@@ -91,19 +95,20 @@ impl Ranks {
         for (partition, n) in counts.iter().enumerate() {
             meta.insert(count_key(partition as u32).as_str(), *n)?;
         }
-        meta.insert(META_RANKED, 1)?;
+        meta.insert(META_RANKED_THROUGH, through)?;
         Ok(())
     }
 
-    /// The ranks a log file holds, or `None` when it was written before ranks were kept.
+    /// The ranks a log file holds and the offset they reach, or `None` when it was written
+    /// before ranks were kept.
     pub(super) fn read(
         meta: &impl ReadableTable<&'static str, u64>,
         ranks: Option<&impl ReadableTable<(u32, u64), u64>>,
         partitions: u32,
-    ) -> Result<Option<Ranks>, LogError> {
-        if meta.get(META_RANKED)?.is_none() {
+    ) -> Result<Option<(Ranks, u64)>, LogError> {
+        let Some(through) = meta.get(META_RANKED_THROUGH)?.map(|v| v.value()) else {
             return Ok(None);
-        }
+        };
         let mut out = Ranks::empty(partitions);
         for p in 0..partitions {
             out.counts[p as usize] = meta.get(count_key(p).as_str())?.map_or(0, |v| v.value());
@@ -117,31 +122,51 @@ impl Ranks {
                 }
             }
         }
-        Ok(Some(out))
+        Ok(Some((out, through)))
     }
 
-    /// Ranks every event a log file holds (one pass over its keys).
-    pub(super) fn index(events: &impl ReadableTable<(u32, u64), &'static [u8]>, partitions: u32) -> Result<(Ranks, NewBlocks), LogError> {
+    /// Ranks the events a log file holds from offset `from` on, after those `self` counts
+    /// (one pass over their keys, partition by partition), returning the blocks they start.
+    pub(super) fn rank_from(&mut self, events: &impl ReadableTable<(u32, u64), &'static [u8]>, from: u64) -> Result<NewBlocks, LogError> {
         let started_at = std::time::Instant::now();
-        let mut ranks = Ranks::empty(partitions);
-        let mut counts = ranks.counts.clone();
-        let mut keys = Vec::new();
+        let mut counts = self.counts.clone();
         let mut started = Vec::new();
-        for row in events.iter()? {
-            let (key, _) = row?;
-            keys.push(key.value());
-            if keys.len() == 65_536 {
-                started.extend(Ranks::count(&mut counts, keys.drain(..)));
+        for partition in 0..counts.len() as u32 {
+            let mut keys = Vec::new();
+            for row in events.range((partition, from)..=(partition, u64::MAX))? {
+                let (key, _) = row?;
+                keys.push(key.value());
+                if keys.len() == 65_536 {
+                    started.extend(Ranks::count(&mut counts, keys.drain(..)));
+                }
             }
+            started.extend(Ranks::count(&mut counts, keys.drain(..)));
         }
-        started.extend(Ranks::count(&mut counts, keys.drain(..)));
-        ranks.extend(counts, started.clone());
-        info!(
-            events = ranks.counts.iter().sum::<u64>(),
-            took_ms = started_at.elapsed().as_millis() as u64,
-            "ranked the log file's events (once)"
-        );
-        Ok((ranks, started))
+        let ranked = counts.iter().sum::<u64>() - self.counts.iter().sum::<u64>();
+        self.extend(counts, started.clone());
+        if ranked > 0 {
+            info!(
+                events = ranked,
+                from,
+                took_ms = started_at.elapsed().as_millis() as u64,
+                "ranked the log file's events written without ranks"
+            );
+        }
+        Ok(started)
+    }
+
+    /// The ranks of a log file, with the events appended after they were last written (or
+    /// all of them, for a file written before ranks were kept) ranked in memory: the new
+    /// blocks, and the offset the file's ranks must reach.
+    pub(super) fn of_file(
+        meta: &impl ReadableTable<&'static str, u64>,
+        ranks: Option<&impl ReadableTable<(u32, u64), u64>>,
+        events: &impl ReadableTable<(u32, u64), &'static [u8]>,
+        partitions: u32,
+    ) -> Result<(Ranks, NewBlocks), LogError> {
+        let (mut out, through) = Ranks::read(meta, ranks, partitions)?.unwrap_or_else(|| (Ranks::empty(partitions), 0));
+        let started = out.rank_from(events, through)?;
+        Ok((out, started))
     }
 }
 
@@ -163,16 +188,13 @@ pub(super) fn count_between(
     Ok(n)
 }
 
-/// Opens the ranks table of a writer, ranking the file's events first if it was written
-/// before ranks were kept.
-pub(super) fn open_for_writing(txn: &redb::WriteTransaction, partitions: u32) -> Result<Ranks, LogError> {
+/// The ranks of a writer's log file, ranking first the events it holds without ranks (a file
+/// written before ranks were kept, or appended to by such a build since) up to `next`.
+pub(super) fn open_for_writing(txn: &redb::WriteTransaction, partitions: u32, next: u64) -> Result<Ranks, LogError> {
     let mut meta = txn.open_table(META)?;
     let mut table = txn.open_table(RANKS)?;
-    if let Some(ranks) = Ranks::read(&meta, Some(&table), partitions)? {
-        return Ok(ranks);
-    }
     let events = txn.open_table(EVENTS)?;
-    let (ranks, started) = Ranks::index(&events, partitions)?;
-    Ranks::write(&mut meta, &mut table, &ranks.counts, &started)?;
+    let (ranks, started) = Ranks::of_file(&meta, Some(&table), &events, partitions)?;
+    Ranks::write(&mut meta, &mut table, &ranks.counts, &started, next)?;
     Ok(ranks)
 }
