@@ -283,8 +283,8 @@ fn facets_are_exact_over_several_segments() {
 }
 
 /// Values the small segments lift past the large one's best, values only the small segments
-/// hold, and ties that leave many values to look up, over several searches (ties at the last place: the unit tests of
-/// `search::facets`).
+/// hold, and ties that leave many values to look up, over several searches (ties at the
+/// last place: the unit tests of `search::facets`).
 #[test]
 fn facets_are_exact_when_small_segments_change_the_ranking() {
     let did = |n: u64| format!("did:plc:{n:024}");

@@ -71,9 +71,8 @@ fn assess(s: &AppState) -> Assessment {
     let (search, search_took) = timed(&|| s.search_index().map(|_| ()).map_err(|e| e.to_string()));
     // A log that cannot serve is not asked further (each question would wait for it).
     let log_ok = log.is_ok();
-    let ends = if log_ok { s.log.end_offsets().ok() } else { None };
-    // Events not yet applied, from the log's end offsets (None when they are unknown).
-    let lag = |checkpoints: &projections::Checkpoints| ends.as_ref().and_then(|_| s.log.events_behind(checkpoints).ok());
+    // Events not yet applied, counted per partition (None when the log cannot tell).
+    let lag = |checkpoints: &projections::Checkpoints| if log_ok { s.log.events_behind(checkpoints).ok() } else { None };
     // Whether nothing lies at or past each partition's checkpoint. Models that are caught
     // up share their checkpoints, so each position is read once (on a broker whose
     // watermarks lag, a read at the end waits until its fetches stay empty).

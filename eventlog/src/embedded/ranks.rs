@@ -101,7 +101,7 @@ impl Ranks {
 
     /// The ranks a log file holds and the offset they reach, or `None` when it was written
     /// before ranks were kept.
-    pub(super) fn read(
+    fn read(
         meta: &impl ReadableTable<&'static str, u64>,
         ranks: Option<&impl ReadableTable<(u32, u64), u64>>,
         partitions: u32,

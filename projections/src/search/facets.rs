@@ -477,8 +477,12 @@ fn top_values(segments: Vec<SegmentCounts>, k: usize, values: &FacetValues) -> t
                 }
             }
             SegmentCounts::Terms { segment, field, column, counts } => {
+                let counts = counts.done();
+                if counts.distinct() == 0 {
+                    continue;
+                }
                 let decoded = values.decoded(segment, field, &column)?;
-                terms.push(SegmentTerms { segment, field, column, decoded, counts: counts.done() })
+                terms.push(SegmentTerms { segment, field, column, decoded, counts })
             }
             SegmentCounts::Empty => {}
         }
