@@ -325,7 +325,7 @@ pub struct UpArgs {
     #[arg(long, env = "SVC_APPROVED_SERVICES", value_delimiter = ',')]
     pub approved_services: Vec<String>,
 
-    /// Events per projection batch.
+    /// Events per projection batch once caught up; under a stream each batch takes what came in, up to 32,768.
     #[arg(long, env = "SVC_BATCH_SIZE", default_value_t = 2000)]
     pub batch_size: usize,
 

@@ -145,7 +145,7 @@ pub struct ProjectArgs {
     #[arg(long, env = "SVC_GROUP", default_value = "svc.project")]
     pub group: String,
 
-    /// Events per projection batch.
+    /// Events per projection batch once caught up; under a stream each batch takes what came in, up to 32,768.
     #[arg(long, env = "SVC_BATCH_SIZE", default_value_t = 2000)]
     pub batch_size: usize,
 
