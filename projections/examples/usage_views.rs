@@ -28,7 +28,7 @@ fn main() {
     let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/arxiv-sample-3k.jsonl.gz");
     let options = ingest::seed::SeedOptions { limit: Some(EPRINTS), ..Default::default() };
     ingest::seed::seed_file(&sample, log.as_ref(), &options, &mut |_| {}).unwrap();
-    let uris: Vec<String> = (0..4)
+    let uris: Vec<String> = (0..log.partitions())
         .flat_map(|p| log.read(p, 0, usize::MAX).unwrap())
         .filter_map(|e| match &e.payload {
             Payload::RecordCreate(w) if w.collection == lexicons::SUBMISSION => Some(w.uri()),
