@@ -80,8 +80,9 @@ pub const CATALOG: &[ModelSpec] = &[
     ModelSpec { name: activity::MODEL, place: Place::Shared, tables: activity::TABLES, aggregates: activity::AGGREGATES, open: open_activity, format: 1 },
     ModelSpec { name: interactions::MODEL, place: Place::Shared, tables: interactions::TABLES, aggregates: interactions::AGGREGATES, open: open_interactions, format: 1 },
     ModelSpec { name: imports::MODEL, place: Place::Shared, tables: imports::TABLES, aggregates: imports::AGGREGATES, open: open_imports, format: 1 },
-    // 2: documents carry their eprint's citation count.
-    ModelSpec { name: search::MODEL, place: Place::Node, tables: search::TABLES, aggregates: search::AGGREGATES, open: open_search, format: 3 },
+    // 2: documents carry their eprint's citation count. 4: hit summaries kept with the
+    // sources in the node's store, not in the index's doc store.
+    ModelSpec { name: search::MODEL, place: Place::Node, tables: search::TABLES, aggregates: search::AGGREGATES, open: open_search, format: 4 },
 ];
 
 fn open_eprints(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
@@ -172,7 +173,15 @@ impl Context {
     /// A context with one store for both the shared and the node-local models (the embedded
     /// defaults), search indexes under `search_root` and the built-in lexicons.
     pub fn single(store: Arc<dyn Store>, search_root: &std::path::Path) -> Context {
-        Context { node: store.clone(), store, search: Arc::new(SearchIndexes::new(search_root)), lexicons: Arc::new(Lexicons::builtin()) }
+        Context::with_node(store.clone(), store, search_root)
+    }
+
+    /// A context with the shared `store` and this node's own `node` store (holding its
+    /// node-local models and their search indexes' tables), search indexes under
+    /// `search_root` and the built-in lexicons.
+    pub fn with_node(store: Arc<dyn Store>, node: Arc<dyn Store>, search_root: &std::path::Path) -> Context {
+        let search = Arc::new(SearchIndexes::new(search_root, node.clone()));
+        Context { store, node, search, lexicons: Arc::new(Lexicons::builtin()) }
     }
 
     /// Each distinct store: the shared one, and this node's when it is another.

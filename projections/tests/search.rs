@@ -431,6 +431,49 @@ fn kept_answers_follow_every_commit() {
     assert_eq!((titles(&added), added.results.total), (vec!["Kept Answers Three".to_owned(), "Kept Answers".to_owned()], 2));
 }
 
+/// A hit's summary is read from its document's row in the node's store (search format 4),
+/// not from the index: a row written before format 4 (its source alone) gives the same
+/// summary, and a hit whose row is gone (its eprint deleted after the visible commit) is
+/// left out.
+#[test]
+fn hits_are_summarised_from_the_sources_in_the_nodes_store() {
+    let env = env();
+    let a = "did:plc:aaaaaaaaaaaaaaaaaaaaaaaa";
+    let titles = ["Summaries One", "Summaries Two", "Summaries Three"];
+    let events: Vec<NewEvent> = titles
+        .iter()
+        .enumerate()
+        .map(|(i, t)| write(a, &format!("3s{i}"), "3r01", submission(t, &[("A", a)], i as u32 + 1), false))
+        .collect();
+    env.log.append(&events).unwrap();
+    project_all(&env);
+    let v = env.ctx.store.active_version("search").unwrap().unwrap();
+    let index = env.ctx.search.open(v).unwrap();
+    let req = SearchRequest::new("summaries", SortOrder::Date);
+    let hits = |index: &projections::search::SearchIndex| -> Vec<serde_json::Value> {
+        index.search(&req).unwrap().hits.iter().map(|h| serde_json::from_str(h).unwrap()).collect()
+    };
+    let before = hits(&index);
+    let found: Vec<&str> = before.iter().map(|h| h["title"].as_str().unwrap()).collect();
+    assert_eq!(found, ["Summaries Three", "Summaries Two", "Summaries One"]);
+    let uri = |i: usize| format!("at://{a}/pub.svc.eprint.submission/3s{i}");
+    assert_eq!(before[2]["uri"], json!(uri(0)));
+    for key in ["cid", "authors", "abstract", "createdAt", "indexedAt"] {
+        assert!(before[2].get(key).is_some(), "a summary shows {key}: {}", before[2]);
+    }
+
+    let sources = store::TableRef::new("search", v, "sources");
+    let row = |i: usize| env.ctx.node.get(&sources, a, uri(i).as_bytes()).unwrap().expect("every document has its source");
+    // Two is as a version before format 4 wrote it; One's eprint is gone from the store.
+    let mut old = row(1);
+    assert!(old.remove("summary").is_some(), "the summary is kept with the source");
+    let mut batch = store::Batch::default();
+    batch.put(&sources, a, uri(1).into_bytes(), old, 1);
+    batch.delete(&sources, a, uri(0).into_bytes(), 1);
+    env.ctx.node.apply(batch).unwrap();
+    assert_eq!(hits(&index), before[..2], "the same summary from the source alone; a hit without a source left out");
+}
+
 /// Each of this process's threads whose name starts with `prefix`, with its niceness
 /// (`/proc/self/task/<tid>/stat`, field 19; a name is cut to 15 bytes there).
 #[cfg(target_os = "linux")]

@@ -87,7 +87,7 @@ pub fn open_context(data: &DataArgs, with_node_models: bool) -> anyhow::Result<C
     }
     let node = EmbeddedStore::open(&data.data_dir)
         .with_context(|| format!("failed to open this node's store in {} (is another svc using it?)", data.data_dir.display()))?;
-    Ok(Context { node: Arc::new(node), ..Context::single(store, &search_root) })
+    Ok(Context::with_node(store, Arc::new(node), &search_root))
 }
 
 /// Refuses a data directory that holds no `file` of svc's (a mistyped `--data-dir`):

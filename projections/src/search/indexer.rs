@@ -50,19 +50,41 @@ struct Source {
 }
 
 /// The table of a version's document sources, in the node's store: repository DID → eprint
-/// URI → `{source}` ([`Source`] as JSON).
-fn sources(version: u32) -> TableRef {
+/// URI → `{source, summary}`: [`Source`] as JSON, and the summary returned with the
+/// document's hits (as JSON; since search format 4, instead of in the index's doc store:
+/// compressed with the record in one row, it costs a tenth of its size there).
+pub(super) fn sources(version: u32) -> TableRef {
     TableRef::new(MODEL, version, SOURCES)
 }
 
+/// The summary a [`sources`] row gives the hits of `uri`: its `summary`, or for a row
+/// written before search format 4, the summary of its source's record.
+pub(super) fn summary_in(uri: &str, row: &Columns) -> Option<String> {
+    if let Some(summary) = row.get("summary").and_then(Value::as_text) {
+        return Some(summary.to_owned());
+    }
+    let source: Source = serde_json::from_str(row.get("source").and_then(Value::as_text)?).ok()?;
+    let s = crate::submission::normalize(&source.record).ok()?;
+    Some(s.summary(uri, &source.cid, &source.indexed_at).to_string())
+}
+
 /// The repository of an eprint URI.
-fn repo_of(uri: &str) -> &str {
+pub(super) fn repo_of(uri: &str) -> &str {
     lexicons::formats::parse_at_uri(uri).map(|u| u.authority).unwrap_or_default()
 }
 
 /// The table of a version's tombstones, in the node's store.
 fn tombstones(version: u32) -> TableRef {
     TableRef::new(MODEL, version, TOMBSTONES)
+}
+
+/// A document's row in [`sources`] as a batch writes it.
+#[derive(Debug, Clone)]
+struct PendingSource {
+    /// [`Source`] as JSON.
+    source: String,
+    /// The summary returned with the document's hits, as JSON.
+    summary: String,
 }
 
 /// Builds one version of the search index.
@@ -82,7 +104,7 @@ pub struct SearchProjection {
     pending_revs: HashMap<String, Option<String>>,
     /// The batch's changes to the documents' sources (`None`: the document is gone), written
     /// to the node's store at its end.
-    pending_sources: HashMap<String, Option<String>>,
+    pending_sources: HashMap<String, Option<PendingSource>>,
     /// Repositories whose documents were all deleted since the last commit.
     pending_deleted_repos: BTreeSet<String>,
     /// The eprints this batch wrote, indexed at its end with their tags then
@@ -223,8 +245,9 @@ impl SearchProjection {
             seq: event.position.ordinal(),
         };
         let source_json = serde_json::to_string(&source).map_err(|e| ProjectionError::Search(e.to_string()))?;
+        let summary = s.summary(&uri, &source.cid, &source.indexed_at).to_string();
         self.pending_revs.insert(uri.clone(), Some(source.rev.clone()));
-        self.pending_sources.insert(uri.clone(), Some(source_json));
+        self.pending_sources.insert(uri.clone(), Some(PendingSource { source: source_json, summary }));
         self.batch_writes.insert(uri, (source, s.clone()));
         Ok(())
     }
@@ -267,7 +290,6 @@ impl SearchProjection {
         doc.add_u64(f.year, chrono::Datelike::year(&s.created_at).max(0) as u64);
         doc.add_u64(f.citations, self.citations.count(uri)?);
         doc.add_u64(f.seq, source.seq);
-        doc.add_text(f.summary, s.summary(uri, &source.cid, &source.indexed_at).to_string());
         let writer = self.writer()?;
         writer.delete_term(Term::from_field_text(f.uri, uri));
         writer.add_document(doc)?;
@@ -361,8 +383,8 @@ impl SearchProjection {
 
     /// The source of the document of `uri`, as of this batch.
     fn source_of(&self, uri: &str) -> Result<Option<String>, ProjectionError> {
-        if let Some(source) = self.pending_sources.get(uri) {
-            return Ok(source.clone());
+        if let Some(pending) = self.pending_sources.get(uri) {
+            return Ok(pending.as_ref().map(|p| p.source.clone()));
         }
         let row = self.node.get(&sources(self.version), repo_of(uri), uri.as_bytes())?;
         Ok(row.and_then(|c| c.get("source").and_then(Value::as_text).map(str::to_owned)))
@@ -397,9 +419,10 @@ impl SearchProjection {
         for (uri, source) in self.pending_sources.drain() {
             let (table, repo, key) = (sources(self.version), repo_of(&uri), uri.as_bytes().to_vec());
             match source {
-                Some(json) => {
+                Some(PendingSource { source, summary }) => {
                     let mut columns = Columns::new();
-                    columns.insert("source".into(), Value::Text(json));
+                    columns.insert("source".into(), Value::Text(source));
+                    columns.insert("summary".into(), Value::Text(summary));
                     batch.put(&table, repo, key, columns, position);
                 }
                 None => batch.delete(&table, repo, key, position),

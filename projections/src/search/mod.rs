@@ -30,6 +30,8 @@ pub use query::{SearchCursor, SearchRequest, SearchResults, SortOrder};
 pub use schema::SearchFields;
 pub use stem::en_fold;
 
+use store::Store;
+
 use crate::{Checkpoints, ProjectionError};
 
 /// The model name.
@@ -63,6 +65,10 @@ pub struct SearchIndex {
     answers: answers::Answers,
     /// Merges of its segments running in the background ([`SearchIndexes::merging`]).
     merging: std::sync::atomic::AtomicUsize,
+    /// The node's store, holding this version's [`SOURCES`]: a hit's summary is read there.
+    node: Arc<dyn Store>,
+    /// The version this index is.
+    version: u32,
 }
 
 /// How many facet values each index version keeps as text (a segment's dictionary decodes
@@ -158,9 +164,10 @@ impl SearchIndex {
 
 /// The settings of new index versions (an existing version keeps the ones it was made with).
 ///
-/// The doc store holds only the summaries returned with hits. It is not compressed, in
-/// blocks of 4 KiB: reading a hit copies its block out, and decompressing a 16 KiB LZ4 block
-/// for each hit of a page was a sixth of a search's time. The index grows by about 40 %.
+/// The doc store holds only each document's URI and revision (versions built before search
+/// format 4 also hold the summaries returned with hits, which are now in [`SOURCES`]). It is
+/// not compressed, in blocks of 4 KiB: reading a hit copies its block out, and decompressing
+/// a 16 KiB LZ4 block for each hit of a page was a sixth of a search's time.
 fn index_settings() -> IndexSettings {
     IndexSettings { docstore_compression: Compressor::None, docstore_blocksize: 4096, ..IndexSettings::default() }
 }
@@ -183,13 +190,16 @@ pub fn committed_checkpoints(dir: &Path) -> Result<Checkpoints, ProjectionError>
 /// writes them and the queries that read them.
 pub struct SearchIndexes {
     root: PathBuf,
+    /// The node's store, where each version keeps its tables ([`TABLES`]).
+    node: Arc<dyn Store>,
     open: Mutex<HashMap<u32, Arc<SearchIndex>>>,
 }
 
 impl SearchIndexes {
-    /// The indexes under `root` (usually `<data>/search`).
-    pub fn new(root: &Path) -> SearchIndexes {
-        SearchIndexes { root: root.to_owned(), open: Mutex::new(HashMap::new()) }
+    /// The indexes under `root` (usually `<data>/search`), whose tables are in the node's
+    /// store `node`.
+    pub fn new(root: &Path, node: Arc<dyn Store>) -> SearchIndexes {
+        SearchIndexes { root: root.to_owned(), node, open: Mutex::new(HashMap::new()) }
     }
 
     /// The folder holding the versions' folders.
@@ -225,6 +235,8 @@ impl SearchIndexes {
             facet_values: Arc::new(facets::FacetValues::new(FACET_VALUES_CACHED, FACET_TERMS_DECODED_BYTES)),
             answers: answers::Answers::new(ANSWERS_CACHED_BYTES),
             merging: Default::default(),
+            node: self.node.clone(),
+            version,
         });
         open.insert(version, idx.clone());
         Ok(idx)

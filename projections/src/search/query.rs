@@ -304,12 +304,8 @@ impl SearchIndex {
             (sort, cursor) => keyed_top(&searcher, query.as_ref(), sort, cursor.map(|c| c.key), limit + 1, &facets)?,
         };
         let more = top.len() > limit;
-        let mut hits = Vec::with_capacity(limit);
-        for (_, addr) in top.iter().take(limit) {
-            let doc: TantivyDocument = searcher.doc(*addr)?;
-            let summary = doc.get_first(self.fields.summary).and_then(|v| v.as_str()).unwrap_or("{}");
-            hits.push(summary.to_owned());
-        }
+        let docs = top.iter().take(limit).map(|(_, addr)| self.hit_doc(&searcher, *addr)).collect::<Result<Vec<_>, _>>()?;
+        let hits = self.summaries(docs)?;
         let search = req.fingerprint();
         let next = if more { top.get(limit - 1).map(|(key, _)| SearchCursor { sort: req.sort, key: *key, search }) } else { None };
         Ok((SearchResults { hits, next, total }, tops))
@@ -363,18 +359,52 @@ impl SearchIndex {
             .collect();
         let hidden = self.hidden();
         let top = searcher.search(&BooleanQuery::new(clauses), &TopDocs::with_limit(n + hidden.len().min(n)))?;
-        let mut hits = Vec::with_capacity(n);
+        let mut docs = Vec::with_capacity(n);
         for (_, addr) in top {
-            let doc: TantivyDocument = searcher.doc(addr)?;
-            let uri = doc.get_first(f.uri).and_then(|v| v.as_str()).unwrap_or_default();
-            let repo = uri.strip_prefix("at://").and_then(|u| u.split('/').next()).unwrap_or_default();
-            if hidden.contains(repo) || hits.len() == n {
+            let doc = self.hit_doc(&searcher, addr)?;
+            let repo = doc.uri.strip_prefix("at://").and_then(|u| u.split('/').next()).unwrap_or_default();
+            if hidden.contains(repo) || docs.len() == n {
                 continue;
             }
-            hits.push(doc.get_first(f.summary).and_then(|v| v.as_str()).unwrap_or("{}").to_owned());
+            docs.push(doc);
+        }
+        self.summaries(docs)
+    }
+
+    /// What the doc store holds of the hit at `addr`.
+    fn hit_doc(&self, searcher: &Searcher, addr: DocAddress) -> Result<HitDoc, ProjectionError> {
+        let doc: TantivyDocument = searcher.doc(addr)?;
+        let text = |field| doc.get_first(field).and_then(|v| v.as_str()).map(str::to_owned);
+        Ok(HitDoc { uri: text(self.fields.uri).unwrap_or_default(), summary: text(self.fields.summary) })
+    }
+
+    /// The summaries of hits, in their order: read from the sources in the node's store, in
+    /// one read (a document of a version built before search format 4 carries its own). A
+    /// hit whose source is gone is left out: its eprint was deleted after the visible
+    /// commit, and the next commit drops its document.
+    fn summaries(&self, docs: Vec<HitDoc>) -> Result<Vec<String>, ProjectionError> {
+        let table = super::indexer::sources(self.version);
+        let wanted: Vec<(&str, &[u8])> =
+            docs.iter().filter(|d| d.summary.is_none()).map(|d| (super::indexer::repo_of(&d.uri), d.uri.as_bytes())).collect();
+        let keys: Vec<(&store::TableRef, &str, &[u8])> = wanted.iter().map(|(repo, uri)| (&table, *repo, *uri)).collect();
+        let mut rows = self.node.get_each(&keys)?.into_iter();
+        let mut hits = Vec::with_capacity(docs.len());
+        for doc in docs {
+            let summary = match doc.summary {
+                Some(summary) => Some(summary),
+                None => rows.next().flatten().and_then(|row| super::indexer::summary_in(&doc.uri, &row)),
+            };
+            hits.extend(summary);
         }
         Ok(hits)
     }
+}
+
+/// A hit as the doc store has it.
+struct HitDoc {
+    uri: String,
+    /// Its summary, in a version built before search format 4.
+    summary: Option<String>,
 }
 
 /// Hits in order with their sort keys, and how many documents match in all.

@@ -30,7 +30,9 @@ pub struct SearchFields {
     /// The log position (`Position::ordinal`) of the event that indexed the document: the
     /// stable tie-breaker, unique across partitions.
     pub seq: Field,
-    /// The eprint summary (JSON) returned with hits.
+    /// No longer written (search format 4): the summary returned with hits is kept with
+    /// the document's source in the node's store. Documents of versions built before hold
+    /// it here, and their hits are read from it.
     pub summary: Field,
     /// Identifiers, exact and normalized ([`super::ids::normalize`]): the arXiv id without
     /// its version, the DOI, lower-cased. An identifier typed as the query finds its eprint.
