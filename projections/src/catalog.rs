@@ -65,7 +65,8 @@ pub struct ModelSpec {
 /// Every read model, in the order they are built: one line each.
 #[rustfmt::skip]
 pub const CATALOG: &[ModelSpec] = &[
-    ModelSpec { name: eprints::MODEL, place: Place::Shared, tables: eprints::TABLES, aggregates: eprints::AGGREGATES, open: open_eprints, format: 3 },
+    // 4: an author's listing rows and author search's word rows hold nothing their keys hold.
+    ModelSpec { name: eprints::MODEL, place: Place::Shared, tables: eprints::TABLES, aggregates: eprints::AGGREGATES, open: open_eprints, format: 4 },
     // 2: endorsements listed per contribution type; deleted reviews and annotations kept as
     // placeholders. 4: knowledge graph nodes, edges and reconciliations. 6: discovery
     // settings and profile configurations.

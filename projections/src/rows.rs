@@ -38,6 +38,16 @@ pub fn listing_key(created_at_micros: i64, uri: &str) -> Vec<u8> {
     k
 }
 
+/// The URI of a listing's row: the one its value names (rows written before listings left
+/// it to the key, and those keyed by the log instead), else the one its [`listing_key`] ends
+/// with.
+pub fn listed_uri<'r>(clustering: &'r [u8], columns: &'r Columns) -> Option<&'r str> {
+    match columns.get("uri").and_then(Value::as_text) {
+        Some(uri) => Some(uri),
+        None => std::str::from_utf8(clustering.get(8..)?).ok().filter(|u| u.starts_with("at://")),
+    }
+}
+
 /// Whether `key` has the shape of a [`listing_key`] (a cursor handed back by a client).
 pub fn is_listing_key(key: &[u8]) -> bool {
     key.len() > 8 && key[8..].starts_with(b"at://") && std::str::from_utf8(&key[8..]).is_ok()

@@ -177,7 +177,8 @@ impl Staged {
     /// The `uri` column of every row of one partition of a listing table, with this
     /// batch's writes over the store's (to find an account's records when it is deleted).
     pub fn listed_uris(&self, store: &dyn Store, table: &TableRef, partition: &str) -> Result<BTreeSet<String>, StoreError> {
-        Ok(self.rows_in(store, table, partition, None)?.values().filter_map(|c| crate::rows::text(c, "uri")).collect())
+        let rows = self.rows_in(store, table, partition, None)?;
+        Ok(rows.iter().filter_map(|(clustering, c)| crate::rows::listed_uri(clustering, c)).map(str::to_owned).collect())
     }
 
     /// Writes the batch with the checkpoints that follow it, atomically where the store can;

@@ -125,3 +125,54 @@ fn authors_are_found_by_their_handles_and_names_once_each_and_a_replay_finds_the
     let after: Vec<Vec<usize>> = ["ada", "love", "rear", "hopper", "bo", "bob1"].iter().map(|q| search(store.as_ref(), q, 10)).collect();
     assert_eq!(after, before, "the replay finds the same authors");
 }
+
+/// Rows written before eprints format 4 named the account's DID (author search's `by_name`)
+/// and the eprint's URI (an author's listing) in their values; rows written since leave
+/// them to their keys. Both are read alike, and a deleted account's records leave listings
+/// of either.
+#[test]
+fn name_and_listing_rows_of_either_format_are_read_alike() {
+    use crate::support::{env, project_all, submission, write};
+    use store::{Batch, Columns, Scan, TableRef, Value};
+
+    let env = env();
+    let (ada, adam) = (did(1), did(2));
+    let uri = |rkey: &str| format!("at://{ada}/pub.svc.eprint.submission/{rkey}");
+    env.log
+        .append(&[
+            identity(1, "ada.test", Some("Ada Lovelace")),
+            identity(2, "adam.test", Some("Adam Smith")),
+            write(&ada, "3p1", "3r01", submission("One", &[("Ada", &ada)], 1), false),
+            write(&ada, "3p2", "3r01", submission("Two", &[("Ada", &ada)], 2), false),
+        ])
+        .unwrap();
+    project_all(&env);
+    let store = env.ctx.store.as_ref();
+    let v = store.active_version("eprints").unwrap().unwrap();
+    let rows = |table: &TableRef, partition: &str| store.scan(table, partition, &Scan::first(1000)).unwrap().rows;
+    let (users, by_author) = (TableRef::new("eprints", v, "users"), TableRef::new("eprints", v, "by_author"));
+    assert!(rows(&by_author, &ada).iter().all(|r| r.columns.is_empty()), "a listing row is its key");
+
+    // Adam's name rows and Ada's older listing row, as format 3 wrote them.
+    let mut batch = Batch::default();
+    let named = |name: &str, value: &str| Columns::from([(name.to_owned(), Value::Text(value.to_owned()))]);
+    for row in rows(&users, "by_name").into_iter().filter(|r| r.clustering.ends_with(adam.as_bytes())) {
+        assert!(row.columns.is_empty(), "a name row is its key");
+        batch.put(&users, "by_name", row.clustering, named("did", &adam), 1);
+    }
+    let older = rows(&by_author, &ada).remove(0);
+    batch.put(&by_author, &ada, older.clustering, named("uri", &uri("3p1")), 1);
+    store.apply(batch).unwrap();
+
+    assert_eq!(search(store, "ada", 10), vec![1, 2]);
+    assert_eq!(search(store, "smith", 10), vec![2]);
+    let reader = EprintsReader::new(store).unwrap();
+    let page = reader.by_author(&ada, 10, None).unwrap();
+    assert_eq!(page.eprints.iter().map(|e| e.uri()).collect::<Vec<_>>(), [uri("3p2"), uri("3p1")]);
+    assert_eq!(reader.uris_by_author(&ada, 10).unwrap(), [uri("3p2"), uri("3p1")]);
+
+    env.log.append(&[status(1, false, Some(AccountStatus::Deleted))]).unwrap();
+    project_all(&env);
+    assert!(rows(&by_author, &ada).is_empty(), "a deleted account's records leave its listing");
+    assert!(EprintsReader::new(store).unwrap().uris_by_author(&ada, 10).unwrap().is_empty());
+}

@@ -79,10 +79,9 @@ impl EprintsProjection {
         let indexed_at = event.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true);
         let listed = submission.listed_dids(&w.did);
         let at = submission.created_at.timestamp_micros();
+        // The key holds the URI: the row needs nothing more (`rows::listed_uri`).
         for did in &listed {
-            let mut c = Columns::new();
-            c.insert("uri".into(), Value::Text(uri.clone()));
-            st.put(&by_author(self.version), did, listing_key(at, &uri), c, position);
+            st.put(&by_author(self.version), did, listing_key(at, &uri), Columns::new(), position);
         }
         for id in external_ids(&submission.record) {
             st.put(&by_external_id(self.version), &id, uri.clone().into_bytes(), Columns::new(), position);
@@ -169,10 +168,9 @@ impl EprintsProjection {
         for word in before.difference(&after) {
             st.delete(&users(self.version), USERS_BY_NAME, name_key(word, did), position);
         }
+        // The key holds the DID: the row needs nothing more (`name_key_did`).
         for word in after.difference(&before) {
-            let mut k = Columns::new();
-            k.insert("did".into(), Value::Text(did.to_owned()));
-            st.put(&users(self.version), USERS_BY_NAME, name_key(word, did), k, position);
+            st.put(&users(self.version), USERS_BY_NAME, name_key(word, did), Columns::new(), position);
         }
         st.put(&table, did, Vec::new(), c, position);
         Ok(())

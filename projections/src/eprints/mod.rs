@@ -34,7 +34,7 @@ pub use apply::EprintsProjection;
 
 use std::collections::BTreeSet;
 
-use store::TableRef;
+use store::{Columns, TableRef, Value};
 
 /// The model name.
 pub const MODEL: &str = "eprints";
@@ -79,6 +79,15 @@ pub(crate) fn name_key(word: &str, did: &str) -> Vec<u8> {
     k.push(0);
     k.extend_from_slice(did.as_bytes());
     k
+}
+
+/// The DID of a `users` row under one of its [`name_words`]: the one its value names (rows
+/// written before eprints format 4), else the one its [`name_key`] ends with.
+pub(crate) fn name_key_did<'r>(clustering: &'r [u8], columns: &'r Columns) -> Option<&'r str> {
+    match columns.get("did").and_then(Value::as_text) {
+        Some(did) => Some(did),
+        None => std::str::from_utf8(&clustering[clustering.iter().position(|b| *b == 0)? + 1..]).ok(),
+    }
 }
 
 /// The words a user is found by: its lowercased handle whole, and each lowercased word of

@@ -256,7 +256,7 @@ impl<'a> EprintsReader<'a> {
     pub fn by_author(&self, did: &str, limit: usize, after: Option<Vec<u8>>) -> Result<AuthorPage, ProjectionError> {
         let Some(v) = self.version else { return Ok(AuthorPage { eprints: Vec::new(), next: None, total: 0 }) };
         let page = self.store.scan(&by_author(v), did, &Scan { after, limit, reverse: true })?;
-        let uris: Vec<&str> = page.rows.iter().filter_map(|r| text(&r.columns, "uri")).collect();
+        let uris: Vec<&str> = page.rows.iter().filter_map(|r| crate::rows::listed_uri(&r.clustering, &r.columns)).collect();
         let mut eprints = Vec::with_capacity(uris.len());
         let mut hidden: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
         for (uri, row) in uris.iter().zip(crate::rows::rows_of(self.store, &records(v), &uris)?) {
@@ -299,7 +299,7 @@ impl<'a> EprintsReader<'a> {
     pub fn uris_by_author(&self, did: &str, limit: usize) -> Result<Vec<String>, ProjectionError> {
         let Some(v) = self.version else { return Ok(Vec::new()) };
         let page = self.store.scan(&by_author(v), did, &Scan { after: None, limit, reverse: true })?;
-        Ok(page.rows.iter().filter_map(|r| text(&r.columns, "uri")).map(str::to_owned).collect())
+        Ok(page.rows.iter().filter_map(|r| crate::rows::listed_uri(&r.clustering, &r.columns)).map(str::to_owned).collect())
     }
 
     /// When the index first saw `did` (RFC 3339), or `None` for a DID it does not know.
@@ -353,7 +353,7 @@ impl<'a> EprintsReader<'a> {
         let page = self.store.scan(&users(v), USERS_BY_NAME, &Scan { after: Some(start), limit: budget, reverse: false })?;
         let rows: Vec<_> = page.rows.iter().take_while(|r| r.clustering.starts_with(word.as_bytes())).collect();
         let ended = rows.len() < page.rows.len() || page.next.is_none();
-        let dids: Vec<&str> = rows.iter().map(|r| text(&r.columns, "did").unwrap_or_default()).collect();
+        let dids: Vec<&str> = rows.iter().map(|r| super::name_key_did(&r.clustering, &r.columns).unwrap_or_default()).collect();
         let held = crate::rows::rows_of(self.store, &accounts(v), &dids)?;
         let mut authors = Vec::new();
         for ((row, did), account) in rows.iter().zip(&dids).zip(held) {
