@@ -72,6 +72,37 @@ impl ReopenableDb {
         Ok(())
     }
 
+    /// Replaces the file, once no transaction is open (new ones wait), with the one `write`
+    /// makes from the open database at the path it is given (beside this file); then opens
+    /// that. A crash before the replacing rename leaves this file as it was (and the new one
+    /// beside it, which the next replacement removes first); the rename is atomic.
+    pub fn replace(
+        &self,
+        write: impl FnOnce(&Database, &Path) -> Result<(), StoreError>,
+        open: fn(&Path) -> Result<Database, StoreError>,
+    ) -> Result<(), StoreError> {
+        let mut db = self.db.write().unwrap_or_else(PoisonError::into_inner);
+        let Some(open_db) = db.as_ref() else { return Ok(()) };
+        let new = self.path.with_extension("redb.new");
+        let failed = |what: &str, e: std::io::Error| StoreError::Unavailable(format!("failed to {what} {}: {e}", new.display()));
+        match std::fs::remove_file(&new) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(failed("remove", e)),
+            _ => {}
+        }
+        if let Err(e) = write(open_db, &new) {
+            // A full disk, most likely: the file stays as it was, and the copy goes.
+            let _ = std::fs::remove_file(&new);
+            return Err(e);
+        }
+        if let Some(old) = db.take() {
+            old.close().map_err(|e| StoreError::Unavailable(format!("could not close {}: {e}", self.path.display())))?;
+        }
+        let renamed = std::fs::rename(&new, &self.path).map_err(|e| failed("rename", e));
+        // Opened again whether or not the rename worked: the file at the path is whole.
+        *db = Some(open(&self.path)?);
+        renamed
+    }
+
     /// Compacts the file once no transaction is open (new ones wait): the pages freed by
     /// dropped tables and deleted rows go back to the file system.
     pub fn compact(&self) -> Result<(), StoreError> {
