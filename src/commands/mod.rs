@@ -204,8 +204,9 @@ pub(crate) fn open_stopped_store(dir: &std::path::Path) -> anyhow::Result<Embedd
     EmbeddedStore::open(dir).with_context(|| format!("failed to open the store in {} (is svc running on it?)", dir.display()))
 }
 
-/// `svc compact`: compacts this node's store files (`store.redb` and the versions' files),
-/// svc stopped; prints their total size before and after as a JSON line.
+/// `svc compact`: compacts this node's store files (`store.redb` and the versions' files)
+/// and repacks the embedded log's file, svc stopped; prints their sizes before and after as
+/// a JSON line (the store's total, then the log's).
 pub fn compact(args: CompactArgs) -> anyhow::Result<()> {
     require_data(&args.data, store::STORE_FILE, "compact")?;
     let dir = &args.data.data_dir;
@@ -217,7 +218,15 @@ pub fn compact(args: CompactArgs) -> anyhow::Result<()> {
     let store = open_stopped_store(dir)?;
     store.compact().context("failed to compact the store")?;
     drop(store);
-    let line = serde_json::json!({"dataDir": dir.display().to_string(), "bytesBefore": before, "bytesAfter": size()?});
+    let mut line = serde_json::json!({"dataDir": dir.display().to_string(), "bytesBefore": before, "bytesAfter": size()?});
+    if args.data.log_url.is_none() && dir.join(eventlog::LOG_FILE).exists() {
+        // Opening the log moves what its journal holds into the file, which the repack
+        // copies (and refuses a log another svc has open).
+        drop(open_log(&args.data)?);
+        let log = eventlog::repack(dir).context("failed to repack the event log's file")?;
+        line["logBytesBefore"] = log.before.into();
+        line["logBytesAfter"] = log.after.into();
+    }
     writeln!(std::io::stdout().lock(), "{line}")?;
     Ok(())
 }

@@ -20,6 +20,7 @@
 
 mod journal;
 mod ranks;
+mod repack;
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -38,6 +39,7 @@ use tracing::{error, info, warn};
 use journal::{Entry, Journal};
 pub use journal::{LogAck, JOURNAL_DIR};
 use ranks::Ranks;
+pub use repack::{repack, Repacked};
 
 use crate::{partition_for, EventLog, LogError};
 
@@ -812,5 +814,30 @@ mod tests {
         let read = log.read_merged(0, 100).unwrap();
         assert_eq!(read.len(), 50);
         assert_eq!(log.append(&events[..1]).unwrap()[0].offset, 50, "appends go on after it");
+    }
+
+    #[test]
+    fn a_repacked_log_file_is_smaller_and_holds_the_same_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let events = crate::test_suite::identity_events(30_000);
+        let everything = |log: &EmbeddedLog| -> Vec<Vec<Envelope>> { (0..4).map(|p| log.read(p, 0, usize::MAX).unwrap()).collect() };
+        let before = {
+            let log = EmbeddedLog::open(dir.path(), 4).unwrap();
+            for chunk in events.chunks(1_000) {
+                log.append(chunk).unwrap();
+            }
+            log.commit_checkpoint("reader", 2, 17).unwrap();
+            everything(&log)
+        };
+        // What a crash during an earlier repack left beside the file.
+        std::fs::write(dir.path().join(LOG_FILE).with_extension("redb.new"), b"half a file").unwrap();
+        let sizes = repack(dir.path()).unwrap();
+        assert!(sizes.after * 10 < sizes.before * 9, "{sizes:?}");
+        assert_eq!(std::fs::metadata(dir.path().join(LOG_FILE)).unwrap().len(), sizes.after);
+        assert!(!dir.path().join(LOG_FILE).with_extension("redb.new").exists());
+        let log = EmbeddedLog::open(dir.path(), 4).unwrap();
+        assert_eq!(everything(&log), before);
+        assert_eq!(log.checkpoint("reader", 2).unwrap(), Some(17));
+        assert_eq!(log.append(&events[..1]).unwrap()[0].offset, 30_000, "appends go on after it");
     }
 }
