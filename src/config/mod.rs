@@ -70,8 +70,8 @@ pub enum Command {
     /// Give the space the embedded store's files hold free (pages of deleted rows and
     /// replaced pages) back to the file system, and rewrite each read model's file and the
     /// embedded log's with their rows in key order (full B-tree pages); with svc stopped,
-    /// and room for a copy of the largest file. `svc replay` does it for the store at its
-    /// end; a first catch-up leaves that space in the files.
+    /// and room for a copy of the largest file. `svc replay` does it at its end; a first
+    /// catch-up leaves that space in the files.
     Compact(CompactArgs),
     /// Bootstrap a new query node from another node's search index instead of a replay:
     /// `svc snapshot create` on a stopped node, `svc snapshot restore` on the new one.
