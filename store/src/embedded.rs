@@ -305,7 +305,18 @@ fn copy_tables(txn: &redb::ReadTransaction, to: &Path) -> Result<(), StoreError>
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io_failed("remove", &partial, e)),
         _ => {}
     }
-    let out = redb::Builder::new().set_cache_size(VERSION_PAGE_CACHE_BYTES).create(&partial)?;
+    if let Err(e) = write_tables(txn, &partial) {
+        // A full disk, most likely: the partial copy goes.
+        let _ = std::fs::remove_file(&partial);
+        return Err(e);
+    }
+    std::fs::rename(&partial, to).map_err(|e| io_failed("rename", &partial, e))
+}
+
+/// Writes every table `txn` sees into a new redb file at `to`, a chunk of rows per
+/// transaction, the last one durable.
+fn write_tables(txn: &redb::ReadTransaction, to: &Path) -> Result<(), StoreError> {
+    let out = redb::Builder::new().set_cache_size(VERSION_PAGE_CACHE_BYTES).create(to)?;
     let no_sync = |w: &mut redb::WriteTransaction| {
         w.set_durability(Durability::None).map_err(|e| StoreError::Unavailable(format!("cannot defer durability: {e}")))
     };
@@ -346,8 +357,7 @@ fn copy_tables(txn: &redb::ReadTransaction, to: &Path) -> Result<(), StoreError>
     }
     // A durable commit makes the deferred ones durable.
     out.begin_write()?.commit()?;
-    drop(out);
-    std::fs::rename(&partial, to).map_err(|e| io_failed("rename", &partial, e))
+    Ok(())
 }
 
 /// Writes the tables of `db` to a new file at `to`, each in key order, then compacts that.
@@ -356,10 +366,7 @@ fn copy_tables(txn: &redb::ReadTransaction, to: &Path) -> Result<(), StoreError>
 /// file built by a catch-up or a replay holds its rows in leaves about 60 % full, and its
 /// repacked copy in full ones (75,000 papers: the store 625 MB → docs/capacity.md).
 fn repack(db: &Database, to: &Path) -> Result<(), StoreError> {
-    if let Err(e) = copy_tables(&db.begin_read()?, to) {
-        let _ = std::fs::remove_file(to.with_extension("redb.partial"));
-        return Err(e);
-    }
+    copy_tables(&db.begin_read()?, to)?;
     // The copy's chunks were committed without waiting for the disk, so the pages each
     // freed stayed unused: compacting gives them back.
     let mut copy = redb::Builder::new().set_cache_size(VERSION_PAGE_CACHE_BYTES).open(to)?;

@@ -58,7 +58,7 @@ pub fn repack(dir: &Path) -> Result<Repacked, LogError> {
 /// Copies every table of `db` into a new file at `to`, then compacts it.
 fn copy_all(db: &Database, to: &Path) -> Result<(), LogError> {
     let read = db.begin_read()?;
-    let known = [EVENTS.name(), super::META.name(), CHECKPOINTS.name(), ranks::RANKS.name()];
+    let known = [EVENTS.name(), META.name(), CHECKPOINTS.name(), ranks::RANKS.name()];
     if let Some(other) = read.list_tables()?.map(|t| t.name().to_owned()).find(|name| !known.contains(&name.as_str())) {
         return Err(LogError::Unavailable(format!("the log file holds a table this svc does not know ({other}): not repacked")));
     }

@@ -362,8 +362,7 @@ impl SearchIndex {
         let mut docs = Vec::with_capacity(n);
         for (_, addr) in top {
             let doc = self.hit_doc(&searcher, addr)?;
-            let repo = doc.uri.strip_prefix("at://").and_then(|u| u.split('/').next()).unwrap_or_default();
-            if hidden.contains(repo) || docs.len() == n {
+            if hidden.contains(super::indexer::repo_of(&doc.uri)) || docs.len() == n {
                 continue;
             }
             docs.push(doc);
@@ -384,9 +383,8 @@ impl SearchIndex {
     /// commit, and the next commit drops its document.
     fn summaries(&self, docs: Vec<HitDoc>) -> Result<Vec<String>, ProjectionError> {
         let table = super::indexer::sources(self.version);
-        let wanted: Vec<(&str, &[u8])> =
-            docs.iter().filter(|d| d.summary.is_none()).map(|d| (super::indexer::repo_of(&d.uri), d.uri.as_bytes())).collect();
-        let keys: Vec<(&store::TableRef, &str, &[u8])> = wanted.iter().map(|(repo, uri)| (&table, *repo, *uri)).collect();
+        let keys: Vec<(&store::TableRef, &str, &[u8])> =
+            docs.iter().filter(|d| d.summary.is_none()).map(|d| (&table, super::indexer::repo_of(&d.uri), d.uri.as_bytes())).collect();
         let mut rows = self.node.get_each(&keys)?.into_iter();
         let mut hits = Vec::with_capacity(docs.len());
         for doc in docs {
