@@ -30,6 +30,11 @@ fn bench(c: &mut Criterion) {
     let log = Arc::new(EmbeddedLog::open(&dir.path().join("log"), 4).unwrap());
     ingest::seed::seed_file(&papers(), log.as_ref(), &Default::default(), &mut |_| {}).unwrap();
     let ctx = Context::single(Arc::new(store::EmbeddedStore::open(&dir.path().join("store")).unwrap()), &dir.path().join("search"));
+    // Hits show the eprints model's rows.
+    let eprints = catalog::ensure_active(&ctx, "eprints").unwrap();
+    let mut model = catalog::open(&ctx, "eprints", eprints, Mode::Rebuild).unwrap();
+    catch_up(log.as_ref(), model.as_mut(), 8192).unwrap();
+    model.flush().unwrap();
     let version = catalog::ensure_active(&ctx, "search").unwrap();
     let mut projection = catalog::open(&ctx, "search", version, Mode::Rebuild).unwrap();
     catch_up(log.as_ref(), projection.as_mut(), 8192).unwrap();

@@ -82,8 +82,9 @@ pub const CATALOG: &[ModelSpec] = &[
     ModelSpec { name: interactions::MODEL, place: Place::Shared, tables: interactions::TABLES, aggregates: interactions::AGGREGATES, open: open_interactions, format: 1 },
     ModelSpec { name: imports::MODEL, place: Place::Shared, tables: imports::TABLES, aggregates: imports::AGGREGATES, open: open_imports, format: 1 },
     // 2: documents carry their eprint's citation count. 4: hit summaries kept with the
-    // sources in the node's store, not in the index's doc store.
-    ModelSpec { name: search::MODEL, place: Place::Node, tables: search::TABLES, aggregates: search::AGGREGATES, open: open_search, format: 4 },
+    // sources in the node's store, not in the index's doc store. 5: no record kept: hits
+    // and remade documents read the eprints model's record rows.
+    ModelSpec { name: search::MODEL, place: Place::Node, tables: search::TABLES, aggregates: search::AGGREGATES, open: open_search, format: 5 },
 ];
 
 fn open_eprints(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
@@ -127,7 +128,7 @@ fn open_imports(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Proje
 }
 
 fn open_search(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {
-    Ok(Box::new(SearchProjection::open(&ctx.search, ctx.node.clone(), ctx.lexicons.clone(), version, mode)?))
+    Ok(Box::new(SearchProjection::open(&ctx.search, ctx.node.clone(), ctx.store.clone(), ctx.lexicons.clone(), version, mode)?))
 }
 
 fn names(place: Option<Place>) -> Vec<&'static str> {
@@ -181,7 +182,7 @@ impl Context {
     /// node-local models and their search indexes' tables), search indexes under
     /// `search_root` and the built-in lexicons.
     pub fn with_node(store: Arc<dyn Store>, node: Arc<dyn Store>, search_root: &std::path::Path) -> Context {
-        let search = Arc::new(SearchIndexes::new(search_root, node.clone()));
+        let search = Arc::new(SearchIndexes::new(search_root, store.clone()));
         Context { store, node, search, lexicons: Arc::new(Lexicons::builtin()) }
     }
 

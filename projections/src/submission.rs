@@ -139,6 +139,11 @@ impl SummaryJson {
         &self.uri
     }
 
+    /// The summary's JSON text.
+    pub fn as_str(&self) -> &str {
+        self.json.get()
+    }
+
     /// The summary as a JSON value.
     pub fn to_value(&self) -> Value {
         serde_json::from_str(self.json.get()).unwrap_or_default()

@@ -191,6 +191,7 @@ fn a_live_catch_up_ends_with_a_commit_and_one_merged_segment() {
     for chunk in events.chunks(500) {
         env.log.append(chunk).unwrap();
     }
+    support::project(&env, "eprints");
     let v = catalog::ensure_active(&env.ctx, "search").unwrap();
     let mut p = catalog::open(&env.ctx, "search", v, Mode::Live).unwrap();
     // Small batches: every one but the last says more events are waiting.

@@ -63,6 +63,9 @@ fn known_item_queries_find_their_papers() {
     let sample_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/arxiv-sample-3k.jsonl.gz");
     ingest::seed::seed_file(&sample_path, log.as_ref(), &Default::default(), &mut |_| {}).unwrap();
     let ctx = Context::single(Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap()), &dir.path().join("search"));
+    // Hits show the eprints model's rows.
+    let eprints = catalog::ensure_active(&ctx, "eprints").unwrap();
+    catch_up(log.as_ref(), catalog::open(&ctx, "eprints", eprints, Mode::Rebuild).unwrap().as_mut(), 16_384).unwrap();
     let version = catalog::ensure_active(&ctx, "search").unwrap();
     let mut projection = catalog::open(&ctx, "search", version, Mode::Rebuild).unwrap();
     catch_up(log.as_ref(), projection.as_mut(), 16_384).unwrap();

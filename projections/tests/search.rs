@@ -69,6 +69,7 @@ fn cursor_paging_goes_past_ten_thousand_results_in_every_order() {
     for chunk in events.chunks(2000) {
         env.log.append(chunk).unwrap();
     }
+    project(&env, "eprints");
     let v = catalog::ensure_active(&env.ctx, "search").unwrap();
     let mut p = catalog::open(&env.ctx, "search", v, Mode::Rebuild).unwrap();
     catch_up(env.log.as_ref(), p.as_mut(), 5000).unwrap();
@@ -207,6 +208,7 @@ fn each_document_is_written_once_per_batch_and_a_rebuild_ends_compact() {
         let v = env.ctx.store.active_version("search").unwrap().unwrap();
         env.ctx.search.open(v).unwrap().segment_stats()
     };
+    project(&env, "eprints");
     let v = catalog::ensure_active(&env.ctx, "search").unwrap();
     let mut live = catalog::open(&env.ctx, "search", v, Mode::Live).unwrap();
     catch_up(env.log.as_ref(), live.as_mut(), 1000).unwrap();
@@ -436,9 +438,9 @@ fn kept_answers_follow_every_commit() {
 /// summary, and a hit whose row is gone (its eprint deleted after the visible commit) is
 /// left out.
 #[test]
-fn hits_are_summarised_from_the_sources_in_the_nodes_store() {
+fn hits_and_remade_documents_read_the_eprints_models_rows() {
     let env = env();
-    let a = "did:plc:aaaaaaaaaaaaaaaaaaaaaaaa";
+    let (a, b) = ("did:plc:aaaaaaaaaaaaaaaaaaaaaaaa", "did:plc:bbbbbbbbbbbbbbbbbbbbbbbb");
     let titles = ["Summaries One", "Summaries Two", "Summaries Three"];
     let events: Vec<NewEvent> = titles
         .iter()
@@ -461,17 +463,61 @@ fn hits_are_summarised_from_the_sources_in_the_nodes_store() {
     for key in ["cid", "authors", "abstract", "createdAt", "indexedAt"] {
         assert!(before[2].get(key).is_some(), "a summary shows {key}: {}", before[2]);
     }
+    // The summary is the one an author's listing shows.
+    let listed = projections::eprints::read::EprintsReader::new(env.ctx.store.as_ref()).unwrap().by_author(a, 10, None).unwrap();
+    let listed: Vec<serde_json::Value> = listed.eprints.iter().map(|s| s.to_value()).collect();
+    assert_eq!(before, listed);
 
+    // The index keeps no record: a document's row holds the position it was made at.
     let sources = store::TableRef::new("search", v, "sources");
-    let row = |i: usize| env.ctx.node.get(&sources, a, uri(i).as_bytes()).unwrap().expect("every document has its source");
-    // Two is as a version before format 4 wrote it; One's eprint is gone from the store.
-    let mut old = row(1);
-    assert!(old.remove("summary").is_some(), "the summary is kept with the source");
+    let row = env.ctx.node.get(&sources, a, uri(0).as_bytes()).unwrap().expect("every document has its row");
+    assert_eq!(row.keys().collect::<Vec<_>>(), ["seq"], "{row:?}");
+
+    // A tag on an eprint indexed by an earlier batch remakes its document from the eprints
+    // model's row: found by the tag, with the record's words.
+    env.log.append(&[tag(b, "t1", "3r01", &uri(0), "remade")]).unwrap();
+    project_all(&env);
+    assert_eq!(tag_facet(&env), [("remade".to_owned(), 1)]);
+    let mut tagged = SearchRequest::new("summaries one", SortOrder::Relevance);
+    tagged.tags = vec!["remade".into()];
+    let found = index.search(&tagged).unwrap().hits;
+    assert_eq!(found.len(), 1);
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&found[0]).unwrap(), before[2]);
+
+    // An eprint the eprints model no longer holds is left out of the hits.
+    let eprints = env.ctx.store.active_version("eprints").unwrap().unwrap();
     let mut batch = store::Batch::default();
-    batch.put(&sources, a, uri(1).into_bytes(), old, 1);
-    batch.delete(&sources, a, uri(0).into_bytes(), 1);
-    env.ctx.node.apply(batch).unwrap();
-    assert_eq!(hits(&index), before[..2], "the same summary from the source alone; a hit without a source left out");
+    batch.delete(&store::TableRef::new("eprints", eprints, "records"), &uri(1), Vec::new(), 1);
+    env.ctx.store.apply(batch).unwrap();
+    assert_eq!(hits(&index), [before[0].clone(), before[2].clone()]);
+}
+
+/// A document remade while the eprints model has not written its record yet waits for it.
+#[test]
+fn a_remade_document_waits_for_the_eprints_model() {
+    let env = env();
+    let (a, b) = ("did:plc:aaaaaaaaaaaaaaaaaaaaaaaa", "did:plc:bbbbbbbbbbbbbbbbbbbbbbbb");
+    let uri = format!("at://{a}/pub.svc.eprint.submission/3w0");
+    env.log.append(&[write(a, "3w0", "3r01", submission("Waiting Paper", &[("A", a)], 1), false)]).unwrap();
+    let eprints = catalog::ensure_active(&env.ctx, "eprints").unwrap();
+    let v = catalog::ensure_active(&env.ctx, "search").unwrap();
+    let mut search = catalog::open(&env.ctx, "search", v, Mode::Live).unwrap();
+    catch_up(env.log.as_ref(), search.as_mut(), 10).unwrap();
+    // The tag comes in a later batch, while the eprints model has applied nothing.
+    env.log.append(&[tag(b, "t1", "3r01", &uri, "patience")]).unwrap();
+    let started = std::time::Instant::now();
+    let behind = std::thread::spawn({
+        let (log, ctx) = (env.log.clone(), env.ctx.clone());
+        move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let mut p = catalog::open(&ctx, "eprints", eprints, Mode::Live).unwrap();
+            catch_up(log.as_ref(), p.as_mut(), 10).unwrap();
+        }
+    });
+    catch_up(env.log.as_ref(), search.as_mut(), 10).unwrap();
+    behind.join().unwrap();
+    assert!(started.elapsed() >= std::time::Duration::from_millis(300), "the tag's batch waited for the eprints model");
+    assert_eq!(tag_facet(&env), [("patience".to_owned(), 1)]);
 }
 
 /// Each of this process's threads whose name starts with `prefix`, with its niceness

@@ -24,6 +24,19 @@ pub struct Eprint {
     pub indexed_at: String,
 }
 
+/// An eprint's record row as the model last wrote it, a deletion included
+/// ([`EprintsReader::written_each`]): what the search index remakes a document from when
+/// the eprint's tags or citations change.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// The log ordinal of the event that wrote the row.
+    pub ordinal: u64,
+    /// The revision written (or deleted).
+    pub rev: String,
+    /// The eprint, unless the row marks it deleted.
+    pub eprint: Option<Eprint>,
+}
+
 /// An eprint's title and identifiers ([`EprintsReader::title_and_ids`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TitleAndIds {
@@ -181,6 +194,43 @@ impl<'a> EprintsReader<'a> {
         let Some(v) = self.version else { return Ok(None) };
         let row = crate::rows::shared_row(self.store, &records(v), uri)?;
         Ok(row.and_then(|row| eprint_of(uri, &row)))
+    }
+
+    /// The record rows of `uris`, in order (deletions included), in one read.
+    pub fn written_each(&self, uris: &[&str]) -> Result<Vec<Option<Written>>, ProjectionError> {
+        let Some(v) = self.version else { return Ok(vec![None; uris.len()]) };
+        let rows = crate::rows::rows_of(self.store, &records(v), uris)?;
+        Ok(uris
+            .iter()
+            .zip(rows)
+            .map(|(uri, row)| {
+                let row = row?;
+                let ordinal = row.get("ordinal").and_then(Value::as_int).unwrap_or_default().max(0) as u64;
+                Some(Written { ordinal, rev: text(&row, "rev").unwrap_or_default().to_owned(), eprint: eprint_of(uri, &row) })
+            })
+            .collect())
+    }
+
+    /// The summaries of the live eprints of `uris`, in order (`None`: absent or deleted),
+    /// in one read: what a search's hits show.
+    pub fn summaries(&self, uris: &[&str]) -> Result<Vec<Option<SummaryJson>>, ProjectionError> {
+        let Some(v) = self.version else { return Ok(vec![None; uris.len()]) };
+        let rows = crate::rows::rows_of(self.store, &records(v), uris)?;
+        Ok(uris
+            .iter()
+            .zip(rows)
+            .map(|(uri, row)| {
+                let row = row.filter(|row| !deleted(row))?;
+                let (cid, indexed_at) = (text(&row, "cid").unwrap_or_default(), text(&row, "indexedAt").unwrap_or_default());
+                SummaryJson::of_record(uri, cid, text(&row, "record")?, indexed_at).ok()
+            })
+            .collect())
+    }
+
+    /// Where in the log the active version stands (`None`: there is none).
+    pub fn applied(&self) -> Result<Option<crate::Checkpoints>, ProjectionError> {
+        let Some(v) = self.version else { return Ok(None) };
+        Ok(Some(self.store.checkpoints(&store::consumer_name(MODEL, v))?))
     }
 
     /// The title of the eprint at `uri` and the identifiers its record carries (as

@@ -5,21 +5,21 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chrono::SecondsFormat;
 use event_schema::{AccountStatus, Envelope, Payload, RecordWrite};
 use lexicons::{Lexicons, SUBMISSION};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use store::{Batch, Columns, Store, TableRef, Value};
 use tantivy::collector::TopDocs;
 use tantivy::query::{RegexQuery, TermQuery};
 use tantivy::schema::{IndexRecordOption, Value as _};
 use tantivy::{IndexWriter, TantivyDocument, Term};
-use tracing::debug;
+use tracing::{debug, warn};
 
 use super::links::{self, LinkRecord, Links};
 use super::{CommitPayload, SearchIndex, SearchIndexes, MODEL, SOURCES, TOMBSTONES};
 use crate::attached::collections::{self, CITATION, USER_TAG};
 use crate::catalog::Mode;
+use crate::eprints::read::{EprintsReader, Written};
 use crate::submission::Submission;
 use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
 
@@ -35,37 +35,57 @@ const WRITER_HEAP_BYTES: usize = 192 * 1024 * 1024;
 /// and the bulk writer's threads would keep the memory they used for the catch-up.
 const LIVE_WRITER_HEAP_BYTES: usize = 16 * 1024 * 1024;
 
-/// What a document is made from, kept in the node's store ([`SOURCES`]) so that it can be
-/// made again when the eprint's tags or citations change (not in the index: it held the
-/// record a second time beside the summary and tripled the index's size).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// How long a batch waits for the eprints model to write the records of the documents it
+/// remakes ([`SearchProjection::sources_from_eprints`]) before leaving them to a later batch.
+const EPRINTS_WAIT: Duration = Duration::from_secs(10);
+/// How often the eprints model's rows are read again while waiting for them.
+const EPRINTS_POLL: Duration = Duration::from_millis(20);
+
+/// What a document is made from: the record of its eprint as of an event.
+#[derive(Debug, Clone)]
 struct Source {
+    /// The repository DID.
     did: String,
-    cid: String,
     rev: String,
     record: serde_json::Value,
-    indexed_at: String,
+    /// The log ordinal of the event that wrote the record.
     seq: u64,
 }
 
-/// The table of a version's document sources, in the node's store: repository DID → eprint
-/// URI → `{source, summary}`: [`Source`] as JSON, and the summary returned with the
-/// document's hits (as JSON; since search format 4, instead of in the index's doc store:
-/// compressed with the record in one row, it costs a tenth of its size there).
+impl Source {
+    /// The source an eprints model's record row gives, unless it marks the eprint deleted.
+    fn of_written(written: Written) -> Option<Source> {
+        let eprint = written.eprint?;
+        let record = serde_json::from_str(&eprint.record).ok()?;
+        Some(Source { did: eprint.did, rev: written.rev, record, seq: written.ordinal })
+    }
+}
+
+/// The table of a version's documents, in the node's store: repository DID → eprint URI →
+/// `seq`, the log ordinal of the event whose record the document was made from. (Since
+/// search format 5 the record itself is not kept here: a document is remade from the
+/// eprints model's row, and hits show that row's summary. Rows written before hold the
+/// record in `source`, with its `seq`, and the hits' `summary`.)
 pub(super) fn sources(version: u32) -> TableRef {
     TableRef::new(MODEL, version, SOURCES)
 }
 
-/// The summary a [`sources`] row gives the hits of `uri`: its `summary`, or for a row
-/// written before search format 4, the summary of its source's record.
-pub(super) fn summary_in(uri: &str, row: &Columns) -> Option<String> {
-    if let Some(summary) = row.get("summary").and_then(Value::as_text) {
-        return Some(summary.to_owned());
+/// The `seq` of a [`sources`] row, in either form.
+fn seq_in(row: &Columns) -> Option<u64> {
+    #[derive(Deserialize)]
+    struct Before5 {
+        seq: u64,
     }
-    let source: Source = serde_json::from_str(row.get("source").and_then(Value::as_text)?).ok()?;
-    let s = crate::submission::normalize(&source.record).ok()?;
-    Some(s.summary(uri, &source.cid, &source.indexed_at).to_string())
+    if let Some(seq) = row.get("seq").and_then(Value::as_int) {
+        return u64::try_from(seq).ok();
+    }
+    serde_json::from_str::<Before5>(row.get("source").and_then(Value::as_text)?).ok().map(|s| s.seq)
+}
+
+/// Whether `checkpoints` have passed the event at `ordinal`.
+fn passed(checkpoints: &Checkpoints, ordinal: u64) -> bool {
+    let at = event_schema::Position::from_ordinal(ordinal);
+    checkpoints.get(&at.partition).is_some_and(|next| *next > at.offset)
 }
 
 /// The repository of an eprint URI.
@@ -76,15 +96,6 @@ pub(super) fn repo_of(uri: &str) -> &str {
 /// The table of a version's tombstones, in the node's store.
 fn tombstones(version: u32) -> TableRef {
     TableRef::new(MODEL, version, TOMBSTONES)
-}
-
-/// A document's row in [`sources`] as a batch writes it.
-#[derive(Debug, Clone)]
-struct PendingSource {
-    /// [`Source`] as JSON.
-    source: String,
-    /// The summary returned with the document's hits, as JSON.
-    summary: String,
 }
 
 /// Builds one version of the search index.
@@ -102,9 +113,9 @@ pub struct SearchProjection {
     hidden: BTreeSet<String>,
     /// Revisions written since the last commit, which searches cannot see yet.
     pending_revs: HashMap<String, Option<String>>,
-    /// The batch's changes to the documents' sources (`None`: the document is gone), written
-    /// to the node's store at its end.
-    pending_sources: HashMap<String, Option<PendingSource>>,
+    /// The batch's changes to the documents' [`sources`] rows (their `seq`; `None`: the
+    /// document is gone), written to the node's store at its end.
+    pending_sources: HashMap<String, Option<u64>>,
     /// Repositories whose documents were all deleted since the last commit.
     pending_deleted_repos: BTreeSet<String>,
     /// The eprints this batch wrote, indexed at its end with their tags then
@@ -117,6 +128,11 @@ pub struct SearchProjection {
     /// The node's store, holding this version's tombstones: the revision at which each
     /// deleted record was deleted, so that an older write arriving later stays out.
     node: Arc<dyn Store>,
+    /// The shared store, where the eprints model's record rows are read.
+    shared: Arc<dyn Store>,
+    /// Documents whose tags or citations changed while the eprints model had not written
+    /// their records yet: remade with a later batch (saved with each commit).
+    remake: BTreeSet<String>,
     /// Tombstones of this batch, written to the node's store at its end.
     new_tombstones: HashMap<String, (String, u64)>,
     /// The stored tombstones (revision by URI) of the records this batch writes or deletes,
@@ -141,6 +157,7 @@ impl SearchProjection {
     pub fn open(
         indexes: &SearchIndexes,
         node: Arc<dyn Store>,
+        shared: Arc<dyn Store>,
         lexicons: Arc<Lexicons>,
         version: u32,
         mode: Mode,
@@ -154,6 +171,7 @@ impl SearchProjection {
             version,
             applied: committed.checkpoints.clone(),
             hidden: committed.hidden,
+            remake: committed.remake,
             committed: committed.checkpoints,
             pending_revs: HashMap::new(),
             pending_sources: HashMap::new(),
@@ -162,6 +180,7 @@ impl SearchProjection {
             tags: Links::new(node.clone(), version, links::TAGS),
             citations: Links::new(node.clone(), version, links::CITATIONS),
             node,
+            shared,
             new_tombstones: HashMap::new(),
             stored_tombstones: HashMap::new(),
             last_commit: Instant::now(),
@@ -236,18 +255,9 @@ impl SearchProjection {
             debug!(uri, rev = w.rev, "skipping stale record write");
             return Ok(());
         }
-        let source = Source {
-            did: w.did.clone(),
-            cid: w.cid.clone(),
-            rev: w.rev.clone(),
-            record: w.record.clone(),
-            indexed_at: event.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true),
-            seq: event.position.ordinal(),
-        };
-        let source_json = serde_json::to_string(&source).map_err(|e| ProjectionError::Search(e.to_string()))?;
-        let summary = s.summary(&uri, &source.cid, &source.indexed_at).to_string();
+        let source = Source { did: w.did.clone(), rev: w.rev.clone(), record: w.record.clone(), seq: event.position.ordinal() };
         self.pending_revs.insert(uri.clone(), Some(source.rev.clone()));
-        self.pending_sources.insert(uri.clone(), Some(PendingSource { source: source_json, summary }));
+        self.pending_sources.insert(uri.clone(), Some(source.seq));
         self.batch_writes.insert(uri, (source, s.clone()));
         Ok(())
     }
@@ -356,12 +366,15 @@ impl SearchProjection {
 
     /// Writes, once each, the documents of the eprints the batch wrote and of those whose
     /// tags or citations it changed (those the index holds: an eprint not indexed yet gets
-    /// them when it is), unless the batch deleted them later.
+    /// them when it is), unless the batch deleted them later. A document the batch did not
+    /// write is remade from the eprints model's record ([`Self::sources_from_eprints`]).
     fn write_batch(&mut self) -> Result<(), ProjectionError> {
         let mut written = std::mem::take(&mut self.batch_writes);
         let mut changed: BTreeSet<String> = self.tags.finish()?.into_iter().collect();
         changed.extend(self.citations.finish()?);
+        changed.extend(std::mem::take(&mut self.remake));
         changed.extend(written.keys().cloned());
+        let mut remade = Vec::new();
         for uri in changed {
             if self.pending_revs.get(&uri).is_some_and(Option::is_none) {
                 continue;
@@ -373,21 +386,64 @@ impl SearchProjection {
             if self.pending_deleted_repos.contains(repo_of(&uri)) {
                 continue;
             }
-            let Some(source) = self.source_of(&uri)? else { continue };
-            let Ok(source) = serde_json::from_str::<Source>(&source) else { continue };
+            if let Some(seq) = self.indexed_seq(&uri)? {
+                remade.push((uri, seq));
+            }
+        }
+        for (uri, source) in self.sources_from_eprints(remade)? {
             let Ok(s) = crate::submission::normalize(&source.record) else { continue };
+            self.pending_sources.insert(uri.clone(), Some(source.seq));
             self.write_document(&uri, &source, &s)?;
         }
         Ok(())
     }
 
-    /// The source of the document of `uri`, as of this batch.
-    fn source_of(&self, uri: &str) -> Result<Option<String>, ProjectionError> {
+    /// The `seq` of the document of `uri`, as of this batch (`None`: not indexed).
+    fn indexed_seq(&self, uri: &str) -> Result<Option<u64>, ProjectionError> {
         if let Some(pending) = self.pending_sources.get(uri) {
-            return Ok(pending.as_ref().map(|p| p.source.clone()));
+            return Ok(*pending);
         }
         let row = self.node.get(&sources(self.version), repo_of(uri), uri.as_bytes())?;
-        Ok(row.and_then(|c| c.get("source").and_then(Value::as_text).map(str::to_owned)))
+        Ok(row.as_ref().and_then(seq_in))
+    }
+
+    /// The sources of the documents of `wanted` (URI and `seq`), from the eprints model's
+    /// record rows: a row written by the document's event or a later one (the eprints model
+    /// and the index follow the same log; a later record is the one the index is about to
+    /// get). A document whose eprint the model deleted since, or whose event it passed
+    /// without writing the record (it parked it), is left as it is. When the model is
+    /// behind, waits for it up to [`EPRINTS_WAIT`]; then leaves what it still lacks to a
+    /// later batch ([`SearchProjection::remake`]).
+    fn sources_from_eprints(&mut self, wanted: Vec<(String, u64)>) -> Result<Vec<(String, Source)>, ProjectionError> {
+        let mut found = Vec::with_capacity(wanted.len());
+        let mut waiting = wanted;
+        let deadline = Instant::now() + EPRINTS_WAIT;
+        while !waiting.is_empty() {
+            let eprints = EprintsReader::new(self.shared.as_ref())?;
+            let uris: Vec<&str> = waiting.iter().map(|(uri, _)| uri.as_str()).collect();
+            let rows = eprints.written_each(&uris)?;
+            let applied = eprints.applied()?;
+            let mut behind = Vec::new();
+            for ((uri, seq), row) in waiting.into_iter().zip(rows) {
+                match row {
+                    Some(row) if row.ordinal >= seq => found.extend(Source::of_written(row).map(|source| (uri, source))),
+                    _ if applied.as_ref().is_some_and(|a| passed(a, seq)) => {
+                        debug!(uri, "the eprints model holds no record for this document: left as it is");
+                    }
+                    _ => behind.push((uri, seq)),
+                }
+            }
+            if !behind.is_empty() && Instant::now() >= deadline {
+                warn!(documents = behind.len(), "the eprints model is behind the search index: documents left to a later batch");
+                self.remake.extend(behind.into_iter().map(|(uri, _)| uri));
+                break;
+            }
+            if !behind.is_empty() {
+                std::thread::sleep(EPRINTS_POLL);
+            }
+            waiting = behind;
+        }
+        Ok(found)
     }
 
     /// Forgets the sources of a deleted account's documents: those stored, and this batch's.
@@ -404,8 +460,8 @@ impl SearchProjection {
 
     /// Writes the batch's tombstones and sources in one store batch. They may land before
     /// the index commit (a crash in between re-applies the batch from the log): a tombstone
-    /// only keeps out writes older than a deletion that did happen, and a source is only read
-    /// to write its document again, with the same result as the log's events will give.
+    /// only keeps out writes older than a deletion that did happen, and a source's `seq` is
+    /// only read to remake its document, from the same record or a later one.
     fn store_batch(&mut self, position: u64) -> Result<(), ProjectionError> {
         if self.new_tombstones.is_empty() && self.pending_sources.is_empty() {
             return Ok(());
@@ -419,10 +475,9 @@ impl SearchProjection {
         for (uri, source) in self.pending_sources.drain() {
             let (table, repo, key) = (sources(self.version), repo_of(&uri), uri.as_bytes().to_vec());
             match source {
-                Some(PendingSource { source, summary }) => {
+                Some(seq) => {
                     let mut columns = Columns::new();
-                    columns.insert("source".into(), Value::Text(source));
-                    columns.insert("summary".into(), Value::Text(summary));
+                    columns.insert("seq".into(), Value::Int(seq as i64));
                     batch.put(&table, repo, key, columns, position);
                 }
                 None => batch.delete(&table, repo, key, position),
@@ -506,7 +561,7 @@ impl SearchProjection {
     }
 
     fn commit(&mut self) -> Result<(), ProjectionError> {
-        let payload = CommitPayload { checkpoints: self.applied.clone(), hidden: self.hidden.clone() };
+        let payload = CommitPayload { checkpoints: self.applied.clone(), hidden: self.hidden.clone(), remake: self.remake.clone() };
         let payload = serde_json::to_string(&payload).map_err(|e| ProjectionError::Search(e.to_string()))?;
         let mut prepared = self.writer()?.prepare_commit()?;
         prepared.set_payload(&payload);

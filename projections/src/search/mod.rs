@@ -65,10 +65,8 @@ pub struct SearchIndex {
     answers: answers::Answers,
     /// Merges of its segments running in the background ([`SearchIndexes::merging`]).
     merging: std::sync::atomic::AtomicUsize,
-    /// The node's store, holding this version's [`SOURCES`]: a hit's summary is read there.
-    node: Arc<dyn Store>,
-    /// The version this index is.
-    version: u32,
+    /// The shared store: a hit's summary is read from the eprints model's record row there.
+    shared: Arc<dyn Store>,
 }
 
 /// How many facet values each index version keeps as text (a segment's dictionary decodes
@@ -91,6 +89,9 @@ pub(crate) struct CommitPayload {
     /// Repositories whose account is not active: their documents stay indexed but hidden.
     #[serde(default)]
     pub hidden: BTreeSet<String>,
+    /// Documents to remake once the eprints model has written their records.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub remake: BTreeSet<String>,
 }
 
 impl CommitPayload {
@@ -190,16 +191,16 @@ pub fn committed_checkpoints(dir: &Path) -> Result<Checkpoints, ProjectionError>
 /// writes them and the queries that read them.
 pub struct SearchIndexes {
     root: PathBuf,
-    /// The node's store, where each version keeps its tables ([`TABLES`]).
-    node: Arc<dyn Store>,
+    /// The shared store, where hits' summaries are read (the eprints model's rows).
+    shared: Arc<dyn Store>,
     open: Mutex<HashMap<u32, Arc<SearchIndex>>>,
 }
 
 impl SearchIndexes {
-    /// The indexes under `root` (usually `<data>/search`), whose tables are in the node's
-    /// store `node`.
-    pub fn new(root: &Path, node: Arc<dyn Store>) -> SearchIndexes {
-        SearchIndexes { root: root.to_owned(), node, open: Mutex::new(HashMap::new()) }
+    /// The indexes under `root` (usually `<data>/search`), whose hits are shown from the
+    /// eprints model's rows in the `shared` store.
+    pub fn new(root: &Path, shared: Arc<dyn Store>) -> SearchIndexes {
+        SearchIndexes { root: root.to_owned(), shared, open: Mutex::new(HashMap::new()) }
     }
 
     /// The folder holding the versions' folders.
@@ -235,8 +236,7 @@ impl SearchIndexes {
             facet_values: Arc::new(facets::FacetValues::new(FACET_VALUES_CACHED, FACET_TERMS_DECODED_BYTES)),
             answers: answers::Answers::new(ANSWERS_CACHED_BYTES),
             merging: Default::default(),
-            node: self.node.clone(),
-            version,
+            shared: self.shared.clone(),
         });
         open.insert(version, idx.clone());
         Ok(idx)

@@ -370,39 +370,26 @@ impl SearchIndex {
         self.summaries(docs)
     }
 
-    /// What the doc store holds of the hit at `addr`.
+    /// The URI of the hit at `addr`.
     fn hit_doc(&self, searcher: &Searcher, addr: DocAddress) -> Result<HitDoc, ProjectionError> {
         let doc: TantivyDocument = searcher.doc(addr)?;
-        let text = |field| doc.get_first(field).and_then(|v| v.as_str()).map(str::to_owned);
-        Ok(HitDoc { uri: text(self.fields.uri).unwrap_or_default(), summary: text(self.fields.summary) })
+        Ok(HitDoc { uri: doc.get_first(self.fields.uri).and_then(|v| v.as_str()).map(str::to_owned).unwrap_or_default() })
     }
 
-    /// The summaries of hits, in their order: read from the sources in the node's store, in
-    /// one read (a document of a version built before search format 4 carries its own). A
-    /// hit whose source is gone is left out: its eprint was deleted after the visible
-    /// commit, and the next commit drops its document.
+    /// The summaries of hits, in their order: the eprints model's, in one read of its
+    /// record rows (as an eprint listing shows them). A hit the model no longer holds is
+    /// left out: its eprint was deleted after the visible commit, and the next commit drops
+    /// its document.
     fn summaries(&self, docs: Vec<HitDoc>) -> Result<Vec<String>, ProjectionError> {
-        let table = super::indexer::sources(self.version);
-        let keys: Vec<(&store::TableRef, &str, &[u8])> =
-            docs.iter().filter(|d| d.summary.is_none()).map(|d| (&table, super::indexer::repo_of(&d.uri), d.uri.as_bytes())).collect();
-        let mut rows = self.node.get_each(&keys)?.into_iter();
-        let mut hits = Vec::with_capacity(docs.len());
-        for doc in docs {
-            let summary = match doc.summary {
-                Some(summary) => Some(summary),
-                None => rows.next().flatten().and_then(|row| super::indexer::summary_in(&doc.uri, &row)),
-            };
-            hits.extend(summary);
-        }
-        Ok(hits)
+        let uris: Vec<&str> = docs.iter().map(|d| d.uri.as_str()).collect();
+        let summaries = crate::eprints::read::EprintsReader::new(self.shared.as_ref())?.summaries(&uris)?;
+        Ok(summaries.into_iter().flatten().map(|s| s.as_str().to_owned()).collect())
     }
 }
 
 /// A hit as the doc store has it.
 struct HitDoc {
     uri: String,
-    /// Its summary, in a version built before search format 4.
-    summary: Option<String>,
 }
 
 /// Hits in order with their sort keys, and how many documents match in all.

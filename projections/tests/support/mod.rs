@@ -61,6 +61,14 @@ pub fn env() -> Env {
     Env { _dir: dir, log, ctx }
 }
 
+/// Builds `model`'s active version from the whole log (the search index reads the eprints
+/// model's rows: build that first).
+pub fn project(env: &Env, model: &str) {
+    let v = catalog::ensure_active(&env.ctx, model).unwrap();
+    let mut p = catalog::open(&env.ctx, model, v, Mode::Live).unwrap();
+    catch_up(env.log.as_ref(), p.as_mut(), 1000).unwrap();
+}
+
 pub fn project_all(env: &Env) {
     for model in catalog::MODELS.iter() {
         let v = catalog::ensure_active(&env.ctx, model).unwrap();

@@ -52,8 +52,7 @@ fn trace(c: &Call) -> Answer {
         Some(version) => {
             let read_to =
                 state.search.open(version).and_then(|i| i.committed()).map_err(ApiError::from_error)?.get(&partition).copied().unwrap_or(0);
-            let source = trace::search_source(state.node.as_ref(), version, uri).map_err(ApiError::from_error)?;
-            let document = source.as_deref().and_then(|s| serde_json::from_str::<Value>(s).ok());
+            let document = trace::search_document(state.node.as_ref(), version, uri).map_err(ApiError::from_error)?;
             json!({"version": version, "indexed": document.is_some(), "readTo": read_to, "document": document})
         }
         None => json!({"indexed": false, "readTo": 0}),
