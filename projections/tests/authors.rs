@@ -152,6 +152,11 @@ fn name_and_listing_rows_of_either_format_are_read_alike() {
     let rows = |table: &TableRef, partition: &str| store.scan(table, partition, &Scan::first(1000)).unwrap().rows;
     let (users, by_author) = (TableRef::new("eprints", v, "users"), TableRef::new("eprints", v, "by_author"));
     assert!(rows(&by_author, &ada).iter().all(|r| r.columns.is_empty()), "a listing row is its key");
+    assert!(rows(&users, "by_handle").iter().all(|r| r.columns.is_empty()), "a handle row is its key");
+    assert!(rows(&users, "by_did").iter().all(|r| r.columns.keys().eq(["firstSeen"])), "a DID row holds when it was first seen");
+    let by_prefix = |prefix: &str| EprintsReader::new(store).unwrap().users_by_prefix(prefix, 10).unwrap();
+    let found = (by_prefix("ada"), by_prefix(&adam));
+    assert_eq!(found, (vec![ada.clone(), adam.clone()], vec![adam.clone()]));
 
     // Adam's name rows and Ada's older listing row, as format 3 wrote them.
     let mut batch = Batch::default();
@@ -160,11 +165,21 @@ fn name_and_listing_rows_of_either_format_are_read_alike() {
         assert!(row.columns.is_empty(), "a name row is its key");
         batch.put(&users, "by_name", row.clustering, named("did", &adam), 1);
     }
+    // and Adam's user rows as format 4 wrote them.
+    for partition in ["by_did", "by_handle"] {
+        for row in rows(&users, partition).into_iter().filter(|r| r.clustering.ends_with(adam.as_bytes())) {
+            let mut columns = named("did", &adam);
+            columns.insert("firstSeen".into(), Value::Text("2025-01-01T00:00:00.000Z".into()));
+            batch.put(&users, partition, row.clustering, columns, 1);
+        }
+    }
     let older = rows(&by_author, &ada).remove(0);
     batch.put(&by_author, &ada, older.clustering, named("uri", &uri("3p1")), 1);
     store.apply(batch).unwrap();
 
     assert_eq!(search(store, "ada", 10), vec![1, 2]);
+    assert_eq!((by_prefix("ada"), by_prefix(&adam)), found);
+    assert_eq!(EprintsReader::new(store).unwrap().user_first_seen(&adam).unwrap().as_deref(), Some("2025-01-01T00:00:00.000Z"));
     assert_eq!(search(store, "smith", 10), vec![2]);
     let reader = EprintsReader::new(store).unwrap();
     let page = reader.by_author(&ada, 10, None).unwrap();

@@ -112,15 +112,15 @@ impl EprintsProjection {
             return Ok(());
         }
         let since = first_seen.unwrap_or_else(|| at.to_owned());
+        // The keys hold the DID: the rows need nothing more (`eprints::user_key_did`).
         let mut c = Columns::new();
-        c.insert("did".into(), Value::Text(did.to_owned()));
         c.insert("firstSeen".into(), Value::Text(since.clone()));
-        st.put(&users(self.version), super::USERS_BY_DID, did.as_bytes().to_vec(), c.clone(), position);
+        st.put(&users(self.version), super::USERS_BY_DID, did.as_bytes().to_vec(), c, position);
         if let Some(handle) = handle {
             if let Some(old) = held_handle.filter(|old| old != handle) {
                 st.delete(&users(self.version), super::USERS_BY_HANDLE, super::handle_key(&old, did), position);
             }
-            st.put(&users(self.version), super::USERS_BY_HANDLE, super::handle_key(handle, did), c, position);
+            st.put(&users(self.version), super::USERS_BY_HANDLE, super::handle_key(handle, did), Columns::new(), position);
         }
         self.account(st, did, position, |c| {
             c.insert("firstSeen".into(), Value::Text(since));

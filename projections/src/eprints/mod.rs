@@ -15,11 +15,12 @@
 //!   [`crate::search::ids::of_record`] gives them, with [`crate::search::ids::with_aliases`])
 //!   → record URI: ∅ (what an extracted citation's DOI is resolved to an eprint by).
 //! - `accounts`: DID → empty: handle, displayName, active, status, firstSeen.
-//! - `users`: `by_did` → DID: did, firstSeen (when the index first saw it), and `by_handle`
-//!   → lowercased handle ‖ 0 ‖ DID: the same, for `pub.svc.admin.searchUsers` by DID or
-//!   handle prefix. Every DID that created a record or whose handle an identity event
-//!   named; its account row keeps `firstSeen` too, so a user is registered once.
-//!   `by_name` → word ‖ 0 ‖ DID: did, for `pub.svc.author.searchAuthors`: each of
+//! - `users`: `by_did` → DID: firstSeen (when the index first saw it), and `by_handle`
+//!   → lowercased handle ‖ 0 ‖ DID: ∅, for `pub.svc.admin.searchUsers` by DID or handle
+//!   prefix. Every DID that created a record or whose handle an identity event named; its
+//!   account row keeps `firstSeen` too, so a user is registered once. (Rows written before
+//!   eprints format 5 also hold the DID, `did`, as `by_name` rows did before format 4.)
+//!   `by_name` → word ‖ 0 ‖ DID: ∅, for `pub.svc.author.searchAuthors`: each of
 //!   [`name_words`] of the account's handle, display name and profile name, kept as they
 //!   change.
 //! - `accounts` also keeps `profileName`, the display name of the account's
@@ -87,6 +88,16 @@ pub(crate) fn name_key_did<'r>(clustering: &'r [u8], columns: &'r Columns) -> Op
     match columns.get("did").and_then(Value::as_text) {
         Some(did) => Some(did),
         None => std::str::from_utf8(&clustering[clustering.iter().position(|b| *b == 0)? + 1..]).ok(),
+    }
+}
+
+/// The DID of a `users` row under its DID or its handle: the one its value names (rows
+/// written before eprints format 5), else its key's ([`handle_key`] ends with it).
+pub(crate) fn user_key_did<'r>(partition: &str, clustering: &'r [u8], columns: &'r Columns) -> Option<&'r str> {
+    match columns.get("did").and_then(Value::as_text) {
+        Some(did) => Some(did),
+        None if partition == USERS_BY_DID => std::str::from_utf8(clustering).ok(),
+        None => name_key_did(clustering, columns),
     }
 }
 

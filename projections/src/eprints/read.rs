@@ -371,7 +371,7 @@ impl<'a> EprintsReader<'a> {
             }
             let page = self.store.scan(&users(v), partition, &Scan { after: Some(just_before(key)), limit: limit * 2, reverse: false })?;
             for row in page.rows.iter().take_while(|r| r.clustering.starts_with(key)) {
-                let did = text(&row.columns, "did").unwrap_or_default().to_owned();
+                let did = super::user_key_did(partition, &row.clustering, &row.columns).unwrap_or_default().to_owned();
                 if !did.is_empty() && !dids.contains(&did) && dids.len() < limit {
                     dids.push(did);
                 }
