@@ -484,12 +484,20 @@ fn hits_and_remade_documents_read_the_eprints_models_rows() {
     assert_eq!(found.len(), 1);
     assert_eq!(serde_json::from_str::<serde_json::Value>(&found[0]).unwrap(), before[2]);
 
-    // An eprint the eprints model no longer holds is left out of the hits.
-    let eprints = env.ctx.store.active_version("eprints").unwrap().unwrap();
+    // An eprint the eprints model does not hold (deleted since, or not written yet) is left
+    // out of the hits, and such an answer is not kept for the next search.
+    let records = store::TableRef::new("eprints", env.ctx.store.active_version("eprints").unwrap().unwrap(), "records");
+    let row = env.ctx.store.get(&records, &uri(1), &[]).unwrap().unwrap();
     let mut batch = store::Batch::default();
-    batch.delete(&store::TableRef::new("eprints", eprints, "records"), &uri(1), Vec::new(), 1);
+    batch.delete(&records, &uri(1), Vec::new(), 1);
     env.ctx.store.apply(batch).unwrap();
     assert_eq!(hits(&index), [before[0].clone(), before[2].clone()]);
+    let found = index.find(&req, &[], false).unwrap();
+    assert!(found.results.partial && found.results.hits.len() == 2 && found.results.total == 3);
+    let mut batch = store::Batch::default();
+    batch.put(&records, &uri(1), Vec::new(), row, 2);
+    env.ctx.store.apply(batch).unwrap();
+    assert_eq!(index.find(&req, &[], false).unwrap().results.hits.len(), 3, "the partial answer was not kept");
 }
 
 /// A document remade while the eprints model has not written its record yet waits for it.

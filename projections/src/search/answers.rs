@@ -107,8 +107,10 @@ impl SearchIndex {
         let facet_counts = tops.map(|tops| super::facets::facets_json(facets, tops));
         let highlights = if highlight { Some(self.highlights(request, &results.hits)?) } else { None };
         let found = Arc::new(Found { results, facets: facet_counts, highlights });
-        let key = AnswerKey { generation, request: request.clone(), facets: facets.to_vec(), highlight };
-        self.answers.0.insert(key, found.clone());
+        if !found.results.partial {
+            let key = AnswerKey { generation, request: request.clone(), facets: facets.to_vec(), highlight };
+            self.answers.0.insert(key, found.clone());
+        }
         Ok(found)
     }
 }

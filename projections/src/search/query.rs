@@ -171,6 +171,9 @@ pub struct SearchResults {
     pub next: Option<SearchCursor>,
     /// How many eprints match in all.
     pub total: usize,
+    /// Whether hits were left out because the eprints model does not hold their rows (yet:
+    /// it may be behind this commit): such an answer is not kept for later searches.
+    pub partial: bool,
 }
 
 /// Maps an `i64` onto a `u64` so that order is preserved.
@@ -305,10 +308,11 @@ impl SearchIndex {
         };
         let more = top.len() > limit;
         let docs = top.iter().take(limit).map(|(_, addr)| self.hit_doc(&searcher, *addr)).collect::<Result<Vec<_>, _>>()?;
+        let wanted = docs.len();
         let hits = self.summaries(docs)?;
         let search = req.fingerprint();
         let next = if more { top.get(limit - 1).map(|(key, _)| SearchCursor { sort: req.sort, key: *key, search }) } else { None };
-        Ok((SearchResults { hits, next, total }, tops))
+        Ok((SearchResults { partial: hits.len() < wanted, hits, next, total }, tops))
     }
 }
 
