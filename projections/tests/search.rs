@@ -528,6 +528,39 @@ fn a_remade_document_waits_for_the_eprints_model() {
     assert_eq!(tag_facet(&env), [("patience".to_owned(), 1)]);
 }
 
+/// A document the eprints model has still not written a record for when the wait ends is
+/// remade by a later batch, also after a restart (the commit keeps the list).
+#[test]
+fn a_document_the_eprints_model_lacks_is_remade_by_a_later_batch() {
+    use projections::search::SearchProjection;
+    let env = env();
+    let (a, b) = ("did:plc:aaaaaaaaaaaaaaaaaaaaaaaa", "did:plc:bbbbbbbbbbbbbbbbbbbbbbbb");
+    let uri = format!("at://{a}/pub.svc.eprint.submission/3w0");
+    env.log.append(&[write(a, "3w0", "3r01", submission("Deferred Paper", &[("A", a)], 1), false)]).unwrap();
+    catalog::ensure_active(&env.ctx, "eprints").unwrap();
+    let v = catalog::ensure_active(&env.ctx, "search").unwrap();
+    let open = || {
+        let ctx = &env.ctx;
+        SearchProjection::open(&ctx.search, ctx.node.clone(), ctx.store.clone(), ctx.lexicons.clone(), v, Mode::Live)
+            .unwrap()
+            .with_eprints_wait(std::time::Duration::from_millis(50))
+    };
+    let mut search = open();
+    catch_up(env.log.as_ref(), &mut search, 10).unwrap();
+    // The tag's batch finds the eprints model (not built) behind, and goes on without it.
+    env.log.append(&[tag(b, "t1", "3r01", &uri, "later")]).unwrap();
+    catch_up(env.log.as_ref(), &mut search, 10).unwrap();
+    assert_eq!(tag_facet(&env), [], "not remade without the record");
+    drop(search);
+
+    // After a restart and once the eprints model has the record, the next batch remakes it.
+    project(&env, "eprints");
+    let mut search = open();
+    env.log.append(&[write(b, "3w1", "3r01", submission("Another Paper", &[("B", b)], 1), false)]).unwrap();
+    catch_up(env.log.as_ref(), &mut search, 10).unwrap();
+    assert_eq!(tag_facet(&env), [("later".to_owned(), 1)]);
+}
+
 /// Each of this process's threads whose name starts with `prefix`, with its niceness
 /// (`/proc/self/task/<tid>/stat`, field 19; a name is cut to 15 bytes there).
 #[cfg(target_os = "linux")]

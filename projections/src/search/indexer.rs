@@ -37,7 +37,7 @@ const LIVE_WRITER_HEAP_BYTES: usize = 16 * 1024 * 1024;
 
 /// How long a batch waits for the eprints model to write the records of the documents it
 /// remakes ([`SearchProjection::sources_from_eprints`]) before leaving them to a later batch.
-const EPRINTS_WAIT: Duration = Duration::from_secs(10);
+pub const EPRINTS_WAIT: Duration = Duration::from_secs(10);
 /// How often the eprints model's rows are read again while waiting for them.
 const EPRINTS_POLL: Duration = Duration::from_millis(20);
 
@@ -133,6 +133,8 @@ pub struct SearchProjection {
     /// Documents whose tags or citations changed while the eprints model had not written
     /// their records yet: remade with a later batch (saved with each commit).
     remake: BTreeSet<String>,
+    /// How long a batch waits for the eprints model ([`EPRINTS_WAIT`]).
+    eprints_wait: Duration,
     /// Tombstones of this batch, written to the node's store at its end.
     new_tombstones: HashMap<String, (String, u64)>,
     /// The stored tombstones (revision by URI) of the records this batch writes or deletes,
@@ -172,6 +174,7 @@ impl SearchProjection {
             applied: committed.checkpoints.clone(),
             hidden: committed.hidden,
             remake: committed.remake,
+            eprints_wait: EPRINTS_WAIT,
             committed: committed.checkpoints,
             pending_revs: HashMap::new(),
             pending_sources: HashMap::new(),
@@ -189,6 +192,13 @@ impl SearchProjection {
             merge_after_catch_up: mode == Mode::Live,
             compact_at_flush: mode == Mode::Rebuild,
         })
+    }
+
+    /// The projection, waiting at most `wait` for the eprints model instead of
+    /// [`EPRINTS_WAIT`].
+    pub fn with_eprints_wait(mut self, wait: Duration) -> SearchProjection {
+        self.eprints_wait = wait;
+        self
     }
 
     /// The writer, opening the bulk one on first use: on the thread that applies the
@@ -413,11 +423,11 @@ impl SearchProjection {
     /// get). A document whose eprint the model deleted since, or whose event it passed
     /// without writing the record (it parked it), is left as it is. When the model is
     /// behind, waits for it up to [`EPRINTS_WAIT`]; then leaves what it still lacks to a
-    /// later batch ([`SearchProjection::remake`]).
+    /// later batch (`remake`).
     fn sources_from_eprints(&mut self, wanted: Vec<(String, u64)>) -> Result<Vec<(String, Source)>, ProjectionError> {
         let mut found = Vec::with_capacity(wanted.len());
         let mut waiting = wanted;
-        let deadline = Instant::now() + EPRINTS_WAIT;
+        let deadline = Instant::now() + self.eprints_wait;
         while !waiting.is_empty() {
             let eprints = EprintsReader::new(self.shared.as_ref())?;
             let uris: Vec<&str> = waiting.iter().map(|(uri, _)| uri.as_str()).collect();
