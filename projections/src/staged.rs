@@ -174,11 +174,18 @@ impl Staged {
         Ok(rows)
     }
 
-    /// The `uri` column of every row of one partition of a listing table, with this
-    /// batch's writes over the store's (to find an account's records when it is deleted).
-    pub fn listed_uris(&self, store: &dyn Store, table: &TableRef, partition: &str) -> Result<BTreeSet<String>, StoreError> {
+    /// The URI of every row of one partition of a listing table as `uri_of` reads it from
+    /// the row's key and columns, with this batch's writes over the store's (to find an
+    /// account's records when it is deleted).
+    pub fn listed_uris(
+        &self,
+        store: &dyn Store,
+        table: &TableRef,
+        partition: &str,
+        uri_of: fn(&[u8], &Columns) -> Option<String>,
+    ) -> Result<BTreeSet<String>, StoreError> {
         let rows = self.rows_in(store, table, partition, None)?;
-        Ok(rows.iter().filter_map(|(clustering, c)| crate::rows::listed_uri(clustering, c)).map(str::to_owned).collect())
+        Ok(rows.iter().filter_map(|(clustering, c)| uri_of(clustering, c)).collect())
     }
 
     /// Writes the batch with the checkpoints that follow it, atomically where the store can;

@@ -191,3 +191,64 @@ fn name_and_listing_rows_of_either_format_are_read_alike() {
     assert!(rows(&by_author, &ada).is_empty(), "a deleted account's records leave its listing");
     assert!(EprintsReader::new(store).unwrap().uris_by_author(&ada, 10).unwrap().is_empty());
 }
+
+/// Listing keys hold an eprint's URI short (eprints format 6); those a build before wrote
+/// with the whole URI are read alike, and replaced when the eprint changes.
+#[test]
+fn listings_keyed_by_whole_uris_are_read_and_replaced() {
+    use crate::support::{env, project_all, submission, write};
+    use store::{Batch, Scan, TableRef, Value};
+
+    let env = env();
+    let (ada, adam) = (did(1), did(2));
+    let uri = format!("at://{ada}/pub.svc.eprint.submission/3p1");
+    let mut record = submission("Keys", &[("Ada", &ada), ("Adam", &adam)], 1);
+    record["doi"] = "10.1234/x".into();
+    env.log.append(&[write(&ada, "3p1", "3r01", record.clone(), false)]).unwrap();
+    project_all(&env);
+    let store = env.ctx.store.as_ref();
+    let v = store.active_version("eprints").unwrap().unwrap();
+    let (by_author, by_id, records) =
+        (TableRef::new("eprints", v, "by_author"), TableRef::new("eprints", v, "by_external_id"), TableRef::new("eprints", v, "records"));
+    let rows = |table: &TableRef, partition: &str| store.scan(table, partition, &Scan::first(1000)).unwrap().rows;
+    let short = format!("{ada}/3p1");
+    assert!(rows(&by_author, &adam)[0].clustering.ends_with(short.as_bytes()), "a listing key holds the URI short");
+    assert_eq!(rows(&by_id, "doi:10.1234/x")[0].clustering, short.as_bytes());
+
+    // The rows as eprints format 5 wrote them: whole URIs, and a record row without
+    // `shortKeys`.
+    let mut batch = Batch::default();
+    for partition in [&ada, &adam] {
+        let row = rows(&by_author, partition).remove(0);
+        batch.delete(&by_author, partition, row.clustering.clone(), 1);
+        let mut whole = row.clustering[..8].to_vec();
+        whole.extend_from_slice(uri.as_bytes());
+        batch.put(&by_author, partition, whole, row.columns, 1);
+    }
+    batch.delete(&by_id, "doi:10.1234/x", short.clone().into_bytes(), 1);
+    batch.put(&by_id, "doi:10.1234/x", uri.clone().into_bytes(), Default::default(), 1);
+    let mut row = store.get(&records, &uri, &[]).unwrap().unwrap();
+    assert_eq!(row.remove("shortKeys"), Some(Value::Bool(true)));
+    batch.put(&records, &uri, Vec::new(), row, 1);
+    store.apply(batch).unwrap();
+
+    let reader = EprintsReader::new(store).unwrap();
+    assert_eq!(reader.uris_by_author(&adam, 10).unwrap(), std::slice::from_ref(&uri));
+    assert_eq!(
+        reader.by_author(&ada, 10, None).unwrap().eprints.iter().map(|e| e.uri().to_owned()).collect::<Vec<_>>(),
+        std::slice::from_ref(&uri)
+    );
+    assert_eq!(reader.by_external_id("doi:10.1234/x", 10).unwrap(), std::slice::from_ref(&uri));
+
+    // An update without Adam and with another DOI removes the whole-URI rows.
+    let mut record = submission("Keys, revised", &[("Ada", &ada)], 1);
+    record["doi"] = "10.1234/y".into();
+    env.log.append(&[write(&ada, "3p1", "3r02", record, true)]).unwrap();
+    project_all(&env);
+    assert!(rows(&by_author, &adam).is_empty(), "{:?}", rows(&by_author, &adam));
+    assert_eq!(rows(&by_author, &ada).len(), 1);
+    assert!(rows(&by_id, "doi:10.1234/x").is_empty());
+    let reader = EprintsReader::new(store).unwrap();
+    assert_eq!(reader.uris_by_author(&ada, 10).unwrap(), std::slice::from_ref(&uri));
+    assert_eq!(reader.by_external_id("doi:10.1234/y", 10).unwrap(), [uri]);
+}

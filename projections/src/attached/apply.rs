@@ -175,7 +175,9 @@ impl AttachedProjection {
     /// Removes every record of a deleted account (found through its repository listing, in
     /// the store and in this batch).
     fn remove_account_records(&self, st: &mut Staged, did: &str, position: u64) -> Result<(), ProjectionError> {
-        let uris = st.listed_uris(self.store.as_ref(), &listing(self.version), &Listing::repo(did).0)?;
+        let uris = st.listed_uris(self.store.as_ref(), &listing(self.version), &Listing::repo(did).0, |key, c| {
+            crate::rows::listed_uri(key, c).map(str::to_owned)
+        })?;
         self.records().remove_all(st, uris, position)
     }
 

@@ -9,7 +9,7 @@ use store::{consumer_name, Columns, Store, Value};
 use tracing::debug;
 
 use super::read::account_of;
-use super::{accounts, by_author, by_external_id, external_ids, name_key, records, users, MODEL, USERS_BY_NAME};
+use super::{accounts, author_key, by_author, by_external_id, external_ids, key_uri, name_key, records, users, MODEL, USERS_BY_NAME};
 use crate::attached::collections::PROFILE;
 use crate::catalog::Mode;
 use crate::deadletter::Parking;
@@ -79,12 +79,12 @@ impl EprintsProjection {
         let indexed_at = event.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true);
         let listed = submission.listed_dids(&w.did);
         let at = submission.created_at.timestamp_micros();
-        // The key holds the URI: the row needs nothing more (`rows::listed_uri`).
+        // The keys hold the URI (in short: `key_uri`): the rows need nothing more.
         for did in &listed {
-            st.put(&by_author(self.version), did, listing_key(at, &uri), Columns::new(), position);
+            st.put(&by_author(self.version), did, author_key(at, &uri), Columns::new(), position);
         }
         for id in external_ids(&submission.record) {
-            st.put(&by_external_id(self.version), &id, uri.clone().into_bytes(), Columns::new(), position);
+            st.put(&by_external_id(self.version), &id, key_uri(&uri), Columns::new(), position);
         }
         let mut c = Columns::new();
         c.insert("uri".into(), Value::Text(uri.clone()));
@@ -96,6 +96,7 @@ impl EprintsProjection {
         c.insert("listed".into(), Value::Text(serde_json::to_string(&listed).unwrap_or_default()));
         c.insert("listingAt".into(), Value::Int(at));
         c.insert("listingByData".into(), Value::Bool(true));
+        c.insert("shortKeys".into(), Value::Bool(true));
         c.insert("ordinal".into(), Value::Int(position as i64));
         c.insert("deleted".into(), Value::Bool(false));
         self.records().put(st, &uri, c, position);
@@ -133,7 +134,7 @@ impl EprintsProjection {
     /// this batch.
     fn remove_account_records(&self, st: &mut Staged, did: &str, position: u64) -> Result<(), ProjectionError> {
         let prefix = format!("at://{did}/");
-        let uris = st.listed_uris(self.store.as_ref(), &by_author(self.version), did)?;
+        let uris = st.listed_uris(self.store.as_ref(), &by_author(self.version), did, super::author_listed_uri)?;
         self.records().remove_all(st, uris.into_iter().filter(|u| u.starts_with(&prefix)), position)
     }
 
@@ -196,7 +197,11 @@ impl Listings for EprintsProjection {
         let ordinal = existing.get("ordinal").and_then(Value::as_int).unwrap_or_default() as u64;
         let listed: Vec<String> = text(existing, "listed").and_then(|l| serde_json::from_str(&l).ok()).unwrap_or_default();
         let at = existing.get("listingAt").and_then(Value::as_int).unwrap_or_default();
+        // The keys as the row's writer made them: short URIs (eprints format 6), full ones,
+        // or the log's order (before listings were ordered by the data).
+        let short = existing.get("shortKeys").and_then(Value::as_bool) == Some(true);
         let key = match (existing.get("listingByData").and_then(Value::as_bool), text(existing, "uri")) {
+            (Some(true), Some(uri)) if short => author_key(at, &uri),
             (Some(true), Some(uri)) => listing_key(at, &uri),
             _ => legacy_listing_key(at, ordinal),
         };
@@ -205,8 +210,9 @@ impl Listings for EprintsProjection {
         }
         if let (Some(uri), Some(record)) = (text(existing, "uri"), text(existing, "record")) {
             let record: serde_json::Value = serde_json::from_str(&record).unwrap_or_default();
+            let key = if short { key_uri(&uri) } else { uri.clone().into_bytes() };
             for id in external_ids(&record) {
-                st.delete(&by_external_id(self.version), &id, uri.clone().into_bytes(), position);
+                st.delete(&by_external_id(self.version), &id, key.clone(), position);
             }
         }
         Ok(())

@@ -5,15 +5,18 @@
 //! - `records`: record URI → empty: uri, did, cid, rev, record (contract shape, JSON),
 //!   indexedAt, listed (JSON array of DIDs), listingAt (createdAt, µs), listingByData (the
 //!   listing key is createdAt ‖ URI; rows of older builds keyed by append time ‖ offset lack
-//!   it), deleted, ordinal (the log position of the event that made the row).
+//!   it), shortKeys (the listing keys hold the URI short, [`key_uri`]), deleted, ordinal
+//!   (the log position of the event that made the row).
 //!   A deletion leaves a tombstone with its `rev`, so an older write replayed later is skipped.
-//! - `by_author`: DID → createdAt (µs, order-preserving big-endian) ‖ record URI: uri.
+//! - `by_author`: DID → createdAt (µs, order-preserving big-endian) ‖ record URI (short:
+//!   [`key_uri`]; whole before eprints format 6, and in a `uri` column before format 4): ∅.
 //!   Scanned backwards for newest first (equal dates: greater URI first), an order that
 //!   depends on the data only; summaries come from `records`; an author's total is the
 //!   partition's row count.
 //! - `by_external_id`: an identifier of a live eprint's record (`doi:…`, `arxiv:…`, as
 //!   [`crate::search::ids::of_record`] gives them, with [`crate::search::ids::with_aliases`])
-//!   → record URI: ∅ (what an extracted citation's DOI is resolved to an eprint by).
+//!   → record URI ([`key_uri`]): ∅ (what an extracted citation's DOI is resolved to an
+//!   eprint by).
 //! - `accounts`: DID → empty: handle, displayName, active, status, firstSeen.
 //! - `users`: `by_did` → DID: firstSeen (when the index first saw it), and `by_handle`
 //!   → lowercased handle ‖ 0 ‖ DID: ∅, for `pub.svc.admin.searchUsers` by DID or handle
@@ -134,6 +137,45 @@ pub(crate) fn by_author(version: u32) -> TableRef {
 
 pub(crate) fn by_external_id(version: u32) -> TableRef {
     TableRef::new(MODEL, version, "by_external_id")
+}
+
+/// An eprint's URI as the keys of `by_author` and `by_external_id` hold it since eprints
+/// format 6: its repository's DID, `/`, its record key (every eprint is a
+/// `pub.svc.eprint.submission`; full URIs sort alike). Any other URI is kept whole.
+pub(crate) fn key_uri(uri: &str) -> Vec<u8> {
+    let compact = uri.strip_prefix("at://").and_then(|rest| {
+        let (did, rest) = rest.split_once('/')?;
+        let rkey = rest.strip_prefix(lexicons::SUBMISSION)?.strip_prefix('/')?;
+        Some(format!("{did}/{rkey}"))
+    });
+    compact.unwrap_or_else(|| uri.to_owned()).into_bytes()
+}
+
+/// The eprint URI a key's [`key_uri`] part names, in either form.
+pub(crate) fn uri_of_key(key: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(key).ok()?;
+    if text.starts_with("at://") {
+        return Some(text.to_owned());
+    }
+    let (did, rkey) = text.split_once('/')?;
+    did.starts_with("did:").then(|| format!("at://{did}/{}/{rkey}", lexicons::SUBMISSION))
+}
+
+/// The clustering key of an eprint in an author's listing (`by_author`): its `createdAt`
+/// as [`crate::rows::listing_key`] has it, then its [`key_uri`].
+pub(crate) fn author_key(created_at_micros: i64, uri: &str) -> Vec<u8> {
+    let mut k = crate::rows::listing_key(created_at_micros, "");
+    k.extend_from_slice(&key_uri(uri));
+    k
+}
+
+/// The URI of a `by_author` row: the one its value names (rows written before eprints
+/// format 4, and those keyed by the log), else the one its key ends with, in either form.
+pub(crate) fn author_listed_uri(clustering: &[u8], columns: &Columns) -> Option<String> {
+    match columns.get("uri").and_then(Value::as_text) {
+        Some(uri) => Some(uri.to_owned()),
+        None => uri_of_key(clustering.get(8..)?),
+    }
 }
 
 /// The identifiers an eprint record is filed under in `by_external_id`.

@@ -306,7 +306,8 @@ impl<'a> EprintsReader<'a> {
     pub fn by_author(&self, did: &str, limit: usize, after: Option<Vec<u8>>) -> Result<AuthorPage, ProjectionError> {
         let Some(v) = self.version else { return Ok(AuthorPage { eprints: Vec::new(), next: None, total: 0 }) };
         let page = self.store.scan(&by_author(v), did, &Scan { after, limit, reverse: true })?;
-        let uris: Vec<&str> = page.rows.iter().filter_map(|r| crate::rows::listed_uri(&r.clustering, &r.columns)).collect();
+        let uris: Vec<String> = page.rows.iter().filter_map(|r| super::author_listed_uri(&r.clustering, &r.columns)).collect();
+        let uris: Vec<&str> = uris.iter().map(String::as_str).collect();
         let mut eprints = Vec::with_capacity(uris.len());
         let mut hidden: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
         for (uri, row) in uris.iter().zip(crate::rows::rows_of(self.store, &records(v), &uris)?) {
@@ -341,7 +342,7 @@ impl<'a> EprintsReader<'a> {
     pub fn by_external_id(&self, id: &str, limit: usize) -> Result<Vec<String>, ProjectionError> {
         let Some(v) = self.version else { return Ok(Vec::new()) };
         let page = self.store.scan(&by_external_id(v), id, &Scan { after: None, limit, reverse: false })?;
-        Ok(page.rows.into_iter().filter_map(|r| String::from_utf8(r.clustering).ok()).collect())
+        Ok(page.rows.iter().filter_map(|r| super::uri_of_key(&r.clustering)).collect())
     }
 
     /// The URIs of up to `limit` eprints `did` is an author of, newest first (hidden ones
@@ -349,7 +350,7 @@ impl<'a> EprintsReader<'a> {
     pub fn uris_by_author(&self, did: &str, limit: usize) -> Result<Vec<String>, ProjectionError> {
         let Some(v) = self.version else { return Ok(Vec::new()) };
         let page = self.store.scan(&by_author(v), did, &Scan { after: None, limit, reverse: true })?;
-        Ok(page.rows.iter().filter_map(|r| crate::rows::listed_uri(&r.clustering, &r.columns)).map(str::to_owned).collect())
+        Ok(page.rows.iter().filter_map(|r| super::author_listed_uri(&r.clustering, &r.columns)).collect())
     }
 
     /// When the index first saw `did` (RFC 3339), or `None` for a DID it does not know.
