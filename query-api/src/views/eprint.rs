@@ -116,8 +116,8 @@ pub fn list_by_author(state: &AppState, did: &str, limit: usize, cursor: Option<
     let after = cursor
         .map(|c| BASE64URL_NOPAD.decode(c.as_bytes()).map_err(|_| ApiError::invalid_param("cursor", "not a cursor of this listing")))
         .transpose()?;
-    // A listing key: 8 bytes of createdAt, then the record's AT URI.
-    if after.as_ref().is_some_and(|a| a.len() <= 8 || !a[8..].starts_with(b"at://") || std::str::from_utf8(&a[8..]).is_err()) {
+    // A listing key: 8 bytes of createdAt, then the record's AT URI (whole or short).
+    if after.as_ref().is_some_and(|a| !projections::rows::is_listing_key(a)) {
         return Err(ApiError::invalid_param("cursor", "not a cursor of this listing"));
     }
     let page = blocking(state, || EprintsReader::new(state.store.as_ref())?.by_author(did, limit, after))?;
