@@ -299,8 +299,9 @@ fn distinct_viewers_over_days_read_from_the_days_kept_match_the_days_merged() {
     let merged = read(last - 1);
     assert_eq!((merged.views, merged.unique_in), (9, [2, 4, 5]), "{merged:?}");
     assert_eq!(merged.daily_views, vec![(d(-20), 2), (d(-5), 2), (d(-1), 2), (d(0), 1)]);
-    // A day later, nothing used since: merged too.
-    assert_eq!(read(last + DAY).unique_in, [0, 4, 5]);
+    // A day later, nothing used since: merged too; every viewer of all time still counted
+    // (the days before the newest, and the newest's).
+    assert_eq!((read(last + DAY).unique_in, read(last + DAY).unique_views), ([0, 4, 5], 6));
     store.set_active_version(MODEL, v2).unwrap();
     assert_eq!(read(last), kept);
     assert_eq!(read(last - 1), merged);

@@ -43,20 +43,12 @@ struct Eprint {
     row: Columns,
     /// Its places in the rankings when the batch first read it.
     ranked_as: Ranked,
-    /// Its `seen` row, once a use needed it.
-    seen: Option<Seen>,
+    /// Its recent uses (its `seen` row), once a use needed them.
+    seen: Option<Recent>,
+    /// Its new `before` row, once a counted use opened a day.
+    before: Option<Columns>,
     /// The log position of the last event that changed it, once one has.
     position: Option<u64>,
-}
-
-/// An eprint's `seen` row as a batch has it.
-struct Seen {
-    recent: Recent,
-    /// The sketch of all time.
-    viewers: Viewers,
-    /// The day of its newest `daily` row (`day`) and what the days before it add up to
-    /// (`before7d`, `before30d`, `days`): as read, until a use opens a later day.
-    before: Columns,
 }
 
 /// A day of one eprint: its counts and its viewers' sketch.
@@ -130,27 +122,32 @@ impl UsageProjection {
         if !t.contains_key(uri) {
             let row = st.get(self.store.as_ref(), &table(self.version, "papers"), uri, &[])?.unwrap_or_default();
             let ranked_as = Ranked::of(uri, &row);
-            t.insert(uri.to_owned(), Eprint { row, ranked_as, seen: None, position: None });
+            t.insert(uri.to_owned(), Eprint { row, ranked_as, seen: None, before: None, position: None });
         }
         Ok(t.get_mut(uri).expect("inserted"))
     }
 
-    /// The `seen` row of `uri`, read on its first use.
-    fn seen<'e>(&self, st: &mut Staged, e: &'e mut Eprint, uri: &str) -> Result<&'e mut Seen, ProjectionError> {
+    /// The recent uses of `uri` (its `seen` row), read on its first use.
+    fn seen<'e>(&self, st: &mut Staged, e: &'e mut Eprint, uri: &str) -> Result<&'e mut Recent, ProjectionError> {
         if e.seen.is_none() {
-            let mut before = st.get(self.store.as_ref(), &table(self.version, "seen"), uri, &[])?.unwrap_or_default();
-            let recent = Recent::from_text(before.remove("recent").as_ref().and_then(Value::as_text));
-            let viewers = Viewers::in_column(&before, "viewers");
-            before.remove("viewers");
-            e.seen = Some(Seen { recent, viewers, before });
+            let row = st.get(self.store.as_ref(), &table(self.version, "seen"), uri, &[])?.unwrap_or_default();
+            e.seen = Some(Recent::from_text(row.get("recent").and_then(Value::as_text)));
         }
         Ok(e.seen.as_mut().expect("read"))
     }
 
-    /// What the 29 days before `day` add up to for `uri` (`getMetrics` reads it instead
-    /// of merging them): written when a counted use opens a day. The days are the store's,
-    /// under the batch's own (`days`).
-    fn days_before(&self, days: &BTreeMap<(String, Vec<u8>), Day>, uri: &str, day: i64) -> Result<Columns, ProjectionError> {
+    /// What the days before `day` add up to for `uri` (`getMetrics` reads it instead of
+    /// merging them), its `before` row: written when a counted use opens a day, from the
+    /// `before` row of the day it last opened (`previous`, none for its first) and the days
+    /// since. The days are the store's, under the batch's own (`days`).
+    fn days_before(
+        &self,
+        st: &mut Staged,
+        days: &BTreeMap<(String, Vec<u8>), Day>,
+        uri: &str,
+        day: i64,
+        previous: Option<Columns>,
+    ) -> Result<Columns, ProjectionError> {
         let first = day_key(day - 29);
         let scan = Scan { after: Some(day_key(day - 30)), limit: 30, reverse: false };
         let mut rows: BTreeMap<i64, (i64, Viewers)> = BTreeMap::new();
@@ -173,8 +170,25 @@ impl UsageProjection {
                 views.push((*d, *n));
             }
         }
+        // Every viewer before: those before the day last opened, and that day's (its row was
+        // the eprint's newest: no use came between it and `day`).
+        let previous = previous.unwrap_or_default();
+        let mut all = Viewers::in_column(&previous, "beforeAll");
+        if let Some(last) = previous.get("day").and_then(Value::as_int) {
+            let in_batch = days.get(&(uri.to_owned(), day_key(last)));
+            let last_day = match (in_batch, rows.get(&last)) {
+                (Some(d), _) => d.viewers.clone().unwrap_or_else(|| Viewers::in_column(&d.row, "viewers")),
+                (None, Some((_, sketch))) => sketch.clone(),
+                (None, None) => Viewers::in_column(
+                    &st.get(self.store.as_ref(), &table(self.version, "daily"), uri, &day_key(last))?.unwrap_or_default(),
+                    "viewers",
+                ),
+            };
+            all.merge(&last_day);
+        }
         let mut before = Columns::new();
         before.insert("day".into(), Value::Int(day));
+        before.insert("beforeAll".into(), Value::Text(all.to_text()));
         before.insert("before7d".into(), Value::Text(week.to_text()));
         before.insert("before30d".into(), Value::Text(month.to_text()));
         before.insert("days".into(), Value::Text(serde_json::to_string(&views).unwrap_or_default()));
@@ -245,14 +259,11 @@ impl UsageProjection {
         if let UsageAction::SearchDownload { .. } = u.action {
             add(&mut e.row, "searchDownloads", 1);
         }
-        if self.seen(st, e, &u.uri)?.recent.double_click(&u.viewer, kind, at) {
+        if self.seen(st, e, &u.uri)?.double_click(&u.viewer, kind, at) {
             add(&mut e.row, "doubleClicks", 1);
             return Ok(());
         }
         add(&mut e.row, total, 1);
-        if matches!(counted, Counted::View) {
-            self.seen(st, e, &u.uri)?.viewers.insert(&u.viewer);
-        }
         match &u.action {
             UsageAction::SearchClick { impression_id, position: rank, .. } => {
                 self.clicked(st, impression_id.as_deref(), *rank, position)?
@@ -275,11 +286,16 @@ impl UsageProjection {
             point.insert(window.column().into(), Value::Float(float(&e.row, window.column())));
         }
         st.put(&table(self.version, "history"), &u.uri, history_key(at, position), point, position);
-        // The eprint's and the site's buckets; distinct viewers of the day.
-        let seen = self.seen(st, e, &u.uri)?;
-        if seen.before.get("day").and_then(Value::as_int) != Some(day_of(at)) {
-            seen.before = self.days_before(&t.days, &u.uri, day_of(at))?;
+        // The eprint's first counted use of a day: what the days before add up to.
+        if e.row.get("day").and_then(Value::as_int) != Some(day_of(at)) {
+            let previous = match e.before.take() {
+                Some(before) => Some(before),
+                None => st.get(self.store.as_ref(), &table(self.version, "before"), &u.uri, &[])?,
+            };
+            e.before = Some(self.days_before(st, &t.days, &u.uri, day_of(at), previous)?);
+            e.row.insert("day".into(), Value::Int(day_of(at)));
         }
+        // The eprint's and the site's buckets; distinct viewers of the day.
         let day = day_key(day_of(at));
         let d = self.day(st, &mut t.days, &u.uri, day.clone())?;
         d.position = position;
@@ -313,11 +329,12 @@ impl UsageProjection {
                     st.put(&ranking, &place.0, place.1.clone(), now.0.clone(), position);
                 }
             }
-            if let Some(Seen { recent, viewers, before }) = e.seen {
-                let mut seen = before;
-                seen.insert("recent".into(), Value::Text(recent.to_text()));
-                seen.insert("viewers".into(), Value::Text(viewers.to_text()));
+            if let Some(recent) = e.seen {
+                let seen = Columns::from([("recent".to_owned(), Value::Text(recent.to_text()))]);
                 st.put(&table(self.version, "seen"), &uri, Vec::new(), seen, position);
+            }
+            if let Some(before) = e.before {
+                st.put(&table(self.version, "before"), &uri, Vec::new(), before, position);
             }
             st.put(&table(self.version, "papers"), &uri, Vec::new(), e.row, position);
         }

@@ -26,12 +26,16 @@
 //!   `fields`),
 //!   its totals (`views`, `downloads`, `robots`, `doubleClicks`, `searchClicks`,
 //!   `searchDownloads`, `dwells`, `dwellMs`), its decayed sums (`decay24h`, `decay7d`,
-//!   `decay30d`) and `lastAt` (µs). Small: `getSubmission` reads it.
-//! - `seen`: eprint URI → ∅: `recent` (the uses of the last 30 s, for the double-click rule,
-//!   [`recent`]), `viewers` (the sketch of all time), and what the days before its newest
-//!   `daily` row (`day`) add up to: `before7d` and `before30d` (the sketches of the 6 and 29
-//!   days before, merged) and `days` (their views per day), written when a use opens a day,
-//!   so that `getMetrics` now merges one day's sketch instead of thirty.
+//!   `decay30d`), `lastAt` (µs) and `day`, the day of its newest `daily` row. Small:
+//!   `getSubmission` reads it.
+//! - `seen`: eprint URI → ∅: `recent`, the uses of the last 30 s, for the double-click rule
+//!   ([`recent`]): rewritten by every batch that uses the eprint, so it holds nothing else.
+//! - `before`: eprint URI → ∅: what the days before its newest `daily` row (`day`) add up
+//!   to: `before7d`, `before30d` and `beforeAll` (the sketches of the 6 and 29 days before
+//!   and of every day before, merged) and `days` (the views of the 29 days before, per
+//!   day). Written when a counted use opens a day, so that `getMetrics` merges one day's
+//!   sketch with these instead of thirty, and the distinct viewers of all time are this
+//!   row's with the day's, never rewritten by a batch within the day.
 //! - `history`: eprint URI → time (µs) ‖ log ordinal: the totals and decayed sums after
 //!   each counted view or download.
 //! - `daily`: eprint URI → UTC day number: `views`, `downloads`, `viewers` (sketch); and
@@ -60,10 +64,10 @@ use store::TableRef;
 pub const MODEL: &str = "usage";
 
 /// The tables of the model, for dropping a version.
-pub const TABLES: &[&str] = &["papers", "seen", "history", "daily", "hourly", "ranking", "searches", "impressions", "zero"];
+pub const TABLES: &[&str] = &["papers", "seen", "before", "history", "daily", "hourly", "ranking", "searches", "impressions", "zero"];
 
 /// Tables whose rows are written by the events of several keys (see `catalog::ModelSpec::aggregates`).
-pub const AGGREGATES: &[&str] = &["papers", "seen", "daily", "hourly", "ranking", "searches", "impressions", "zero"];
+pub const AGGREGATES: &[&str] = &["papers", "seen", "before", "daily", "hourly", "ranking", "searches", "impressions", "zero"];
 
 /// The partition of `daily` and `hourly` that counts every eprint (no URI starts with `*`).
 pub const SITE: &str = "*";

@@ -237,35 +237,48 @@ impl<'a> UsageReader<'a> {
             out.downloads_in[i] = out.downloads.saturating_sub(int(&before, "downloads"));
         }
         let last = day_of(at);
-        let seen = if now_or_later { self.store.get(&table(v, "seen"), uri, &[])? } else { None };
-        match seen.as_ref().filter(|s| s.get("day").and_then(Value::as_int) == Some(last)) {
-            Some(seen) => self.days_kept(v, uri, last, seen, &mut out)?,
-            None => self.days_scanned(v, uri, last, now_or_later, &mut out)?,
-        }
-        out.unique_views = match seen {
-            Some(seen) => Viewers::in_column(&seen, "viewers").count(),
-            None if now_or_later => 0,
-            None => out.unique_in[2],
+        let before = if now_or_later { self.store.get(&table(v, "before"), uri, &[])? } else { None };
+        let newest = before.as_ref().and_then(|b| b.get("day").and_then(Value::as_int));
+        let newest_sketch = match before.as_ref().filter(|_| newest == Some(last)) {
+            Some(before) => Some(self.days_kept(v, uri, last, before, &mut out)?),
+            None => {
+                self.days_scanned(v, uri, last, now_or_later, &mut out)?;
+                None
+            }
+        };
+        // Every viewer: those of the days before the newest, and the newest's.
+        out.unique_views = match (&before, newest) {
+            (Some(before), Some(day)) => {
+                let mut all = Viewers::in_column(before, "beforeAll");
+                let newest = match newest_sketch {
+                    Some(sketch) => sketch,
+                    None => Viewers::in_column(&self.store.get(&table(v, "daily"), uri, &day_key(day))?.unwrap_or_default(), "viewers"),
+                };
+                all.merge(&newest);
+                all.count()
+            }
+            _ if now_or_later => 0,
+            _ => out.unique_in[2],
         };
         Ok(out)
     }
 
     /// The distinct viewers in each window and the views per day up to `last`, the day of
-    /// the eprint's last use, from what the projection keeps of the days before it (`seen`)
-    /// and that day's row: two reads.
-    fn days_kept(&self, v: u32, uri: &str, last: i64, seen: &Columns, out: &mut Usage) -> Result<(), ProjectionError> {
+    /// the eprint's last use, from what the projection keeps of the days before it (its
+    /// `before` row) and that day's row: two reads. Returns that day's sketch.
+    fn days_kept(&self, v: u32, uri: &str, last: i64, before: &Columns, out: &mut Usage) -> Result<Viewers, ProjectionError> {
         let today = self.store.get(&table(v, "daily"), uri, &day_key(last))?.unwrap_or_default();
         let sketch = Viewers::in_column(&today, "viewers");
-        let [mut week, mut month] = ["before7d", "before30d"].map(|k| Viewers::in_column(seen, k));
+        let [mut week, mut month] = ["before7d", "before30d"].map(|k| Viewers::in_column(before, k));
         week.merge(&sketch);
         month.merge(&sketch);
         out.unique_in = [sketch.count(), week.count(), month.count()];
-        let days = seen.get("days").and_then(Value::as_text);
+        let days = before.get("days").and_then(Value::as_text);
         out.daily_views = days.and_then(|d| serde_json::from_str(d).ok()).unwrap_or_default();
         if int(&today, "views") > 0 {
             out.daily_views.push((last, int(&today, "views")));
         }
-        Ok(())
+        Ok(sketch)
     }
 
     /// The same, as of any day `last`: thirty days of sketches merged, one scan.
