@@ -15,6 +15,10 @@ use ingest::seed::{account_for, Paper};
 use tantivy::schema::{IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED, STORED, STRING};
 use tantivy::{Index, IndexWriter, TantivyDocument};
 
+#[path = "support/cpu.rs"]
+mod cpu;
+use cpu::cpu_seconds;
+
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -101,12 +105,4 @@ fn main() {
     }
     writer.commit().expect("committed");
     println!("{fields}: {} papers in {:.2} s wall, {:.2} s CPU", papers.len(), t0.elapsed().as_secs_f64(), cpu_seconds() - cpu0);
-}
-
-/// This process's user + system CPU time so far (Linux).
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or_default().split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    (ticks(11) + ticks(12)) / 100.0
 }

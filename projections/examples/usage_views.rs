@@ -21,6 +21,10 @@ use eventlog::{EmbeddedLog, EventLog};
 use projections::catalog::{self, Context, Mode};
 use projections::catch_up;
 
+#[path = "support/cpu.rs"]
+mod cpu;
+use cpu::cpu_seconds;
+
 const EPRINTS: usize = 1_000;
 
 fn main() {
@@ -88,13 +92,4 @@ fn pseudonym(i: u64) -> String {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     format!("{:016x}{i:016x}", z ^ (z >> 31))
-}
-
-/// This process's user + system CPU time so far (Linux): steadier than the time taken on a
-/// shared host.
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or_default().split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    (ticks(11) + ticks(12)) / 100.0
 }
