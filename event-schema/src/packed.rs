@@ -93,6 +93,11 @@ pub fn pack(bytes: Vec<u8>, threshold: usize) -> Vec<u8> {
     }
 }
 
+/// Whether `stored` is a compressed value (a frame [`pack`] made), not one kept as it is.
+pub fn is_packed(stored: &[u8]) -> bool {
+    stored.first() == Some(&MARK)
+}
+
 /// The value stored as `stored` by [`pack`] (or stored before values were packed).
 ///
 /// # Errors
