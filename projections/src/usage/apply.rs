@@ -111,7 +111,7 @@ fn fields_of(c: &Columns) -> Vec<String> {
 fn place(c: &mut Columns) {
     for window in Window::ALL {
         let (sum, placed) = (float(c, window.column()), float(c, window.placed_column()));
-        if sum.is_finite() && !(sum - placed < RANK_SLACK) {
+        if sum.is_finite() && (placed == f64::NEG_INFINITY || sum - placed >= RANK_SLACK) {
             c.insert(window.placed_column().into(), Value::Float(sum));
         }
     }
