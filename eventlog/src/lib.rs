@@ -53,6 +53,14 @@ pub trait EventLog: Send + Sync {
     /// The number of partitions, fixed when the log was created.
     fn partitions(&self) -> u32;
 
+    /// Whether an append waits on I/O that can take milliseconds (a broker's
+    /// acknowledgement, an `fsync`), so an async caller should run it on a blocking thread
+    /// and gather concurrent calls into one append; `false` for a log whose appends return
+    /// in microseconds, where handing each to another thread costs more than the append.
+    fn appends_block(&self) -> bool {
+        true
+    }
+
     /// Appends events durably, in order, and returns their positions.
     ///
     /// # Errors

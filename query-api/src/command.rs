@@ -4,7 +4,11 @@
 //!
 //! Appends go through one [`Appender`] per node: the events of the calls that arrive while
 //! one write is in flight are written together in the next (group commit), so a burst of
-//! procedures costs a few durable writes, not one each.
+//! procedures costs a few durable writes, not one each. A log whose appends return in
+//! microseconds ([`EventLog::appends_block`]: the embedded log acknowledging once the kernel
+//! holds the journal's write) is written on the caller's thread instead: handing each call
+//! to the writer's task and a blocking thread cost more than the write (the scheduler's
+//! wake-ups were 14 % of the machine under recordView load, docs/performance.md).
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -36,6 +40,9 @@ impl Appender {
     /// Appends `events` to `log` (durably, as the log's append is), with those of the calls
     /// waiting at the same moment; their positions, in order.
     pub async fn append(&self, log: &Arc<dyn EventLog>, events: Vec<NewEvent>) -> Result<Vec<Position>, ApiError> {
+        if !log.appends_block() {
+            return log.append(&events).map_err(ApiError::from_error);
+        }
         let queue = self.queue.get_or_init(|| writer(log.clone()));
         let (reply, answer) = oneshot::channel();
         queue.send(Pending { events, reply }).map_err(|_| ApiError::internal("the log writer stopped"))?;

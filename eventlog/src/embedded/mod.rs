@@ -95,6 +95,8 @@ pub struct EmbeddedLog {
     pending: Arc<Pending>,
     appended_tx: watch::Sender<u64>,
     flusher: Option<JoinHandle<()>>,
+    /// When appends are acknowledged.
+    ack: LogAck,
 }
 
 /// What appends hold while they write: the journal and the next offset.
@@ -270,6 +272,7 @@ impl EmbeddedLog {
             pending,
             appended_tx,
             flusher: Some(flusher),
+            ack,
         })
     }
 
@@ -305,7 +308,15 @@ impl EmbeddedLog {
         let pending = Arc::new(Pending::new(partitions, stored_next, ranks));
         pending.push(journaled);
         let (appended_tx, _) = watch::channel(next);
-        Ok(EmbeddedLog { db: Arc::new(Handle::Reader(db)), partitions, writer: None, pending, appended_tx, flusher: None })
+        Ok(EmbeddedLog {
+            db: Arc::new(Handle::Reader(db)),
+            partitions,
+            writer: None,
+            pending,
+            appended_tx,
+            flusher: None,
+            ack: LogAck::default(),
+        })
     }
 
     fn check_partition(&self, partition: u32) -> Result<(), LogError> {
@@ -497,6 +508,12 @@ impl EventLog for EmbeddedLog {
         self.partitions
     }
 
+    /// Only when each append waits for the disk ([`LogAck::Synced`]): otherwise an append is a
+    /// journal write the kernel takes in microseconds.
+    fn appends_block(&self) -> bool {
+        self.ack == LogAck::Synced
+    }
+
     fn append(&self, events: &[NewEvent]) -> Result<Vec<Position>, LogError> {
         if events.is_empty() {
             return Ok(Vec::new());
@@ -644,6 +661,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         (Box::new(EmbeddedLog::open(dir.path(), 4).unwrap()) as Box<dyn EventLog>, dir)
     });
+
+    #[test]
+    fn only_an_append_that_waits_for_the_disk_blocks_its_caller() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!EmbeddedLog::open(dir.path(), 2).unwrap().appends_block());
+        let dir = tempfile::tempdir().unwrap();
+        assert!(EmbeddedLog::open_with(dir.path(), 2, LogAck::Synced).unwrap().appends_block());
+    }
 
     /// Set in the child process [`a_killed_writer_loses_no_acknowledged_append`] starts.
     const CRASH_CHILD: &str = "EVENTLOG_CRASH_CHILD_DIR";
