@@ -79,7 +79,7 @@ pub const CATALOG: &[ModelSpec] = &[
     ModelSpec { name: admin::MODEL, place: Place::Shared, tables: admin::TABLES, aggregates: admin::AGGREGATES, open: open_admin, format: 2 },
     ModelSpec { name: governance::MODEL, place: Place::Shared, tables: governance::TABLES, aggregates: governance::AGGREGATES, open: open_governance, format: 1 },
     ModelSpec { name: inbox::MODEL, place: Place::Shared, tables: inbox::TABLES, aggregates: inbox::AGGREGATES, open: open_inbox, format: 1 },
-    ModelSpec { name: usage::MODEL, place: Place::Shared, tables: usage::TABLES, aggregates: usage::AGGREGATES, open: open_usage, format: 5 },
+    ModelSpec { name: usage::MODEL, place: Place::Shared, tables: usage::TABLES, aggregates: usage::AGGREGATES, open: open_usage, format: 4 },
     ModelSpec { name: activity::MODEL, place: Place::Shared, tables: activity::TABLES, aggregates: activity::AGGREGATES, open: open_activity, format: 1 },
     ModelSpec { name: interactions::MODEL, place: Place::Shared, tables: interactions::TABLES, aggregates: interactions::AGGREGATES, open: open_interactions, format: 1 },
     ModelSpec { name: imports::MODEL, place: Place::Shared, tables: imports::TABLES, aggregates: imports::AGGREGATES, open: open_imports, format: 1 },

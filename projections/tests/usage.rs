@@ -251,48 +251,6 @@ fn uses_are_counted_by_counters_rules_as_of_any_time_and_a_rebuild_answers_the_s
 }
 
 #[test]
-fn an_eprint_ranks_by_its_sum_while_its_place_in_the_ranking_has_not_moved() {
-    let (_dir, store, _, mut p) = live_model();
-    let mut log = Log::default();
-    log.paper(T0 - DAY, "a", &["cs.LG"]);
-    log.paper(T0 - DAY, "b", &["cs.LG"]);
-    // Two views each, a's first: each eprint is placed at its sum after its second (the
-    // sum doubled), b's a little higher (its views are later).
-    for (i, (rkey, who)) in [("a", "v1"), ("a", "v2"), ("b", "v3"), ("b", "v4"), ("a", "v5")].into_iter().enumerate() {
-        log.view(T0 + i as i64 * SECOND, rkey, who);
-    }
-    // One batch a use: a's third view grows its sum by half, within the slack: a stays
-    // placed below b, though its sum (three views) is now above b's (two).
-    log.apply_in(p.as_mut(), 0, 1);
-    let version = store.active_version(MODEL).unwrap().unwrap();
-    let placed = store
-        .scan(&store::TableRef::new(MODEL, version, "ranking"), "24h", &store::Scan { after: None, limit: 10, reverse: false })
-        .unwrap()
-        .rows;
-    let placed: Vec<String> =
-        placed.iter().map(|r| String::from_utf8_lossy(&r.clustering[8..]).rsplit('/').next().unwrap().to_owned()).collect();
-    assert_eq!(placed, ["b", "a"]);
-    let r = UsageReader::new(store.as_ref()).unwrap();
-    let names = |v: &[&str]| v.iter().map(|n| (n.to_string(), false)).collect::<Vec<_>>();
-    assert_eq!(ranked(&r.trending(Window::Day, None, &[], 10, None, &every).unwrap().entries), names(&["a", "b"]));
-    assert_eq!(ranked(&r.trending(Window::Day, Some(T0 + 4 * SECOND), &[], 10, None, &every).unwrap().entries), names(&["a", "b"]));
-    // Before a's third view, b led.
-    assert_eq!(
-        ranked(&r.trending(Window::Day, Some(T0 + 3 * SECOND + SECOND / 2), &[], 10, None, &every).unwrap().entries),
-        names(&["b", "a"])
-    );
-    // Pages by sum: a, then b, then none.
-    let first = r.trending(Window::Day, None, &[], 1, None, &every).unwrap();
-    assert_eq!(ranked(&first.entries), names(&["a"]));
-    let second = r.trending(Window::Day, None, &[], 1, first.cursor.as_deref(), &every).unwrap();
-    assert_eq!((ranked(&second.entries), second.cursor), (names(&["b"]), None));
-    // Fields first: a page of one in cs.LG, then what follows in it.
-    let first = r.trending(Window::Day, None, &["cs.LG".into()], 1, None, &every).unwrap();
-    let second = r.trending(Window::Day, None, &["cs.LG".into()], 1, first.cursor.as_deref(), &every).unwrap();
-    assert_eq!([ranked(&first.entries), ranked(&second.entries)], [vec![("a".into(), true)], vec![("b".into(), true)]]);
-}
-
-#[test]
 fn ten_thousand_views_from_one_viewer_count_by_the_double_click_rule() {
     let (_dir, store, _, mut p) = live_model();
     let mut log = Log::default();

@@ -11,7 +11,7 @@ use super::recent::{Kind, Recent};
 use super::sketch::Viewers;
 use super::{
     day_key, day_of, history_key, hour_key, hour_of, ln_add, parse_bucket_key, ranking_key, ranking_partition, table, zero_key, Window,
-    MODEL, RANK_SLACK, SITE,
+    MODEL, SITE,
 };
 use crate::catalog::Mode;
 use crate::rows::{is_stale, text, TAKEN_DOWN_REV};
@@ -74,7 +74,7 @@ impl Ranked {
         row.insert("title".into(), Value::Text(text(c, "title").unwrap_or_default()));
         let mut places = Vec::new();
         for window in Window::ALL {
-            let key = ranking_key(float(c, window.placed_column()), uri);
+            let key = ranking_key(float(c, window.column()), uri);
             let partitions = std::iter::once(None).chain(fields.iter().map(|f| Some(f.as_str())));
             places.extend(partitions.map(|f| (ranking_partition(window, f), key.clone())));
         }
@@ -104,17 +104,6 @@ fn add(c: &mut Columns, k: &str, by: i64) {
 
 fn fields_of(c: &Columns) -> Vec<String> {
     text(c, "fields").and_then(|f| serde_json::from_str(&f).ok()).unwrap_or_default()
-}
-
-/// Moves an eprint's places in the rankings to its decayed sums where a sum has grown
-/// [`RANK_SLACK`] or more past its place (or has none yet); the others stay.
-fn place(c: &mut Columns) {
-    for window in Window::ALL {
-        let (sum, placed) = (float(c, window.column()), float(c, window.placed_column()));
-        if sum.is_finite() && (placed == f64::NEG_INFINITY || sum - placed >= RANK_SLACK) {
-            c.insert(window.placed_column().into(), Value::Float(sum));
-        }
-    }
 }
 
 /// Whether an eprint holds a place in the rankings: indexed, and used at least once.
@@ -326,9 +315,8 @@ impl UsageProjection {
     /// Writes what the batch changed of its eprints and days: each row once, and an
     /// eprint's rankings moved from where it stood before the batch to where it stands after.
     fn write(&self, st: &mut Staged, t: Touched) {
-        for (uri, mut e) in t.eprints {
+        for (uri, e) in t.eprints {
             let Some(position) = e.position else { continue };
-            place(&mut e.row);
             let now = Ranked::of(&uri, &e.row);
             if now != e.ranked_as {
                 let ranking = table(self.version, "ranking");

@@ -19,15 +19,14 @@
 //!
 //! A batch reads each eprint's rows once and writes them once, at its end: a busy eprint's
 //! sketches and recent uses are decoded and encoded once per batch, not once per use, and
-//! its places in the rankings move only when a sum has grown [`RANK_SLACK`] past its place.
+//! its rankings move once from where they stood before the batch to where they stand after.
 //!
 //! Tables of model `usage` (partition key → clustering key: columns):
 //! - `papers`: eprint URI → ∅: the eprint as the model knows it (`rev`, `live`, `title`,
 //!   `fields`),
 //!   its totals (`views`, `downloads`, `robots`, `doubleClicks`, `searchClicks`,
 //!   `searchDownloads`, `dwells`, `dwellMs`), its decayed sums (`decay24h`, `decay7d`,
-//!   `decay30d`), the sums its rankings place it at (`placed24h`, `placed7d`,
-//!   `placed30d`), `lastAt` (µs) and `day`, the day of its newest `daily` row. Small:
+//!   `decay30d`), `lastAt` (µs) and `day`, the day of its newest `daily` row. Small:
 //!   `getSubmission` reads it.
 //! - `seen`: eprint URI → ∅: `recent`, the uses of the last 30 s, for the double-click rule
 //!   ([`recent`]): rewritten by every batch that uses the eprint, so it holds nothing else.
@@ -42,9 +41,8 @@
 //! - `daily`: eprint URI → UTC day number: `views`, `downloads`, `viewers` (sketch); and
 //!   [`SITE`] → day: `views`, `downloads` of every eprint.
 //! - `hourly`: eprint URI, and [`SITE`] → hours since the epoch: `views`, `downloads`.
-//! - `ranking`: `{window}` and `{window} {field}` → placed sum (descending) ‖ eprint URI:
-//!   `title`, `fields`. The live eprints with a counted use, each at a sum within
-//!   [`RANK_SLACK`] below its decayed sum: a reader orders them by their `papers` rows.
+//! - `ranking`: `{window}` and `{window} {field}` → decayed sum (descending) ‖ eprint URI:
+//!   `title`, `fields`. The live eprints with a counted use, best first.
 //! - `searches`: [`SITE`] → ∅: `impressions`, `zeroResults`, `clicks`, `clickedImpressions`,
 //!   `reciprocalRanks` (the sum of 1/rank of each impression's first click), `searchDownloads`.
 //! - `impressions`: impression id → ∅: `shown` (its `command.search` was applied), `hits`,
@@ -83,13 +81,6 @@ pub const LANDMARK: i64 = 1_577_836_800;
 
 /// Two uses by one viewer closer than this (µs) are one click (COUNTER's double-click rule).
 pub const DOUBLE_CLICK_MICROS: i64 = 30_000_000;
-
-/// How far (in `ln`) an eprint's decayed sum may grow past the sum it took its place in a
-/// ranking at before it moves: ln 2, until the sum doubles. A busy eprint then moves a few
-/// times a day instead of with every batch of views (a move is a delete and a put in each
-/// window's ranking and in each of its fields'), and a reader of a ranking bounds each
-/// eprint's sum by its place: at least the place, less than the place plus this.
-pub const RANK_SLACK: f64 = std::f64::consts::LN_2;
 
 /// A trending window: the mean lifetime of a use's weight in the score.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,16 +131,6 @@ impl Window {
             Window::Day => "decay24h",
             Window::Week => "decay7d",
             Window::Month => "decay30d",
-        }
-    }
-
-    /// The column of `papers` holding the decayed sum at which the eprint took its place
-    /// in this window's rankings ([`RANK_SLACK`]).
-    pub fn placed_column(self) -> &'static str {
-        match self {
-            Window::Day => "placed24h",
-            Window::Week => "placed7d",
-            Window::Month => "placed30d",
         }
     }
 

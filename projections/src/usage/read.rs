@@ -1,9 +1,8 @@
 //! Reading the usage read model (its active version): an eprint's counts as of any time, and
 //! the trending eprints now or as of a past time. Every read is bounded: a few rows per
 //! eprint (its totals, three or four points of its history, and now the day of its last use
-//! with what the projection keeps of the days before, else 30 days of sketches), and of a
-//! ranking the page asked and the eprints placed within [`RANK_SLACK`] of its last (see
-//! [`UsageReader::trending`]).
+//! with what the projection keeps of the days before, else 30 days of sketches), one page of a
+//! ranking per page asked, except the ranking as of a past time (see [`UsageReader::trending`]).
 
 use std::collections::BTreeSet;
 
@@ -11,8 +10,7 @@ use store::{Columns, Scan, Store, Value};
 
 use super::sketch::Viewers;
 use super::{
-    day_key, day_of, history_after, hour_key, hour_of, parse_bucket_key, parse_ranking_key, ranking_key, ranking_partition, table, Window,
-    MODEL, RANK_SLACK, SITE,
+    day_key, day_of, history_after, hour_key, hour_of, parse_bucket_key, parse_ranking_key, ranking_partition, table, Window, MODEL, SITE,
 };
 use crate::ProjectionError;
 
@@ -184,9 +182,10 @@ impl Ranked {
     }
 }
 
-/// Whether a walk over a ranking goes on after an eprint.
+/// What a walk over a ranking does with an eprint.
 enum Step {
-    Next,
+    Take,
+    Skip,
     Stop,
 }
 
@@ -388,14 +387,11 @@ impl<'a> UsageReader<'a> {
     /// caller drops eprints it does not show, such as those of hidden accounts). With
     /// `fields`, the eprints in any of them come first, marked.
     ///
-    /// The ranking kept places each eprint at most [`RANK_SLACK`] below its sum now, and
-    /// sums only grow, so its place bounds its sum now and at any past time from above: the
-    /// eprints are read in place order, each one's sum looked up (now in its `papers` row,
-    /// as of a past time in its history), until the next place cannot enter the page
-    /// (Fagin's threshold algorithm). Exact; now it reads the page and the eprints placed
-    /// within the slack of its last, as of a past time as far down as the past's leaders
-    /// are placed today. A cursor now is the last entry's sum and URI; as of a past time,
-    /// a count of entries given.
+    /// `at` is `None` for now: one page of the kept ranking per page asked. As of a past
+    /// time, the ranking kept now bounds every eprint's sum then from above (sums only grow),
+    /// so the eprints are read in today's order, each one's sum then looked up in its
+    /// history, until the next one's sum today cannot enter the page (Fagin's threshold
+    /// algorithm): exact, and reading as far down today's ranking as the past's leaders sit.
     pub fn trending(
         &self,
         window: Window,
@@ -414,26 +410,27 @@ impl<'a> UsageReader<'a> {
     }
 
     /// Walks the ranking rows of `partitions` after `after`, merged in ranking order, each
-    /// eprint once, reading `page` rows of a partition at a time, and hands `step` each
-    /// eprint's key and what its row holds, until it says stop or the rows end.
-    fn walk(
+    /// eprint once, asking `step` of each (its key and fields) until it says stop or `want`
+    /// were taken or the rows end; the keys taken.
+    fn merged(
         &self,
         v: u32,
         partitions: &[String],
         after: Option<Vec<u8>>,
-        page: usize,
+        want: usize,
         keep: &Shown<'_>,
         step: &mut StepFn<'_>,
-    ) -> Result<(), ProjectionError> {
+    ) -> Result<Vec<(Vec<u8>, Ranked)>, ProjectionError> {
         struct Cursor {
             /// The rows read and not yet walked, each with whether it may be shown.
             rows: std::collections::VecDeque<(store::Row, bool)>,
             after: Option<Vec<u8>>,
             done: bool,
         }
-        let page = page.clamp(8, 200);
+        let page = want.clamp(8, 200);
         let mut cursors: Vec<Cursor> =
             partitions.iter().map(|_| Cursor { rows: Default::default(), after: after.clone(), done: false }).collect();
+        let mut out = Vec::new();
         loop {
             for (c, partition) in cursors.iter_mut().zip(partitions) {
                 if c.rows.is_empty() && !c.done {
@@ -451,7 +448,7 @@ impl<'a> UsageReader<'a> {
             // The smallest head is the next in ranking order; an eprint in several of the
             // partitions heads each of them with the same key.
             let Some(key) = cursors.iter().filter_map(|c| c.rows.front()).map(|(r, _)| r.clustering.clone()).min() else {
-                return Ok(());
+                return Ok(out);
             };
             let mut ranked = Ranked::default();
             for c in cursors.iter_mut() {
@@ -464,52 +461,17 @@ impl<'a> UsageReader<'a> {
                     ranked = Ranked { title: text("title"), fields: text("fields"), shown };
                 }
             }
-            if let Step::Stop = step(&key, &ranked)? {
-                return Ok(());
+            match step(&key, &ranked)? {
+                Step::Stop => return Ok(out),
+                Step::Skip => {}
+                Step::Take => {
+                    out.push((key, ranked));
+                    if out.len() == want {
+                        return Ok(out);
+                    }
+                }
             }
         }
-    }
-
-    /// The best `want` eprints of `partitions` (merged) by `sum` (each eprint's decayed sum,
-    /// now or as of a past time; never above what it is now): `(sum, URI, title)`, best first,
-    /// those ranked before `after` left out. An eprint's place in a ranking is where its sum
-    /// stood when it last moved ([`RANK_SLACK`]): its sum now is at least that and less than
-    /// that plus the slack, so the walk reads in place order and stops once the next place,
-    /// with the slack, cannot beat the last of a full list (Fagin's threshold algorithm).
-    #[allow(clippy::too_many_arguments)]
-    fn best_of(
-        &self,
-        v: u32,
-        partitions: &[String],
-        in_fields: bool,
-        fields: &BTreeSet<&str>,
-        want: usize,
-        after: Option<(f64, String)>,
-        keep: &Shown<'_>,
-        sum: &dyn Fn(&str) -> Result<f64, ProjectionError>,
-    ) -> Result<Vec<(f64, String, String)>, ProjectionError> {
-        let mut best: Vec<(f64, String, String)> = Vec::new();
-        let mut take = |key: &[u8], of: &Ranked| -> Result<Step, ProjectionError> {
-            let Some((placed, uri)) = parse_ranking_key(key) else { return Ok(Step::Next) };
-            if best.len() >= want && best.last().is_some_and(|(s, ..)| placed + RANK_SLACK <= *s) {
-                return Ok(Step::Stop);
-            }
-            if !in_fields && of.in_any(fields) || !of.shown {
-                return Ok(Step::Next);
-            }
-            let s = sum(uri)?;
-            let given = after.as_ref().is_some_and(|(a, after_uri)| s > *a || s == *a && uri <= after_uri.as_str());
-            if s.is_finite() && !given {
-                best.push((s, uri.to_owned(), of.title.clone()));
-                best.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-                best.truncate(want);
-            }
-            Ok(Step::Next)
-        };
-        // Places are at most the sums: what is left after `after` is placed at or below it.
-        let start = after.as_ref().map(|(a, _)| ranking_key(*a, ""));
-        self.walk(v, partitions, start, want, keep, &mut take)?;
-        Ok(best)
     }
 
     fn trending_now(
@@ -523,34 +485,42 @@ impl<'a> UsageReader<'a> {
     ) -> Result<TrendingPage, ProjectionError> {
         let now = chrono::Utc::now().timestamp_micros();
         let (mut phase, mut after) = match cursor {
-            Some([phase @ (IN_FIELDS | REST), key @ ..]) => (*phase, parse_ranking_key(key).map(|(s, uri)| (s, uri.to_owned()))),
+            Some([phase @ (IN_FIELDS | REST), key @ ..]) => (*phase, Some(key.to_vec())),
             _ => (if fields.is_empty() { REST } else { IN_FIELDS }, None),
         };
-        let sum = |uri: &str| -> Result<f64, ProjectionError> {
-            let row = self.store.get(&table(v, "papers"), uri, &[])?.unwrap_or_default();
-            Ok(row.get(window.column()).and_then(Value::as_float).unwrap_or(f64::NEG_INFINITY))
-        };
-        let mut entries: Vec<(f64, String, String, u8)> = Vec::new();
-        if phase == IN_FIELDS {
-            let partitions: Vec<String> = fields.iter().map(|f| ranking_partition(window, Some(f))).collect();
-            let best = self.best_of(v, &partitions, true, fields, limit + 1, after.take(), keep, &sum)?;
-            entries.extend(best.into_iter().map(|(s, uri, title)| (s, uri, title, IN_FIELDS)));
-            if entries.len() <= limit {
+        let mut entries = Vec::new();
+        let mut last: Option<(u8, Vec<u8>)> = None;
+        let mut more = false;
+        while entries.len() <= limit {
+            let (partitions, in_fields): (Vec<String>, bool) = if phase == IN_FIELDS {
+                (fields.iter().map(|f| ranking_partition(window, Some(f))).collect(), true)
+            } else {
+                (vec![ranking_partition(window, None)], false)
+            };
+            let want = limit + 1 - entries.len();
+            let mut take = |key: &[u8], of: &Ranked| -> Result<Step, ProjectionError> {
+                let shown = parse_ranking_key(key).is_some() && (in_fields || !of.in_any(fields)) && of.shown;
+                Ok(if shown { Step::Take } else { Step::Skip })
+            };
+            let keys = self.merged(v, &partitions, after.take(), want, keep, &mut take)?;
+            let found = keys.len();
+            for (key, ranked) in keys {
+                if entries.len() == limit {
+                    more = true;
+                    break;
+                }
+                let (kept, uri) = parse_ranking_key(&key).expect("a ranking key");
+                entries.push(Trending { uri: uri.to_owned(), title: ranked.title, score: window.score(kept, now), in_fields });
+                last = Some((phase, key));
+            }
+            if more || phase == REST {
+                break;
+            }
+            if found < want {
                 phase = REST;
             }
         }
-        if phase == REST {
-            let partitions = [ranking_partition(window, None)];
-            let best = self.best_of(v, &partitions, false, fields, limit + 1 - entries.len(), after, keep, &sum)?;
-            entries.extend(best.into_iter().map(|(s, uri, title)| (s, uri, title, REST)));
-        }
-        let more = entries.len() > limit;
-        entries.truncate(limit);
-        let cursor = more.then(|| entries.last().map(|(s, uri, _, phase)| [vec![*phase], ranking_key(*s, uri)].concat())).flatten();
-        let entries = entries
-            .into_iter()
-            .map(|(kept, uri, title, phase)| Trending { uri, title, score: window.score(kept, now), in_fields: phase == IN_FIELDS })
-            .collect();
+        let cursor = more.then(|| last.map(|(p, k)| [vec![p], k].concat())).flatten();
         Ok(TrendingPage { entries, cursor })
     }
 
@@ -570,18 +540,36 @@ impl<'a> UsageReader<'a> {
             _ => 0,
         };
         let want = offset + limit + 1;
-        // Sums only grow: each one then is at most its sum now, which its place bounds.
-        let sum = |uri: &str| self.kept_at(v, uri, window, at);
+        // The best `want` of one sequence of partitions as of `at`: (sum then, URI, title).
+        let best_of = |partitions: Vec<String>, in_fields: bool| -> Result<Vec<(f64, String, String)>, ProjectionError> {
+            let mut best: Vec<(f64, String, String)> = Vec::new();
+            let mut take = |key: &[u8], of: &Ranked| -> Result<Step, ProjectionError> {
+                let Some((today, uri)) = parse_ranking_key(key) else { return Ok(Step::Skip) };
+                // Stop once today's sum cannot beat the last of a full list.
+                if best.len() >= want && best.last().is_some_and(|(then, ..)| today <= *then) {
+                    return Ok(Step::Stop);
+                }
+                if !in_fields && of.in_any(fields) || !of.shown {
+                    return Ok(Step::Skip);
+                }
+                let then = self.kept_at(v, uri, window, at)?;
+                if then.is_finite() {
+                    best.push((then, uri.to_owned(), of.title.clone()));
+                    best.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+                    best.truncate(want);
+                }
+                Ok(Step::Skip)
+            };
+            self.merged(v, &partitions, None, usize::MAX, keep, &mut take)?;
+            Ok(best)
+        };
         let mut all: Vec<(f64, String, String, bool)> = Vec::new();
         if !fields.is_empty() {
-            let partitions: Vec<String> = fields.iter().map(|f| ranking_partition(window, Some(f))).collect();
-            let best = self.best_of(v, &partitions, true, fields, want, None, keep, &sum)?;
-            all.extend(best.into_iter().map(|(k, u, t)| (k, u, t, true)));
+            let partitions = fields.iter().map(|f| ranking_partition(window, Some(f))).collect();
+            all.extend(best_of(partitions, true)?.into_iter().map(|(k, u, t)| (k, u, t, true)));
         }
         if all.len() < want {
-            let partitions = [ranking_partition(window, None)];
-            let best = self.best_of(v, &partitions, false, fields, want - all.len(), None, keep, &sum)?;
-            all.extend(best.into_iter().map(|(k, u, t)| (k, u, t, false)));
+            all.extend(best_of(vec![ranking_partition(window, None)], false)?.into_iter().map(|(k, u, t)| (k, u, t, false)));
         }
         let more = all.len() > offset + limit;
         let entries = all
