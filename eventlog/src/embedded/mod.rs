@@ -509,7 +509,9 @@ impl EventLog for EmbeddedLog {
     }
 
     /// Only when each append waits for the disk ([`LogAck::Synced`]): otherwise an append is a
-    /// journal write the kernel takes in microseconds.
+    /// journal write the kernel takes in microseconds. (An append also waits while the
+    /// flusher is [`PENDING_MAX_BYTES`] behind, which a seed or an import reaches and a
+    /// server's procedures, a few hundred bytes each, do not.)
     fn appends_block(&self) -> bool {
         self.ack == LogAck::Synced
     }
