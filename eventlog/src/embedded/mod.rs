@@ -17,7 +17,8 @@
 //! ([`packed::pack`]: compressed with the built-in dictionary) as it moves a batch into
 //! redb. Packed one after another, a batch's events find the dictionary's tables in the
 //! cache; packed by each append, between requests, a small event cost some 7 µs instead of
-//! 2 (docs/performance.md, "recordView: packing events in the flusher").
+//! 2 (docs/performance.md, "recordView: events packed by the flusher, batches paced,
+//! appends on the request's thread").
 //!
 //! One process writes the files; others may open them read-only while it does
 //! ([`EmbeddedLog::open_read_only`], redb's single-writer mode) and read up to the writer's
@@ -428,8 +429,6 @@ fn flush(db: &Handle, pending: &Pending) {
     }
 }
 
-/// Writes `batch` into redb with the offset counter at `through` and the partitions'
-/// ranks after it, durably.
 /// An event as the log file keeps it: packed ([`packed::pack`]), unless it was already (a
 /// journal written before events were packed here).
 fn packed_form(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
@@ -440,6 +439,8 @@ fn packed_form(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
     }
 }
 
+/// Writes `batch` into redb with the offset counter at `through` and the partitions'
+/// ranks after it, durably.
 fn write_batch(db: &Handle, batch: &[Entry], through: u64, counts: &[u64], started: &ranks::NewBlocks) -> Result<(), LogError> {
     let txn = db.begin_write()?;
     {
@@ -510,7 +511,7 @@ impl EventLog for EmbeddedLog {
 
     /// Only when each append waits for the disk ([`LogAck::Synced`]): otherwise an append is a
     /// journal write the kernel takes in microseconds. (An append also waits while the
-    /// flusher is [`PENDING_MAX_BYTES`] behind, which a seed or an import reaches and a
+    /// flusher is 32 MB behind (`PENDING_MAX_BYTES`), which a seed or an import reaches and a
     /// server's procedures, a few hundred bytes each, do not.)
     fn appends_block(&self) -> bool {
         self.ack == LogAck::Synced
