@@ -31,24 +31,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Per partition, in offset order, each event's Kafka record (key, then the event's CBOR:
     // the Kafka backend writes it unpacked).
     let mut records: BTreeMap<u32, Vec<(String, Vec<u8>)>> = BTreeMap::new();
+    let mut events = 0u64;
     for row in table.iter()? {
         let (key, value) = row?;
         let n = value.value().len();
         values += n as u64;
         largest = largest.max(n);
         sizes.push(n);
-        let (partition, offset) = key.value();
-        let cbor = event_schema::packed::unpack(value.value())?.into_owned();
-        let event = event_schema::codec::decode(event_schema::Position { partition, offset }, &cbor)?;
-        records.entry(partition).or_default().push((event.key, cbor));
+        let (partition, last) = key.value();
+        for (offset, cbor) in eventlog::stored_events(partition, last, value.value())? {
+            let event = event_schema::codec::decode(event_schema::Position { partition, offset }, &cbor)?;
+            records.entry(partition).or_default().push((event.key, cbor));
+            events += 1;
+        }
     }
     sizes.sort_unstable();
     let mb = |b: u64| b as f64 / 1e6;
-    let events = table.len()?;
     println!(
-        "events: {events}, values {:.1} MB ({} B mean, {} B median, {} B p90, {largest} B largest)",
+        "events: {events} in {} rows, values {:.1} MB ({} B mean a row, {} B median, {} B p90, {largest} B largest)",
+        sizes.len(),
         mb(values),
-        values / events.max(1),
+        values / (sizes.len() as u64).max(1),
         sizes.get(sizes.len() / 2).unwrap_or(&0),
         sizes.get(sizes.len() * 9 / 10).unwrap_or(&0)
     );
@@ -86,6 +89,33 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             batch.extend_from_slice(value);
         }
         close(&mut batch)?;
+    }
+    // Blocks of consecutive events of a partition compressed together with the dictionary,
+    // at zstd levels.
+    let dictionary = event_schema::packed::DICTIONARIES.last().ok_or("no dictionary")?;
+    for level in [3, 6, 9, 12, 15, 19] {
+        let started = std::time::Instant::now();
+        let mut compressor = zstd::bulk::Compressor::with_dictionary(level, dictionary)?;
+        let (mut packed, mut blocks) = (0u64, 0u64);
+        for partition in records.values() {
+            let mut block: Vec<u8> = Vec::new();
+            let mut close = |block: &mut Vec<u8>| -> Result<(), std::io::Error> {
+                if !block.is_empty() {
+                    packed += compressor.compress(block)?.len() as u64 + 12;
+                    blocks += 1;
+                    block.clear();
+                }
+                Ok(())
+            };
+            for (_, value) in partition {
+                if block.len() + value.len() > 46 * 1024 {
+                    close(&mut block)?;
+                }
+                block.extend_from_slice(value);
+            }
+            close(&mut block)?;
+        }
+        println!("blocks of 46 KiB, level {level}: {:.1} MB ({blocks} blocks), {:.1} s", mb(packed), started.elapsed().as_secs_f64());
     }
     println!(
         "as a Kafka topic: {:.1} MB uncompressed, {:.1} MB with compression.type=zstd ({batches} batches of up to {} MB)",

@@ -21,8 +21,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let txn = db.begin_read()?;
     let mut samples = Vec::new();
     for row in txn.open_table(EVENTS)?.iter()? {
-        let (_, value) = row?;
-        samples.push(event_schema::packed::unpack(value.value())?.into_owned());
+        let (key, value) = row?;
+        let (partition, last) = key.value();
+        samples.extend(eventlog::stored_events(partition, last, value.value())?.into_iter().map(|(_, event)| event));
     }
     let bytes: usize = samples.iter().map(Vec::len).sum();
     let dictionary = zstd::dict::from_samples(&samples, DICTIONARY_BYTES)?;

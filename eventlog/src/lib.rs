@@ -41,7 +41,7 @@ pub mod test_suite;
 
 use event_schema::{Envelope, NewEvent, Position};
 
-pub use embedded::{repack, EmbeddedLog, LogAck, Repacked, EVENTS, JOURNAL_DIR, LOG_FILE};
+pub use embedded::{repack, stored_events, EmbeddedLog, LogAck, Repacked, EVENTS, JOURNAL_DIR, LOG_FILE};
 pub use error::{LogError, EARLIER_WRITE_FAILED};
 pub use group::GroupMember;
 pub use kafka::{KafkaConfig, KafkaLog};

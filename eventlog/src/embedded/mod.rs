@@ -25,6 +25,7 @@
 //! latest redb commit and what the journal held when they opened: `svc log tail` and
 //! `svc log export` beside a running svc.
 
+mod block;
 mod journal;
 mod ranks;
 mod repack;
@@ -51,7 +52,9 @@ pub use repack::{repack, Repacked};
 use crate::{partition_for, EventLog, LogError};
 
 /// The events table of the log file: `(partition, offset)` → the packed event
-/// ([`event_schema::packed`]). Public for the tools that measure the file.
+/// ([`event_schema::packed`]), or `(partition, offset of the last)` → a block of
+/// consecutive events of the partition compressed together ([`block`]; read them with
+/// [`stored_events`]). Public for the tools that measure the file.
 pub const EVENTS: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("events");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const CHECKPOINTS: TableDefinition<(&str, u32), u64> = TableDefinition::new("checkpoints");
@@ -234,16 +237,16 @@ impl EmbeddedLog {
             let mut next = stored;
             let mut table = txn.open_table(EVENTS)?;
             let recovered: Vec<&Entry> = recovered.iter().filter(|e| e.offset >= stored).collect();
-            for entry in &recovered {
-                if entry.partition >= parts {
-                    return Err(LogError::Unavailable(format!(
-                        "the journal holds an event of partition {} (the log has {parts})",
-                        entry.partition
-                    )));
-                }
-                table.insert((entry.partition, entry.offset), &*packed_form(&entry.bytes))?;
-                next = entry.offset + 1;
+            if let Some(entry) = recovered.iter().find(|e| e.partition >= parts) {
+                return Err(LogError::Unavailable(format!(
+                    "the journal holds an event of partition {} (the log has {parts})",
+                    entry.partition
+                )));
             }
+            let mut by_partition: Vec<&Entry> = recovered.clone();
+            by_partition.sort_by_key(|e| (e.partition, e.offset));
+            insert_events(&mut table, &by_partition)?;
+            next = recovered.last().map_or(next, |e| e.offset + 1);
             let mut meta = txn.open_table(META)?;
             let mut counts = ranks.counts.clone();
             let started = Ranks::count(&mut counts, recovered.iter().map(|e| (e.partition, e.offset)));
@@ -429,14 +432,101 @@ fn flush(db: &Handle, pending: &Pending) {
     }
 }
 
-/// An event as the log file keeps it: packed ([`packed::pack`]), unless it was already (a
-/// journal written before events were packed here).
-fn packed_form(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
-    if packed::is_packed(bytes) {
-        std::borrow::Cow::Borrowed(bytes)
-    } else {
-        std::borrow::Cow::Owned(packed::pack(bytes.to_vec(), packed::EVENT_THRESHOLD))
+/// Writes journaled events (sorted by partition, then offset) into the events table: each
+/// partition's consecutive events in [`block`]s, an event alone packed ([`packed::pack`]).
+fn insert_events(table: &mut redb::Table<(u32, u64), &[u8]>, entries: &[&Entry]) -> Result<(), LogError> {
+    let mut writer = BlockWriter::default();
+    for entry in entries {
+        // A journal written before the flusher packed events holds them packed.
+        let encoded = packed::unpack(&entry.bytes)
+            .map_err(|reason| LogError::Corrupt { partition: entry.partition, offset: entry.offset, source: CodecError::Decode(reason) })?;
+        writer.push(table, entry.partition, entry.offset, &encoded)?;
     }
+    writer.finish(table)
+}
+
+/// Gathers a partition's consecutive events into rows of the events table: [`block`]s of
+/// about [`block::ROW_BYTES`] once compressed, or an event alone, packed.
+struct BlockWriter {
+    partition: u32,
+    events: Vec<(u64, Vec<u8>)>,
+    bytes: usize,
+    /// The compressed size of the blocks written so far over their events' size: how many
+    /// bytes of events the next block takes to reach [`block::ROW_BYTES`].
+    ratio: f64,
+}
+
+impl Default for BlockWriter {
+    fn default() -> BlockWriter {
+        // About what the arXiv sample's events come to.
+        BlockWriter { partition: 0, events: Vec::new(), bytes: 0, ratio: 0.35 }
+    }
+}
+
+impl BlockWriter {
+    /// Adds the event at `(partition, offset)`, after every event added before.
+    fn push(&mut self, table: &mut redb::Table<(u32, u64), &[u8]>, partition: u32, offset: u64, encoded: &[u8]) -> Result<(), LogError> {
+        // Aimed a little under, as a block's ratio varies from the last ones'; never so many
+        // events that reading one decompresses a megabyte.
+        let aim = ((block::ROW_BYTES as f64 * 0.95 / self.ratio) as usize).min(1 << 20);
+        if !self.events.is_empty() && (partition != self.partition || self.bytes + encoded.len() > aim) {
+            self.finish(table)?;
+        }
+        self.partition = partition;
+        self.bytes += encoded.len();
+        self.events.push((offset, encoded.to_vec()));
+        Ok(())
+    }
+
+    /// Writes what was added since the last row.
+    fn finish(&mut self, table: &mut redb::Table<(u32, u64), &[u8]>) -> Result<(), LogError> {
+        let events = std::mem::take(&mut self.events);
+        if let Some(ratio) = self.write(table, &events)? {
+            self.ratio = (self.ratio + ratio) / 2.0;
+        }
+        self.bytes = 0;
+        Ok(())
+    }
+
+    /// Writes `events` as one row, or as two halves when their block would be larger than
+    /// [`block::ROW_BYTES`]; the block's compression ratio.
+    fn write(&self, table: &mut redb::Table<(u32, u64), &[u8]>, events: &[(u64, Vec<u8>)]) -> Result<Option<f64>, LogError> {
+        let Some((last, _)) = events.last() else { return Ok(None) };
+        let row = match events {
+            [(_, event)] => packed::pack(event.clone(), packed::EVENT_THRESHOLD),
+            events => block::encode(&events.iter().map(|(o, e)| (*o, e.as_slice())).collect::<Vec<_>>()),
+        };
+        if row.len() > block::ROW_BYTES && events.len() > 1 {
+            let (first, second) = events.split_at(events.len() / 2);
+            self.write(table, first)?;
+            self.write(table, second)?;
+        } else {
+            table.insert((self.partition, *last), row.as_slice())?;
+        }
+        let encoded: usize = events.iter().map(|(_, e)| e.len()).sum();
+        Ok((events.len() > 1).then(|| row.len() as f64 / encoded as f64))
+    }
+}
+
+/// The events a row of the events table holds, `(offset, encoded)`: a block's, or the one
+/// at its key.
+///
+/// # Errors
+/// [`LogError::Corrupt`] when the row does not decode.
+pub fn stored_events(partition: u32, offset: u64, stored: &[u8]) -> Result<Vec<(u64, Vec<u8>)>, LogError> {
+    let corrupt = |reason| LogError::Corrupt { partition, offset, source: CodecError::Decode(reason) };
+    if block::is_block(stored) {
+        return block::decode(stored).map_err(corrupt);
+    }
+    Ok(vec![(offset, packed::unpack(stored).map_err(corrupt)?.into_owned())])
+}
+
+/// The offsets of the events a row of the events table holds, without decompressing them.
+fn stored_offsets(partition: u32, offset: u64, stored: &[u8]) -> Result<Vec<u64>, LogError> {
+    if block::is_block(stored) {
+        return block::offsets(stored).map_err(|reason| LogError::Corrupt { partition, offset, source: CodecError::Decode(reason) });
+    }
+    Ok(vec![offset])
 }
 
 /// Writes `batch` into redb with the offset counter at `through` and the partitions'
@@ -445,9 +535,7 @@ fn write_batch(db: &Handle, batch: &[Entry], through: u64, counts: &[u64], start
     let txn = db.begin_write()?;
     {
         let mut table = txn.open_table(EVENTS)?;
-        for entry in batch {
-            table.insert((entry.partition, entry.offset), &*packed_form(&entry.bytes))?;
-        }
+        insert_events(&mut table, &batch.iter().collect::<Vec<_>>())?;
         let mut meta = txn.open_table(META)?;
         meta.insert(META_NEXT_OFFSET, through)?;
         Ranks::write(&mut meta, &mut txn.open_table(ranks::RANKS)?, counts, started, through)?;
@@ -564,13 +652,17 @@ impl EventLog for EmbeddedLog {
         if pending.first().is_none_or(|first| first.offset > from) {
             let txn = self.db.begin_read()?;
             let table = txn.open_table(EVENTS)?;
-            for entry in table.range((partition, from)..=(partition, u64::MAX))?.take(max) {
+            // A block's row is keyed by its last event: the first row at or after `from` is
+            // the one that holds it.
+            'rows: for entry in table.range((partition, from)..=(partition, u64::MAX))? {
                 let (key, value) = entry?;
-                let (partition, offset) = key.value();
-                if pending.first().is_some_and(|first| offset >= first.offset) {
-                    break;
+                let (partition, last) = key.value();
+                for (offset, encoded) in stored_events(partition, last, value.value())?.into_iter().filter(|(offset, _)| *offset >= from) {
+                    if out.len() == max || pending.first().is_some_and(|first| offset >= first.offset) {
+                        break 'rows;
+                    }
+                    out.push(codec::decode(Position { partition, offset }, &encoded).map_err(|source| LogError::Corrupt { partition, offset, source })?);
                 }
-                out.push(decode(partition, offset, value.value())?);
             }
         }
         for entry in pending.iter().take(max - out.len()) {
@@ -709,12 +801,23 @@ mod tests {
         let log = EmbeddedLog::open_read_only(dir.path()).unwrap();
         assert_eq!(log.read_merged(0, 1_000).unwrap().len(), 601, "the log file holds them all");
         drop(log);
-        // The journal held them as encoded; the file holds them packed, those the open moved
-        // from the journal and the one the flusher moved.
+        // The journal held them as encoded; the file holds them compressed, in blocks (those
+        // the open moved from the journal) and alone (the one the flusher moved).
         assert!(journaled.iter().all(|e| !packed::is_packed(&e.bytes)));
         let db = redb::Database::open(dir.path().join(LOG_FILE)).unwrap();
         let table = db.begin_read().unwrap().open_table(EVENTS).unwrap();
-        assert_eq!(table.iter().unwrap().filter(|e| packed::is_packed(e.as_ref().unwrap().1.value())).count(), 601);
+        let rows: Vec<(u32, u64, Vec<u8>)> = table
+            .iter()
+            .unwrap()
+            .map(|row| {
+                let (key, value) = row.unwrap();
+                (key.value().0, key.value().1, value.value().to_vec())
+            })
+            .collect();
+        assert!(rows.iter().all(|(_, _, v)| block::is_block(v) || packed::is_packed(v)));
+        assert!(rows.len() < 20, "blocks of a partition's events: {} rows", rows.len());
+        let stored: usize = rows.iter().map(|(p, o, v)| stored_events(*p, *o, v).unwrap().len()).sum();
+        assert_eq!(stored, 601);
     }
 
     /// Counts of each partition's events from offsets spread over it and between its
@@ -807,9 +910,14 @@ mod tests {
                 let read = source.begin_read().unwrap();
                 let from = read.open_table(EVENTS).unwrap();
                 let mut events = txn.open_table(EVENTS).unwrap();
-                for e in &appended {
-                    let value = from.get((e.position.partition, e.position.offset)).unwrap().unwrap();
-                    events.insert((e.position.partition, next + e.position.offset), value.value()).unwrap();
+                // One packed event a row, as builds before blocks wrote them.
+                for row in from.iter().unwrap() {
+                    let (key, value) = row.unwrap();
+                    let (partition, last) = key.value();
+                    for (offset, encoded) in stored_events(partition, last, value.value()).unwrap() {
+                        let packed = packed::pack(encoded, packed::EVENT_THRESHOLD);
+                        events.insert((partition, next + offset), packed.as_slice()).unwrap();
+                    }
                 }
                 meta.insert(META_NEXT_OFFSET, next + appended.len() as u64).unwrap();
             }
@@ -850,7 +958,7 @@ mod tests {
             let txn = db.begin_write().unwrap();
             {
                 let mut table = txn.open_table(scratch).unwrap();
-                for i in 0..8_000u64 {
+                for i in 0..10_000u64 {
                     table.insert(i, [7u8; 4_000].as_slice()).unwrap();
                 }
             }
@@ -887,8 +995,23 @@ mod tests {
         assert!(sizes.after * 10 < sizes.before * 9, "{sizes:?}");
         assert_eq!(std::fs::metadata(dir.path().join(LOG_FILE)).unwrap().len(), sizes.after);
         assert!(!dir.path().join(LOG_FILE).with_extension("redb.new").exists());
+        {
+            // The flusher's blocks held what its batches held; the copy's are full.
+            let db = Database::open(dir.path().join(LOG_FILE)).unwrap();
+            let rows = redb::ReadableTableMetadata::len(&db.begin_read().unwrap().open_table(EVENTS).unwrap()).unwrap();
+            assert!(rows < 200, "{rows} rows for 30,000 events");
+        }
         let log = EmbeddedLog::open(dir.path(), 4).unwrap();
         assert_eq!(everything(&log), before);
+        // Read from inside blocks, a few events at a time, and counted from there.
+        for (p, events) in before.iter().enumerate() {
+            for at in (0..events.len()).step_by(997) {
+                let from = events[at].position.offset;
+                assert_eq!(log.read(p as u32, from, 3).unwrap(), events[at..(at + 3).min(events.len())]);
+                assert_eq!(log.read(p as u32, from + 1, 1).unwrap(), events[at + 1..(at + 2).min(events.len())]);
+                assert_eq!(log.events_from(p as u32, from).unwrap(), (events.len() - at) as u64);
+            }
+        }
         assert_eq!(log.checkpoint("reader", 2).unwrap(), Some(17));
         assert_eq!(log.append(&events[..1]).unwrap()[0].offset, 30_000, "appends go on after it");
     }

@@ -12,7 +12,7 @@
 use redb::{ReadableTable, Table, TableDefinition};
 use tracing::info;
 
-use super::{EVENTS, META};
+use super::{stored_offsets, EVENTS, META};
 use crate::LogError;
 
 /// Every this many events of a partition, the offset of the next one is kept: counting
@@ -134,9 +134,11 @@ impl Ranks {
         for partition in 0..counts.len() as u32 {
             let mut keys = Vec::new();
             for row in events.range((partition, from)..=(partition, u64::MAX))? {
-                let (key, _) = row?;
-                keys.push(key.value());
-                if keys.len() == 65_536 {
+                let (key, value) = row?;
+                let (partition, last) = key.value();
+                let offsets = stored_offsets(partition, last, value.value())?;
+                keys.extend(offsets.into_iter().filter(|o| *o >= from).map(|o| (partition, o)));
+                if keys.len() >= 65_536 {
                     started.extend(Ranks::count(&mut counts, keys.drain(..)));
                 }
             }
@@ -170,7 +172,8 @@ impl Ranks {
     }
 }
 
-/// How many events of `partition` the table holds from `from` up to (not including) `to`.
+/// How many events of `partition` the table holds from `from` up to (not including) `to`:
+/// a block's are read from its header ([`super::block`]).
 pub(super) fn count_between(
     events: &impl ReadableTable<(u32, u64), &'static [u8]>,
     partition: u32,
@@ -181,9 +184,13 @@ pub(super) fn count_between(
         return Ok(0);
     }
     let mut n = 0;
-    for row in events.range((partition, from)..(partition, to))? {
-        row?;
-        n += 1;
+    for row in events.range((partition, from)..=(partition, u64::MAX))? {
+        let (key, value) = row?;
+        let last = key.value().1;
+        n += stored_offsets(partition, last, value.value())?.iter().filter(|o| (from..to).contains(*o)).count() as u64;
+        if last >= to {
+            break;
+        }
     }
     Ok(n)
 }

@@ -6,12 +6,15 @@
 //! leaf to the brim when each key comes after every other, so a copy in key order packs
 //! every leaf; the copy is compacted and renamed over the file, which is atomic: a crash
 //! leaves either file whole (and at worst the copy beside it, removed by the next repack).
+//!
+//! The copy also gathers each partition's events into full [blocks](super::block): the flusher's
+//! blocks hold what one of its batches held, a few events when appends come one at a time.
 
 use std::path::Path;
 
 use redb::{Database, Durability, Key, ReadTransaction, ReadableDatabase, TableDefinition, TableError, TableHandle, Value};
 
-use super::{ranks, CHECKPOINTS, EVENTS, LOG_FILE, META, PAGE_CACHE_BYTES};
+use super::{ranks, stored_events, BlockWriter, CHECKPOINTS, EVENTS, LOG_FILE, META, PAGE_CACHE_BYTES};
 use crate::LogError;
 
 /// Rows copied per transaction.
@@ -63,7 +66,7 @@ fn copy_all(db: &Database, to: &Path) -> Result<(), LogError> {
         return Err(LogError::Unavailable(format!("the log file holds a table this svc does not know ({other}): not repacked")));
     }
     let mut out = redb::Builder::new().set_cache_size(PAGE_CACHE_BYTES).create(to)?;
-    copy_table(&read, &out, EVENTS)?;
+    copy_events(&read, &out)?;
     copy_table(&read, &out, META)?;
     copy_table(&read, &out, CHECKPOINTS)?;
     copy_table(&read, &out, ranks::RANKS)?;
@@ -71,6 +74,37 @@ fn copy_all(db: &Database, to: &Path) -> Result<(), LogError> {
     // they freed.
     out.begin_write()?.commit()?;
     while out.compact().map_err(|e| LogError::Unavailable(format!("could not compact {}: {e}", to.display())))? {}
+    Ok(())
+}
+
+/// Copies the events table, in key order, each partition's events in blocks as full as
+/// [`ROW_BYTES`](super::block::ROW_BYTES) allows, a chunk of rows per transaction.
+fn copy_events(from: &ReadTransaction, to: &Database) -> Result<(), LogError> {
+    let source = match from.open_table(EVENTS) {
+        Ok(t) => t,
+        Err(TableError::TableDoesNotExist(_)) => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    let mut rows = redb::ReadableTable::iter(&source)?.peekable();
+    let mut writer = BlockWriter::default();
+    while rows.peek().is_some() {
+        let mut txn = to.begin_write()?;
+        txn.set_durability(Durability::None).map_err(|e| LogError::Unavailable(format!("cannot defer durability: {e}")))?;
+        {
+            let mut t = txn.open_table(EVENTS)?;
+            for entry in rows.by_ref().take(CHUNK) {
+                let (key, value) = entry?;
+                let (partition, last) = key.value();
+                for (offset, encoded) in stored_events(partition, last, value.value())? {
+                    writer.push(&mut t, partition, offset, &encoded)?;
+                }
+            }
+            if rows.peek().is_none() {
+                writer.finish(&mut t)?;
+            }
+        }
+        txn.commit()?;
+    }
     Ok(())
 }
 
