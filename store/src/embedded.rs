@@ -345,7 +345,7 @@ fn write_tables(txn: &redb::ReadTransaction, to: &Path) -> Result<(), StoreError
                 let mut t = w.open_table(RowTable::new(&name))?;
                 for entry in rows.by_ref().take(COPY_CHUNK) {
                     let (k, v) = entry?;
-                    t.insert(k.value(), v.value())?;
+                    t.insert(k.value(), &*crate::value::kept_form(&name, v.value())?)?;
                     copied += 1;
                 }
             }
@@ -971,10 +971,15 @@ mod tests {
             Columns::from([("v".to_owned(), crate::Value::Text(text))])
         };
         let key = |i: u64| format!("{:016x}", i.wrapping_mul(0xD6E8_FEB8_6659_FD93));
+        // And rows of a hundred bytes, which live writes store as they are and a repack
+        // compresses.
+        let small_table = TableRef::new("m", version, "small");
+        let small = |i: u64| Columns::from([("did".to_owned(), crate::Value::Text(format!("did:plc:{i:024}"))), ("n".to_owned(), crate::Value::Int(i as i64))]);
         for chunk in 0..40u64 {
             let mut batch = Batch::default();
             for i in chunk * 100..(chunk + 1) * 100 {
                 batch.put(&table, &key(i), Vec::new(), value(i), i);
+                batch.put(&small_table, "p", key(i).into_bytes(), small(i), i);
             }
             batch.checkpoint(&crate::consumer_name("m", version), 0, (chunk + 1) * 100);
             store.apply(batch).unwrap();
@@ -987,7 +992,9 @@ mod tests {
         assert!(!path.with_extension("redb.new").exists());
         for i in (0..4000).step_by(7) {
             assert_eq!(store.get(&table, &key(i), &[]).unwrap(), Some(value(i)), "row {i}");
+            assert_eq!(store.get(&small_table, "p", key(i).as_bytes()).unwrap(), Some(small(i)), "small row {i}");
         }
+        assert_eq!(store.scan(&small_table, "p", &Scan::first(5_000)).unwrap().rows.len(), 4000);
         assert_eq!(store.checkpoints(&crate::consumer_name("m", version)).unwrap(), BTreeMap::from([(0, 4000)]));
         let mut batch = Batch::default();
         batch.put(&table, "after", Vec::new(), value(1), 1);

@@ -1,3 +1,4 @@
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use event_schema::packed;
@@ -109,6 +110,28 @@ pub(crate) fn encode_columns(columns: &Columns) -> Result<Vec<u8>, StoreError> {
     Ok(packed::pack(out, packed::ROW_THRESHOLD))
 }
 
+/// Rows of at least this many bytes are compressed when a file is repacked
+/// ([`kept_form`]), if that makes them shorter.
+const KEPT_ROW_THRESHOLD: usize = 32;
+
+/// A stored row as a repacked file keeps it (an offline copy: `svc compact`, the end of
+/// `svc replay`): compressed harder when large ([`packed::pack_small`]), and compressed when
+/// small too ([`packed::pack`], from [`KEPT_ROW_THRESHOLD`] bytes). Live writes leave rows
+/// under [`packed::ROW_THRESHOLD`] as they are, the hot counters among them; a row rewritten
+/// after the repack is stored as live writes store it. `table` names it in the error.
+pub(crate) fn kept_form<'a>(table: &str, stored: &'a [u8]) -> Result<Cow<'a, [u8]>, StoreError> {
+    let row = packed::unpack(stored).map_err(|reason| StoreError::Corrupt { table: table.to_owned(), reason })?;
+    if row.len() < KEPT_ROW_THRESHOLD {
+        return Ok(Cow::Borrowed(stored));
+    }
+    let kept = if row.len() >= packed::ROW_THRESHOLD {
+        packed::pack_small(row.into_owned(), 0)
+    } else {
+        packed::pack(row.into_owned(), 0)
+    };
+    Ok(if kept.len() < stored.len() { Cow::Owned(kept) } else { Cow::Borrowed(stored) })
+}
+
 /// Decodes a row stored by [`encode_columns`]; `table` names it in the error. cbor4ii reads
 /// from the slice (ciborium reads byte by byte through `io::Read`), which makes reads of
 /// rows with long text columns several times faster.
@@ -121,6 +144,31 @@ pub(crate) fn decode_columns(table: &str, bytes: &[u8]) -> Result<Columns, Store
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_repack_keeps_rows_compressed_when_that_is_shorter_and_they_decode_alike() {
+        let row = |text: &str| {
+            Columns::from([
+                ("handle".to_owned(), Value::Text("alice-smith.arxiv.example".to_owned())),
+                ("displayName".to_owned(), Value::Text(text.to_owned())),
+                ("firstSeen".to_owned(), Value::Int(1_764_547_200_000_000)),
+            ])
+        };
+        let small = row("Alice Smith");
+        let stored = encode_columns(&small).unwrap();
+        assert!(!packed::is_packed(&stored), "live writes leave a small row as it is");
+        let kept = kept_form("t", &stored).unwrap();
+        assert!(packed::is_packed(&kept) && kept.len() < stored.len(), "{} of {}", kept.len(), stored.len());
+        assert_eq!(decode_columns("t", &kept).unwrap(), small);
+        let large = row(&"an abstract of words ".repeat(60));
+        let stored = encode_columns(&large).unwrap();
+        let kept = kept_form("t", &stored).unwrap();
+        assert!(kept.len() <= stored.len());
+        assert_eq!(decode_columns("t", &kept).unwrap(), large);
+        let tiny = encode_columns(&Columns::new()).unwrap();
+        assert_eq!(kept_form("t", &tiny).unwrap(), tiny.as_slice(), "too small to gain");
+        assert!(kept_form("t", &[0, 1, 2]).is_err(), "a damaged frame is an error");
+    }
 
     #[test]
     fn rows_round_trip_through_the_stored_form() {

@@ -32,8 +32,9 @@ pub(super) fn is_block(stored: &[u8]) -> bool {
     stored.first() == Some(&MARK)
 }
 
-/// The row of the events `(offset, encoded)`, in offset order, two or more.
-pub(super) fn encode(events: &[(u64, &[u8])]) -> Vec<u8> {
+/// The row of the events `(offset, encoded)`, in offset order, two or more, compressed by
+/// `pack` ([`packed::pack`], or [`packed::pack_small`] offline).
+pub(super) fn encode(events: &[(u64, &[u8])], pack: fn(Vec<u8>, usize) -> Vec<u8>) -> Vec<u8> {
     debug_assert!(events.len() >= 2 && events.windows(2).all(|w| w[0].0 < w[1].0));
     let mut row = vec![MARK];
     push_varint(&mut row, events.len() as u64);
@@ -49,7 +50,7 @@ pub(super) fn encode(events: &[(u64, &[u8])]) -> Vec<u8> {
     for (_, event) in events {
         body.extend_from_slice(event);
     }
-    row.extend(packed::pack(body, 0));
+    row.extend(pack(body, 0));
     row
 }
 
@@ -148,7 +149,8 @@ mod tests {
             .map(|o| (*o, format!("\u{a2}an event at {o} that repeats words of the others ").repeat(5).into_bytes()))
             .collect();
         let borrowed: Vec<(u64, &[u8])> = events.iter().map(|(o, e)| (*o, e.as_slice())).collect();
-        let row = encode(&borrowed);
+        let row = encode(&borrowed, packed::pack);
+        assert_eq!(decode(&encode(&borrowed, packed::pack_small)).unwrap(), events);
         assert!(is_block(&row));
         assert!(row.len() < events.iter().map(|(_, e)| e.len()).sum::<usize>() / 3, "compressed together: {}", row.len());
         assert_eq!(offsets(&row).unwrap(), vec![3, 4, 200, 70_000, 70_001]);
@@ -158,7 +160,7 @@ mod tests {
     #[test]
     fn a_damaged_block_is_an_error_not_a_panic() {
         let events = [(1u64, b"\xa1abc".as_slice()), (2, b"\xa1defg".as_slice())];
-        let row = encode(&events);
+        let row = encode(&events, packed::pack);
         for cut in 0..row.len() {
             assert!(decode(&row[..cut]).is_err(), "cut at {cut}");
         }

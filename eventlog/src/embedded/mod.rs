@@ -454,16 +454,23 @@ struct BlockWriter {
     /// The compressed size of the blocks written so far over their events' size: how many
     /// bytes of events the next block takes to reach [`block::ROW_BYTES`].
     ratio: f64,
+    /// How rows are compressed.
+    pack: fn(Vec<u8>, usize) -> Vec<u8>,
 }
 
 impl Default for BlockWriter {
     fn default() -> BlockWriter {
         // About what the arXiv sample's events come to.
-        BlockWriter { partition: 0, events: Vec::new(), bytes: 0, ratio: 0.35 }
+        BlockWriter { partition: 0, events: Vec::new(), bytes: 0, ratio: 0.35, pack: packed::pack }
     }
 }
 
 impl BlockWriter {
+    /// A writer for offline work (a repack), which compresses harder ([`packed::pack_small`]).
+    fn offline() -> BlockWriter {
+        BlockWriter { pack: packed::pack_small, ..BlockWriter::default() }
+    }
+
     /// Adds the event at `(partition, offset)`, after every event added before.
     fn push(&mut self, table: &mut redb::Table<(u32, u64), &[u8]>, partition: u32, offset: u64, encoded: &[u8]) -> Result<(), LogError> {
         // Aimed a little under, as a block's ratio varies from the last ones'; never so many
@@ -493,8 +500,8 @@ impl BlockWriter {
     fn write(&self, table: &mut redb::Table<(u32, u64), &[u8]>, events: &[(u64, Vec<u8>)]) -> Result<Option<f64>, LogError> {
         let Some((last, _)) = events.last() else { return Ok(None) };
         let row = match events {
-            [(_, event)] => packed::pack(event.clone(), packed::EVENT_THRESHOLD),
-            events => block::encode(&events.iter().map(|(o, e)| (*o, e.as_slice())).collect::<Vec<_>>()),
+            [(_, event)] => (self.pack)(event.clone(), packed::EVENT_THRESHOLD),
+            events => block::encode(&events.iter().map(|(o, e)| (*o, e.as_slice())).collect::<Vec<_>>(), self.pack),
         };
         if row.len() > block::ROW_BYTES && events.len() > 1 {
             let (first, second) = events.split_at(events.len() / 2);

@@ -7,7 +7,8 @@
 //! every leaf; the copy is compacted and renamed over the file, which is atomic: a crash
 //! leaves either file whole (and at worst the copy beside it, removed by the next repack).
 //!
-//! The copy also gathers each partition's events into full [blocks](super::block): the flusher's
+//! The copy also gathers each partition's events into full [blocks](super::block), compressed
+//! harder than the flusher can afford ([`event_schema::packed::pack_small`]): the flusher's
 //! blocks hold what one of its batches held, a few events when appends come one at a time.
 
 use std::path::Path;
@@ -86,7 +87,7 @@ fn copy_events(from: &ReadTransaction, to: &Database) -> Result<(), LogError> {
         Err(e) => return Err(e.into()),
     };
     let mut rows = redb::ReadableTable::iter(&source)?.peekable();
-    let mut writer = BlockWriter::default();
+    let mut writer = BlockWriter::offline();
     while rows.peek().is_some() {
         let mut txn = to.begin_write()?;
         txn.set_durability(Durability::None).map_err(|e| LogError::Unavailable(format!("cannot defer durability: {e}")))?;
