@@ -203,7 +203,8 @@ mod tests {
 
     #[test]
     fn values_packed_small_unpack_alike_and_are_no_larger() {
-        let text: Vec<u8> = (0..400).flat_map(|i| format!("{{\"title\": \"paper {i} on graphs\", \"did\": \"did:plc:{i:024}\"}}").into_bytes()).collect();
+        let text: Vec<u8> =
+            (0..400).flat_map(|i| format!("{{\"title\": \"paper {i} on graphs\", \"did\": \"did:plc:{i:024}\"}}").into_bytes()).collect();
         let (fast, small) = (pack(text.clone(), 0), pack_small(text.clone(), 0));
         assert!(small.len() <= fast.len(), "{} > {}", small.len(), fast.len());
         assert_eq!(unpack(&small).unwrap(), text.as_slice());

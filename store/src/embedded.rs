@@ -974,7 +974,12 @@ mod tests {
         // And rows of a hundred bytes, which live writes store as they are and a repack
         // compresses.
         let small_table = TableRef::new("m", version, "small");
-        let small = |i: u64| Columns::from([("did".to_owned(), crate::Value::Text(format!("did:plc:{i:024}"))), ("n".to_owned(), crate::Value::Int(i as i64))]);
+        let small = |i: u64| {
+            Columns::from([
+                ("did".to_owned(), crate::Value::Text(format!("did:plc:{i:024}"))),
+                ("n".to_owned(), crate::Value::Int(i as i64)),
+            ])
+        };
         for chunk in 0..40u64 {
             let mut batch = Batch::default();
             for i in chunk * 100..(chunk + 1) * 100 {

@@ -124,11 +124,7 @@ pub(crate) fn kept_form<'a>(table: &str, stored: &'a [u8]) -> Result<Cow<'a, [u8
     if row.len() < KEPT_ROW_THRESHOLD {
         return Ok(Cow::Borrowed(stored));
     }
-    let kept = if row.len() >= packed::ROW_THRESHOLD {
-        packed::pack_small(row.into_owned(), 0)
-    } else {
-        packed::pack(row.into_owned(), 0)
-    };
+    let kept = if row.len() >= packed::ROW_THRESHOLD { packed::pack_small(row.into_owned(), 0) } else { packed::pack(row.into_owned(), 0) };
     Ok(if kept.len() < stored.len() { Cow::Owned(kept) } else { Cow::Borrowed(stored) })
 }
 

@@ -245,7 +245,7 @@ impl EmbeddedLog {
             }
             let mut by_partition: Vec<&Entry> = recovered.clone();
             by_partition.sort_by_key(|e| (e.partition, e.offset));
-            insert_events(&mut table, &by_partition)?;
+            insert_events(&mut table, by_partition)?;
             next = recovered.last().map_or(next, |e| e.offset + 1);
             let mut meta = txn.open_table(META)?;
             let mut counts = ranks.counts.clone();
@@ -364,9 +364,13 @@ fn compact_if_sparse(db: &mut Database, path: &Path) {
 }
 
 fn decode(partition: u32, offset: u64, stored: &[u8]) -> Result<Envelope, LogError> {
-    let corrupt = |source| LogError::Corrupt { partition, offset, source };
-    let bytes = packed::unpack(stored).map_err(|reason| corrupt(CodecError::Decode(reason)))?;
-    codec::decode(Position { partition, offset }, &bytes).map_err(corrupt)
+    let bytes = packed::unpack(stored).map_err(|reason| undecodable(partition, offset, reason))?;
+    codec::decode(Position { partition, offset }, &bytes).map_err(|source| LogError::Corrupt { partition, offset, source })
+}
+
+/// The error of a stored event or row at `(partition, offset)` that does not decompress.
+fn undecodable(partition: u32, offset: u64, reason: String) -> LogError {
+    LogError::Corrupt { partition, offset, source: CodecError::Decode(reason) }
 }
 
 /// The flusher: moves pending events into redb, a durable transaction at a time, until the
@@ -434,12 +438,11 @@ fn flush(db: &Handle, pending: &Pending) {
 
 /// Writes journaled events (sorted by partition, then offset) into the events table: each
 /// partition's consecutive events in [`block`]s, an event alone packed ([`packed::pack`]).
-fn insert_events(table: &mut redb::Table<(u32, u64), &[u8]>, entries: &[&Entry]) -> Result<(), LogError> {
+fn insert_events<'e>(table: &mut redb::Table<(u32, u64), &[u8]>, entries: impl IntoIterator<Item = &'e Entry>) -> Result<(), LogError> {
     let mut writer = BlockWriter::default();
     for entry in entries {
         // A journal written before the flusher packed events holds them packed.
-        let encoded = packed::unpack(&entry.bytes)
-            .map_err(|reason| LogError::Corrupt { partition: entry.partition, offset: entry.offset, source: CodecError::Decode(reason) })?;
+        let encoded = packed::unpack(&entry.bytes).map_err(|reason| undecodable(entry.partition, entry.offset, reason))?;
         writer.push(table, entry.partition, entry.offset, &encoded)?;
     }
     writer.finish(table)
@@ -521,7 +524,7 @@ impl BlockWriter {
 /// # Errors
 /// [`LogError::Corrupt`] when the row does not decode.
 pub fn stored_events(partition: u32, offset: u64, stored: &[u8]) -> Result<Vec<(u64, Vec<u8>)>, LogError> {
-    let corrupt = |reason| LogError::Corrupt { partition, offset, source: CodecError::Decode(reason) };
+    let corrupt = |reason| undecodable(partition, offset, reason);
     if block::is_block(stored) {
         return block::decode(stored).map_err(corrupt);
     }
@@ -531,7 +534,7 @@ pub fn stored_events(partition: u32, offset: u64, stored: &[u8]) -> Result<Vec<(
 /// The offsets of the events a row of the events table holds, without decompressing them.
 fn stored_offsets(partition: u32, offset: u64, stored: &[u8]) -> Result<Vec<u64>, LogError> {
     if block::is_block(stored) {
-        return block::offsets(stored).map_err(|reason| LogError::Corrupt { partition, offset, source: CodecError::Decode(reason) });
+        return block::offsets(stored).map_err(|reason| undecodable(partition, offset, reason));
     }
     Ok(vec![offset])
 }
@@ -542,7 +545,7 @@ fn write_batch(db: &Handle, batch: &[Entry], through: u64, counts: &[u64], start
     let txn = db.begin_write()?;
     {
         let mut table = txn.open_table(EVENTS)?;
-        insert_events(&mut table, &batch.iter().collect::<Vec<_>>())?;
+        insert_events(&mut table, batch)?;
         let mut meta = txn.open_table(META)?;
         meta.insert(META_NEXT_OFFSET, through)?;
         Ranks::write(&mut meta, &mut txn.open_table(ranks::RANKS)?, counts, started, through)?;
@@ -668,7 +671,11 @@ impl EventLog for EmbeddedLog {
                     if out.len() == max || pending.first().is_some_and(|first| offset >= first.offset) {
                         break 'rows;
                     }
-                    out.push(codec::decode(Position { partition, offset }, &encoded).map_err(|source| LogError::Corrupt { partition, offset, source })?);
+                    out.push(codec::decode(Position { partition, offset }, &encoded).map_err(|source| LogError::Corrupt {
+                        partition,
+                        offset,
+                        source,
+                    })?);
                 }
             }
         }
