@@ -28,6 +28,7 @@ pub mod attached;
 mod batch;
 pub mod catalog;
 pub mod deadletter;
+pub mod did_key;
 pub mod eprints;
 mod error;
 mod fanout;

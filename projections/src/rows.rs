@@ -49,9 +49,14 @@ pub fn listed_uri<'r>(clustering: &'r [u8], columns: &'r Columns) -> Option<&'r 
 }
 
 /// Whether `key` has the shape of a [`listing_key`] (a cursor handed back by a client),
-/// its URI whole or short (`did:…/rkey`, an author's listing of eprints).
+/// its URI whole or short (a DID, as text or compact, `/`, a record key: an author's listing
+/// of eprints).
 pub fn is_listing_key(key: &[u8]) -> bool {
-    key.len() > 8 && (key[8..].starts_with(b"at://") || key[8..].starts_with(b"did:")) && std::str::from_utf8(&key[8..]).is_ok()
+    let Some(uri) = key.get(8..) else { return false };
+    if uri.starts_with(b"at://") {
+        return std::str::from_utf8(uri).is_ok();
+    }
+    crate::did_key::decode(uri, b'/').is_some_and(|(_, rest)| rest.starts_with(b"/") && std::str::from_utf8(rest).is_ok())
 }
 
 /// A tombstone row: the record is gone as of `rev`, so an older write replayed later is

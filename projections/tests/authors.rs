@@ -16,8 +16,16 @@ fn src() -> Source {
     Source::Manual { note: "author search test".into() }
 }
 
+/// Author `n`'s DID: a `did:plc` of 24 base32 characters (its 18 digits as the letters
+/// `a`–`j`), which the model's keys hold compact (`projections::did_key`).
 fn did(n: usize) -> String {
-    format!("did:plc:author{n:018}")
+    let digits: String = format!("{n:018}").bytes().map(|d| char::from(d - b'0' + b'a')).collect();
+    format!("did:plc:author{digits}")
+}
+
+/// The number of author `did` ([`did`]).
+fn number(did: &str) -> usize {
+    did.trim_start_matches("did:plc:author").bytes().fold(0, |n, d| n * 10 + usize::from(d - b'a'))
 }
 
 fn identity(n: usize, handle: &str, name: Option<&str>) -> NewEvent {
@@ -53,7 +61,7 @@ fn search(store: &dyn Store, q: &str, limit: usize) -> Vec<usize> {
     loop {
         let page = r.search_authors(q, limit, after).unwrap();
         assert!(page.authors.len() <= limit);
-        found.extend(page.authors.iter().map(|a| a.did.trim_start_matches("did:plc:author").parse::<usize>().unwrap()));
+        found.extend(page.authors.iter().map(|a| number(&a.did)));
         match page.next {
             Some(next) => after = Some(next),
             None => return found,
@@ -161,13 +169,15 @@ fn name_and_listing_rows_of_either_format_are_read_alike() {
     // Adam's name rows and Ada's older listing row, as format 3 wrote them.
     let mut batch = Batch::default();
     let named = |name: &str, value: &str| Columns::from([(name.to_owned(), Value::Text(value.to_owned()))]);
-    for row in rows(&users, "by_name").into_iter().filter(|r| r.clustering.ends_with(adam.as_bytes())) {
+    let adam_key = projections::did_key::encode(&adam);
+    assert_eq!(adam_key.len(), projections::did_key::LEN, "a did:plc is keyed compact");
+    for row in rows(&users, "by_name").into_iter().filter(|r| r.clustering.ends_with(&adam_key)) {
         assert!(row.columns.is_empty(), "a name row is its key");
         batch.put(&users, "by_name", row.clustering, named("did", &adam), 1);
     }
     // and Adam's user rows as format 4 wrote them.
-    for partition in ["by_did", "by_handle"] {
-        for row in rows(&users, partition).into_iter().filter(|r| r.clustering.ends_with(adam.as_bytes())) {
+    for (partition, key) in [("by_did", adam.as_bytes()), ("by_handle", adam_key.as_slice())] {
+        for row in rows(&users, partition).into_iter().filter(|r| r.clustering.ends_with(key)) {
             let mut columns = named("did", &adam);
             columns.insert("firstSeen".into(), Value::Text("2025-01-01T00:00:00.000Z".into()));
             batch.put(&users, partition, row.clustering, columns, 1);
@@ -192,63 +202,114 @@ fn name_and_listing_rows_of_either_format_are_read_alike() {
     assert!(EprintsReader::new(store).unwrap().uris_by_author(&ada, 10).unwrap().is_empty());
 }
 
-/// Listing keys hold an eprint's URI short (eprints format 6); those a build before wrote
-/// with the whole URI are read alike, and replaced when the eprint changes.
+/// Listing keys hold an eprint's URI compact (its DID's key and its record key, eprints
+/// format 7); those builds before wrote with the URI short (the DID as text, format 6) or
+/// whole (format 5) are read alike, and replaced when the eprint changes.
 #[test]
-fn listings_keyed_by_whole_uris_are_read_and_replaced() {
+fn listings_keyed_by_earlier_forms_of_the_uri_are_read_and_replaced() {
     use crate::support::{env, project_all, submission, write};
     use store::{Batch, Scan, TableRef, Value};
 
-    let env = env();
+    // Each earlier form: the URI as its keys held it, and the record row's flag for it.
     let (ada, adam) = (did(1), did(2));
     let uri = format!("at://{ada}/pub.svc.eprint.submission/3p1");
-    let mut record = submission("Keys", &[("Ada", &ada), ("Adam", &adam)], 1);
-    record["doi"] = "10.1234/x".into();
-    env.log.append(&[write(&ada, "3p1", "3r01", record.clone(), false)]).unwrap();
+    let forms = [(format!("{ada}/3p1"), Some("shortKeys")), (uri.clone(), None)];
+    for (older, flag) in forms {
+        let env = env();
+        let mut record = submission("Keys", &[("Ada", &ada), ("Adam", &adam)], 1);
+        record["doi"] = "10.1234/x".into();
+        env.log.append(&[write(&ada, "3p1", "3r01", record.clone(), false)]).unwrap();
+        project_all(&env);
+        let store = env.ctx.store.as_ref();
+        let v = store.active_version("eprints").unwrap().unwrap();
+        let (by_author, by_id, records) = (
+            TableRef::new("eprints", v, "by_author"),
+            TableRef::new("eprints", v, "by_external_id"),
+            TableRef::new("eprints", v, "records"),
+        );
+        let rows = |table: &TableRef, partition: &str| store.scan(table, partition, &Scan::first(1000)).unwrap().rows;
+        let compact = [projections::did_key::encode(&ada).as_slice(), b"/3p1"].concat();
+        assert_eq!(compact.len(), 20, "a did:plc's URI in 20 bytes");
+        assert_eq!(rows(&by_author, &adam)[0].clustering[8..], compact, "a listing key holds the URI compact");
+        assert_eq!(rows(&by_id, "doi:10.1234/x")[0].clustering, compact);
+
+        // The rows as the earlier format wrote them.
+        let mut batch = Batch::default();
+        for partition in [&ada, &adam] {
+            let row = rows(&by_author, partition).remove(0);
+            batch.delete(&by_author, partition, row.clustering.clone(), 1);
+            let mut key = row.clustering[..8].to_vec();
+            key.extend_from_slice(older.as_bytes());
+            batch.put(&by_author, partition, key, row.columns, 1);
+        }
+        batch.delete(&by_id, "doi:10.1234/x", compact.clone(), 1);
+        batch.put(&by_id, "doi:10.1234/x", older.clone().into_bytes(), Default::default(), 1);
+        let mut row = store.get(&records, &uri, &[]).unwrap().unwrap();
+        assert_eq!(row.remove("compactKeys"), Some(Value::Bool(true)));
+        if let Some(flag) = flag {
+            row.insert(flag.into(), Value::Bool(true));
+        }
+        batch.put(&records, &uri, Vec::new(), row, 1);
+        store.apply(batch).unwrap();
+
+        let reader = EprintsReader::new(store).unwrap();
+        assert_eq!(reader.uris_by_author(&adam, 10).unwrap(), std::slice::from_ref(&uri), "{older}");
+        assert_eq!(
+            reader.by_author(&ada, 10, None).unwrap().eprints.iter().map(|e| e.uri().to_owned()).collect::<Vec<_>>(),
+            std::slice::from_ref(&uri)
+        );
+        assert_eq!(reader.by_external_id("doi:10.1234/x", 10).unwrap(), std::slice::from_ref(&uri));
+
+        // An update without Adam and with another DOI removes the earlier rows.
+        let mut record = submission("Keys, revised", &[("Ada", &ada)], 1);
+        record["doi"] = "10.1234/y".into();
+        env.log.append(&[write(&ada, "3p1", "3r02", record, true)]).unwrap();
+        project_all(&env);
+        assert!(rows(&by_author, &adam).is_empty(), "{older}: {:?}", rows(&by_author, &adam));
+        assert_eq!(rows(&by_author, &ada).len(), 1);
+        assert!(rows(&by_id, "doi:10.1234/x").is_empty(), "{older}");
+        let reader = EprintsReader::new(store).unwrap();
+        assert_eq!(reader.uris_by_author(&ada, 10).unwrap(), std::slice::from_ref(&uri));
+        assert_eq!(reader.by_external_id("doi:10.1234/y", 10).unwrap(), std::slice::from_ref(&uri));
+    }
+}
+
+/// A user's rows under its handle and the words of its names hold its DID's key (eprints
+/// format 7); those a build before keyed by the DID's text are read alike, and removed
+/// when the handle or names change.
+#[test]
+fn user_rows_keyed_by_a_did_as_text_are_read_and_removed() {
+    use crate::support::{env, project_all};
+    use store::{Batch, Scan, TableRef};
+
+    let env = env();
+    env.log.append(&[identity(1, "ada.test", Some("Ada Lovelace"))]).unwrap();
     project_all(&env);
     let store = env.ctx.store.as_ref();
     let v = store.active_version("eprints").unwrap().unwrap();
-    let (by_author, by_id, records) =
-        (TableRef::new("eprints", v, "by_author"), TableRef::new("eprints", v, "by_external_id"), TableRef::new("eprints", v, "records"));
-    let rows = |table: &TableRef, partition: &str| store.scan(table, partition, &Scan::first(1000)).unwrap().rows;
-    let short = format!("{ada}/3p1");
-    assert!(rows(&by_author, &adam)[0].clustering.ends_with(short.as_bytes()), "a listing key holds the URI short");
-    assert_eq!(rows(&by_id, "doi:10.1234/x")[0].clustering, short.as_bytes());
-
-    // The rows as eprints format 5 wrote them: whole URIs, and a record row without
-    // `shortKeys`.
+    let users = TableRef::new("eprints", v, "users");
+    let rows = |partition: &str| store.scan(&users, partition, &Scan::first(1000)).unwrap().rows;
+    let (ada, key) = (did(1), projections::did_key::encode(&did(1)));
     let mut batch = Batch::default();
-    for partition in [&ada, &adam] {
-        let row = rows(&by_author, partition).remove(0);
-        batch.delete(&by_author, partition, row.clustering.clone(), 1);
-        let mut whole = row.clustering[..8].to_vec();
-        whole.extend_from_slice(uri.as_bytes());
-        batch.put(&by_author, partition, whole, row.columns, 1);
+    for partition in ["by_handle", "by_name"] {
+        let held = rows(partition);
+        assert!(!held.is_empty() && held.iter().all(|r| r.clustering.ends_with(&key)), "{partition}: keyed compact");
+        for row in held {
+            batch.delete(&users, partition, row.clustering.clone(), 1);
+            let mut text = row.clustering[..row.clustering.len() - key.len()].to_vec();
+            text.extend_from_slice(ada.as_bytes());
+            batch.put(&users, partition, text, row.columns, 1);
+        }
     }
-    batch.delete(&by_id, "doi:10.1234/x", short.clone().into_bytes(), 1);
-    batch.put(&by_id, "doi:10.1234/x", uri.clone().into_bytes(), Default::default(), 1);
-    let mut row = store.get(&records, &uri, &[]).unwrap().unwrap();
-    assert_eq!(row.remove("shortKeys"), Some(Value::Bool(true)));
-    batch.put(&records, &uri, Vec::new(), row, 1);
     store.apply(batch).unwrap();
-
     let reader = EprintsReader::new(store).unwrap();
-    assert_eq!(reader.uris_by_author(&adam, 10).unwrap(), std::slice::from_ref(&uri));
-    assert_eq!(
-        reader.by_author(&ada, 10, None).unwrap().eprints.iter().map(|e| e.uri().to_owned()).collect::<Vec<_>>(),
-        std::slice::from_ref(&uri)
-    );
-    assert_eq!(reader.by_external_id("doi:10.1234/x", 10).unwrap(), std::slice::from_ref(&uri));
+    assert_eq!(reader.users_by_prefix("ada.t", 10).unwrap(), std::slice::from_ref(&ada));
+    assert_eq!(search(store, "lovelace", 10), vec![1]);
 
-    // An update without Adam and with another DOI removes the whole-URI rows.
-    let mut record = submission("Keys, revised", &[("Ada", &ada)], 1);
-    record["doi"] = "10.1234/y".into();
-    env.log.append(&[write(&ada, "3p1", "3r02", record, true)]).unwrap();
+    env.log.append(&[identity(1, "countess.test", Some("Augusta King"))]).unwrap();
     project_all(&env);
-    assert!(rows(&by_author, &adam).is_empty(), "{:?}", rows(&by_author, &adam));
-    assert_eq!(rows(&by_author, &ada).len(), 1);
-    assert!(rows(&by_id, "doi:10.1234/x").is_empty());
-    let reader = EprintsReader::new(store).unwrap();
-    assert_eq!(reader.uris_by_author(&ada, 10).unwrap(), std::slice::from_ref(&uri));
-    assert_eq!(reader.by_external_id("doi:10.1234/y", 10).unwrap(), [uri]);
+    assert!(EprintsReader::new(store).unwrap().users_by_prefix("ada.t", 10).unwrap().is_empty(), "the old handle's row is gone");
+    assert_eq!(search(store, "lovelace", 10), Vec::<usize>::new(), "the old names' rows are gone");
+    assert_eq!(search(store, "augusta", 10), vec![1]);
+    assert!(rows("by_name").iter().chain(&rows("by_handle")).all(|r| r.clustering.ends_with(&key)), "only compact keys are left");
 }

@@ -9,7 +9,10 @@ use store::{consumer_name, Columns, Store, Value};
 use tracing::debug;
 
 use super::read::account_of;
-use super::{accounts, author_key, by_author, by_external_id, external_ids, key_uri, name_key, records, users, MODEL, USERS_BY_NAME};
+use super::{
+    accounts, author_key, by_author, by_external_id, external_ids, key_uri, name_key, name_keys, records, users, UriForm, MODEL,
+    USERS_BY_NAME,
+};
 use crate::attached::collections::PROFILE;
 use crate::catalog::Mode;
 use crate::deadletter::Parking;
@@ -79,12 +82,12 @@ impl EprintsProjection {
         let indexed_at = event.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true);
         let listed = submission.listed_dids(&w.did);
         let at = submission.created_at.timestamp_micros();
-        // The keys hold the URI (in short: `key_uri`): the rows need nothing more.
+        // The keys hold the URI (compact: `key_uri`): the rows need nothing more.
         for did in &listed {
-            st.put(&by_author(self.version), did, author_key(at, &uri), Columns::new(), position);
+            st.put(&by_author(self.version), did, author_key(at, &uri, UriForm::Compact), Columns::new(), position);
         }
         for id in external_ids(&submission.record) {
-            st.put(&by_external_id(self.version), &id, key_uri(&uri), Columns::new(), position);
+            st.put(&by_external_id(self.version), &id, key_uri(&uri, UriForm::Compact), Columns::new(), position);
         }
         let mut c = Columns::new();
         c.insert("uri".into(), Value::Text(uri.clone()));
@@ -96,7 +99,7 @@ impl EprintsProjection {
         c.insert("listed".into(), Value::Text(serde_json::to_string(&listed).unwrap_or_default()));
         c.insert("listingAt".into(), Value::Int(at));
         c.insert("listingByData".into(), Value::Bool(true));
-        c.insert("shortKeys".into(), Value::Bool(true));
+        c.insert("compactKeys".into(), Value::Bool(true));
         c.insert("ordinal".into(), Value::Int(position as i64));
         c.insert("deleted".into(), Value::Bool(false));
         self.records().put(st, &uri, c, position);
@@ -119,7 +122,9 @@ impl EprintsProjection {
         st.put(&users(self.version), super::USERS_BY_DID, did.as_bytes().to_vec(), c, position);
         if let Some(handle) = handle {
             if let Some(old) = held_handle.filter(|old| old != handle) {
-                st.delete(&users(self.version), super::USERS_BY_HANDLE, super::handle_key(&old, did), position);
+                for key in super::handle_keys(&old, did) {
+                    st.delete(&users(self.version), super::USERS_BY_HANDLE, key, position);
+                }
             }
             st.put(&users(self.version), super::USERS_BY_HANDLE, super::handle_key(handle, did), Columns::new(), position);
         }
@@ -167,7 +172,9 @@ impl EprintsProjection {
         update(&mut c);
         let after = account_of(&c).name_words();
         for word in before.difference(&after) {
-            st.delete(&users(self.version), USERS_BY_NAME, name_key(word, did), position);
+            for key in name_keys(word, did) {
+                st.delete(&users(self.version), USERS_BY_NAME, key, position);
+            }
         }
         // The key holds the DID: the row needs nothing more (`name_key_did`).
         for word in after.difference(&before) {
@@ -197,11 +204,19 @@ impl Listings for EprintsProjection {
         let ordinal = existing.get("ordinal").and_then(Value::as_int).unwrap_or_default() as u64;
         let listed: Vec<String> = text(existing, "listed").and_then(|l| serde_json::from_str(&l).ok()).unwrap_or_default();
         let at = existing.get("listingAt").and_then(Value::as_int).unwrap_or_default();
-        // The keys as the row's writer made them: short URIs (eprints format 6), full ones,
-        // or the log's order (before listings were ordered by the data).
-        let short = existing.get("shortKeys").and_then(Value::as_bool) == Some(true);
+        // The keys as the row's writer made them: compact URIs (eprints format 7), short
+        // ones (format 6), full ones, or the log's order (before listings were ordered by
+        // the data).
+        let flag = |name: &str| existing.get(name).and_then(Value::as_bool) == Some(true);
+        let form = if flag("compactKeys") {
+            UriForm::Compact
+        } else if flag("shortKeys") {
+            UriForm::Short
+        } else {
+            UriForm::Whole
+        };
         let key = match (existing.get("listingByData").and_then(Value::as_bool), text(existing, "uri")) {
-            (Some(true), Some(uri)) if short => author_key(at, &uri),
+            (Some(true), Some(uri)) if form != UriForm::Whole => author_key(at, &uri, form),
             (Some(true), Some(uri)) => listing_key(at, &uri),
             _ => legacy_listing_key(at, ordinal),
         };
@@ -210,7 +225,7 @@ impl Listings for EprintsProjection {
         }
         if let (Some(uri), Some(record)) = (text(existing, "uri"), text(existing, "record")) {
             let record: serde_json::Value = serde_json::from_str(&record).unwrap_or_default();
-            let key = if short { key_uri(&uri) } else { uri.clone().into_bytes() };
+            let key = key_uri(&uri, form);
             for id in external_ids(&record) {
                 st.delete(&by_external_id(self.version), &id, key.clone(), position);
             }

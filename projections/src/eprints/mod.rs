@@ -5,11 +5,13 @@
 //! - `records`: record URI → empty: uri, did, cid, rev, record (contract shape, JSON),
 //!   indexedAt, listed (JSON array of DIDs), listingAt (createdAt, µs), listingByData (the
 //!   listing key is createdAt ‖ URI; rows of older builds keyed by append time ‖ offset lack
-//!   it), shortKeys (the listing keys hold the URI short, [`key_uri`]), deleted, ordinal
+//!   it), compactKeys (the listing keys hold the URI compact, [`key_uri`]; shortKeys: short,
+//!   before eprints format 7), deleted, ordinal
 //!   (the log position of the event that made the row).
 //!   A deletion leaves a tombstone with its `rev`, so an older write replayed later is skipped.
-//! - `by_author`: DID → createdAt (µs, order-preserving big-endian) ‖ record URI (short:
-//!   [`key_uri`]; whole before eprints format 6, and in a `uri` column before format 4): ∅.
+//! - `by_author`: DID → createdAt (µs, order-preserving big-endian) ‖ record URI (compact:
+//!   [`key_uri`]; short before eprints format 7, whole before format 6, and in a `uri`
+//!   column before format 4): ∅.
 //!   Scanned backwards for newest first (equal dates: greater URI first), an order that
 //!   depends on the data only; summaries come from `records`; an author's total is the
 //!   partition's row count.
@@ -19,11 +21,13 @@
 //!   eprint by).
 //! - `accounts`: DID → empty: handle, displayName, active, status, firstSeen.
 //! - `users`: `by_did` → DID: firstSeen (when the index first saw it), and `by_handle`
-//!   → lowercased handle ‖ 0 ‖ DID: ∅, for `pub.svc.admin.searchUsers` by DID or handle
+//!   → lowercased handle ‖ 0 ‖ DID (its key, [`crate::did_key`], since eprints format 7;
+//!   text before): ∅, for `pub.svc.admin.searchUsers` by DID or handle
 //!   prefix. Every DID that created a record or whose handle an identity event named; its
 //!   account row keeps `firstSeen` too, so a user is registered once. (Rows written before
 //!   eprints format 5 also hold the DID, `did`, as `by_name` rows did before format 4.)
-//!   `by_name` → word ‖ 0 ‖ DID: ∅, for `pub.svc.author.searchAuthors`: each of
+//!   `by_name` → word ‖ 0 ‖ DID (as under its handle): ∅, for
+//!   `pub.svc.author.searchAuthors`: each of
 //!   [`name_words`] of the account's handle, display name and profile name, kept as they
 //!   change.
 //! - `accounts` also keeps `profileName`, the display name of the account's
@@ -39,6 +43,8 @@ pub use apply::EprintsProjection;
 use std::collections::BTreeSet;
 
 use store::{Columns, TableRef, Value};
+
+use crate::did_key;
 
 /// The model name.
 pub const MODEL: &str = "eprints";
@@ -65,41 +71,59 @@ pub(crate) const USERS_BY_DID: &str = "by_did";
 /// The partition of `users` keyed by handle, then DID.
 pub(crate) const USERS_BY_HANDLE: &str = "by_handle";
 
-/// The clustering key of a user under its handle.
+/// The clustering key of a user under its handle: the lowercased handle, 0, the DID's key
+/// ([`crate::did_key`]; its text before eprints format 7).
 pub(crate) fn handle_key(handle: &str, did: &str) -> Vec<u8> {
-    let mut k = handle.to_lowercase().into_bytes();
-    k.push(0);
-    k.extend_from_slice(did.as_bytes());
-    k
+    name_key(&handle.to_lowercase(), did)
+}
+
+/// The keys a user's row under `handle` may have: this build's and the text form of
+/// earlier ones (a row is deleted by both).
+pub(crate) fn handle_keys(handle: &str, did: &str) -> [Vec<u8>; 2] {
+    name_keys(&handle.to_lowercase(), did)
 }
 
 /// The partition of `users` keyed by the words of a user's handle and display name
 /// ([`name_words`]), then DID.
 pub(crate) const USERS_BY_NAME: &str = "by_name";
 
-/// The clustering key of a user under one of its [`name_words`].
+/// The clustering key of a user under one of its [`name_words`]: the word, 0, the DID's key
+/// ([`crate::did_key`]; its text before eprints format 7).
 pub(crate) fn name_key(word: &str, did: &str) -> Vec<u8> {
     let mut k = word.as_bytes().to_vec();
     k.push(0);
-    k.extend_from_slice(did.as_bytes());
+    k.extend_from_slice(&did_key::encode(did));
     k
 }
 
+/// The keys a user's row under `word` may have: this build's and the text form of earlier
+/// ones (a row is deleted by both).
+pub(crate) fn name_keys(word: &str, did: &str) -> [Vec<u8>; 2] {
+    let mut text = word.as_bytes().to_vec();
+    text.push(0);
+    text.extend_from_slice(did.as_bytes());
+    [name_key(word, did), text]
+}
+
 /// The DID of a `users` row under one of its [`name_words`]: the one its value names (rows
-/// written before eprints format 4), else the one its [`name_key`] ends with.
-pub(crate) fn name_key_did<'r>(clustering: &'r [u8], columns: &'r Columns) -> Option<&'r str> {
+/// written before eprints format 4), else the one its [`name_key`] ends with, in either form.
+pub(crate) fn name_key_did(clustering: &[u8], columns: &Columns) -> Option<String> {
     match columns.get("did").and_then(Value::as_text) {
-        Some(did) => Some(did),
-        None => std::str::from_utf8(&clustering[clustering.iter().position(|b| *b == 0)? + 1..]).ok(),
+        Some(did) => Some(did.to_owned()),
+        None => {
+            let (did, rest) = did_key::decode(&clustering[clustering.iter().position(|b| *b == 0)? + 1..], 0)?;
+            rest.is_empty().then_some(did)
+        }
     }
 }
 
 /// The DID of a `users` row under its DID or its handle: the one its value names (rows
-/// written before eprints format 5), else its key's ([`handle_key`] ends with it).
-pub(crate) fn user_key_did<'r>(partition: &str, clustering: &'r [u8], columns: &'r Columns) -> Option<&'r str> {
+/// written before eprints format 5), else its key's (text under its DID; [`handle_key`]
+/// ends with it).
+pub(crate) fn user_key_did(partition: &str, clustering: &[u8], columns: &Columns) -> Option<String> {
     match columns.get("did").and_then(Value::as_text) {
-        Some(did) => Some(did),
-        None if partition == USERS_BY_DID => std::str::from_utf8(clustering).ok(),
+        Some(did) => Some(did.to_owned()),
+        None if partition == USERS_BY_DID => std::str::from_utf8(clustering).ok().map(str::to_owned),
         None => name_key_did(clustering, columns),
     }
 }
@@ -139,33 +163,49 @@ pub(crate) fn by_external_id(version: u32) -> TableRef {
     TableRef::new(MODEL, version, "by_external_id")
 }
 
-/// An eprint's URI as the keys of `by_author` and `by_external_id` hold it since eprints
-/// format 6: its repository's DID, `/`, its record key (every eprint is a
-/// `pub.svc.eprint.submission`; full URIs sort alike). Any other URI is kept whole.
-pub(crate) fn key_uri(uri: &str) -> Vec<u8> {
-    let compact = uri.strip_prefix("at://").and_then(|rest| {
-        let (did, rest) = rest.split_once('/')?;
-        let rkey = rest.strip_prefix(lexicons::SUBMISSION)?.strip_prefix('/')?;
-        Some(format!("{did}/{rkey}"))
-    });
-    compact.unwrap_or_else(|| uri.to_owned()).into_bytes()
+/// How the keys of `by_author` and `by_external_id` hold an eprint's URI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UriForm {
+    /// Whole (before eprints format 6).
+    Whole,
+    /// Its repository's DID as text, `/`, its record key (eprints format 6).
+    Short,
+    /// Its repository's DID's key ([`crate::did_key`]), `/`, its record key (since eprints
+    /// format 7).
+    Compact,
 }
 
-/// The eprint URI a key's [`key_uri`] part names, in either form.
-pub(crate) fn uri_of_key(key: &[u8]) -> Option<String> {
-    let text = std::str::from_utf8(key).ok()?;
-    if text.starts_with("at://") {
-        return Some(text.to_owned());
+/// An eprint's URI as the keys of `by_author` and `by_external_id` hold it in `form`: its
+/// repository's DID and its record key (every eprint is a `pub.svc.eprint.submission`;
+/// URIs sort alike in every form). Any other URI is kept whole.
+pub(crate) fn key_uri(uri: &str, form: UriForm) -> Vec<u8> {
+    let short = uri.strip_prefix("at://").and_then(|rest| {
+        let (did, rest) = rest.split_once('/')?;
+        let rkey = rest.strip_prefix(lexicons::SUBMISSION)?.strip_prefix('/')?;
+        Some((did, rkey))
+    });
+    match (short, form) {
+        (Some((did, rkey)), UriForm::Compact) => [did_key::encode(did).as_slice(), b"/", rkey.as_bytes()].concat(),
+        (Some((did, rkey)), UriForm::Short) => format!("{did}/{rkey}").into_bytes(),
+        _ => uri.as_bytes().to_vec(),
     }
-    let (did, rkey) = text.split_once('/')?;
-    did.starts_with("did:").then(|| format!("at://{did}/{}/{rkey}", lexicons::SUBMISSION))
+}
+
+/// The eprint URI a key's [`key_uri`] part names, in any form.
+pub(crate) fn uri_of_key(key: &[u8]) -> Option<String> {
+    if key.starts_with(b"at://") {
+        return std::str::from_utf8(key).ok().map(str::to_owned);
+    }
+    let (did, rest) = did_key::decode(key, b'/')?;
+    let rkey = std::str::from_utf8(rest.strip_prefix(b"/")?).ok()?;
+    Some(format!("at://{did}/{}/{rkey}", lexicons::SUBMISSION))
 }
 
 /// The clustering key of an eprint in an author's listing (`by_author`): its `createdAt`
 /// as [`crate::rows::listing_key`] has it, then its [`key_uri`].
-pub(crate) fn author_key(created_at_micros: i64, uri: &str) -> Vec<u8> {
+pub(crate) fn author_key(created_at_micros: i64, uri: &str, form: UriForm) -> Vec<u8> {
     let mut k = crate::rows::listing_key(created_at_micros, "");
-    k.extend_from_slice(&key_uri(uri));
+    k.extend_from_slice(&key_uri(uri, form));
     k
 }
 

@@ -372,7 +372,7 @@ impl<'a> EprintsReader<'a> {
             }
             let page = self.store.scan(&users(v), partition, &Scan { after: Some(just_before(key)), limit: limit * 2, reverse: false })?;
             for row in page.rows.iter().take_while(|r| r.clustering.starts_with(key)) {
-                let did = super::user_key_did(partition, &row.clustering, &row.columns).unwrap_or_default().to_owned();
+                let did = super::user_key_did(partition, &row.clustering, &row.columns).unwrap_or_default();
                 if !did.is_empty() && !dids.contains(&did) && dids.len() < limit {
                     dids.push(did);
                 }
@@ -404,8 +404,8 @@ impl<'a> EprintsReader<'a> {
         let page = self.store.scan(&users(v), USERS_BY_NAME, &Scan { after: Some(start), limit: budget, reverse: false })?;
         let rows: Vec<_> = page.rows.iter().take_while(|r| r.clustering.starts_with(word.as_bytes())).collect();
         let ended = rows.len() < page.rows.len() || page.next.is_none();
-        let dids: Vec<&str> = rows.iter().map(|r| super::name_key_did(&r.clustering, &r.columns).unwrap_or_default()).collect();
-        let held = crate::rows::rows_of(self.store, &accounts(v), &dids)?;
+        let dids: Vec<String> = rows.iter().map(|r| super::name_key_did(&r.clustering, &r.columns).unwrap_or_default()).collect();
+        let held = crate::rows::rows_of(self.store, &accounts(v), &dids.iter().map(String::as_str).collect::<Vec<_>>())?;
         let mut authors = Vec::new();
         for ((row, did), account) in rows.iter().zip(&dids).zip(held) {
             let account = account.map(|a| account_of(&a)).unwrap_or_default();
@@ -416,7 +416,7 @@ impl<'a> EprintsReader<'a> {
             if account.hidden || !matches || first.map(String::as_bytes) != Some(found_by) {
                 continue;
             }
-            authors.push(AuthorMatch { did: (*did).to_owned(), account });
+            authors.push(AuthorMatch { did: did.clone(), account });
             if authors.len() == limit {
                 return Ok(AuthorSearch { authors, next: Some(row.clustering.clone()) });
             }
