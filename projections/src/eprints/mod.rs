@@ -226,3 +226,27 @@ pub(crate) fn external_ids(record: &serde_json::Value) -> Vec<String> {
 pub(crate) fn accounts(version: u32) -> TableRef {
     TableRef::new(MODEL, version, "accounts")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rows::is_listing_key;
+
+    #[test]
+    fn a_listing_key_holds_the_uri_in_each_form_and_each_reads_back_as_a_cursor() {
+        let plc = format!("at://did:plc:ewvi7nxzyoun6zhxrhs64oiz/{}/3kabc", lexicons::SUBMISSION);
+        let web = format!("at://did:web:example.com/{}/3kabc", lexicons::SUBMISSION);
+        for uri in [&plc, &web] {
+            for form in [UriForm::Whole, UriForm::Short, UriForm::Compact] {
+                let key = author_key(1_764_547_200_000_000, uri, form);
+                assert!(is_listing_key(&key), "{uri} {form:?}");
+                assert_eq!(uri_of_key(&key[8..]).as_deref(), Some(uri.as_str()), "{form:?}");
+            }
+        }
+        assert_eq!(key_uri(&plc, UriForm::Compact).len(), crate::did_key::LEN + 6, "a did:plc's URI in 22 bytes");
+        assert_eq!(key_uri(&web, UriForm::Compact), key_uri(&web, UriForm::Short), "any other DID stays text");
+        for bad in [&b"12345678"[..], b"12345678garbage", b"12345678\x01short", b"12345678did:plc:x"] {
+            assert!(!is_listing_key(bad), "{bad:?}");
+        }
+    }
+}
