@@ -53,7 +53,7 @@ fn compact(did: &str) -> Option<[u8; LEN]> {
 pub fn decode(key: &[u8], stop: u8) -> Option<(String, &[u8])> {
     if key.first() == Some(&MARK) {
         let body = key.get(1..LEN)?;
-        let mut bytes = [0; 16];
+        let mut bytes = [0; LEN];
         bytes[1..].copy_from_slice(body);
         let bits = u128::from_be_bytes(bytes);
         let mut did = String::with_capacity(PLC.len() + 24);

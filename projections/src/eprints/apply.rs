@@ -17,7 +17,7 @@ use crate::attached::collections::PROFILE;
 use crate::catalog::Mode;
 use crate::deadletter::Parking;
 use crate::records::{Listings, RecordTable};
-use crate::rows::{listing_key, text};
+use crate::rows::text;
 use crate::staged::Staged;
 use crate::submission::Submission;
 use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
@@ -216,8 +216,7 @@ impl Listings for EprintsProjection {
             UriForm::Whole
         };
         let key = match (existing.get("listingByData").and_then(Value::as_bool), text(existing, "uri")) {
-            (Some(true), Some(uri)) if form != UriForm::Whole => author_key(at, &uri, form),
-            (Some(true), Some(uri)) => listing_key(at, &uri),
+            (Some(true), Some(uri)) => author_key(at, &uri, form),
             _ => legacy_listing_key(at, ordinal),
         };
         for did in listed {

@@ -90,19 +90,18 @@ pub(crate) const USERS_BY_NAME: &str = "by_name";
 /// The clustering key of a user under one of its [`name_words`]: the word, 0, the DID's key
 /// ([`crate::did_key`]; its text before eprints format 7).
 pub(crate) fn name_key(word: &str, did: &str) -> Vec<u8> {
-    let mut k = word.as_bytes().to_vec();
-    k.push(0);
-    k.extend_from_slice(&did_key::encode(did));
-    k
+    word_key(word, &did_key::encode(did))
 }
 
 /// The keys a user's row under `word` may have: this build's and the text form of earlier
 /// ones (a row is deleted by both).
 pub(crate) fn name_keys(word: &str, did: &str) -> [Vec<u8>; 2] {
-    let mut text = word.as_bytes().to_vec();
-    text.push(0);
-    text.extend_from_slice(did.as_bytes());
-    [name_key(word, did), text]
+    [name_key(word, did), word_key(word, did.as_bytes())]
+}
+
+/// `word`, 0, then a DID in the form `did` holds it.
+fn word_key(word: &str, did: &[u8]) -> Vec<u8> {
+    [word.as_bytes(), &[0], did].concat()
 }
 
 /// The DID of a `users` row under one of its [`name_words`]: the one its value names (rows
