@@ -46,6 +46,11 @@ pub struct WorkerConfig {
     /// The smallest batch that paces the next ([`WorkerConfig::pace`]): a trickle of writes
     /// (an author's command waiting to read its own write) is applied at once.
     pub pace_from: usize,
+    /// A pause ([`WorkerConfig::pace`]) ends early once nothing was appended for this long:
+    /// the stream has stopped, and its last events are applied now rather than when the
+    /// pause would have ended. 50 ms by default (a stream of recordViews appends every few
+    /// microseconds).
+    pub pace_quiet: Duration,
 }
 
 impl Default for WorkerConfig {
@@ -58,6 +63,7 @@ impl Default for WorkerConfig {
             max_retry_delay: Duration::from_secs(5),
             pace: Duration::from_millis(500),
             pace_from: 1_000,
+            pace_quiet: Duration::from_millis(50),
         }
     }
 }
@@ -425,13 +431,27 @@ impl Worker {
                     } else if cancel.is_cancelled() {
                         break;
                     } else if let Some(until) = pause_after(&config, started, read) {
-                        tokio::select! {
-                            _ = tokio::time::sleep_until(until.into()) => {}
-                            Some(request) = holds.recv() => {
-                                projections = hold_here(projections, request, &cancel).await?;
-                                held = true;
+                        // Paused in slices of `pace_quiet`: a slice with no append means the
+                        // stream stopped, and what it left is applied now.
+                        appended.borrow_and_update();
+                        loop {
+                            let slice = (Instant::now() + config.pace_quiet).min(until);
+                            tokio::select! {
+                                _ = tokio::time::sleep_until(slice.into()) => {}
+                                Some(request) = holds.recv() => {
+                                    projections = hold_here(projections, request, &cancel).await?;
+                                    held = true;
+                                    break;
+                                }
+                                _ = cancel.cancelled() => break,
                             }
-                            _ = cancel.cancelled() => break,
+                            if Instant::now() >= until || !appended.has_changed().unwrap_or(false) {
+                                break;
+                            }
+                            appended.borrow_and_update();
+                        }
+                        if cancel.is_cancelled() {
+                            break;
                         }
                     }
                 }
@@ -527,6 +547,64 @@ mod tests {
         // A batch that took longer than the pace: no wait.
         let long_ago = Instant::now() - Duration::from_secs(1);
         assert_eq!(pause_after(&config, long_ago, Read { events: 5_000, more_to_come: false }), None);
+    }
+
+    /// A projection that keeps its checkpoints in memory and counts events and batches.
+    #[derive(Clone, Default)]
+    struct Following(Arc<std::sync::Mutex<(Checkpoints, usize, usize)>>);
+
+    impl Projection for Following {
+        fn model(&self) -> &'static str {
+            "following"
+        }
+        fn version(&self) -> u32 {
+            1
+        }
+        fn checkpoints(&self) -> Result<Checkpoints, ProjectionError> {
+            Ok(self.0.lock().unwrap().0.clone())
+        }
+        fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError> {
+            let mut state = self.0.lock().unwrap();
+            state.0.extend(batch.next().iter().map(|(p, o)| (*p, *o)));
+            state.1 += batch.len();
+            state.2 += 1;
+            Ok(())
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_paced_stream_that_stops_is_applied_without_waiting_out_the_pace() {
+        let dir = tempfile::tempdir().unwrap();
+        let log: Arc<dyn EventLog> = Arc::new(eventlog::EmbeddedLog::open(&dir.path().join("log"), 1).unwrap());
+        let following = Following::default();
+        let pace = Duration::from_secs(5);
+        let config =
+            WorkerConfig { batch_size: 10, pace, pace_from: 10, pace_quiet: Duration::from_millis(200), ..WorkerConfig::default() };
+        let worker = Worker::new(log.clone(), vec![Box::new(following.clone())], config).unwrap();
+        let cancel = CancellationToken::new();
+        let running = tokio::spawn(worker.run(cancel.clone()));
+        let event = || {
+            let delete =
+                event_schema::RecordDelete { did: "did:plc:a".into(), collection: "c.d.e".into(), rkey: "k".into(), rev: "r".into() };
+            event_schema::NewEvent::repo(
+                event_schema::Source::Manual { note: "pace test".into() },
+                event_schema::Payload::RecordDelete(delete),
+            )
+        };
+        // A stream: 20 events every 10 ms for 600 ms.
+        for _ in 0..60 {
+            log.append(&(0..20).map(|_| event()).collect::<Vec<_>>()).unwrap();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let stopped = Instant::now();
+        let batches_under_the_stream = following.0.lock().unwrap().2;
+        while following.0.lock().unwrap().1 < 1_200 {
+            assert!(stopped.elapsed() < pace / 2, "the stream's last events waited for the pace");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(batches_under_the_stream <= 3, "{batches_under_the_stream} batches: the pace held under the stream");
+        cancel.cancel();
+        running.await.unwrap().unwrap();
     }
 
     #[test]
