@@ -194,9 +194,9 @@ pub async fn search(state: &AppState, args: SearchArgs) -> Result<SearchPage, Ap
     })
 }
 
-/// The summaries of the `n` eprints that best match any of `words`
+/// The `n` eprints that best match any of `words`, with their field codes
 /// ([`projections::search::SearchIndex::like`]), in one of the node's search slots.
-pub async fn like(state: &AppState, words: Vec<String>, n: usize) -> Result<Vec<String>, ApiError> {
+pub async fn like(state: &AppState, words: Vec<String>, n: usize) -> Result<Vec<projections::search::LikeHit>, ApiError> {
     let Some(index) = state.search_index()? else { return Ok(Vec::new()) };
     let _slot = state.searches.acquire().await.map_err(|_| ApiError::internal("the search slots are closed"))?;
     let hits = tokio::task::spawn_blocking(move || index.like(&words, n))

@@ -26,7 +26,7 @@ use tantivy::{Index, IndexReader, IndexSettings, ReloadPolicy};
 pub use answers::Found;
 pub use facets::{Facet, Highlight, FACET_SIZE};
 pub use indexer::SearchProjection;
-pub use query::{SearchCursor, SearchRequest, SearchResults, SortOrder};
+pub use query::{LikeHit, SearchCursor, SearchRequest, SearchResults, SortOrder};
 pub use schema::SearchFields;
 pub use stem::en_fold;
 

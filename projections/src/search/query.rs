@@ -320,16 +320,17 @@ impl SearchIndex {
 const LIKE_WORDS: usize = 5;
 
 impl SearchIndex {
-    /// The summaries of the `n` documents that best match any of `words` (say a title's
-    /// significant words), by BM25 in all text, looking up only the [`LIKE_WORDS`] rarest
-    /// of them. The query
-    /// is a bare union of terms, so tantivy's block-max WAND skips every document that
-    /// cannot reach the top `n` instead of scoring each match; hidden accounts' documents
-    /// are dropped after, so fewer than `n` may come back.
+    /// The `n` documents that best match any of `words` (say a title's significant words),
+    /// by BM25 in all text, looking up only the [`LIKE_WORDS`] rarest of them: each one's
+    /// URI and field codes, read from the index alone (its doc store and the `field` fast
+    /// field; no summary is built, which was most of `getSimilar`'s time). The query is a
+    /// bare union of terms, so tantivy's block-max WAND skips every document that cannot
+    /// reach the top `n` instead of scoring each match; hidden accounts' documents are
+    /// dropped after, so fewer than `n` may come back.
     ///
     /// # Errors
     /// [`ProjectionError::Search`] when the index cannot be read.
-    pub fn like(&self, words: &[String], n: usize) -> Result<Vec<String>, ProjectionError> {
+    pub fn like(&self, words: &[String], n: usize) -> Result<Vec<LikeHit>, ProjectionError> {
         let f = self.fields;
         let mut tokens = Vec::new();
         let mut analyzer = self.index.tokenizer_for_field(f.all)?;
@@ -363,15 +364,30 @@ impl SearchIndex {
             .collect();
         let hidden = self.hidden();
         let top = searcher.search(&BooleanQuery::new(clauses), &TopDocs::with_limit(n + hidden.len().min(n)))?;
-        let mut docs = Vec::with_capacity(n);
+        let mut columns = HashMap::new();
+        let mut hits = Vec::with_capacity(n);
         for (_, addr) in top {
-            let doc = self.hit_doc(&searcher, addr)?;
-            if hidden.contains(super::indexer::repo_of(&doc.uri)) || docs.len() == n {
+            let HitDoc { uri } = self.hit_doc(&searcher, addr)?;
+            if hidden.contains(super::indexer::repo_of(&uri)) || hits.len() == n {
                 continue;
             }
-            docs.push(doc);
+            let column = match columns.entry(addr.segment_ord) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(searcher.segment_reader(addr.segment_ord).fast_fields().str("field")?)
+                }
+            };
+            let mut fields = Vec::new();
+            if let Some(column) = column.as_ref() {
+                for ord in column.term_ords(addr.doc_id) {
+                    let mut code = String::new();
+                    column.ord_to_str(ord, &mut code).map_err(|e| ProjectionError::Search(format!("cannot read a field code: {e}")))?;
+                    fields.push(code);
+                }
+            }
+            hits.push(LikeHit { uri, fields });
         }
-        self.summaries(docs)
+        Ok(hits)
     }
 
     /// The URI of the hit at `addr`.
@@ -394,6 +410,15 @@ impl SearchIndex {
 /// A hit as the doc store has it.
 struct HitDoc {
     uri: String,
+}
+
+/// A document [`SearchIndex::like`] found: the eprint's URI and its field codes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LikeHit {
+    /// The eprint's AT URI.
+    pub uri: String,
+    /// Its field codes (`cs.LG`), each once, in the index's order.
+    pub fields: Vec<String>,
 }
 
 /// Hits in order with their sort keys, and how many documents match in all.

@@ -222,14 +222,11 @@ async fn similar_to(c: &Call, uri: &str, weight: &(dyn Fn(&str) -> f64 + Sync)) 
             let hits = search::like(&c.state, words, NEIGHBOURS).await?;
             let n = hits.len().max(1) as f64;
             for (rank, hit) in hits.iter().enumerate() {
-                let hit: Value = serde_json::from_str(hit).unwrap_or_default();
-                let Some(found) = hit["uri"].as_str() else { continue };
-                add(found, "semantic", 1.0 - rank as f64 / n);
+                add(&hit.uri, "semantic", 1.0 - rank as f64 / n);
                 // Topic: the share of this eprint's fields the candidate has.
-                let theirs: Vec<&str> = hit["fields"].as_array().map(|f| f.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
-                let shared = fields.iter().filter(|f| theirs.contains(&f.as_str())).count();
+                let shared = fields.iter().filter(|f| hit.fields.contains(f)).count();
                 if shared > 0 && !fields.is_empty() {
-                    add(found, "topic", shared as f64 / fields.len() as f64);
+                    add(&hit.uri, "topic", shared as f64 / fields.len() as f64);
                 }
             }
         }
