@@ -29,6 +29,48 @@ fn a_pasted_title_with_a_colon_finds_its_paper() {
 }
 
 #[test]
+fn like_finds_uris_and_field_codes_and_keeps_them_only_for_the_commit_it_searched() {
+    let env = env();
+    let did = "did:plc:dddddddddddddddddddddddd";
+    let paper = |i: usize, title: &str, fields: serde_json::Value| {
+        let mut record = submission(title, &[("D", did)], 1);
+        record["fields"] = fields;
+        write(did, &format!("3d{i}"), "3r000", record, false)
+    };
+    env.log
+        .append(&[
+            paper(0, "Quasar winds", json!(["astro-ph.GA", "astro-ph.HE"])),
+            paper(1, "Quasar lensing", json!(["astro-ph.CO"])),
+            paper(2, "Graph colouring", json!(["math.CO"])),
+        ])
+        .unwrap();
+    project_all(&env);
+    let index = env.ctx.search.open(env.ctx.store.active_version("search").unwrap().unwrap()).unwrap();
+    let found = |words: &[&str]| {
+        let mut hits: Vec<(String, Vec<String>)> = index
+            .like(&words.iter().map(|w| w.to_string()).collect::<Vec<_>>(), 10)
+            .unwrap()
+            .iter()
+            .map(|h| (h.uri.clone(), h.fields.clone()))
+            .collect();
+        hits.sort();
+        hits
+    };
+    let uri = |i: usize| format!("at://{did}/{}/3d{i}", lexicons::SUBMISSION);
+    let fields = |f: &[&str]| f.iter().map(|f| f.to_string()).collect::<Vec<_>>();
+    let quasars = vec![(uri(0), fields(&["astro-ph.GA", "astro-ph.HE"])), (uri(1), fields(&["astro-ph.CO"]))];
+    assert_eq!(found(&["quasars"]), quasars);
+    assert_eq!(found(&["quasars"]), quasars, "asked again of the same commit");
+    // A commit that adds a match: the answer kept for the commit before is not served.
+    env.log.append(&[paper(3, "Quasar feedback", json!(["astro-ph.GA"]))]).unwrap();
+    project_all(&env);
+    index.reload().unwrap();
+    let mut more = quasars.clone();
+    more.push((uri(3), fields(&["astro-ph.GA"])));
+    assert_eq!(found(&["quasars"]), more);
+}
+
+#[test]
 fn words_in_the_title_rank_first() {
     let env = env();
     let did = "did:plc:eeeeeeeeeeeeeeeeeeeeeeee";

@@ -196,8 +196,8 @@ pub async fn search(state: &AppState, args: SearchArgs) -> Result<SearchPage, Ap
 
 /// The `n` eprints that best match any of `words`, with their field codes
 /// ([`projections::search::SearchIndex::like`]), in one of the node's search slots.
-pub async fn like(state: &AppState, words: Vec<String>, n: usize) -> Result<Vec<projections::search::LikeHit>, ApiError> {
-    let Some(index) = state.search_index()? else { return Ok(Vec::new()) };
+pub async fn like(state: &AppState, words: Vec<String>, n: usize) -> Result<std::sync::Arc<Vec<projections::search::LikeHit>>, ApiError> {
+    let Some(index) = state.search_index()? else { return Ok(Default::default()) };
     let _slot = state.searches.acquire().await.map_err(|_| ApiError::internal("the search slots are closed"))?;
     let hits = tokio::task::spawn_blocking(move || index.like(&words, n))
         .await

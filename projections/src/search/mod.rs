@@ -63,6 +63,8 @@ pub struct SearchIndex {
     facet_values: Arc<facets::FacetValues>,
     /// Answers of recent searches of the visible commit.
     answers: answers::Answers,
+    /// What [`SearchIndex::like`] found recently, per commit (a generation in its key).
+    likes: quick_cache::sync::Cache<(u64, Vec<String>, usize), Arc<Vec<query::LikeHit>>>,
     /// Merges of its segments running in the background ([`SearchIndexes::merging`]).
     merging: std::sync::atomic::AtomicUsize,
     /// The shared store: a hit's summary is read from the eprints model's record row there.
@@ -80,6 +82,10 @@ const FACET_TERMS_DECODED_BYTES: u64 = 128 * 1024 * 1024;
 
 /// How many bytes of search answers each index version keeps ([`SearchIndex::find`]).
 const ANSWERS_CACHED_BYTES: u64 = 32 * 1024 * 1024;
+
+/// How many answers of [`SearchIndex::like`] each index version keeps (a few KB each: some
+/// 10 MB).
+const LIKES_CACHED: usize = 2_048;
 
 /// What a commit of the index records beside its documents.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -235,6 +241,7 @@ impl SearchIndexes {
             hidden: RwLock::new(Arc::new(hidden)),
             facet_values: Arc::new(facets::FacetValues::new(FACET_VALUES_CACHED, FACET_TERMS_DECODED_BYTES)),
             answers: answers::Answers::new(ANSWERS_CACHED_BYTES),
+            likes: quick_cache::sync::Cache::new(LIKES_CACHED),
             merging: Default::default(),
             shared: self.shared.clone(),
         });

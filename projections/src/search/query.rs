@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::ops::Bound;
+use std::sync::Arc;
 
 use data_encoding::BASE64URL_NOPAD;
 use tantivy::collector::{Count, TopDocs};
@@ -328,9 +329,12 @@ impl SearchIndex {
     /// reach the top `n` instead of scoring each match; hidden accounts' documents are
     /// dropped after, so fewer than `n` may come back.
     ///
+    /// What it found is kept per commit, as searches' answers are (`answers`): a page that
+    /// shows an eprint's similar ones asks the same of the same commit again and again.
+    ///
     /// # Errors
     /// [`ProjectionError::Search`] when the index cannot be read.
-    pub fn like(&self, words: &[String], n: usize) -> Result<Vec<LikeHit>, ProjectionError> {
+    pub fn like(&self, words: &[String], n: usize) -> Result<Arc<Vec<LikeHit>>, ProjectionError> {
         let f = self.fields;
         let mut tokens = Vec::new();
         let mut analyzer = self.index.tokenizer_for_field(f.all)?;
@@ -342,11 +346,23 @@ impl SearchIndex {
         }
         tokens.sort();
         tokens.dedup();
+        let searcher = self.reader.searcher();
+        let key = (searcher.generation().generation_id(), tokens, n);
+        if let Some(hits) = self.likes.get(&key) {
+            return Ok(hits);
+        }
+        let hits = Arc::new(self.like_terms(&searcher, &key.1, n)?);
+        self.likes.insert(key, hits.clone());
+        Ok(hits)
+    }
+
+    /// [`SearchIndex::like`] of analyzed `tokens`, on `searcher`.
+    fn like_terms(&self, searcher: &Searcher, tokens: &[String], n: usize) -> Result<Vec<LikeHit>, ProjectionError> {
+        let f = self.fields;
         // The rarest words say most about a text, and a common word's long posting list is
         // most of a union's cost: only the `LIKE_WORDS` rarest are looked up.
-        let searcher = self.reader.searcher();
         let mut terms = Vec::with_capacity(tokens.len());
-        for t in &tokens {
+        for t in tokens {
             let term = Term::from_field_text(f.all, t);
             let df = searcher.doc_freq(&term)?;
             if df > 0 {
@@ -367,7 +383,7 @@ impl SearchIndex {
         let mut columns = HashMap::new();
         let mut hits = Vec::with_capacity(n);
         for (_, addr) in top {
-            let HitDoc { uri } = self.hit_doc(&searcher, addr)?;
+            let HitDoc { uri } = self.hit_doc(searcher, addr)?;
             if hidden.contains(super::indexer::repo_of(&uri)) || hits.len() == n {
                 continue;
             }
