@@ -68,7 +68,7 @@ pub const CATALOG: &[ModelSpec] = &[
     // 4: an author's listing rows and author search's word rows hold nothing their keys hold.
     // 5: nor do the users' rows under their DIDs and handles. 6: the listings' keys hold
     // eprint URIs short.
-    ModelSpec { name: eprints::MODEL, place: Place::Shared, tables: eprints::TABLES, aggregates: eprints::AGGREGATES, open: open_eprints, format: 7 },
+    ModelSpec { name: eprints::MODEL, place: Place::Shared, tables: eprints::TABLES, aggregates: eprints::AGGREGATES, open: open_eprints, format: 8 },
     // 2: endorsements listed per contribution type; deleted reviews and annotations kept as
     // placeholders. 4: knowledge graph nodes, edges and reconciliations. 6: discovery
     // settings and profile configurations.

@@ -135,8 +135,9 @@ fn authors_are_found_by_their_handles_and_names_once_each_and_a_replay_finds_the
 }
 
 /// Rows written before eprints format 4 named the account's DID (author search's `by_name`)
-/// and the eprint's URI (an author's listing) in their values; rows written since leave
-/// them to their keys. Both are read alike, and a deleted account's records leave listings
+/// and the eprint's URI (an author's listing) in their values, and before format 8 a user's
+/// row under its DID held `firstSeen`; rows written since leave them to their keys and the
+/// account. Both are read alike, and a deleted account's records leave listings
 /// of either.
 #[test]
 fn name_and_listing_rows_of_either_format_are_read_alike() {
@@ -161,7 +162,13 @@ fn name_and_listing_rows_of_either_format_are_read_alike() {
     let (users, by_author) = (TableRef::new("eprints", v, "users"), TableRef::new("eprints", v, "by_author"));
     assert!(rows(&by_author, &ada).iter().all(|r| r.columns.is_empty()), "a listing row is its key");
     assert!(rows(&users, "by_handle").iter().all(|r| r.columns.is_empty()), "a handle row is its key");
-    assert!(rows(&users, "by_did").iter().all(|r| r.columns.keys().eq(["firstSeen"])), "a DID row holds when it was first seen");
+    assert!(rows(&users, "by_did").iter().all(|r| r.columns.is_empty()), "a DID row is its key (eprints format 8)");
+    // When the index first saw a user: its account's, read through its DID row.
+    let account = store.get(&TableRef::new("eprints", v, "accounts"), &ada, &[]).unwrap().unwrap();
+    let first_seen = account.get("firstSeen").and_then(Value::as_text).unwrap().to_owned();
+    assert!(first_seen.starts_with("20"), "{first_seen}");
+    assert_eq!(EprintsReader::new(store).unwrap().user_first_seen(&ada).unwrap(), Some(first_seen));
+    assert_eq!(EprintsReader::new(store).unwrap().user_first_seen(&did(9)).unwrap(), None, "a DID the index never saw");
     let by_prefix = |prefix: &str| EprintsReader::new(store).unwrap().users_by_prefix(prefix, 10).unwrap();
     let found = (by_prefix("ada"), by_prefix(&adam));
     assert_eq!(found, (vec![ada.clone(), adam.clone()], vec![adam.clone()]));

@@ -116,10 +116,9 @@ impl EprintsProjection {
             return Ok(());
         }
         let since = first_seen.unwrap_or_else(|| at.to_owned());
-        // The keys hold the DID: the rows need nothing more (`eprints::user_key_did`).
-        let mut c = Columns::new();
-        c.insert("firstSeen".into(), Value::Text(since.clone()));
-        st.put(&users(self.version), super::USERS_BY_DID, did.as_bytes().to_vec(), c, position);
+        // The keys hold the DID (`eprints::user_key_did`) and the account `firstSeen`: the
+        // rows need nothing more.
+        st.put(&users(self.version), super::USERS_BY_DID, did.as_bytes().to_vec(), Columns::new(), position);
         if let Some(handle) = handle {
             if let Some(old) = held_handle.filter(|old| old != handle) {
                 for key in super::handle_keys(&old, did) {

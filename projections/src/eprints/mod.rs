@@ -20,7 +20,8 @@
 //!   → record URI ([`key_uri`]): ∅ (what an extracted citation's DOI is resolved to an
 //!   eprint by).
 //! - `accounts`: DID → empty: handle, displayName, active, status, firstSeen.
-//! - `users`: `by_did` → DID: firstSeen (when the index first saw it), and `by_handle`
+//! - `users`: `by_did` → DID: ∅ (`firstSeen`, when the index first saw it, before eprints
+//!   format 8; its account row holds it), and `by_handle`
 //!   → lowercased handle ‖ 0 ‖ DID (its key, [`crate::did_key`], since eprints format 7;
 //!   text before): ∅, for `pub.svc.admin.searchUsers` by DID or handle
 //!   prefix. Every DID that created a record or whose handle an identity event named; its

@@ -356,8 +356,13 @@ impl<'a> EprintsReader<'a> {
     /// When the index first saw `did` (RFC 3339), or `None` for a DID it does not know.
     pub fn user_first_seen(&self, did: &str) -> Result<Option<String>, ProjectionError> {
         let Some(v) = self.version else { return Ok(None) };
-        let row = self.store.get(&users(v), USERS_BY_DID, did.as_bytes())?;
-        Ok(row.map(|r| text(&r, "firstSeen").unwrap_or_default().to_owned()))
+        let Some(row) = self.store.get(&users(v), USERS_BY_DID, did.as_bytes())? else { return Ok(None) };
+        // Rows written before eprints format 8 hold it; the account holds it in every format.
+        if let Some(first_seen) = text(&row, "firstSeen") {
+            return Ok(Some(first_seen.to_owned()));
+        }
+        let account = self.store.get(&accounts(v), did, &[])?.unwrap_or_default();
+        Ok(Some(text(&account, "firstSeen").unwrap_or_default().to_owned()))
     }
 
     /// Up to `limit` DIDs of known users whose DID or (lowercased) handle starts with
