@@ -90,6 +90,13 @@ pub trait EventLog: Send + Sync {
     /// polling.
     fn appended(&self) -> tokio::sync::watch::Receiver<u64>;
 
+    /// How late [`EventLog::appended`] may tell of an append made by another process: zero
+    /// where every append goes through this process (the embedded log), the interval at
+    /// which the broker's end offsets are polled otherwise.
+    fn appended_notice_delay(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
+
     /// Checks that the log can serve reads (for readiness probes).
     fn check(&self) -> Result<(), LogError>;
 

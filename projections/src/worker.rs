@@ -49,7 +49,8 @@ pub struct WorkerConfig {
     /// A pause ([`WorkerConfig::pace`]) ends early once nothing was appended for this long:
     /// the stream has stopped, and its last events are applied now rather than when the
     /// pause would have ended. 50 ms by default (a stream of recordViews appends every few
-    /// microseconds).
+    /// microseconds), or twice the log's [`EventLog::appended_notice_delay`] if longer (a
+    /// Kafka log sees other nodes' appends when it polls the broker).
     pub pace_quiet: Duration,
 }
 
@@ -434,8 +435,9 @@ impl Worker {
                         // Paused in slices of `pace_quiet`: a slice with no append means the
                         // stream stopped, and what it left is applied now.
                         appended.borrow_and_update();
+                        let quiet = config.pace_quiet.max(log.appended_notice_delay() * 2);
                         loop {
-                            let slice = (Instant::now() + config.pace_quiet).min(until);
+                            let slice = (Instant::now() + quiet).min(until);
                             tokio::select! {
                                 _ = tokio::time::sleep_until(slice.into()) => {}
                                 Some(request) = holds.recv() => {

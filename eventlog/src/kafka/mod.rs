@@ -507,6 +507,11 @@ impl EventLog for KafkaLog {
         self.appended_tx.subscribe()
     }
 
+    /// Others' appends are seen when the watcher next polls the watermarks.
+    fn appended_notice_delay(&self) -> Duration {
+        WATCH_INTERVAL
+    }
+
     /// Asks the broker for partition 0's watermarks through the producer's connections, so a
     /// probe neither waits for the reader's lock nor longer than [`CHECK_TIMEOUT`].
     fn check(&self) -> Result<(), LogError> {
