@@ -11,6 +11,18 @@ import json
 import sys
 
 
+def copy_of(paper, copy):
+    """Copy number `copy` (1, 2, ...) of `paper`, with its own identifiers and authors."""
+    paper = dict(paper)
+    paper["id"] = str((int(paper["id"][0]) + copy) % 10) + paper["id"][1:]
+    paper["authors"] = [f"{a} {copy + 1}" for a in paper.get("authors", [])]
+    if paper.get("doi"):
+        paper["doi"] = f"{paper['doi']}.c{copy + 1}"
+    if paper.get("url"):
+        paper["url"] = f"{paper['url']}?copy={copy + 1}"
+    return paper
+
+
 def main():
     src, dest, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     with gzip.open(src, "rt") as f:
@@ -18,15 +30,7 @@ def main():
     with gzip.open(dest, "wt", compresslevel=3) as out:
         for copy in range(n):
             for paper in papers:
-                if copy:
-                    paper = dict(paper)
-                    paper["id"] = str((int(paper["id"][0]) + copy) % 10) + paper["id"][1:]
-                    paper["authors"] = [f"{a} {copy + 1}" for a in paper.get("authors", [])]
-                    if paper.get("doi"):
-                        paper["doi"] = f"{paper['doi']}.c{copy + 1}"
-                    if paper.get("url"):
-                        paper["url"] = f"{paper['url']}?copy={copy + 1}"
-                out.write(json.dumps(paper) + "\n")
+                out.write(json.dumps(copy_of(paper, copy) if copy else paper) + "\n")
     print(f"{len(papers) * n} papers written to {dest}")
 
 

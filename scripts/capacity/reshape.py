@@ -10,16 +10,7 @@ import gzip
 import json
 import sys
 
-
-def copy_of(paper, copy):
-    paper = dict(paper)
-    paper["id"] = str((int(paper["id"][0]) + copy) % 10) + paper["id"][1:]
-    paper["authors"] = [f"{a} {copy + 1}" for a in paper.get("authors", [])]
-    if paper.get("doi"):
-        paper["doi"] = f"{paper['doi']}.c{copy + 1}"
-    if paper.get("url"):
-        paper["url"] = f"{paper['url']}?copy={copy + 1}"
-    return paper
+from replicate import copy_of
 
 
 def main():
