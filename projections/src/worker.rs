@@ -574,6 +574,19 @@ mod tests {
         }
     }
 
+    /// `n` events of a stream, for the pace tests.
+    fn stream_events(n: usize) -> Vec<event_schema::NewEvent> {
+        let event = || {
+            let delete =
+                event_schema::RecordDelete { did: "did:plc:a".into(), collection: "c.d.e".into(), rkey: "k".into(), rev: "r".into() };
+            event_schema::NewEvent::repo(
+                event_schema::Source::Manual { note: "pace test".into() },
+                event_schema::Payload::RecordDelete(delete),
+            )
+        };
+        (0..n).map(|_| event()).collect()
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_paced_stream_that_stops_is_applied_without_waiting_out_the_pace() {
         let dir = tempfile::tempdir().unwrap();
@@ -585,17 +598,9 @@ mod tests {
         let worker = Worker::new(log.clone(), vec![Box::new(following.clone())], config).unwrap();
         let cancel = CancellationToken::new();
         let running = tokio::spawn(worker.run(cancel.clone()));
-        let event = || {
-            let delete =
-                event_schema::RecordDelete { did: "did:plc:a".into(), collection: "c.d.e".into(), rkey: "k".into(), rev: "r".into() };
-            event_schema::NewEvent::repo(
-                event_schema::Source::Manual { note: "pace test".into() },
-                event_schema::Payload::RecordDelete(delete),
-            )
-        };
         // A stream: 20 events every 10 ms for 600 ms.
         for _ in 0..60 {
-            log.append(&(0..20).map(|_| event()).collect::<Vec<_>>()).unwrap();
+            log.append(&stream_events(20)).unwrap();
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         let stopped = Instant::now();
@@ -676,17 +681,9 @@ mod tests {
         let worker = Worker::new(log.clone(), vec![Box::new(following.clone())], config).unwrap();
         let cancel = CancellationToken::new();
         let running = tokio::spawn(worker.run(cancel.clone()));
-        let event = || {
-            let delete =
-                event_schema::RecordDelete { did: "did:plc:a".into(), collection: "c.d.e".into(), rkey: "k".into(), rev: "r".into() };
-            event_schema::NewEvent::repo(
-                event_schema::Source::Manual { note: "pace test".into() },
-                event_schema::Payload::RecordDelete(delete),
-            )
-        };
         // A stream appended elsewhere: 20 events every 10 ms for 1.2 s, heard of every 100 ms.
         for _ in 0..120 {
-            inner.append(&(0..20).map(|_| event()).collect::<Vec<_>>()).unwrap();
+            inner.append(&stream_events(20)).unwrap();
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         let batches_under_the_stream = following.0.lock().unwrap().2;
