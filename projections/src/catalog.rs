@@ -67,8 +67,8 @@ pub struct ModelSpec {
 pub const CATALOG: &[ModelSpec] = &[
     // 4: an author's listing rows and author search's word rows hold nothing their keys hold.
     // 5: nor do the users' rows under their DIDs and handles. 6: the listings' keys hold
-    // eprint URIs short.
-    ModelSpec { name: eprints::MODEL, place: Place::Shared, tables: eprints::TABLES, aggregates: eprints::AGGREGATES, open: open_eprints, format: 8 },
+    // eprint URIs short. 9: no `users` rows: author search is the search model's (its 6).
+    ModelSpec { name: eprints::MODEL, place: Place::Shared, tables: eprints::TABLES, aggregates: eprints::AGGREGATES, open: open_eprints, format: 9 },
     // 2: endorsements listed per contribution type; deleted reviews and annotations kept as
     // placeholders. 4: knowledge graph nodes, edges and reconciliations. 6: discovery
     // settings and profile configurations.
@@ -85,8 +85,9 @@ pub const CATALOG: &[ModelSpec] = &[
     ModelSpec { name: imports::MODEL, place: Place::Shared, tables: imports::TABLES, aggregates: imports::AGGREGATES, open: open_imports, format: 1 },
     // 2: documents carry their eprint's citation count. 4: hit summaries kept with the
     // sources in the node's store, not in the index's doc store. 5: no record kept: hits
-    // and remade documents read the eprints model's record rows.
-    ModelSpec { name: search::MODEL, place: Place::Node, tables: search::TABLES, aggregates: search::AGGREGATES, open: open_search, format: 5 },
+    // and remade documents read the eprints model's record rows. 6: an index of the users
+    // beside it, for author search (`search::people`).
+    ModelSpec { name: search::MODEL, place: Place::Node, tables: search::TABLES, aggregates: search::AGGREGATES, open: open_search, format: 6 },
 ];
 
 fn open_eprints(ctx: &Context, version: u32, mode: Mode) -> Result<Box<dyn Projection>, ProjectionError> {

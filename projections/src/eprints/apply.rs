@@ -8,11 +8,7 @@ use lexicons::{Lexicons, SUBMISSION};
 use store::{consumer_name, Columns, Store, Value};
 use tracing::debug;
 
-use super::read::account_of;
-use super::{
-    accounts, author_key, by_author, by_external_id, external_ids, key_uri, name_key, name_keys, records, users, UriForm, MODEL,
-    USERS_BY_NAME,
-};
+use super::{accounts, author_key, by_author, by_external_id, external_ids, key_uri, records, UriForm, MODEL};
 use crate::attached::collections::PROFILE;
 use crate::catalog::Mode;
 use crate::deadletter::Parking;
@@ -106,27 +102,15 @@ impl EprintsProjection {
         Ok(())
     }
 
-    /// Registers `did` as a user the index knows (the `users` table, and `firstSeen` in its
-    /// account), at its first event, and under its handle when an identity event names one.
-    fn user(&self, st: &mut Staged, did: &str, handle: Option<&str>, at: &str, position: u64) -> Result<(), ProjectionError> {
+    /// Registers `did` as a user the index knows (`firstSeen` in its account), at its first
+    /// event, and keeps its handle when an identity event names one. (Author search finds
+    /// users in the search model's index of them, `search::people`, made from these rows.)
+    fn user(&self, st: &mut Staged, did: &str, at: &str, position: u64) -> Result<(), ProjectionError> {
         let account = st.get(self.store.as_ref(), &accounts(self.version), did, &[])?.unwrap_or_default();
-        let first_seen = text(&account, "firstSeen");
-        let held_handle = text(&account, "handle");
-        if first_seen.is_some() && (handle.is_none() || held_handle.as_deref() == handle) {
+        if text(&account, "firstSeen").is_some() {
             return Ok(());
         }
-        let since = first_seen.unwrap_or_else(|| at.to_owned());
-        // The keys hold the DID (`eprints::user_key_did`) and the account `firstSeen`: the
-        // rows need nothing more.
-        st.put(&users(self.version), super::USERS_BY_DID, did.as_bytes().to_vec(), Columns::new(), position);
-        if let Some(handle) = handle {
-            if let Some(old) = held_handle.filter(|old| old != handle) {
-                for key in super::handle_keys(&old, did) {
-                    st.delete(&users(self.version), super::USERS_BY_HANDLE, key, position);
-                }
-            }
-            st.put(&users(self.version), super::USERS_BY_HANDLE, super::handle_key(handle, did), Columns::new(), position);
-        }
+        let since = at.to_owned();
         self.account(st, did, position, |c| {
             c.insert("firstSeen".into(), Value::Text(since));
         })
@@ -162,23 +146,11 @@ impl EprintsProjection {
         Ok(())
     }
 
-    /// Updates an account row, and files the user under the words of its handle and names
-    /// ([`super::read::Account::name_words`]) (`users`' `by_name`) as they change.
+    /// Updates an account row.
     fn account(&self, st: &mut Staged, did: &str, position: u64, update: impl FnOnce(&mut Columns)) -> Result<(), ProjectionError> {
         let table = accounts(self.version);
         let mut c = st.get(self.store.as_ref(), &table, did, &[])?.unwrap_or_default();
-        let before = account_of(&c).name_words();
         update(&mut c);
-        let after = account_of(&c).name_words();
-        for word in before.difference(&after) {
-            for key in name_keys(word, did) {
-                st.delete(&users(self.version), USERS_BY_NAME, key, position);
-            }
-        }
-        // The key holds the DID: the row needs nothing more (`name_key_did`).
-        for word in after.difference(&before) {
-            st.put(&users(self.version), USERS_BY_NAME, name_key(word, did), Columns::new(), position);
-        }
         st.put(&table, did, Vec::new(), c, position);
         Ok(())
     }
@@ -253,7 +225,7 @@ impl Projection for EprintsProjection {
             if let Payload::RecordCreate(w) = &event.envelope.payload {
                 if seen.insert(w.did.clone()) {
                     let at = event.envelope.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true);
-                    self.user(&mut st, &w.did, None, &at, event.envelope.position.ordinal())?;
+                    self.user(&mut st, &w.did, &at, event.envelope.position.ordinal())?;
                 }
             }
             if let Some((w, submission)) = event.submission(&self.lexicons) {
@@ -290,7 +262,7 @@ impl Projection for EprintsProjection {
                 Payload::RecordDelete(_) => {}
                 Payload::Identity(i) => {
                     let at = event.envelope.appended_at.to_rfc3339_opts(SecondsFormat::Millis, true);
-                    self.user(&mut st, &i.did, i.handle.as_deref(), &at, position)?;
+                    self.user(&mut st, &i.did, &at, position)?;
                     self.account(&mut st, &i.did, position, |c| {
                         if let Some(h) = &i.handle {
                             c.insert("handle".into(), Value::Text(h.clone()));

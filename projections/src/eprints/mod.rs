@@ -19,20 +19,14 @@
 //!   [`crate::search::ids::of_record`] gives them, with [`crate::search::ids::with_aliases`])
 //!   → record URI ([`key_uri`]): ∅ (what an extracted citation's DOI is resolved to an
 //!   eprint by).
-//! - `accounts`: DID → empty: handle, displayName, active, status, firstSeen.
-//! - `users`: `by_did` → DID: ∅ (`firstSeen`, when the index first saw it, before eprints
-//!   format 8; its account row holds it), and `by_handle`
-//!   → lowercased handle ‖ 0 ‖ DID (its key, [`crate::did_key`], since eprints format 7;
-//!   text before): ∅, for `pub.svc.admin.searchUsers` by DID or handle
-//!   prefix. Every DID that created a record or whose handle an identity event named; its
-//!   account row keeps `firstSeen` too, so a user is registered once. (Rows written before
-//!   eprints format 5 also hold the DID, `did`, as `by_name` rows did before format 4.)
-//!   `by_name` → word ‖ 0 ‖ DID (as under its handle): ∅, for
-//!   `pub.svc.author.searchAuthors`: each of
-//!   [`name_words`] of the account's handle, display name and profile name, kept as they
-//!   change.
-//! - `accounts` also keeps `profileName`, the display name of the account's
-//!   `pub.svc.actor.profile` record.
+//! - `accounts`: DID → empty: handle, displayName, profileName (the display name of the
+//!   account's `pub.svc.actor.profile` record), active, status, and firstSeen, when the
+//!   index first saw the DID as a user (its first record or identity event): users are the
+//!   accounts that have it. Author search and `pub.svc.admin.searchUsers` find them in the
+//!   search model's index of users ([`crate::search::people`]), made from these rows.
+//! - `users`: no longer written (eprints format 9): before, author search's store rows,
+//!   `by_did` → DID, `by_handle` → lowercased handle ‖ 0 ‖ DID and `by_name` → each of
+//!   [`name_words`] ‖ 0 ‖ DID.
 //! - `dead_letters`, `superseded_letters`, `dead_letter_records`: see [`crate::deadletter`]
 //!   (`dead_letter_heads`, of an earlier svc, is dropped with a version).
 
@@ -66,68 +60,6 @@ pub const TABLES: &[&str] = &[
 /// Tables whose rows are written by the events of several keys (see `catalog::ModelSpec::aggregates`).
 pub const AGGREGATES: &[&str] = &[];
 
-/// The partition of `users` keyed by DID.
-pub(crate) const USERS_BY_DID: &str = "by_did";
-
-/// The partition of `users` keyed by handle, then DID.
-pub(crate) const USERS_BY_HANDLE: &str = "by_handle";
-
-/// The clustering key of a user under its handle: the lowercased handle, 0, the DID's key
-/// ([`crate::did_key`]; its text before eprints format 7).
-pub(crate) fn handle_key(handle: &str, did: &str) -> Vec<u8> {
-    name_key(&handle.to_lowercase(), did)
-}
-
-/// The keys a user's row under `handle` may have: this build's and the text form of
-/// earlier ones (a row is deleted by both).
-pub(crate) fn handle_keys(handle: &str, did: &str) -> [Vec<u8>; 2] {
-    name_keys(&handle.to_lowercase(), did)
-}
-
-/// The partition of `users` keyed by the words of a user's handle and display name
-/// ([`name_words`]), then DID.
-pub(crate) const USERS_BY_NAME: &str = "by_name";
-
-/// The clustering key of a user under one of its [`name_words`]: the word, 0, the DID's key
-/// ([`crate::did_key`]; its text before eprints format 7).
-pub(crate) fn name_key(word: &str, did: &str) -> Vec<u8> {
-    word_key(word, &did_key::encode(did))
-}
-
-/// The keys a user's row under `word` may have: this build's and the text form of earlier
-/// ones (a row is deleted by both).
-pub(crate) fn name_keys(word: &str, did: &str) -> [Vec<u8>; 2] {
-    [name_key(word, did), word_key(word, did.as_bytes())]
-}
-
-/// `word`, 0, then a DID in the form `did` holds it.
-fn word_key(word: &str, did: &[u8]) -> Vec<u8> {
-    [word.as_bytes(), &[0], did].concat()
-}
-
-/// The DID of a `users` row under one of its [`name_words`]: the one its value names (rows
-/// written before eprints format 4), else the one its [`name_key`] ends with, in either form.
-pub(crate) fn name_key_did(clustering: &[u8], columns: &Columns) -> Option<String> {
-    match columns.get("did").and_then(Value::as_text) {
-        Some(did) => Some(did.to_owned()),
-        None => {
-            let (did, rest) = did_key::decode(&clustering[clustering.iter().position(|b| *b == 0)? + 1..], 0)?;
-            rest.is_empty().then_some(did)
-        }
-    }
-}
-
-/// The DID of a `users` row under its DID or its handle: the one its value names (rows
-/// written before eprints format 5), else its key's (text under its DID; [`handle_key`]
-/// ends with it).
-pub(crate) fn user_key_did(partition: &str, clustering: &[u8], columns: &Columns) -> Option<String> {
-    match columns.get("did").and_then(Value::as_text) {
-        Some(did) => Some(did.to_owned()),
-        None if partition == USERS_BY_DID => std::str::from_utf8(clustering).ok().map(str::to_owned),
-        None => name_key_did(clustering, columns),
-    }
-}
-
 /// The words a user is found by: its lowercased handle whole, and each lowercased word of
 /// its names (display names), whole and split at its punctuation (`Jean-Pierre` gives
 /// `jean-pierre`, `jean` and `pierre`). Sorted, each once.
@@ -145,10 +77,6 @@ pub fn name_words(handle: Option<&str>, names: &[Option<&str>]) -> BTreeSet<Stri
         }
     }
     words
-}
-
-pub(crate) fn users(version: u32) -> TableRef {
-    TableRef::new(MODEL, version, "users")
 }
 
 pub(crate) fn records(version: u32) -> TableRef {

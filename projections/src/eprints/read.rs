@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use store::{Columns, Scan, Store, TableRef, Value};
 
-use super::{accounts, by_author, by_external_id, name_words, records, users, MODEL, USERS_BY_DID, USERS_BY_HANDLE, USERS_BY_NAME};
+use super::{accounts, by_author, by_external_id, name_words, records, MODEL};
 use crate::submission::SummaryJson;
 use crate::ProjectionError;
 
@@ -57,6 +57,9 @@ pub struct Account {
     pub display_name: Option<String>,
     /// The display name of its `pub.svc.actor.profile` record, if it wrote one.
     pub profile_name: Option<String>,
+    /// When the index first saw the DID as a user (its first record or identity event),
+    /// RFC 3339; `None` for an account it knows only from account events.
+    pub first_seen: Option<String>,
     /// The account is not active (taken down, suspended, deactivated or deleted): its
     /// content is hidden from every query until it is active again.
     pub hidden: bool,
@@ -115,7 +118,7 @@ impl Account {
     }
 }
 
-/// A user [`EprintsReader::search_authors`] found.
+/// A user author search found ([`crate::search::people::People::authors`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuthorMatch {
     /// The user's DID.
@@ -124,7 +127,7 @@ pub struct AuthorMatch {
     pub account: Account,
 }
 
-/// A page of [`EprintsReader::search_authors`].
+/// A page of author search ([`crate::search::people::People::authors`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuthorSearch {
     /// The users found, in index order.
@@ -173,6 +176,7 @@ pub(super) fn account_of(row: &Columns) -> Account {
         handle: text(row, "handle").map(str::to_owned),
         display_name: text(row, "displayName").map(str::to_owned),
         profile_name: text(row, "profileName").map(str::to_owned),
+        first_seen: text(row, "firstSeen").map(str::to_owned),
         hidden: inactive(row),
     }
 }
@@ -353,87 +357,10 @@ impl<'a> EprintsReader<'a> {
         Ok(page.rows.iter().filter_map(|r| super::author_listed_uri(&r.clustering, &r.columns)).collect())
     }
 
-    /// When the index first saw `did` (RFC 3339), or `None` for a DID it does not know.
+    /// When the index first saw `did` as a user (RFC 3339), or `None` for a DID it does not
+    /// know: its account's `firstSeen`.
     pub fn user_first_seen(&self, did: &str) -> Result<Option<String>, ProjectionError> {
-        let Some(v) = self.version else { return Ok(None) };
-        let Some(row) = self.store.get(&users(v), USERS_BY_DID, did.as_bytes())? else { return Ok(None) };
-        // Rows written before eprints format 8 hold it; the account holds it in every format.
-        if let Some(first_seen) = text(&row, "firstSeen") {
-            return Ok(Some(first_seen.to_owned()));
-        }
-        let account = self.store.get(&accounts(v), did, &[])?.unwrap_or_default();
-        Ok(Some(text(&account, "firstSeen").unwrap_or_default().to_owned()))
-    }
-
-    /// Up to `limit` DIDs of known users whose DID or (lowercased) handle starts with
-    /// `prefix`, DIDs first, each once.
-    pub fn users_by_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<String>, ProjectionError> {
-        let Some(v) = self.version else { return Ok(Vec::new()) };
-        let mut dids: Vec<String> = Vec::new();
-        let lowered = prefix.to_lowercase();
-        for (partition, key) in [(USERS_BY_DID, prefix.as_bytes()), (USERS_BY_HANDLE, lowered.as_bytes())] {
-            if key.is_empty() || dids.len() >= limit {
-                continue;
-            }
-            let page = self.store.scan(&users(v), partition, &Scan { after: Some(just_before(key)), limit: limit * 2, reverse: false })?;
-            for row in page.rows.iter().take_while(|r| r.clustering.starts_with(key)) {
-                let did = super::user_key_did(partition, &row.clustering, &row.columns).unwrap_or_default();
-                if !did.is_empty() && !dids.contains(&did) && dids.len() < limit {
-                    dids.push(did);
-                }
-            }
-        }
-        Ok(dids)
-    }
-
-    /// A page of the users matching every word of `query` (each a prefix of one of their
-    /// [`name_words`], punctuation around it left out), in the order
-    /// of the word they are found by, starting after the index key `after` (a previous
-    /// page's `next`). Each user is found once, under the first of its words that starts
-    /// with the query's longest word; hidden accounts are left out. A page reads at most
-    /// `4 × limit` index rows (at least 64), so it may hold fewer than `limit` users and
-    /// still have a next page.
-    pub fn search_authors(&self, query: &str, limit: usize, after: Option<Vec<u8>>) -> Result<AuthorSearch, ProjectionError> {
-        let empty = AuthorSearch { authors: Vec::new(), next: None };
-        let wanted: Vec<String> = query
-            .split_whitespace()
-            .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase())
-            .filter(|w| !w.is_empty())
-            .collect();
-        let (Some(v), Some(word)) = (self.version, wanted.iter().max_by_key(|w| w.len())) else { return Ok(empty) };
-        let start = match after {
-            Some(key) if key.as_slice() >= word.as_bytes() => key,
-            _ => just_before(word.as_bytes()),
-        };
-        let budget = (limit * 4).max(64);
-        let page = self.store.scan(&users(v), USERS_BY_NAME, &Scan { after: Some(start), limit: budget, reverse: false })?;
-        let rows: Vec<_> = page.rows.iter().take_while(|r| r.clustering.starts_with(word.as_bytes())).collect();
-        let ended = rows.len() < page.rows.len() || page.next.is_none();
-        let dids: Vec<String> = rows.iter().map(|r| super::name_key_did(&r.clustering, &r.columns).unwrap_or_default()).collect();
-        let held = crate::rows::rows_of(self.store, &accounts(v), &dids.iter().map(String::as_str).collect::<Vec<_>>())?;
-        let mut authors = Vec::new();
-        for ((row, did), account) in rows.iter().zip(&dids).zip(held) {
-            let account = account.map(|a| account_of(&a)).unwrap_or_default();
-            let words = account.name_words();
-            let found_by = row.clustering.split(|b| *b == 0).next().unwrap_or_default();
-            let first = words.iter().find(|w| w.starts_with(word.as_str()));
-            let matches = wanted.iter().all(|q| words.iter().any(|w| w.starts_with(q.as_str())));
-            if account.hidden || !matches || first.map(String::as_bytes) != Some(found_by) {
-                continue;
-            }
-            authors.push(AuthorMatch { did: did.clone(), account });
-            if authors.len() == limit {
-                return Ok(AuthorSearch { authors, next: Some(row.clustering.clone()) });
-            }
-        }
-        let next = if ended { None } else { rows.last().map(|r| r.clustering.clone()) };
-        Ok(AuthorSearch { authors, next })
-    }
-
-    /// How many users the index knows.
-    pub fn user_count(&self) -> Result<u64, ProjectionError> {
-        let Some(v) = self.version else { return Ok(0) };
-        Ok(self.store.count(&users(v), USERS_BY_DID)?)
+        Ok(self.account(did)?.first_seen)
     }
 
     /// How many listing rows an author has (their eprints, co-authored ones included).
@@ -441,20 +368,4 @@ impl<'a> EprintsReader<'a> {
         let Some(v) = self.version else { return Ok(0) };
         Ok(self.store.count(&by_author(v), did)?)
     }
-}
-
-/// A key sorting just before every key that starts with `prefix` (which is not empty):
-/// a scan after it starts at the prefix.
-fn just_before(prefix: &[u8]) -> Vec<u8> {
-    let mut k = prefix.to_vec();
-    match k.last_mut() {
-        Some(last) if *last > 0 => {
-            *last -= 1;
-            k.push(0xff);
-        }
-        _ => {
-            k.pop();
-        }
-    }
-    k
 }

@@ -1,6 +1,6 @@
 //! Applying events to the search index.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,8 +16,8 @@ use tantivy::{IndexWriter, TantivyDocument, Term};
 use tracing::{debug, warn};
 
 use super::links::{self, LinkRecord, Links};
-use super::{CommitPayload, SearchIndex, SearchIndexes, MODEL, SOURCES, TOMBSTONES};
-use crate::attached::collections::{self, CITATION, USER_TAG};
+use super::{people, CommitPayload, SearchIndex, SearchIndexes, MODEL, SOURCES, TOMBSTONES};
+use crate::attached::collections::{self, CITATION, PROFILE, USER_TAG};
 use crate::catalog::Mode;
 use crate::eprints::read::{EprintsReader, Written};
 use crate::submission::Submission;
@@ -135,6 +135,13 @@ pub struct SearchProjection {
     remake: BTreeSet<String>,
     /// How long a batch waits for the eprints model ([`EPRINTS_WAIT`]).
     eprints_wait: Duration,
+    /// The writer of the index of users ([`people`]), opened on first use.
+    people_writer: Option<IndexWriter<TantivyDocument>>,
+    /// Users whose documents wait for the eprints model to pass their last event (its log
+    /// ordinal): written once it has, from its account rows (saved with each commit).
+    people_due: BTreeMap<String, u64>,
+    /// Users whose documents were written since the last commit.
+    people_written: HashSet<String>,
     /// Tombstones of this batch, written to the node's store at its end.
     new_tombstones: HashMap<String, (String, u64)>,
     /// The stored tombstones (revision by URI) of the records this batch writes or deletes,
@@ -174,6 +181,9 @@ impl SearchProjection {
             applied: committed.checkpoints.clone(),
             hidden: committed.hidden,
             remake: committed.remake,
+            people_writer: None,
+            people_due: committed.people,
+            people_written: HashSet::new(),
             eprints_wait: EPRINTS_WAIT,
             committed: committed.checkpoints,
             pending_revs: HashMap::new(),
@@ -456,6 +466,66 @@ impl SearchProjection {
         Ok(found)
     }
 
+    /// Notes the users whose documents an event may change ([`people`]): the author of an
+    /// identity event or of a profile record, and a DID's first record (a new user).
+    fn people_event(&mut self, event: &Envelope) -> Result<(), ProjectionError> {
+        let did = match &event.payload {
+            Payload::Identity(i) => &i.did,
+            Payload::RecordCreate(w) | Payload::RecordUpdate(w) if w.collection == PROFILE => &w.did,
+            Payload::RecordDelete(d) if d.collection == PROFILE => &d.did,
+            Payload::RecordCreate(w) => {
+                if self.people_due.contains_key(&w.did) || self.people_written.contains(&w.did) || self.index.people().knows(&w.did)? {
+                    return Ok(());
+                }
+                &w.did
+            }
+            _ => return Ok(()),
+        };
+        self.people_due.insert(did.clone(), event.position.ordinal());
+        Ok(())
+    }
+
+    /// Writes the documents of the users ([`people`]) whose last event the eprints model
+    /// has passed, from its account rows. When `wait` (a live batch, or the last of a
+    /// catch-up), waits up to [`EPRINTS_WAIT`] for it to pass the rest; otherwise (and
+    /// after that) leaves them to a later batch.
+    fn write_people(&mut self, wait: bool) -> Result<(), ProjectionError> {
+        let deadline = Instant::now() + self.eprints_wait;
+        let index = self.index.clone();
+        while !self.people_due.is_empty() {
+            let eprints = EprintsReader::new(self.shared.as_ref())?;
+            let Some(applied) = eprints.applied()? else { break };
+            let ready: BTreeSet<String> =
+                self.people_due.iter().filter(|(_, seq)| passed(&applied, **seq)).map(|(did, _)| did.clone()).collect();
+            for (did, account) in people::users_of(&eprints, &ready)? {
+                let writer = self.people_writer()?;
+                writer.delete_term(index.people().did_term(&did));
+                if let Some(account) = account {
+                    writer.add_document(index.people().document(&did, &account))?;
+                }
+                self.people_due.remove(&did);
+                self.people_written.insert(did);
+            }
+            if self.people_due.is_empty() || !wait {
+                break;
+            }
+            if Instant::now() >= deadline {
+                warn!(users = self.people_due.len(), "the eprints model is behind the search index: users left to a later batch");
+                break;
+            }
+            std::thread::sleep(EPRINTS_POLL);
+        }
+        Ok(())
+    }
+
+    /// The writer of the index of users, opened on first use.
+    fn people_writer(&mut self) -> Result<&mut IndexWriter<TantivyDocument>, ProjectionError> {
+        if self.people_writer.is_none() {
+            self.people_writer = Some(self.index.people().writer()?);
+        }
+        self.people_writer.as_mut().ok_or_else(|| ProjectionError::Search("the people index writer is closed".into()))
+    }
+
     /// Forgets the sources of a deleted account's documents: those stored, and this batch's.
     fn forget_sources_of(&mut self, did: &str) -> Result<(), ProjectionError> {
         let prefix = format!("at://{did}/");
@@ -503,6 +573,7 @@ impl SearchProjection {
     /// merge rewrites the whole index.
     fn end_catch_up(&mut self) -> Result<(), ProjectionError> {
         self.catching_up = false;
+        self.write_people(true)?;
         self.commit_pending()?;
         // Emptied by the commit, the staging maps keep the capacity the catch-up's batches
         // grew them to; idle, they need none.
@@ -554,13 +625,18 @@ impl SearchProjection {
             self.writer()?.merge(&segments).wait()?;
         }
         self.writer()?.garbage_collect_files().wait()?;
+        let users = self.index.people().segments()?;
+        if users.len() > 1 {
+            self.people_writer()?.merge(&users).wait()?;
+        }
+        self.people_writer()?.garbage_collect_files().wait()?;
         self.index.reload()
     }
 
     /// Commits what was applied since the last commit, if anything was; a rebuild is
     /// compacted after its first.
     fn commit_pending(&mut self) -> Result<(), ProjectionError> {
-        if self.applied == self.committed {
+        if self.applied == self.committed && self.people_written.is_empty() {
             return Ok(());
         }
         self.commit()?;
@@ -571,7 +647,17 @@ impl SearchProjection {
     }
 
     fn commit(&mut self) -> Result<(), ProjectionError> {
-        let payload = CommitPayload { checkpoints: self.applied.clone(), hidden: self.hidden.clone(), remake: self.remake.clone() };
+        // The users first: a crash before the index's commit applies their events again
+        // (a user's document is made from its account as it is then).
+        if !self.people_written.is_empty() {
+            self.people_writer()?.commit()?;
+        }
+        let payload = CommitPayload {
+            checkpoints: self.applied.clone(),
+            hidden: self.hidden.clone(),
+            remake: self.remake.clone(),
+            people: self.people_due.clone(),
+        };
         let payload = serde_json::to_string(&payload).map_err(|e| ProjectionError::Search(e.to_string()))?;
         let mut prepared = self.writer()?.prepare_commit()?;
         prepared.set_payload(&payload);
@@ -580,6 +666,7 @@ impl SearchProjection {
         self.committed = self.applied.clone();
         self.pending_revs.clear();
         self.pending_deleted_repos.clear();
+        self.people_written.clear();
         self.last_commit = Instant::now();
         Ok(())
     }
@@ -607,6 +694,7 @@ impl Projection for SearchProjection {
         self.tags.prefetch(batch.record_uris(USER_TAG))?;
         self.citations.prefetch(batch.record_uris(CITATION))?;
         for event in batch.iter() {
+            self.people_event(event.envelope)?;
             self.link_event(event.envelope)?;
             match event.submission(&self.lexicons) {
                 Some((w, Ok(s))) => {
@@ -668,6 +756,7 @@ impl Projection for SearchProjection {
             }
         }
         self.write_batch()?;
+        self.write_people(!batch.more_to_come())?;
         self.store_batch(batch.events().last().map_or(0, |e| e.position.ordinal()))?;
         self.applied.extend(batch.next().iter().map(|(p, o)| (*p, *o)));
         if batch.more_to_come() {
@@ -687,6 +776,7 @@ impl Projection for SearchProjection {
         if self.catching_up {
             return self.end_catch_up();
         }
+        self.write_people(true)?;
         self.commit_pending()
     }
 }

@@ -9,12 +9,13 @@ mod facets;
 pub mod ids;
 mod indexer;
 mod links;
+pub mod people;
 mod query;
 mod schema;
 pub mod snapshot;
 mod stem;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -69,6 +70,8 @@ pub struct SearchIndex {
     merging: std::sync::atomic::AtomicUsize,
     /// The shared store: a hit's summary is read from the eprints model's record row there.
     shared: Arc<dyn Store>,
+    /// The users the index knows, for author search ([`people`]).
+    people: people::People,
 }
 
 /// How many facet values each index version keeps as text (a segment's dictionary decodes
@@ -98,6 +101,10 @@ pub(crate) struct CommitPayload {
     /// Documents to remake once the eprints model has written their records.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub remake: BTreeSet<String>,
+    /// Users whose documents ([`people`]) wait for the eprints model to pass their events:
+    /// the log ordinal of each one's last.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub people: BTreeMap<String, u64>,
 }
 
 impl CommitPayload {
@@ -149,6 +156,7 @@ impl SearchIndex {
     pub fn reload(&self) -> Result<(), ProjectionError> {
         let payload = CommitPayload::parse(self.index.load_metas()?.payload.as_deref());
         *self.hidden.write().map_err(|_| ProjectionError::Search("hidden set poisoned".into()))? = Arc::new(payload.hidden);
+        self.people.reload()?;
         self.reader.reload()?;
         Ok(())
     }
@@ -161,6 +169,11 @@ impl SearchIndex {
     /// The number of segments searches walk, in the newest visible commit.
     pub fn segment_count(&self) -> usize {
         self.reader.searcher().segment_readers().len()
+    }
+
+    /// The users the index knows (author search).
+    pub fn people(&self) -> &people::People {
+        &self.people
     }
 
     /// The number of documents (eprints) in the newest visible commit.
@@ -234,6 +247,7 @@ impl SearchIndexes {
         index.tokenizers().register(stem::NAMES_FOLD, stem::names_fold());
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
         let hidden = CommitPayload::parse(index.load_metas()?.payload.as_deref()).hidden;
+        let people = people::People::open(&dir.join(people::DIR))?;
         let idx = Arc::new(SearchIndex {
             index,
             reader,
@@ -244,6 +258,7 @@ impl SearchIndexes {
             likes: quick_cache::sync::Cache::new(LIKES_CACHED),
             merging: Default::default(),
             shared: self.shared.clone(),
+            people,
         });
         open.insert(version, idx.clone());
         Ok(idx)

@@ -120,6 +120,11 @@ fn write_new(node: &dyn Store, root: &Path, version: u32, to: &Path, frozen: &mu
     }
     let target = index_dir(&to.join("search"), version);
     let (mut bytes, linked) = link_index(&index, &target)?;
+    // Its index of users beside it ([`super::people`]), held still with it.
+    let people = index.join(super::people::DIR);
+    if people.join(META).is_file() {
+        bytes += link_index(&people, &target.join(super::people::DIR))?.0;
+    }
     // The index's commit records where it stands; the node store's rows follow it.
     let checkpoints = super::committed_checkpoints(&target)?;
     let stored = to.join("store").join(format!("{}.redb", consumer_name(MODEL, version)));
@@ -166,8 +171,8 @@ pub fn open(from: &Path) -> Result<(Manifest, PathBuf, PathBuf), SnapshotError> 
     Ok((manifest, file, index))
 }
 
-/// Copies an index folder (its commit and its segments' files; not its lock files) to `to`:
-/// the bytes copied.
+/// Copies an index folder (its commit and its segments' files, and its index of users'
+/// folder; not its lock files) to `to`: the bytes copied.
 ///
 /// # Errors
 /// On a file error.
@@ -177,7 +182,12 @@ pub fn copy_index(from: &Path, to: &Path) -> Result<u64, SnapshotError> {
     for entry in std::fs::read_dir(from).map_err(io("read", from))? {
         let entry = entry.map_err(io("read", from))?;
         let name = entry.file_name();
-        if !entry.file_type().map_err(io("read", &entry.path()))?.is_file() || name.to_string_lossy().ends_with(".lock") {
+        let kind = entry.file_type().map_err(io("read", &entry.path()))?;
+        if kind.is_dir() && name == super::people::DIR {
+            bytes += copy_index(&entry.path(), &to.join(&name))?;
+            continue;
+        }
+        if !kind.is_file() || name.to_string_lossy().ends_with(".lock") {
             continue;
         }
         bytes += std::fs::copy(entry.path(), to.join(&name)).map_err(io("copy", &entry.path()))?;

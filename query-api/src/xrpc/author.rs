@@ -43,8 +43,12 @@ fn search_authors(c: &Call) -> Answer {
         },
     };
     let limit = c.limit(25);
+    let index = c.state.search_index().map_err(ApiError::from_error)?;
     let (authors, next) = reads::attached(&c.state, |r| {
-        let page = r.eprints().search_authors(q, limit, after)?;
+        let page = match &index {
+            Some(index) => index.people().authors(r.eprints(), q, limit, after)?,
+            None => projections::eprints::read::AuthorSearch { authors: Vec::new(), next: None },
+        };
         let mut authors = Vec::with_capacity(page.authors.len());
         for m in page.authors {
             let eprints = r.eprints().author_eprint_count(&m.did)?;

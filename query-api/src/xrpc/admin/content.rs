@@ -67,20 +67,17 @@ fn graph_stats(c: &Call) -> Answer {
 /// counts the users the index knows (every DID that wrote a record); `collections` the
 /// knowledge graph nodes of subkind `collection`, in every repository (docs/graph.md).
 async fn overview(c: Call) -> Answer {
-    let eprints = match c.state.search_index().map_err(ApiError::from_error)? {
-        Some(index) => index.num_docs(),
-        None => 0,
-    };
-    let (authors, reviews, endorsements, tags, reports, collections) = blocking(&c.state, || -> Result<_, ApiError> {
-        let users = EprintsReader::new(c.state.store.as_ref())?.user_count()?;
+    let index = c.state.search_index().map_err(ApiError::from_error)?;
+    let (eprints, users) = index.as_ref().map_or((0, 0), |index| (index.num_docs(), index.people().count()));
+    let (reviews, endorsements, tags, reports, collections) = blocking(&c.state, || -> Result<_, ApiError> {
         let r = AttachedReader::new(c.state.store.as_ref())?;
         let count = |collection: &str| r.count(&Listing::collection(collection));
         let reports = projections::admin::read::AdminReader::new(c.state.store.as_ref())?.report_count()?;
         let collections = r.count(&projections::attached::collections::graph::nodes_of_subkind("collection"))?;
-        Ok((users, count(REVIEW)?, count(ENDORSEMENT)?, count(USER_TAG)?, reports, collections))
+        Ok((count(REVIEW)?, count(ENDORSEMENT)?, count(USER_TAG)?, reports, collections))
     })?;
     Body::json(&json!({
-        "eprints": eprints, "authors": authors, "reviews": reviews, "endorsements": endorsements, "collections": collections, "tags": tags,
+        "eprints": eprints, "authors": users, "reviews": reviews, "endorsements": endorsements, "collections": collections, "tags": tags,
         "reports": reports,
     }))
 }
@@ -124,7 +121,10 @@ fn search_users(c: &Call) -> Answer {
     if query.is_empty() {
         return Err(ApiError::invalid_param("query", "a handle or DID prefix"));
     }
-    let dids = blocking(&c.state, || EprintsReader::new(c.state.store.as_ref())?.users_by_prefix(&query, c.limit(20)))?;
+    let dids = match c.state.search_index().map_err(ApiError::from_error)? {
+        Some(index) => blocking(&c.state, || index.people().by_prefix(&query, c.limit(20)))?,
+        None => Vec::new(),
+    };
     let mut users = Vec::with_capacity(dids.len());
     for did in dids {
         users.extend(user(c, &did, false)?);
