@@ -26,6 +26,11 @@ async fn a_snapshot_is_refused_where_it_cannot_be_made_and_restores_a_node_that_
     node.wait_caught_up().await.unwrap();
     let query = "/xrpc/pub.svc.eprint.searchSubmissions?q=quantum&limit=5";
     let answer = node.get_bytes(query).await.unwrap();
+    // Author search reads the index of users the snapshot carries beside the search index.
+    let authors = "/xrpc/pub.svc.author.searchAuthors?q=a&limit=5";
+    let found = node.get_bytes(authors).await.unwrap();
+    let listed: Value = serde_json::from_slice(&found).unwrap();
+    assert_eq!(listed["authors"].as_array().map(Vec::len), Some(5), "{listed}");
     refused(&["snapshot", "create", "--data-dir", &source, "--to", &snap], "is svc running on it?");
     node.stop().unwrap();
 
@@ -42,6 +47,7 @@ async fn a_snapshot_is_refused_where_it_cannot_be_made_and_restores_a_node_that_
     let node = Service::start(dir.path().join("fresh").as_path()).await.unwrap();
     node.wait_caught_up().await.unwrap();
     assert_eq!(node.get_bytes(query).await.unwrap(), answer, "the restored index searches as its source did");
+    assert_eq!(node.get_bytes(authors).await.unwrap(), found, "the restored index finds the same authors");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -12,7 +12,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use tantivy::schema::{Field, IndexRecordOption, Schema, Value as _, STORED, STRING};
+use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value as _, STORED};
 use tantivy::{DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term, TERMINATED};
 
 use crate::did_key;
@@ -32,19 +32,25 @@ struct Fields {
     did: Field,
     /// The DID's key ([`did_key`]), stored: what a found document gives back.
     key: Field,
-    /// The lowercased handle, exact: handle prefixes.
+    /// The lowercased handle, exact: handle prefixes, and one of the words author search
+    /// finds a user by.
     handle: Field,
-    /// The words of the handle and names, exact: author search by word prefix.
+    /// The other words of [`crate::eprints::name_words`] (of the names), exact: author
+    /// search by word prefix.
     word: Field,
 }
 
 fn schema() -> (Schema, Fields) {
+    // Exact terms, and no field norms (nothing here is scored).
+    let exact = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default().set_tokenizer("raw").set_index_option(IndexRecordOption::Basic).set_fieldnorms(false),
+    );
     let mut b = Schema::builder();
     let fields = Fields {
-        did: b.add_text_field("did", STRING),
+        did: b.add_text_field("did", exact.clone()),
         key: b.add_bytes_field("key", STORED),
-        handle: b.add_text_field("handle", STRING),
-        word: b.add_text_field("word", STRING),
+        handle: b.add_text_field("handle", exact.clone()),
+        word: b.add_text_field("word", exact),
     };
     (b.build(), fields)
 }
@@ -103,11 +109,10 @@ impl People {
         let mut doc = TantivyDocument::default();
         doc.add_text(f.did, did);
         doc.add_bytes(f.key, &did_key::encode(did));
-        if let Some(handle) = account.handle.as_deref().filter(|h| !h.is_empty()) {
-            doc.add_text(f.handle, handle.to_lowercase());
-        }
+        // The handle is one of the words: kept in its own field alone.
+        let handle = account.handle.as_deref().map(str::to_lowercase).filter(|h| !h.is_empty() && !h.contains('\0'));
         for word in account.name_words() {
-            doc.add_text(f.word, word);
+            doc.add_text(if Some(&word) == handle.as_ref() { f.handle } else { f.word }, word);
         }
         doc
     }
@@ -144,7 +149,16 @@ impl People {
     /// previous page's last), at most `limit` of them, in key order (the word, 0, the DID's
     /// key): a user appears once for each of its words that starts with `prefix`.
     pub fn by_word(&self, prefix: &str, after: Option<&[u8]>, limit: usize) -> Result<Filed, ProjectionError> {
-        Ok(filed(&self.reader.searcher(), self.fields, self.fields.word, prefix.as_bytes(), after, limit)?)
+        let searcher = self.reader.searcher();
+        let (f, prefix) = (self.fields, prefix.as_bytes());
+        let (mut words, handles) =
+            (filed(&searcher, f, f.word, prefix, after, limit)?, filed(&searcher, f, f.handle, prefix, after, limit)?);
+        words.users.extend(handles.users);
+        words.users.sort();
+        words.users.dedup();
+        let more = words.more || handles.more || words.users.len() > limit;
+        words.users.truncate(limit);
+        Ok(Filed { users: words.users, more })
     }
 
     /// A page of the users matching every word of `query` (each a prefix of one of their
@@ -250,4 +264,65 @@ pub(crate) fn users_of(eprints: &EprintsReader<'_>, dids: &BTreeSet<String>) -> 
     let list: Vec<&str> = dids.iter().map(String::as_str).collect();
     let accounts = eprints.accounts(&list)?;
     Ok(dids.iter().cloned().zip(accounts.into_iter().map(|a| a.first_seen.is_some().then_some(a))).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(n: usize, name: &str) -> (String, Account) {
+        let did = format!("did:plc:{}", format!("{n:024}").bytes().map(|d| char::from(d - b'0' + b'a')).collect::<String>());
+        let account = Account { handle: Some(format!("bo{n}.test")), display_name: Some(name.to_owned()), ..Account::default() };
+        (did, account)
+    }
+
+    /// Users written over several commits (so several segments), some written again with
+    /// other names: pages of any size give every user filed under a prefix once per
+    /// matching word, in key order, and nothing a later write replaced.
+    #[test]
+    fn pages_over_several_segments_give_each_filed_user_once_in_key_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let people = People::open(dir.path()).unwrap();
+        let mut writer = people.writer().unwrap();
+        for chunk in 0..4 {
+            for n in chunk * 40..(chunk + 1) * 40 {
+                let (did, account) = user(n, &format!("Bob{n} Bobson"));
+                writer.delete_term(people.did_term(&did));
+                writer.add_document(people.document(&did, &account)).unwrap();
+            }
+            writer.commit().unwrap();
+        }
+        // Every tenth renamed: no longer a Bobson.
+        for n in (0..160).step_by(10) {
+            let (did, account) = user(n, "Alice Smith");
+            writer.delete_term(people.did_term(&did));
+            writer.add_document(people.document(&did, &account)).unwrap();
+        }
+        writer.commit().unwrap();
+        people.reload().unwrap();
+        assert!(people.segments().unwrap().len() > 1);
+        assert_eq!(people.count(), 160);
+
+        let all = people.by_word("bo", None, 10_000).unwrap();
+        assert!(!all.more);
+        // Each user under its handle and `bob{n}`, the Bobsons under `bobson` too.
+        assert_eq!(all.users.len(), 160 + 144 + 144);
+        assert!(all.users.windows(2).all(|w| w[0].0 < w[1].0), "in key order, each once");
+        for limit in [1, 7, 25, 100] {
+            let (mut paged, mut after) = (Vec::new(), None::<Vec<u8>>);
+            loop {
+                let page = people.by_word("bo", after.as_deref(), limit).unwrap();
+                assert!(page.users.len() <= limit);
+                paged.extend(page.users.iter().cloned());
+                if !page.more {
+                    break;
+                }
+                after = page.users.last().map(|(key, _)| key.clone());
+            }
+            assert_eq!(paged, all.users, "limit {limit}");
+        }
+        assert_eq!(people.by_prefix("BO17.", 10).unwrap(), vec![user(17, "").0]);
+        assert_eq!(people.by_prefix("did:plc:", 500).unwrap().len(), 160);
+        assert!(people.by_word("bobson", None, 1000).unwrap().users.iter().all(|(_, did)| !did.ends_with("a")), "renamed users left");
+    }
 }
