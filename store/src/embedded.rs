@@ -1,5 +1,6 @@
 //! The embedded store: redb files in the data directory, one redb table per versioned
-//! read-model table, keyed by `(partition, clustering)`. `store.redb` holds which versions
+//! read-model table, keyed by `(partition, clustering)` (a file made by this build holds
+//! its partitions packed: [`crate::partition_key`]). `store.redb` holds which versions
 //! exist and which is active; each version made since lives in a file of its own under
 //! `versions/` (tables of versions made before that stay in `store.redb`).
 
@@ -11,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, TableError, TableHandle};
 
+use crate::partition_key::KeyForm;
 use crate::reopenable::ReopenableDb;
 use crate::row_cache::{CachedRow, Gate, PartitionKeyRef, RowCache, RowKeyRef, Ticket, WriteGuard};
 use crate::value::{decode_columns, encode_columns};
@@ -23,6 +25,11 @@ type RowTable<'a> = TableDefinition<'a, (&'static str, &'static [u8]), &'static 
 const CHECKPOINTS: TableDefinition<(&str, u32), u64> = TableDefinition::new("_checkpoints");
 const VERSIONS: TableDefinition<(&str, u32), u8> = TableDefinition::new("_versions");
 const ACTIVE: TableDefinition<&str, u32> = TableDefinition::new("_active");
+
+/// The `_checkpoints` row that says a file's row keys hold their partitions packed
+/// ([`KeyForm::Packed`]): a name no consumer has. Set when the file is made (a file made
+/// before the packed form has none, and keeps its text keys); copied with the checkpoints.
+const PACKED_KEYS: (&str, u32) = ("\0keys", 0);
 
 /// The store file's name inside the data directory.
 pub const STORE_FILE: &str = "store.redb";
@@ -79,6 +86,8 @@ struct StoreFile {
     durability: Mutex<Durable>,
     /// Its writes, for the row cache.
     gate: Arc<Gate>,
+    /// How its row keys hold partitions.
+    form: KeyForm,
 }
 
 /// A file's durability: see [`StoreFile::durability`].
@@ -91,10 +100,21 @@ impl StoreFile {
     fn open(path: PathBuf, open: fn(&Path) -> Result<Database, StoreError>) -> Result<StoreFile, StoreError> {
         let db = open(&path)?;
         let txn = db.begin_write()?;
-        txn.open_table(CHECKPOINTS)?;
+        let fresh = txn.list_tables()?.next().is_none();
+        let form = {
+            let mut checkpoints = txn.open_table(CHECKPOINTS)?;
+            if fresh {
+                checkpoints.insert(PACKED_KEYS, 1)?;
+            }
+            if checkpoints.get(PACKED_KEYS)?.is_some() {
+                KeyForm::Packed
+            } else {
+                KeyForm::Text
+            }
+        };
         txn.commit()?;
         let durability = Mutex::new(Durable { last: Instant::now(), deferred_since: None });
-        Ok(StoreFile { db: ReopenableDb::new(db, path), open, durability, gate: Arc::default() })
+        Ok(StoreFile { db: ReopenableDb::new(db, path), open, durability, gate: Arc::default(), form })
     }
 
     /// Writes `ops` (of this file's tables and checkpoints) in one transaction, made
@@ -134,10 +154,10 @@ impl StoreFile {
                     match op {
                         Op::Put { partition, clustering, columns, .. } => {
                             let bytes = encode_columns(columns)?;
-                            t.insert((partition.as_str(), clustering.as_slice()), bytes.as_slice())?;
+                            t.insert((&*self.form.partition(partition), clustering.as_slice()), bytes.as_slice())?;
                         }
                         Op::Delete { partition, clustering, .. } => {
-                            t.remove((partition.as_str(), clustering.as_slice()))?;
+                            t.remove((&*self.form.partition(partition), clustering.as_slice()))?;
                         }
                         Op::Checkpoint { .. } | Op::Barrier => {}
                     }
@@ -210,6 +230,7 @@ fn open_rows<'t>(txn: &'t redb::ReadTransaction, name: &'t str) -> Result<Option
 
 /// The number of rows of a partition of `name` in `file`, counted.
 fn count_rows(file: &StoreFile, name: &str, partition: &str) -> Result<u64, StoreError> {
+    let partition = &*file.form.partition(partition);
     let db = file.db.get()?;
     let txn = db.begin_read()?;
     let Some(t) = open_rows(&txn, name)? else { return Ok(0) };
@@ -226,6 +247,7 @@ fn count_rows(file: &StoreFile, name: &str, partition: &str) -> Result<u64, Stor
 
 /// The page `scan` reads of a partition of `name` in `file`.
 fn scan_rows(file: &StoreFile, name: &str, partition: &str, scan: &Scan) -> Result<Page, StoreError> {
+    let partition = &*file.form.partition(partition);
     let db = file.db.get()?;
     let txn = db.begin_read()?;
     let Some(t) = open_rows(&txn, name)? else { return Ok(Page { rows: Vec::new(), next: None }) };
@@ -263,10 +285,11 @@ fn scan_rows(file: &StoreFile, name: &str, partition: &str, scan: &Scan) -> Resu
     Ok(Page { rows, next })
 }
 
-/// The row at `key` (physical table, partition, clustering), read in `txn`.
-fn read_row(txn: &redb::ReadTransaction, key: RowKeyRef<'_>) -> Result<Option<Columns>, StoreError> {
+/// The row at `key` (physical table, partition, clustering), read in `txn` of a file whose
+/// keys have `form`.
+fn read_row(txn: &redb::ReadTransaction, form: KeyForm, key: RowKeyRef<'_>) -> Result<Option<Columns>, StoreError> {
     let Some(t) = open_rows(txn, key.0)? else { return Ok(None) };
-    match t.get((key.1, key.2))? {
+    match t.get((&*form.partition(key.1), key.2))? {
         Some(v) => Ok(Some(decode_columns(key.0, v.value())?)),
         None => Ok(None),
     }
@@ -578,7 +601,7 @@ impl EmbeddedStore {
                     continue;
                 }
                 let key = RowKeyRef(table.physical_name(), partition, clustering);
-                let row = read_row(&txn, key)?.map(Arc::new);
+                let row = read_row(&txn, file.form, key)?.map(Arc::new);
                 if let Some((ticket, gate)) = ticket {
                     self.rows.fill(ticket, gate, key.owned(), row.clone());
                 }
@@ -622,7 +645,7 @@ impl Store for EmbeddedStore {
         }
         let db = file.db.get()?;
         let txn = db.begin_read()?;
-        let row = read_row(&txn, key)?;
+        let row = read_row(&txn, file.form, key)?;
         if let Some(ticket) = ticket {
             self.rows.fill(ticket, &file.gate, key.owned(), row.clone().map(Arc::new));
         }
@@ -636,7 +659,7 @@ impl Store for EmbeddedStore {
         let txn = db.begin_read()?;
         let Some(t) = open_rows(&txn, name)? else { return Ok(vec![None; keys.len()]) };
         keys.iter()
-            .map(|(p, c)| match t.get((p.as_str(), c.as_slice()))? {
+            .map(|(p, c)| match t.get((&*file.form.partition(p), c.as_slice()))? {
                 Some(v) => Ok(Some(decode_columns(name, v.value())?)),
                 None => Ok(None),
             })
@@ -880,6 +903,73 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         (Box::new(EmbeddedStore::open(dir.path()).unwrap()) as Box<dyn Store>, dir)
     });
+
+    /// Files made since hold their partitions packed (a `did:plc` in 19 bytes); a file made
+    /// before (no packed-keys row) keeps its text keys, read and written as before, and a
+    /// copy keeps the form of its source.
+    #[test]
+    fn new_files_pack_their_partitions_and_files_made_before_keep_their_text_keys() {
+        let did = "did:plc:ewvi7nxzyoun6zhxrhs64oiz";
+        let uri = format!("at://{did}/pub.svc.eprint.submission/3l4h2xq7zck2a");
+        let t = TableRef::new("m", 1, "t");
+        let value = |n: i64| Columns::from([("n".to_owned(), crate::Value::Int(n))]);
+        let keys_in = |path: &Path| -> Vec<String> {
+            let db = Database::open(path).unwrap();
+            let txn = db.begin_read().unwrap();
+            let rows = txn.open_table(RowTable::new(t.physical_name())).unwrap();
+            rows.iter().unwrap().map(|e| e.unwrap().0.value().0.to_owned()).collect()
+        };
+
+        // Made before: the rows of version 1 of `m` in `store.redb`, keyed by their text.
+        let old = tempfile::tempdir().unwrap();
+        {
+            let db = Database::create(old.path().join(STORE_FILE)).unwrap();
+            let txn = db.begin_write().unwrap();
+            txn.open_table(CHECKPOINTS).unwrap();
+            txn.open_table(VERSIONS).unwrap().insert(("m", 1), state_code(VersionState::Active)).unwrap();
+            txn.open_table(ACTIVE).unwrap().insert("m", 1).unwrap();
+            let mut rows = txn.open_table(RowTable::new(t.physical_name())).unwrap();
+            rows.insert((did, &[1u8][..]), encode_columns(&value(1)).unwrap().as_slice()).unwrap();
+            drop(rows);
+            txn.commit().unwrap();
+        }
+        let made = tempfile::tempdir().unwrap();
+        for (dir, form) in [(old.path(), KeyForm::Text), (made.path(), KeyForm::Packed)] {
+            let store = EmbeddedStore::open(dir).unwrap();
+            assert_eq!(store.main.form, form);
+            let mut batch = Batch::default();
+            batch.put(&t, did, vec![2], value(2), 1);
+            batch.put(&t, &uri, Vec::new(), value(3), 1);
+            store.apply(batch).unwrap();
+            store.release_caches().unwrap();
+            let rows = store.scan(&t, did, &Scan::first(10)).unwrap().rows;
+            let held: Vec<_> = rows.iter().map(|r| (r.clustering.clone(), r.columns.clone())).collect();
+            let expected = [(vec![1u8], value(1)), (vec![2u8], value(2))];
+            let expected = if form == KeyForm::Text { expected.to_vec() } else { expected[1..].to_vec() };
+            assert_eq!(held, expected, "{form:?}");
+            assert_eq!(store.count(&t, did).unwrap(), expected.len() as u64);
+            assert_eq!(store.get(&t, &uri, &[]).unwrap(), Some(value(3)));
+            assert_eq!(store.get_many(&t, &[(uri.clone(), Vec::new())]).unwrap(), vec![Some(value(3))]);
+            let mut batch = Batch::default();
+            batch.delete(&t, did, vec![2], 1);
+            store.apply(batch).unwrap();
+            assert_eq!(store.count(&t, did).unwrap(), expected.len() as u64 - 1, "{form:?}: deleted");
+            drop(store);
+            let keys = keys_in(&dir.join(STORE_FILE));
+            let longest = keys.iter().map(String::len).max().unwrap();
+            match form {
+                KeyForm::Text => assert_eq!(longest, uri.len(), "{keys:?}"),
+                KeyForm::Packed => assert_eq!(longest, uri.len() - 18, "{keys:?}"),
+            }
+            // A repacked copy keeps the form.
+            let store = EmbeddedStore::open(dir).unwrap();
+            store.compact().unwrap();
+            drop(store);
+            let store = EmbeddedStore::open(dir).unwrap();
+            assert_eq!(store.main.form, form);
+            assert_eq!(store.get(&t, &uri, &[]).unwrap(), Some(value(3)), "{form:?}: after a compaction");
+        }
+    }
 
     #[test]
     fn every_change_readers_can_see_moves_the_state_mark() {

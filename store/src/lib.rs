@@ -32,6 +32,7 @@
 mod batch;
 mod embedded;
 mod error;
+mod partition_key;
 mod reopenable;
 mod row_cache;
 mod scylla;
