@@ -29,7 +29,7 @@ async fn a_snapshot_is_refused_where_it_cannot_be_made_and_restores_a_node_that_
     // Author search reads the index of users the snapshot carries beside the search index.
     let authors = "/xrpc/pub.svc.author.searchAuthors?q=a&limit=5";
     let found = node.get_bytes(authors).await.unwrap();
-    let listed: Value = serde_json::from_slice(&found).unwrap();
+    let listed: Value = serde_json::from_slice(&found.1).unwrap();
     assert_eq!(listed["authors"].as_array().map(Vec::len), Some(5), "{listed}");
     refused(&["snapshot", "create", "--data-dir", &source, "--to", &snap], "is svc running on it?");
     node.stop().unwrap();
