@@ -471,8 +471,8 @@ impl SearchProjection {
     fn people_event(&mut self, event: &Envelope) -> Result<(), ProjectionError> {
         let did = match &event.payload {
             Payload::Identity(i) => &i.did,
-            Payload::RecordCreate(w) | Payload::RecordUpdate(w) if w.collection == PROFILE => &w.did,
-            Payload::RecordDelete(d) if d.collection == PROFILE => &d.did,
+            Payload::RecordCreate(w) | Payload::RecordUpdate(w) if w.collection == PROFILE && w.rkey == "self" => &w.did,
+            Payload::RecordDelete(d) if d.collection == PROFILE && d.rkey == "self" => &d.did,
             Payload::RecordCreate(w) => {
                 if self.people_due.contains_key(&w.did) || self.people_written.contains(&w.did) || self.index.people().knows(&w.did)? {
                     return Ok(());

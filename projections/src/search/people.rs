@@ -1,13 +1,12 @@
 //! Author search: a tantivy index of the users the index knows, beside each version of the
 //! search index (`<data>/search/v<N>/people/`), one document per user: its DID, its
-//! lowercased handle and the words of its handle and names
-//! ([`crate::eprints::name_words`]). The search projection keeps it from the eprints
-//! model's account rows; what a user is called, and whether it is hidden, is read from
-//! those rows when a search is answered.
+//! lowercased handle and the other words of its names ([`crate::eprints::name_words`]).
+//! The search projection keeps it from the eprints model's account rows; what a user is
+//! called, and whether it is hidden, is read from those rows when a search is answered.
 //!
 //! Before search format 6 the eprints model kept this in its `users` table, a store row per
-//! word and user: 68 MB of the 442 MB a 95,000-paper corpus took (docs/capacity.md); terms
-//! and postings here take a few.
+//! word and user: 68 MB of the 442 MB a 95,000-paper corpus took; this index takes 19 MB
+//! there (docs/capacity.md).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -136,7 +135,7 @@ impl People {
             if prefix.is_empty() || dids.len() >= limit {
                 continue;
             }
-            for (_, did) in filed(&searcher, self.fields, field, prefix.as_bytes(), None, limit * 2)?.users {
+            for (_, did) in filed(&searcher, self.fields, &[field], prefix.as_bytes(), None, limit * 2)?.users {
                 if !dids.contains(&did) && dids.len() < limit {
                     dids.push(did);
                 }
@@ -149,16 +148,8 @@ impl People {
     /// previous page's last), at most `limit` of them, in key order (the word, 0, the DID's
     /// key): a user appears once for each of its words that starts with `prefix`.
     pub fn by_word(&self, prefix: &str, after: Option<&[u8]>, limit: usize) -> Result<Filed, ProjectionError> {
-        let searcher = self.reader.searcher();
-        let (f, prefix) = (self.fields, prefix.as_bytes());
-        let (mut words, handles) =
-            (filed(&searcher, f, f.word, prefix, after, limit)?, filed(&searcher, f, f.handle, prefix, after, limit)?);
-        words.users.extend(handles.users);
-        words.users.sort();
-        words.users.dedup();
-        let more = words.more || handles.more || words.users.len() > limit;
-        words.users.truncate(limit);
-        Ok(Filed { users: words.users, more })
+        let f = self.fields;
+        Ok(filed(&self.reader.searcher(), f, &[f.word, f.handle], prefix.as_bytes(), after, limit)?)
     }
 
     /// A page of the users matching every word of `query` (each a prefix of one of their
@@ -204,19 +195,20 @@ impl People {
     }
 }
 
-/// The users filed under the terms of `field` that start with `prefix`, after the key
-/// `after`, at most `limit`, in key order ([`People::by_word`]). Each segment gives its
-/// terms in order and its users of a term all at once (sorted by key here); a segment stops
-/// once it has given `limit` after `after`, so the first `limit` of all of them are among
-/// what the segments gave.
-fn filed(searcher: &Searcher, f: Fields, field: Field, prefix: &[u8], after: Option<&[u8]>, limit: usize) -> tantivy::Result<Filed> {
+/// The users filed under the terms of `fields` that start with `prefix`, after the key
+/// `after`, at most `limit`, in key order ([`People::by_word`]). Each field of each segment
+/// gives its terms in order and its users of a term all at once (sorted by key here); it
+/// stops once it has given `limit` after `after`, so the first `limit` of all of them are
+/// among what they gave.
+fn filed(searcher: &Searcher, f: Fields, fields: &[Field], prefix: &[u8], after: Option<&[u8]>, limit: usize) -> tantivy::Result<Filed> {
     let start: &[u8] = match after.map(|a| a.split(|b| *b == 0).next().unwrap_or_default()) {
         Some(term) if term >= prefix => term,
         _ => prefix,
     };
     let mut users: Vec<(Vec<u8>, String)> = Vec::new();
     let mut more = false;
-    for segment in searcher.segment_readers() {
+    let streams = searcher.segment_readers().iter().flat_map(|segment| fields.iter().map(move |field| (segment, *field)));
+    for (segment, field) in streams {
         let inverted = segment.inverted_index(field)?;
         let store = segment.get_store_reader(1)?;
         let alive = segment.alive_bitset();
