@@ -198,23 +198,24 @@ impl Fixture {
         report(&self.projections, &self.progress);
     }
 
-    /// Applies the log to the read models on a thread of their own from now on, as a
-    /// running svc does, so that procedures (which wait for their event to be applied) can
-    /// be called; [`Fixture::apply`] then only appends.
+    /// Applies the log to the read models, each on a thread of its own from now on, as a
+    /// running svc's workers do (a model that waits for another, as search waits for
+    /// eprints, is not held up behind it), so that procedures (which wait for their event
+    /// to be applied) can be called; [`Fixture::apply`] then only appends.
     pub fn live(&mut self) {
-        let mut projections = std::mem::take(&mut self.projections);
-        let (log, stop, progress) = (self.log.clone(), self.stop.clone(), self.progress.clone());
-        std::thread::spawn(move || {
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                for p in &mut projections {
+        let projections = std::mem::take(&mut self.projections);
+        for (mut p, tx) in projections.into_iter().zip(self.progress.iter().cloned()) {
+            let (log, stop) = (self.log.clone(), self.stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                     // Follows a version a rebuild swapped in, as the service's workers do.
                     p.refresh().unwrap();
-                    projections::catch_up(log.as_ref(), p as &mut dyn Projection, 500).unwrap();
+                    projections::catch_up(log.as_ref(), &mut p as &mut dyn Projection, 500).unwrap();
+                    report(std::slice::from_ref(&p), std::slice::from_ref(&tx));
+                    std::thread::sleep(Duration::from_millis(5));
                 }
-                report(&projections, &progress);
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        });
+            });
+        }
     }
 
     /// Waits (up to 10 s) until `model` has applied every event in the log: for procedures
