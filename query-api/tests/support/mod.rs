@@ -208,9 +208,13 @@ impl Fixture {
             let (log, stop) = (self.log.clone(), self.stop.clone());
             std::thread::spawn(move || {
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    // Follows a version a rebuild swapped in, as the service's workers do.
-                    p.refresh().unwrap();
-                    projections::catch_up(log.as_ref(), &mut p as &mut dyn Projection, 500).unwrap();
+                    // Follows a version a rebuild swapped in, and retries a batch that failed
+                    // (on a version dropped under it, say), as the service's workers do.
+                    let applied = p.refresh().and_then(|()| projections::catch_up(log.as_ref(), &mut p as &mut dyn Projection, 500));
+                    if let Err(e) = applied {
+                        eprintln!("{}: {e}; retrying", p.model());
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
                     report(std::slice::from_ref(&p), std::slice::from_ref(&tx));
                     std::thread::sleep(Duration::from_millis(5));
                 }
