@@ -31,14 +31,30 @@ fn viewer(name: &str) -> String {
     h[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The usage model, live, on an embedded store of its own (in the directory returned).
-fn live_model() -> (tempfile::TempDir, Arc<dyn Store>, Context, Box<dyn Projection>) {
-    let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
-    let ctx = Context::single(store.clone(), &dir.path().join("search"));
-    let version = catalog::ensure_active(&ctx, MODEL).unwrap();
-    let live = catalog::open(&ctx, MODEL, version, Mode::Live).unwrap();
-    (dir, store, ctx, live)
+/// The usage model and the eprints model it reads an eprint from on its first use, live,
+/// on an embedded store of their own (in the directory returned).
+struct Models {
+    _dir: tempfile::TempDir,
+    store: Arc<dyn Store>,
+    ctx: Context,
+    eprints: Box<dyn Projection>,
+    usage: Box<dyn Projection>,
+}
+
+impl Models {
+    fn live() -> Models {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
+        let ctx = Context::single(store.clone(), &dir.path().join("search"));
+        let open = |model: &str| catalog::open(&ctx, model, catalog::ensure_active(&ctx, model).unwrap(), Mode::Live).unwrap();
+        let (eprints, usage) = (open(projections::eprints::MODEL), open(MODEL));
+        Models { _dir: dir, store, ctx, eprints, usage }
+    }
+
+    /// Both models, the eprints model first, as a projector's worker applies a batch.
+    fn both(&mut self) -> [&mut dyn Projection; 2] {
+        [self.eprints.as_mut(), self.usage.as_mut()]
+    }
 }
 
 #[derive(Default)]
@@ -87,19 +103,23 @@ impl Log {
         self.used(at, rkey, who, UsageAction::View { source: None });
     }
 
-    /// Applies every event not applied yet, in batches of 7.
-    fn apply(&self, p: &mut dyn Projection, from: usize) {
-        self.apply_in(p, from, 7);
+    /// Applies every event from `from` to each of `models` in turn, in batches of 7.
+    fn apply(&self, models: &mut [&mut dyn Projection], from: usize) {
+        self.apply_in(models, from, 7);
     }
 
-    /// Applies every event not applied yet, in batches of `size`.
-    fn apply_in(&self, p: &mut dyn Projection, from: usize, size: usize) {
+    /// Applies every event from `from` to each of `models` in turn, in batches of `size`.
+    fn apply_in(&self, models: &mut [&mut dyn Projection], from: usize, size: usize) {
         for chunk in self.events[from..].chunks(size) {
             let last = chunk.last().unwrap().position.offset;
             let next: BTreeMap<u32, u64> = [(0, last + 1)].into();
-            p.apply_batch(&EventBatch::new(chunk.to_vec(), next)).unwrap();
+            for p in models.iter_mut() {
+                p.apply_batch(&EventBatch::new(chunk.to_vec(), next.clone())).unwrap();
+            }
         }
-        p.flush().unwrap();
+        for p in models.iter_mut() {
+            p.flush().unwrap();
+        }
     }
 }
 
@@ -123,7 +143,9 @@ fn ranked(page: &[Trending]) -> Vec<(String, bool)> {
 
 #[test]
 fn uses_are_counted_by_counters_rules_as_of_any_time_and_a_rebuild_answers_the_same() {
-    let (_dir, store, ctx, mut p) = live_model();
+    let mut m = Models::live();
+    let (store, ctx) = (m.store.clone(), m.ctx.clone());
+    let ctx = &ctx;
     let mut log = Log::default();
 
     log.paper(T0 - 10 * DAY, "p1", &["cs.LG"]);
@@ -148,7 +170,7 @@ fn uses_are_counted_by_counters_rules_as_of_any_time_and_a_rebuild_answers_the_s
     log.view(T0 + 35 * SECOND, "p1", "ana");
     log.view(T0 + 50 * SECOND, "p3", "ana");
     log.view(T0 + 70 * SECOND, "p1", "ana");
-    log.apply(p.as_mut(), 0);
+    log.apply(&mut m.both(), 0);
 
     let now = T0 + 100 * SECOND;
     let answers = |store: &dyn Store| {
@@ -237,22 +259,23 @@ fn uses_are_counted_by_counters_rules_as_of_any_time_and_a_rebuild_answers_the_s
     // rows written once, its rankings moved once) as in batches of 7.
     let before = answers(store.as_ref());
     let v2 = store.create_version(MODEL).unwrap();
-    let mut rebuilt = catalog::open(&ctx, MODEL, v2, Mode::Rebuild).unwrap();
-    log.apply_in(rebuilt.as_mut(), 0, log.events.len());
+    let mut rebuilt = catalog::open(ctx, MODEL, v2, Mode::Rebuild).unwrap();
+    log.apply_in(&mut [rebuilt.as_mut()], 0, log.events.len());
     store.set_active_version(MODEL, v2).unwrap();
     assert_eq!(answers(store.as_ref()), before);
 
     // A deleted eprint leaves the rankings; its counts stay in its history.
     let from = log.events.len();
     log.delete(now, "p3");
-    log.apply(rebuilt.as_mut(), from);
+    log.apply(&mut [m.eprints.as_mut(), rebuilt.as_mut()], from);
     let r = UsageReader::new(store.as_ref()).unwrap();
     assert_eq!(ranked(&r.trending(Window::Day, None, &[], 10, None, &every).unwrap().entries), names(&[("p1", false), ("p2", false)]));
 }
 
 #[test]
 fn ten_thousand_views_from_one_viewer_count_by_the_double_click_rule() {
-    let (_dir, store, _, mut p) = live_model();
+    let mut m = Models::live();
+    let store = m.store.clone();
     let mut log = Log::default();
     log.paper(T0 - DAY, "p1", &["cs.LG"]);
     log.paper(T0 - DAY, "p2", &["cs.LG"]);
@@ -261,7 +284,7 @@ fn ten_thousand_views_from_one_viewer_count_by_the_double_click_rule() {
         log.view(T0 + i * 10 * SECOND, "p1", "hostile");
         log.view(T0 + i * 31 * SECOND, "p2", "patient");
     }
-    log.apply(p.as_mut(), 0);
+    log.apply(&mut m.both(), 0);
     let r = UsageReader::new(store.as_ref()).unwrap();
     let end = T0 + 400 * DAY;
     let (p1, p2) = (r.usage(&uri("p1"), end).unwrap(), r.usage(&uri("p2"), end).unwrap());
@@ -271,7 +294,9 @@ fn ten_thousand_views_from_one_viewer_count_by_the_double_click_rule() {
 
 #[test]
 fn distinct_viewers_over_days_read_from_the_days_kept_match_the_days_merged() {
-    let (_dir, store, ctx, mut p) = live_model();
+    let mut m = Models::live();
+    let (store, ctx) = (m.store.clone(), m.ctx.clone());
+    let ctx = &ctx;
     let mut log = Log::default();
     log.paper(T0 - 40 * DAY, "p4", &["cs.LG"]);
     // Readers on four days; each day's two overlap the next day's by one, and one more
@@ -283,11 +308,11 @@ fn distinct_viewers_over_days_read_from_the_days_kept_match_the_days_merged() {
         }
     }
     let last = T0 + SECOND;
-    log.apply(p.as_mut(), 0);
+    log.apply(&mut m.both(), 0);
     // And the same log in one batch, into a second version.
     let v2 = store.create_version(MODEL).unwrap();
-    let mut one_batch = catalog::open(&ctx, MODEL, v2, Mode::Rebuild).unwrap();
-    log.apply_in(one_batch.as_mut(), 0, log.events.len());
+    let mut one_batch = catalog::open(ctx, MODEL, v2, Mode::Rebuild).unwrap();
+    log.apply_in(&mut [one_batch.as_mut()], 0, log.events.len());
 
     let read = |at: i64| UsageReader::new(store.as_ref()).unwrap().usage(&uri("p4"), at).unwrap();
     let d = |n: i64| projections::usage::day_of(T0) + n;
@@ -309,7 +334,8 @@ fn distinct_viewers_over_days_read_from_the_days_kept_match_the_days_merged() {
 
 #[test]
 fn a_click_applied_before_its_impression_still_counts_it_clicked() {
-    let (_dir, store, _, mut p) = live_model();
+    let mut m = Models::live();
+    let store = m.store.clone();
     let mut log = Log::default();
     let shown = |id: &str, query: &str, hits: u64| NewEvent {
         key: id.into(),
@@ -331,9 +357,65 @@ fn a_click_applied_before_its_impression_still_counts_it_clicked() {
     log.push(T0 + 5 * SECOND, shown("i3", "Quantum  gravity", 0));
     log.push(T0 + 6 * SECOND, shown("i4", "quantum gravity", 0));
     log.push(T0 + 7 * SECOND, shown("i5", "dark matter", 0));
-    log.apply(p.as_mut(), 0);
+    log.apply(&mut m.both(), 0);
     let s = UsageReader::new(store.as_ref()).unwrap().searches(10).unwrap();
     assert_eq!((s.impressions, s.clicks, s.clicked_impressions, s.zero_results), (5, 2, 2, 3));
     assert!((s.mean_reciprocal_rank - 0.75).abs() < 1e-9, "{s:?}");
     assert_eq!(s.zero_queries, vec![("quantum gravity".to_owned(), 2), ("dark matter".to_owned(), 1)]);
+}
+
+#[test]
+fn an_eprint_costs_the_model_a_row_from_its_first_use_read_from_the_eprints_model() {
+    let mut m = Models::live();
+    let mut log = Log::default();
+    log.paper(T0, "p1", &["cs.LG"]);
+    log.paper(T0, "p2", &["math.CO"]);
+    log.apply(&mut m.both(), 0);
+    let version = m.store.active_version(MODEL).unwrap().unwrap();
+    let papers = store::TableRef::new(MODEL, version, "papers");
+    let store = m.store.clone();
+    let row = |uri: &str| store.get(&papers, uri, &[]).unwrap();
+    assert!(row(&uri("p1")).is_none() && row(&uri("p2")).is_none(), "no row for an eprint never used");
+
+    // The usage model ahead of the eprints model: its first use of p3 waits for the
+    // eprints model to apply it, then reads the title and fields it wrote.
+    let from = log.events.len();
+    log.paper(T0 + SECOND, "p3", &["cs.LG"]);
+    log.view(T0 + 2 * SECOND, "p3", "ana");
+    log.view(T0 + 2 * SECOND, "p3", "ben");
+    log.view(T0 + 2 * SECOND, "p1", "ana");
+    let Models { eprints, usage, .. } = &mut m;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            log.apply(&mut [eprints.as_mut()], from);
+        });
+        log.apply(&mut [usage.as_mut()], from);
+    });
+    assert!(row(&uri("p2")).is_none());
+    let r = UsageReader::new(m.store.as_ref()).unwrap();
+    let page = r.trending(Window::Day, None, &["cs.LG".into()], 10, None, &every).unwrap().entries;
+    let titles: Vec<(&str, bool)> = page.iter().map(|t| (t.title.as_str(), t.in_fields)).collect();
+    assert_eq!(titles, [("p3", true), ("p1", true)]);
+
+    // A later revision already in the eprints model when p2 is first used (a replay of the
+    // usage model alone): the usage model starts from it, and the revision before is stale.
+    let from = log.events.len();
+    let renamed = json!({"title": "p2 renamed", "abstract": "a", "authors": [{"name": "A", "did": ALICE, "order": 1}], "fields": ["hep-th"], "createdAt": "2026-01-01T00:00:00Z"});
+    log.view(T0 + 3 * SECOND, "p2", "ben");
+    let write = RecordWrite {
+        did: ALICE.into(),
+        collection: "pub.svc.eprint.submission".into(),
+        rkey: "p2".into(),
+        cid: "bafy2".into(),
+        rev: format!("3l{}", T0 + 4 * SECOND),
+        record: renamed,
+    };
+    log.push(T0 + 4 * SECOND, NewEvent::repo(src(), Payload::RecordUpdate(write)));
+    log.apply(&mut [m.eprints.as_mut()], from);
+    log.apply(&mut [m.usage.as_mut()], from);
+    let r = UsageReader::new(m.store.as_ref()).unwrap();
+    let page = r.trending(Window::Day, None, &["hep-th".into()], 1, None, &every).unwrap().entries;
+    assert_eq!((page[0].title.as_str(), page[0].in_fields), ("p2 renamed", true));
+    assert_eq!(r.usage(&uri("p2"), T0 + 5 * SECOND).unwrap().views, 1);
 }

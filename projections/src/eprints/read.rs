@@ -1,6 +1,7 @@
 //! Reading the eprints read model (its active version).
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use store::{Columns, Scan, Store, TableRef, Value};
 
@@ -35,6 +36,28 @@ pub struct Written {
     pub rev: String,
     /// The eprint, unless the row marks it deleted.
     pub eprint: Option<Eprint>,
+}
+
+impl Written {
+    /// The eprint's submission as the model holds it (the record normalized again, which
+    /// gives back what it was made from), unless the row marks it deleted.
+    pub fn submission(&self) -> Option<crate::submission::Submission> {
+        let record = serde_json::from_str(&self.eprint.as_ref()?.record).ok()?;
+        crate::submission::normalize(&record).ok()
+    }
+}
+
+/// How long a model that takes eprints from this model's rows waits for it to apply the
+/// events it needs ([`EprintsReader::past`]).
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// How often [`EprintsReader::past`] looks again.
+const POLL: Duration = Duration::from_millis(20);
+
+/// Whether `checkpoints` have passed the event at log `ordinal`.
+pub fn passed(checkpoints: &crate::Checkpoints, ordinal: u64) -> bool {
+    let at = event_schema::Position::from_ordinal(ordinal);
+    checkpoints.get(&at.partition).is_some_and(|next| *next > at.offset)
 }
 
 /// An eprint's title and identifiers ([`EprintsReader::title_and_ids`]).
@@ -191,6 +214,25 @@ impl<'a> EprintsReader<'a> {
     /// A reader of the model's active version at this moment.
     pub fn new(store: &'a dyn Store) -> Result<EprintsReader<'a>, ProjectionError> {
         Ok(EprintsReader { store, version: store.active_version(MODEL)? })
+    }
+
+    /// A reader once the model's active version has applied the events at `ordinals` (log
+    /// ordinals), looking every 20 ms for up to `wait`, and whether it had. A model that
+    /// takes an eprint from these rows when one of its own events needs it (the inbox, the
+    /// usage model) reads it no older than that event: a later row is the state the
+    /// model's own later events of the eprint bring it to, and those are then stale. After
+    /// `wait` (the eprints model stopped, or held for a swap), a reader of what it holds.
+    pub fn past(store: &'a dyn Store, ordinals: &[u64], wait: Duration) -> Result<(EprintsReader<'a>, bool), ProjectionError> {
+        let deadline = Instant::now() + wait;
+        loop {
+            let reader = EprintsReader::new(store)?;
+            let applied = reader.applied()?;
+            let past = applied.is_some_and(|a| ordinals.iter().all(|o| passed(&a, *o)));
+            if past || Instant::now() >= deadline {
+                return Ok((reader, past));
+            }
+            std::thread::sleep(POLL);
+        }
     }
 
     /// The eprint at `uri`, unless absent or deleted.

@@ -6,10 +6,12 @@ use std::sync::Arc;
 use event_schema::{AccountStatus, AdminAction, AdminCommand, Payload, RecordWrite, UserAction, UserCommand};
 use lexicons::{Lexicons, SUBMISSION};
 use store::{consumer_name, Columns, Store, Value};
+use tracing::warn;
 
 use super::{after_seen, inbox_key, kind_of, table, unread_key, KINDS, MODEL};
 use crate::attached::collections::{self, Kind};
 use crate::catalog::Mode;
+use crate::eprints::read::{self as eprints_read, EprintsReader};
 use crate::rows::{is_stale, listing_key, text, TAKEN_DOWN_REV};
 use crate::staged::Staged;
 use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
@@ -125,8 +127,10 @@ impl InboxProjection {
         gone: bool,
         position: u64,
     ) -> Result<(), ProjectionError> {
-        let existing = self.get(st, "eprints", uri)?;
-        if is_stale(existing.as_ref(), rev) {
+        // An eprint nothing was written on has no row: its first item reads it from the
+        // eprints model ([`InboxProjection::first_item`]).
+        let Some(existing) = self.get(st, "eprints", uri)? else { return Ok(()) };
+        if is_stale(Some(&existing), rev) {
             return Ok(());
         }
         let old: BTreeSet<String> = self.recipients(st, uri)?.into_iter().collect();
@@ -151,6 +155,32 @@ impl InboxProjection {
         Ok(())
     }
 
+    /// Gives `eprint` its row when the first item written on it (at log `position`) finds
+    /// none, from the eprints model's record row once that model has applied the item (see
+    /// [`EprintsReader::past`]): its revision and recipients. A row that model wrote later
+    /// than the item is the state this model's own later events of the eprint bring it to;
+    /// those are then stale. An eprint it holds no row of notifies no one until its record
+    /// arrives (a review may come before the eprint it is about).
+    fn first_item(&self, st: &mut Staged, eprint: &str, position: u64) -> Result<(), ProjectionError> {
+        if self.get(st, "eprints", eprint)?.is_some() {
+            return Ok(());
+        }
+        let (eprints, past) = EprintsReader::past(self.store.as_ref(), &[position], eprints_read::WAIT)?;
+        if !past {
+            warn!(eprint, "the eprints model is behind the inbox: the first item on an eprint reads what it holds");
+        }
+        let written = eprints.written_each(&[eprint])?.pop().flatten();
+        let listed = written.as_ref().and_then(|w| Some(w.submission()?.listed_dids(&w.eprint.as_ref()?.did)));
+        let mut c = Columns::new();
+        if let Some(w) = &written {
+            c.insert("rev".into(), Value::Text(w.rev.clone()));
+        }
+        c.insert("gone".into(), Value::Bool(listed.is_none()));
+        c.insert("recipients".into(), Value::Text(serde_json::to_string(&listed.unwrap_or_default()).unwrap_or_default()));
+        st.put(&table(self.version, "eprints"), eprint, Vec::new(), c, position);
+        Ok(())
+    }
+
     /// A review or endorsement written at `w.rev`.
     fn write(&self, st: &mut Staged, kind: Kind, w: &RecordWrite, appended_at: i64, position: u64) -> Result<(), ProjectionError> {
         if self.lexicons.validate_record(&w.collection, &w.record).is_err() {
@@ -163,6 +193,7 @@ impl InboxProjection {
         if is_stale(existing.as_ref(), &w.rev) {
             return Ok(());
         }
+        self.first_item(st, &eprint, position)?;
         let indexed_at = self.withdraw(st, &uri, position)?.unwrap_or(appended_at);
         let item = Item {
             uri: uri.clone(),

@@ -10,7 +10,9 @@
 //! written on it before).
 //!
 //! Tables of model `inbox` (partition key → clustering key: columns):
-//! - `eprints`: eprint URI → ∅: rev, recipients (JSON array of DIDs), gone.
+//! - `eprints`: eprint URI → ∅: rev, recipients (JSON array of DIDs), gone; from the first
+//!   review or endorsement written on it, which reads it from the eprints model's row (an
+//!   eprint nothing was written on costs this model nothing).
 //! - `items`: record URI → ∅: kind (`review`, `endorsement`), eprint, did, rev, createdAt
 //!   (µs), indexedAt (µs), view (the attached model's view, JSON), live.
 //! - `on_eprint`: eprint URI → record URI: ∅ (for a change of the eprint's recipients).

@@ -19,7 +19,7 @@ use super::links::{self, LinkRecord, Links};
 use super::{people, CommitPayload, SearchIndex, SearchIndexes, MODEL, SOURCES, TOMBSTONES};
 use crate::attached::collections::{self, CITATION, PROFILE, USER_TAG};
 use crate::catalog::Mode;
-use crate::eprints::read::{EprintsReader, Written};
+use crate::eprints::read::{self as eprints_read, passed, EprintsReader, Written};
 use crate::submission::Submission;
 use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
 
@@ -37,7 +37,7 @@ const LIVE_WRITER_HEAP_BYTES: usize = 16 * 1024 * 1024;
 
 /// How long a batch waits for the eprints model to write the records of the documents it
 /// remakes ([`SearchProjection::sources_from_eprints`]) before leaving them to a later batch.
-pub const EPRINTS_WAIT: Duration = Duration::from_secs(10);
+pub const EPRINTS_WAIT: Duration = eprints_read::WAIT;
 /// How often the eprints model's rows are read again while waiting for them.
 const EPRINTS_POLL: Duration = Duration::from_millis(20);
 
@@ -80,12 +80,6 @@ fn seq_in(row: &Columns) -> Option<u64> {
         return u64::try_from(seq).ok();
     }
     serde_json::from_str::<Before5>(row.get("source").and_then(Value::as_text)?).ok().map(|s| s.seq)
-}
-
-/// Whether `checkpoints` have passed the event at `ordinal`.
-fn passed(checkpoints: &Checkpoints, ordinal: u64) -> bool {
-    let at = event_schema::Position::from_ordinal(ordinal);
-    checkpoints.get(&at.partition).is_some_and(|next| *next > at.offset)
 }
 
 /// The repository of an eprint URI.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use event_schema::{AdminAction, AdminCommand, Payload, SearchImpression, UsageAction, UsageEvent};
 use lexicons::{Lexicons, SUBMISSION};
 use store::{consumer_name, Columns, Scan, Store, Value};
+use tracing::warn;
 
 use super::recent::{Kind, Recent};
 use super::sketch::Viewers;
@@ -14,6 +15,7 @@ use super::{
     MODEL, SITE,
 };
 use crate::catalog::Mode;
+use crate::eprints::read::{self as eprints_read, EprintsReader, Written};
 use crate::rows::{is_stale, text, TAKEN_DOWN_REV};
 use crate::staged::Staged;
 use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
@@ -117,14 +119,61 @@ impl UsageProjection {
         UsageProjection { store, lexicons, version, rebuild: mode == Mode::Rebuild }
     }
 
-    /// The eprint `uri` as the batch has it, read on its first use.
-    fn eprint<'t>(&self, st: &mut Staged, t: &'t mut BTreeMap<String, Eprint>, uri: &str) -> Result<&'t mut Eprint, ProjectionError> {
+    /// The eprint `uri` as the batch has it, read on its first use: `None` while the model
+    /// holds no row of it (it was never used).
+    fn eprint<'t>(
+        &self,
+        st: &mut Staged,
+        t: &'t mut BTreeMap<String, Eprint>,
+        uri: &str,
+    ) -> Result<Option<&'t mut Eprint>, ProjectionError> {
         if !t.contains_key(uri) {
-            let row = st.get(self.store.as_ref(), &table(self.version, "papers"), uri, &[])?.unwrap_or_default();
+            let Some(row) = st.get(self.store.as_ref(), &table(self.version, "papers"), uri, &[])? else { return Ok(None) };
             let ranked_as = Ranked::of(uri, &row);
             t.insert(uri.to_owned(), Eprint { row, ranked_as, seen: None, before: None, position: None });
         }
-        Ok(t.get_mut(uri).expect("inserted"))
+        Ok(t.get_mut(uri))
+    }
+
+    /// Gives each eprint the batch uses that the model holds no row of its row, from the
+    /// eprints model's record row once that model has applied the use (see
+    /// [`EprintsReader::past`]): its revision, whether it is live, its title and fields. A
+    /// row that model wrote later than the use is the state this model's own later events
+    /// of the eprint bring it to; those are then stale. An eprint that model holds no row
+    /// of is not live (an earlier write of it, were there one, is stale against none).
+    fn first_uses(&self, st: &mut Staged, t: &mut Touched, batch: &EventBatch) -> Result<(), ProjectionError> {
+        let mut first: BTreeMap<String, u64> = BTreeMap::new();
+        for event in batch.events() {
+            let Payload::Usage(u) = &event.payload else { continue };
+            if first.contains_key(&u.uri) || self.eprint(st, &mut t.eprints, &u.uri)?.is_some() {
+                continue;
+            }
+            first.insert(u.uri.clone(), event.position.ordinal());
+        }
+        if first.is_empty() {
+            return Ok(());
+        }
+        let ordinals: Vec<u64> = first.values().copied().collect();
+        let (eprints, past) = EprintsReader::past(self.store.as_ref(), &ordinals, eprints_read::WAIT)?;
+        if !past {
+            warn!(eprints = first.len(), "the eprints model is behind the usage model: first uses read what it holds");
+        }
+        let uris: Vec<&str> = first.keys().map(String::as_str).collect();
+        for (uri, written) in uris.iter().zip(eprints.written_each(&uris)?) {
+            let mut row = Columns::new();
+            let submission = written.as_ref().and_then(Written::submission);
+            if let Some(w) = &written {
+                row.insert("rev".into(), Value::Text(w.rev.clone()));
+            }
+            row.insert("live".into(), Value::Bool(submission.is_some()));
+            if let Some(s) = submission {
+                row.insert("title".into(), Value::Text(s.title));
+                row.insert("fields".into(), Value::Text(serde_json::to_string(&s.fields).unwrap_or_default()));
+            }
+            let ranked_as = Ranked::of(uri, &row);
+            t.eprints.insert((*uri).to_owned(), Eprint { row, ranked_as, seen: None, before: None, position: None });
+        }
+        Ok(())
     }
 
     /// The recent uses of `uri` (its `seen` row), read on its first use.
@@ -221,7 +270,8 @@ impl UsageProjection {
         live: Option<(&str, &[String])>,
         position: u64,
     ) -> Result<(), ProjectionError> {
-        let e = self.eprint(st, &mut t.eprints, uri)?;
+        // An eprint never used has no row: its first use reads it from the eprints model.
+        let Some(e) = self.eprint(st, &mut t.eprints, uri)? else { return Ok(()) };
         if is_stale(Some(&e.row).filter(|c| c.contains_key("rev")), rev) {
             return Ok(());
         }
@@ -236,7 +286,9 @@ impl UsageProjection {
 
     /// One use of an eprint at `time` (µs), counted by the rules of the module docs.
     fn used(&self, st: &mut Staged, t: &mut Touched, u: &UsageEvent, time: i64, position: u64) -> Result<(), ProjectionError> {
-        let e = self.eprint(st, &mut t.eprints, &u.uri)?;
+        let Some(e) = self.eprint(st, &mut t.eprints, &u.uri)? else {
+            return Err(ProjectionError::Corrupt(format!("no row of {} after its first use was read", u.uri)));
+        };
         e.position = Some(position);
         // Uses of one eprint are applied in log order; their times never go back.
         let at = time.max(int(&e.row, "lastAt"));
@@ -423,6 +475,7 @@ impl Projection for UsageProjection {
     fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError> {
         let mut st = Staged::default();
         let mut touched = Touched::default();
+        self.first_uses(&mut st, &mut touched, batch)?;
         for event in batch.iter() {
             let e = event.envelope;
             let position = e.position.ordinal();

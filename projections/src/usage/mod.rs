@@ -22,8 +22,9 @@
 //! its rankings move once from where they stood before the batch to where they stand after.
 //!
 //! Tables of model `usage` (partition key → clustering key: columns):
-//! - `papers`: eprint URI → ∅: the eprint as the model knows it (`rev`, `live`, `title`,
-//!   `fields`),
+//! - `papers`: eprint URI → ∅, from the eprint's first use on (its first use reads it from
+//!   the eprints model's row; an eprint never used costs this model nothing): the eprint as
+//!   the model knows it (`rev`, `live`, `title`, `fields`),
 //!   its totals (`views`, `downloads`, `robots`, `doubleClicks`, `searchClicks`,
 //!   `searchDownloads`, `dwells`, `dwellMs`), its decayed sums (`decay24h`, `decay7d`,
 //!   `decay30d`), `lastAt` (µs) and `day`, the day of its newest `daily` row. Small:
