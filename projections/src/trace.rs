@@ -58,19 +58,11 @@ pub fn record_rows(store: &dyn Store, uri: &str) -> Result<Vec<RecordRow>, Store
         .collect()
 }
 
-/// The search document of `uri` in version `version` of the node's index as its row in
-/// the node's store has it (`None`: no document; only eprints are indexed): the log
-/// position of the event its record came from (`offset`), and in a version built before
-/// search format 5, that record.
-pub fn search_document(node: &dyn Store, version: u32, uri: &str) -> Result<Option<serde_json::Value>, StoreError> {
-    let repo = lexicons::formats::parse_at_uri(uri).map(|u| u.authority).unwrap_or_default();
-    let Some(row) = node.get(&TableRef::new(search::MODEL, version, search::SOURCES), repo, uri.as_bytes())? else { return Ok(None) };
-    let mut document = match text(&row, "source").and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok()) {
-        Some(source) => source,
-        None => serde_json::json!({"seq": row.get("seq").and_then(store::Value::as_int)}),
-    };
-    if let Some(seq) = document["seq"].as_u64() {
-        document["offset"] = event_schema::Position::from_ordinal(seq).offset.into();
-    }
-    Ok(Some(document))
+/// The search document of `uri` in `index` (`None`: no document; only eprints are
+/// indexed): the revision it was made from and the log position of the event that wrote
+/// that revision (`seq`, and its `offset` in its partition).
+pub fn search_document(index: &search::SearchIndex, uri: &str) -> Result<Option<serde_json::Value>, crate::ProjectionError> {
+    Ok(index.document(uri)?.map(|(rev, seq)| {
+        serde_json::json!({"rev": rev, "seq": seq, "offset": event_schema::Position::from_ordinal(seq).offset})
+    }))
 }

@@ -283,7 +283,8 @@ async fn a_full_reindex_completes_and_trigger_backfill_starts_the_work_it_names(
     assert_eq!((status, started["status"].as_str()), (StatusCode::OK, Some("running")), "{started}");
     let id = started["operationId"].as_str().unwrap().to_owned();
     let mut op = Value::Null;
-    for _ in 0..300 {
+    // Up to a minute: the suite's other tests share the cores with the rebuild.
+    for _ in 0..1200 {
         op = f.get_as(&format!("/xrpc/pub.svc.admin.getBackfillStatus?id={id}"), &admin).await.1["operation"].clone();
         if op["status"] != "running" {
             break;

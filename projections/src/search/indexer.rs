@@ -7,16 +7,13 @@ use std::time::{Duration, Instant};
 
 use event_schema::{AccountStatus, Envelope, Payload, RecordWrite};
 use lexicons::{Lexicons, SUBMISSION};
-use serde::Deserialize;
 use store::{Batch, Columns, Store, TableRef, Value};
-use tantivy::collector::TopDocs;
-use tantivy::query::{RegexQuery, TermQuery};
-use tantivy::schema::{IndexRecordOption, Value as _};
+use tantivy::query::RegexQuery;
 use tantivy::{IndexWriter, TantivyDocument, Term};
 use tracing::{debug, warn};
 
 use super::links::{self, LinkRecord, Links};
-use super::{people, CommitPayload, SearchIndex, SearchIndexes, MODEL, SOURCES, TOMBSTONES};
+use super::{people, CommitPayload, SearchIndex, SearchIndexes, MODEL, TOMBSTONES};
 use crate::attached::collections::{self, CITATION, PROFILE, USER_TAG};
 use crate::catalog::Mode;
 use crate::eprints::read::{self as eprints_read, passed, EprintsReader, Written};
@@ -61,25 +58,12 @@ impl Source {
     }
 }
 
-/// The table of a version's documents, in the node's store: repository DID → eprint URI →
-/// `seq`, the log ordinal of the event whose record the document was made from. (Since
-/// search format 5 the record itself is not kept here: a document is remade from the
-/// eprints model's row, and hits show that row's summary. Rows written before hold the
-/// record in `source`, with its `seq`, and the hits' `summary`.)
-pub(super) fn sources(version: u32) -> TableRef {
-    TableRef::new(MODEL, version, SOURCES)
-}
-
-/// The `seq` of a [`sources`] row, in either form.
-fn seq_in(row: &Columns) -> Option<u64> {
-    #[derive(Deserialize)]
-    struct Before5 {
-        seq: u64,
-    }
-    if let Some(seq) = row.get("seq").and_then(Value::as_int) {
-        return u64::try_from(seq).ok();
-    }
-    serde_json::from_str::<Before5>(row.get("source").and_then(Value::as_text)?).ok().map(|s| s.seq)
+/// What the index holds of an eprint's document: the revision it was made from (stored)
+/// and the log ordinal of the event that wrote that revision (`seq`, a fast field).
+#[derive(Debug, Clone)]
+struct Indexed {
+    rev: String,
+    seq: u64,
 }
 
 /// The repository of an eprint URI.
@@ -105,11 +89,9 @@ pub struct SearchProjection {
     committed: Checkpoints,
     /// Repositories whose account is not active (saved with each commit).
     hidden: BTreeSet<String>,
-    /// Revisions written since the last commit, which searches cannot see yet.
-    pending_revs: HashMap<String, Option<String>>,
-    /// The batch's changes to the documents' [`sources`] rows (their `seq`; `None`: the
-    /// document is gone), written to the node's store at its end.
-    pending_sources: HashMap<String, Option<u64>>,
+    /// Documents written (`None`: deleted) since the last commit, which searches cannot
+    /// see yet.
+    pending: HashMap<String, Option<Indexed>>,
     /// Repositories whose documents were all deleted since the last commit.
     pending_deleted_repos: BTreeSet<String>,
     /// The eprints this batch wrote, indexed at its end with their tags then
@@ -180,8 +162,7 @@ impl SearchProjection {
             people_written: HashSet::new(),
             eprints_wait: EPRINTS_WAIT,
             committed: committed.checkpoints,
-            pending_revs: HashMap::new(),
-            pending_sources: HashMap::new(),
+            pending: HashMap::new(),
             pending_deleted_repos: BTreeSet::new(),
             batch_writes: HashMap::new(),
             tags: Links::new(node.clone(), version, links::TAGS),
@@ -231,19 +212,19 @@ impl SearchProjection {
         Ok(())
     }
 
+    /// The document of `uri` as of this batch: written since the last commit, or as the
+    /// committed index holds it (`None`: not indexed).
+    fn indexed(&self, uri: &str) -> Result<Option<Indexed>, ProjectionError> {
+        if let Some(pending) = self.pending.get(uri) {
+            return Ok(pending.clone());
+        }
+        Ok(self.index.document(uri)?.map(|(rev, seq)| Indexed { rev, seq }))
+    }
+
     /// The revision the index holds for `uri`: its document's, or its tombstone's.
     fn current_rev(&self, uri: &str) -> Result<Option<String>, ProjectionError> {
-        if let Some(Some(rev)) = self.pending_revs.get(uri) {
-            return Ok(Some(rev.clone()));
-        }
-        if !self.pending_revs.contains_key(uri) {
-            let f = self.index.fields;
-            let searcher = self.index.reader.searcher();
-            let query = TermQuery::new(Term::from_field_text(f.uri, uri), IndexRecordOption::Basic);
-            if let Some((_, addr)) = searcher.search(&query, &TopDocs::with_limit(1))?.into_iter().next() {
-                let doc: TantivyDocument = searcher.doc(addr)?;
-                return Ok(doc.get_first(f.rev).and_then(|v| v.as_str()).map(str::to_owned));
-            }
+        if let Some(indexed) = self.indexed(uri)? {
+            return Ok(Some(indexed.rev));
         }
         if let Some((rev, _)) = self.new_tombstones.get(uri) {
             return Ok(Some(rev.clone()));
@@ -270,8 +251,7 @@ impl SearchProjection {
             return Ok(());
         }
         let source = Source { did: w.did.clone(), rev: w.rev.clone(), record: w.record.clone(), seq: event.position.ordinal() };
-        self.pending_revs.insert(uri.clone(), Some(source.rev.clone()));
-        self.pending_sources.insert(uri.clone(), Some(source.seq));
+        self.pending.insert(uri.clone(), Some(Indexed { rev: source.rev.clone(), seq: source.seq }));
         self.batch_writes.insert(uri, (source, s.clone()));
         Ok(())
     }
@@ -317,7 +297,7 @@ impl SearchProjection {
         let writer = self.writer()?;
         writer.delete_term(Term::from_field_text(f.uri, uri));
         writer.add_document(doc)?;
-        self.pending_revs.insert(uri.to_owned(), Some(source.rev.clone()));
+        self.pending.insert(uri.to_owned(), Some(Indexed { rev: source.rev.clone(), seq: source.seq }));
         Ok(())
     }
 
@@ -390,7 +370,7 @@ impl SearchProjection {
         changed.extend(written.keys().cloned());
         let mut remade = Vec::new();
         for uri in changed {
-            if self.pending_revs.get(&uri).is_some_and(Option::is_none) {
+            if self.pending.get(&uri).is_some_and(Option::is_none) {
                 continue;
             }
             if let Some((source, s)) = written.remove(&uri) {
@@ -400,25 +380,15 @@ impl SearchProjection {
             if self.pending_deleted_repos.contains(repo_of(&uri)) {
                 continue;
             }
-            if let Some(seq) = self.indexed_seq(&uri)? {
-                remade.push((uri, seq));
+            if let Some(indexed) = self.indexed(&uri)? {
+                remade.push((uri, indexed.seq));
             }
         }
         for (uri, source) in self.sources_from_eprints(remade)? {
             let Ok(s) = crate::submission::normalize(&source.record) else { continue };
-            self.pending_sources.insert(uri.clone(), Some(source.seq));
             self.write_document(&uri, &source, &s)?;
         }
         Ok(())
-    }
-
-    /// The `seq` of the document of `uri`, as of this batch (`None`: not indexed).
-    fn indexed_seq(&self, uri: &str) -> Result<Option<u64>, ProjectionError> {
-        if let Some(pending) = self.pending_sources.get(uri) {
-            return Ok(*pending);
-        }
-        let row = self.node.get(&sources(self.version), repo_of(uri), uri.as_bytes())?;
-        Ok(row.as_ref().and_then(seq_in))
     }
 
     /// The sources of the documents of `wanted` (URI and `seq`), from the eprints model's
@@ -520,24 +490,11 @@ impl SearchProjection {
         self.people_writer.as_mut().ok_or_else(|| ProjectionError::Search("the people index writer is closed".into()))
     }
 
-    /// Forgets the sources of a deleted account's documents: those stored, and this batch's.
-    fn forget_sources_of(&mut self, did: &str) -> Result<(), ProjectionError> {
-        let prefix = format!("at://{did}/");
-        for source in self.pending_sources.iter_mut().filter(|(uri, _)| uri.starts_with(&prefix)) {
-            *source.1 = None;
-        }
-        for row in crate::rows::scan_partition(self.node.as_ref(), &sources(self.version), did, usize::MAX)? {
-            self.pending_sources.insert(String::from_utf8_lossy(&row.clustering).into_owned(), None);
-        }
-        Ok(())
-    }
-
-    /// Writes the batch's tombstones and sources in one store batch. They may land before
-    /// the index commit (a crash in between re-applies the batch from the log): a tombstone
-    /// only keeps out writes older than a deletion that did happen, and a source's `seq` is
-    /// only read to remake its document, from the same record or a later one.
-    fn store_batch(&mut self, position: u64) -> Result<(), ProjectionError> {
-        if self.new_tombstones.is_empty() && self.pending_sources.is_empty() {
+    /// Writes the batch's tombstones in one store batch. They may land before the index
+    /// commit (a crash in between re-applies the batch from the log): a tombstone only keeps
+    /// out writes older than a deletion that did happen.
+    fn store_batch(&mut self) -> Result<(), ProjectionError> {
+        if self.new_tombstones.is_empty() {
             return Ok(());
         }
         let mut batch = Batch::default();
@@ -545,17 +502,6 @@ impl SearchProjection {
             let mut columns = Columns::new();
             columns.insert("rev".into(), Value::Text(rev));
             batch.put(&tombstones(self.version), &uri, Vec::new(), columns, position);
-        }
-        for (uri, source) in self.pending_sources.drain() {
-            let (table, repo, key) = (sources(self.version), repo_of(&uri), uri.as_bytes().to_vec());
-            match source {
-                Some(seq) => {
-                    let mut columns = Columns::new();
-                    columns.insert("seq".into(), Value::Int(seq as i64));
-                    batch.put(&table, repo, key, columns, position);
-                }
-                None => batch.delete(&table, repo, key, position),
-            }
         }
         self.node.apply(batch)?;
         Ok(())
@@ -571,8 +517,7 @@ impl SearchProjection {
         self.commit_pending()?;
         // Emptied by the commit, the staging maps keep the capacity the catch-up's batches
         // grew them to; idle, they need none.
-        self.pending_revs.shrink_to_fit();
-        self.pending_sources.shrink_to_fit();
+        self.pending.shrink_to_fit();
         self.new_tombstones.shrink_to_fit();
         if std::mem::take(&mut self.merge_after_catch_up) {
             self.shrink_writer()?;
@@ -658,7 +603,7 @@ impl SearchProjection {
         prepared.commit()?;
         self.index.reload()?;
         self.committed = self.applied.clone();
-        self.pending_revs.clear();
+        self.pending.clear();
         self.pending_deleted_repos.clear();
         self.people_written.clear();
         self.last_commit = Instant::now();
@@ -706,11 +651,10 @@ impl Projection for SearchProjection {
                     let query = RegexQuery::from_pattern(&pattern, self.index.fields.uri)?;
                     self.writer()?.delete_query(Box::new(query))?;
                     let prefix = format!("at://{}/", a.did);
-                    for (_, rev) in self.pending_revs.iter_mut().filter(|(uri, _)| uri.starts_with(&prefix)) {
-                        *rev = None;
+                    for (_, indexed) in self.pending.iter_mut().filter(|(uri, _)| uri.starts_with(&prefix)) {
+                        *indexed = None;
                     }
                     self.pending_deleted_repos.insert(a.did.clone());
-                    self.forget_sources_of(&a.did)?;
                 }
                 if a.active {
                     self.hidden.remove(&a.did);
@@ -729,8 +673,7 @@ impl Projection for SearchProjection {
                     self.writer()?.delete_term(Term::from_field_text(field, uri));
                     let rev = crate::rows::TAKEN_DOWN_REV.to_owned();
                     self.new_tombstones.insert(uri.clone(), (rev, event.envelope.position.ordinal()));
-                    self.pending_revs.insert(uri.clone(), None);
-                    self.pending_sources.insert(uri.clone(), None);
+                    self.pending.insert(uri.clone(), None);
                 }
                 continue;
             }
@@ -745,13 +688,12 @@ impl Projection for SearchProjection {
                 let field = self.index.fields.uri;
                 self.writer()?.delete_term(Term::from_field_text(field, &uri));
                 self.new_tombstones.insert(uri.clone(), (d.rev.clone(), event.envelope.position.ordinal()));
-                self.pending_revs.insert(uri.clone(), None);
-                self.pending_sources.insert(uri, None);
+                self.pending.insert(uri, None);
             }
         }
         self.write_batch()?;
         self.write_people(!batch.more_to_come())?;
-        self.store_batch(batch.events().last().map_or(0, |e| e.position.ordinal()))?;
+        self.store_batch()?;
         self.applied.extend(batch.next().iter().map(|(p, o)| (*p, *o)));
         if batch.more_to_come() {
             self.catching_up = true;

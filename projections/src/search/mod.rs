@@ -39,11 +39,12 @@ use crate::{Checkpoints, ProjectionError};
 pub const MODEL: &str = "search";
 
 /// The tables a version of the model keeps in the node's store: the tombstones of deleted
-/// eprints, the sources of the documents, and the tags and citations of each eprint
-/// ([`links`]).
+/// eprints and the tags and citations of each eprint ([`links`]).
 pub const TOMBSTONES: &str = "tombstones";
 
-/// The table of the documents' sources (what each was made from).
+/// The table of the documents' sources (what each was made from), written by search
+/// formats up to 6 and no longer: the index holds each document's revision and `seq`. A
+/// version made before keeps its rows until it is dropped.
 pub const SOURCES: &str = "sources";
 
 /// Every table a version of the model keeps in the node's store.
@@ -176,6 +177,22 @@ impl SearchIndex {
         &self.people
     }
 
+    /// The document of the eprint at `uri` in the newest visible commit, if it has one: the
+    /// revision it was made from, and `seq`, the log ordinal of the event that wrote it.
+    pub fn document(&self, uri: &str) -> Result<Option<(String, u64)>, ProjectionError> {
+        use tantivy::schema::Value as _;
+        let searcher = self.reader.searcher();
+        let term = tantivy::Term::from_field_text(self.fields.uri, uri);
+        let query = tantivy::query::TermQuery::new(term, tantivy::schema::IndexRecordOption::Basic);
+        let Some((_, addr)) = searcher.search(&query, &tantivy::collector::TopDocs::with_limit(1))?.into_iter().next() else {
+            return Ok(None);
+        };
+        let doc: tantivy::TantivyDocument = searcher.doc(addr)?;
+        let rev = doc.get_first(self.fields.rev).and_then(|v| v.as_str()).unwrap_or_default().to_owned();
+        let seq = searcher.segment_reader(addr.segment_ord).fast_fields().u64("seq")?.first(addr.doc_id).unwrap_or_default();
+        Ok(Some((rev, seq)))
+    }
+
     /// The number of documents (eprints) in the newest visible commit.
     pub fn num_docs(&self) -> u64 {
         self.reader.searcher().num_docs()
@@ -185,7 +202,7 @@ impl SearchIndex {
 /// The settings of new index versions (an existing version keeps the ones it was made with).
 ///
 /// The doc store holds only each document's URI and revision (versions built before search
-/// format 4 also hold the summaries returned with hits, which are now in [`SOURCES`]). It is
+/// format 4 also hold the summaries returned with hits, now read from the eprints model). It is
 /// not compressed, in blocks of 4 KiB: reading a hit copies its block out, and decompressing
 /// a 16 KiB LZ4 block for each hit of a page was a sixth of a search's time.
 fn index_settings() -> IndexSettings {

@@ -50,9 +50,9 @@ fn trace(c: &Call) -> Answer {
 
     let search = match state.node.active_version(projections::search::MODEL).map_err(ApiError::from_error)? {
         Some(version) => {
-            let read_to =
-                state.search.open(version).and_then(|i| i.committed()).map_err(ApiError::from_error)?.get(&partition).copied().unwrap_or(0);
-            let document = trace::search_document(state.node.as_ref(), version, uri).map_err(ApiError::from_error)?;
+            let index = state.search.open(version).map_err(ApiError::from_error)?;
+            let read_to = index.committed().map_err(ApiError::from_error)?.get(&partition).copied().unwrap_or(0);
+            let document = trace::search_document(&index, uri).map_err(ApiError::from_error)?;
             json!({"version": version, "indexed": document.is_some(), "readTo": read_to, "document": document})
         }
         None => json!({"indexed": false, "readTo": 0}),
