@@ -174,7 +174,10 @@ impl Fixture {
             started: std::time::Instant::now(),
             complete_models: Default::default(),
             lag_history: Default::default(),
-            operation_stale_after: Duration::from_secs(2),
+            // Long enough for a full reindex of the fixture's models while the suite's other
+            // tests share the cores: with no workers here to hold, the versions it swaps in
+            // hold the reports it read, and the live threads move to them within a second.
+            operation_stale_after: Duration::from_secs(6),
             appender: Default::default(),
             sources,
             registries: Arc::new(registries),
