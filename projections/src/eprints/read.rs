@@ -51,8 +51,8 @@ impl Written {
 /// events it needs ([`EprintsReader::past`]).
 pub const WAIT: Duration = Duration::from_secs(10);
 
-/// How often [`EprintsReader::past`] looks again.
-const POLL: Duration = Duration::from_millis(20);
+/// How often a model waiting for this one ([`EprintsReader::past`]) looks again.
+pub const POLL: Duration = Duration::from_millis(20);
 
 /// Whether `checkpoints` have passed the event at log `ordinal`.
 pub fn passed(checkpoints: &crate::Checkpoints, ordinal: u64) -> bool {

@@ -36,7 +36,7 @@ const LIVE_WRITER_HEAP_BYTES: usize = 16 * 1024 * 1024;
 /// remakes ([`SearchProjection::sources_from_eprints`]) before leaving them to a later batch.
 pub const EPRINTS_WAIT: Duration = eprints_read::WAIT;
 /// How often the eprints model's rows are read again while waiting for them.
-const EPRINTS_POLL: Duration = Duration::from_millis(20);
+const EPRINTS_POLL: Duration = eprints_read::POLL;
 
 /// What a document is made from: the record of its eprint as of an event.
 #[derive(Debug, Clone)]

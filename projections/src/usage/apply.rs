@@ -140,7 +140,8 @@ impl UsageProjection {
     /// [`EprintsReader::past`]): its revision, whether it is live, its title and fields. A
     /// row that model wrote later than the use is the state this model's own later events
     /// of the eprint bring it to; those are then stale. An eprint that model holds no row
-    /// of is not live (an earlier write of it, were there one, is stale against none).
+    /// of (not written yet, or parked) is not live, at no revision: its record's event,
+    /// when it comes, makes it live.
     fn first_uses(&self, st: &mut Staged, t: &mut Touched, batch: &EventBatch) -> Result<(), ProjectionError> {
         let mut first: BTreeMap<String, u64> = BTreeMap::new();
         for event in batch.events() {
