@@ -17,9 +17,9 @@ use crate::ProjectionError;
 
 /// How a model lists its records.
 pub(crate) trait Listings {
-    /// Removes the listing rows of `existing`, the record as the model holds it (a
+    /// Removes the listing rows of `existing`, the record at `uri` as the model holds it (a
     /// tombstone is in no listing; a placeholder is in those of the record it stands for).
-    fn unlist(&self, st: &mut Staged, existing: &Columns, position: u64) -> Result<(), ProjectionError>;
+    fn unlist(&self, st: &mut Staged, uri: &str, existing: &Columns, position: u64) -> Result<(), ProjectionError>;
 
     /// The placeholder that replaces `existing`, a live record or a placeholder, when it is
     /// deleted (as `tombstone` says): a row that stays in the record's listings (those that
@@ -66,7 +66,7 @@ impl<'a, L: Listings + ?Sized> RecordTable<'a, L> {
             return Ok(false);
         }
         if let Some(existing) = &existing {
-            self.unlist(st, existing, position)?;
+            self.unlist(st, uri, existing, position)?;
         }
         self.letters.supersede(st, uri, Some(rev), position)?;
         Ok(true)
@@ -113,7 +113,7 @@ impl<'a, L: Listings + ?Sized> RecordTable<'a, L> {
                     return Ok(());
                 }
             }
-            self.unlist(st, existing, position)?;
+            self.unlist(st, uri, existing, position)?;
         }
         self.put(st, uri, tombstone, position);
         Ok(())
@@ -128,7 +128,7 @@ impl<'a, L: Listings + ?Sized> RecordTable<'a, L> {
             if is_deleted(&existing) && !is_placeholder(&existing) {
                 continue;
             }
-            self.unlist(st, &existing, position)?;
+            self.unlist(st, &uri, &existing, position)?;
             let rev = existing.get("rev").cloned().unwrap_or(Value::Null);
             self.put(st, &uri, tombstone(&uri, rev, position), position);
         }
@@ -136,10 +136,10 @@ impl<'a, L: Listings + ?Sized> RecordTable<'a, L> {
     }
 
     /// Removes a held record from its listings (a tombstone is in none; a placeholder is).
-    fn unlist(&self, st: &mut Staged, existing: &Columns, position: u64) -> Result<(), ProjectionError> {
+    fn unlist(&self, st: &mut Staged, uri: &str, existing: &Columns, position: u64) -> Result<(), ProjectionError> {
         if is_deleted(existing) && !is_placeholder(existing) {
             return Ok(());
         }
-        self.listings.unlist(st, existing, position)
+        self.listings.unlist(st, uri, existing, position)
     }
 }

@@ -249,7 +249,7 @@ impl Listings for AttachedProjection {
 
     /// Removes a live record from the listings it appears in (its `lists`), each listing's
     /// size following.
-    fn unlist(&self, st: &mut Staged, existing: &Columns, position: u64) -> Result<(), ProjectionError> {
+    fn unlist(&self, st: &mut Staged, _uri: &str, existing: &Columns, position: u64) -> Result<(), ProjectionError> {
         let (Some(uri), Some(at)) = (text(existing, "uri"), existing.get("createdAt").and_then(Value::as_int)) else { return Ok(()) };
         let lists: Vec<String> = text(existing, "lists").and_then(|l| serde_json::from_str(&l).ok()).unwrap_or_default();
         for partition in lists {

@@ -85,19 +85,14 @@ impl EprintsProjection {
         for id in external_ids(&submission.record) {
             st.put(&by_external_id(self.version), &id, key_uri(&uri, UriForm::Compact), Columns::new(), position);
         }
+        // The row holds what nothing else gives: its URI is its key, and its listings
+        // follow from its record ([`listing_of`]).
         let mut c = Columns::new();
-        c.insert("uri".into(), Value::Text(uri.clone()));
-        c.insert("did".into(), Value::Text(w.did.clone()));
         c.insert("cid".into(), Value::Text(w.cid.clone()));
         c.insert("rev".into(), Value::Text(w.rev.clone()));
         c.insert("record".into(), Value::Text(submission.record.to_string()));
         c.insert("indexedAt".into(), Value::Text(indexed_at));
-        c.insert("listed".into(), Value::Text(serde_json::to_string(&listed).unwrap_or_default()));
-        c.insert("listingAt".into(), Value::Int(at));
-        c.insert("listingByData".into(), Value::Bool(true));
-        c.insert("compactKeys".into(), Value::Bool(true));
         c.insert("ordinal".into(), Value::Int(position as i64));
-        c.insert("deleted".into(), Value::Bool(false));
         self.records().put(st, &uri, c, position);
         Ok(())
     }
@@ -170,38 +165,60 @@ impl EprintsProjection {
 }
 
 impl Listings for EprintsProjection {
-    /// Removes the by-author rows of a live record as the model holds it.
-    fn unlist(&self, st: &mut Staged, existing: &Columns, position: u64) -> Result<(), ProjectionError> {
-        let ordinal = existing.get("ordinal").and_then(Value::as_int).unwrap_or_default() as u64;
-        let listed: Vec<String> = text(existing, "listed").and_then(|l| serde_json::from_str(&l).ok()).unwrap_or_default();
-        let at = existing.get("listingAt").and_then(Value::as_int).unwrap_or_default();
-        // The keys as the row's writer made them: compact URIs (eprints format 7), short
-        // ones (format 6), full ones, or the log's order (before listings were ordered by
-        // the data).
-        let flag = |name: &str| existing.get(name).and_then(Value::as_bool) == Some(true);
-        let form = if flag("compactKeys") {
-            UriForm::Compact
-        } else if flag("shortKeys") {
-            UriForm::Short
-        } else {
-            UriForm::Whole
-        };
-        let key = match (existing.get("listingByData").and_then(Value::as_bool), text(existing, "uri")) {
-            (Some(true), Some(uri)) => author_key(at, &uri, form),
-            _ => legacy_listing_key(at, ordinal),
-        };
-        for did in listed {
-            st.delete(&by_author(self.version), &did, key.clone(), position);
+    /// Removes the by-author and by-identifier rows of a live record as the model holds it.
+    fn unlist(&self, st: &mut Staged, uri: &str, existing: &Columns, position: u64) -> Result<(), ProjectionError> {
+        let record: serde_json::Value = text(existing, "record").and_then(|r| serde_json::from_str(&r).ok()).unwrap_or_default();
+        let listing = listing_of(uri, existing, &record)?;
+        for did in listing.dids {
+            st.delete(&by_author(self.version), &did, listing.author_key.clone(), position);
         }
-        if let (Some(uri), Some(record)) = (text(existing, "uri"), text(existing, "record")) {
-            let record: serde_json::Value = serde_json::from_str(&record).unwrap_or_default();
-            let key = key_uri(&uri, form);
-            for id in external_ids(&record) {
-                st.delete(&by_external_id(self.version), &id, key.clone(), position);
-            }
+        let key = key_uri(uri, listing.form);
+        for id in external_ids(&record) {
+            st.delete(&by_external_id(self.version), &id, key.clone(), position);
         }
         Ok(())
     }
+}
+
+/// Where a record row is listed: the DIDs of its `by_author` partitions, its key there,
+/// and the form its URI has in the keys of both listings.
+struct Listing {
+    dids: Vec<String>,
+    author_key: Vec<u8>,
+    form: UriForm,
+}
+
+/// Where the record row `existing` of `uri` (its record parsed: `record`) is listed. Rows
+/// written since eprints rows left them out (none hold `listed`) are listed as the record
+/// they hold was when it was written: their DIDs and date follow from it, the same code
+/// normalizing it again. Rows of earlier builds name their DIDs and date, and say which
+/// form of key they were listed with.
+fn listing_of(uri: &str, existing: &Columns, record: &serde_json::Value) -> Result<Listing, ProjectionError> {
+    let Some(listed) = text(existing, "listed") else {
+        let submission = crate::submission::normalize(record)
+            .map_err(|reason| ProjectionError::Corrupt(format!("eprint row of {uri}: its record does not normalize again: {reason}")))?;
+        let at = submission.created_at.timestamp_micros();
+        return Ok(Listing {
+            dids: submission.listed_dids(super::repo_of(uri)),
+            author_key: author_key(at, uri, UriForm::Compact),
+            form: UriForm::Compact,
+        });
+    };
+    let dids: Vec<String> = serde_json::from_str(&listed).unwrap_or_default();
+    let ordinal = existing.get("ordinal").and_then(Value::as_int).unwrap_or_default() as u64;
+    let at = existing.get("listingAt").and_then(Value::as_int).unwrap_or_default();
+    // The keys as the row's writer made them: compact URIs (eprints format 7), short ones
+    // (format 6), full ones, or the log's order (before listings were ordered by the data).
+    let flag = |name: &str| existing.get(name).and_then(Value::as_bool) == Some(true);
+    let form = if flag("compactKeys") {
+        UriForm::Compact
+    } else if flag("shortKeys") {
+        UriForm::Short
+    } else {
+        UriForm::Whole
+    };
+    let author_key = if flag("listingByData") { author_key(at, uri, form) } else { legacy_listing_key(at, ordinal) };
+    Ok(Listing { dids, author_key, form })
 }
 
 impl Projection for EprintsProjection {

@@ -2,13 +2,16 @@
 //! author summaries show, in the store.
 //!
 //! Tables of model `eprints` (partition key → clustering key: columns):
-//! - `records`: record URI → empty: uri, did, cid, rev, record (contract shape, JSON),
-//!   indexedAt, listed (JSON array of DIDs), listingAt (createdAt, µs), listingByData (the
-//!   listing key is createdAt ‖ URI; rows of older builds keyed by append time ‖ offset lack
-//!   it), compactKeys (the listing keys hold the URI compact, [`key_uri`]; shortKeys: short,
-//!   before eprints format 7), deleted, ordinal
-//!   (the log position of the event that made the row).
-//!   A deletion leaves a tombstone with its `rev`, so an older write replayed later is skipped.
+//! - `records`: record URI → empty: cid, rev, record (contract shape, JSON), indexedAt,
+//!   ordinal (the log position of the event that made the row). The repository DID is the
+//!   URI's ([`repo_of`]); the listings the row is in follow from its record (the DIDs of
+//!   `by_author`, its `createdAt`). Rows of earlier builds also hold uri, did, listed (JSON
+//!   array of DIDs), listingAt (createdAt, µs), listingByData (the listing key is createdAt
+//!   ‖ URI; rows of older builds keyed by append time ‖ offset lack it), compactKeys (the
+//!   listing keys hold the URI compact, [`key_uri`]; shortKeys: short, before eprints
+//!   format 7) and deleted (false), and are unlisted as they say.
+//!   A deletion leaves a tombstone (deleted, with its `rev`), so an older write replayed
+//!   later is skipped.
 //! - `by_author`: DID → createdAt (µs, order-preserving big-endian) ‖ record URI (compact:
 //!   [`key_uri`]; short before eprints format 7, whole before format 6, and in a `uri`
 //!   column before format 4): ∅.
@@ -77,6 +80,11 @@ pub fn name_words(handle: Option<&str>, names: &[Option<&str>]) -> BTreeSet<Stri
         }
     }
     words
+}
+
+/// The repository DID of an eprint's URI: its authority (`at://<did>/…`).
+pub(crate) fn repo_of(uri: &str) -> &str {
+    uri.strip_prefix("at://").and_then(|rest| rest.split('/').next()).unwrap_or_default()
 }
 
 pub(crate) fn records(version: u32) -> TableRef {

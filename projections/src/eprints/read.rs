@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use store::{Columns, Scan, Store, TableRef, Value};
 
-use super::{accounts, by_author, by_external_id, name_words, records, MODEL};
+use super::{accounts, by_author, by_external_id, name_words, records, repo_of, MODEL};
 use crate::submission::SummaryJson;
 use crate::ProjectionError;
 
@@ -92,6 +92,7 @@ pub struct Account {
 /// row, shared with the store's row cache and read in place (nothing is copied out).
 #[derive(Debug, Clone)]
 pub struct Detail {
+    repo: String,
     record: Arc<Columns>,
     account: Option<Arc<Columns>>,
 }
@@ -99,7 +100,7 @@ pub struct Detail {
 impl Detail {
     /// The repository DID.
     pub fn did(&self) -> &str {
-        text(&self.record, "did").unwrap_or_default()
+        &self.repo
     }
 
     /// The record's CID.
@@ -190,7 +191,7 @@ fn eprint_of(uri: &str, row: &Columns) -> Option<Eprint> {
         return None;
     }
     let text = |k: &str| text(row, k).unwrap_or_default().to_owned();
-    Some(Eprint { uri: uri.to_owned(), did: text("did"), cid: text("cid"), record: text("record"), indexed_at: text("indexedAt") })
+    Some(Eprint { uri: uri.to_owned(), did: repo_of(uri).to_owned(), cid: text("cid"), record: text("record"), indexed_at: text("indexedAt") })
 }
 
 /// The account in an account row (an absent row is the default account).
@@ -284,9 +285,9 @@ impl<'a> EprintsReader<'a> {
     /// absent or deleted: read from the record's text without building the record.
     pub fn title_and_ids(&self, uri: &str) -> Result<Option<TitleAndIds>, ProjectionError> {
         let Some(row) = self.live_row(uri)? else { return Ok(None) };
-        let (Some(did), Some(record)) = (text(&row, "did"), text(&row, "record")) else { return Ok(None) };
+        let Some(record) = text(&row, "record") else { return Ok(None) };
         let (title, ids) = crate::search::ids::title_and_ids_of_json(record);
-        Ok(Some(TitleAndIds { did: did.to_owned(), title, ids }))
+        Ok(Some(TitleAndIds { did: repo_of(uri).to_owned(), title, ids }))
     }
 
     /// The repository DID and the title (when the record has one) of the eprint at `uri`,
@@ -298,9 +299,9 @@ impl<'a> EprintsReader<'a> {
             title: serde_json::Value,
         }
         let Some(row) = self.live_row(uri)? else { return Ok(None) };
-        let (Some(did), Some(record)) = (text(&row, "did"), text(&row, "record")) else { return Ok(None) };
+        let Some(record) = text(&row, "record") else { return Ok(None) };
         let title = serde_json::from_str::<Title>(record).ok().and_then(|t| t.title.as_str().map(str::to_owned));
-        Ok(Some((did.to_owned(), title)))
+        Ok(Some((repo_of(uri).to_owned(), title)))
     }
 
     /// The record row of the eprint at `uri`, shared, unless absent or deleted.
@@ -338,14 +339,14 @@ impl<'a> EprintsReader<'a> {
     /// caller has checked to be a DID.
     pub fn detail(&self, uri: &str) -> Result<Option<Detail>, ProjectionError> {
         let Some(v) = self.version else { return Ok(None) };
-        let repo = uri.strip_prefix("at://").and_then(|rest| rest.split('/').next()).unwrap_or_default();
+        let repo = repo_of(uri);
         let (records, accounts) = (records(v), accounts(v));
         let mut rows = self.store.get_each(&[(&records, uri, &[]), (&accounts, repo, &[])])?.into_iter();
         let (Some(record), Some(account)) = (rows.next().flatten(), rows.next()) else { return Ok(None) };
         if deleted(&record) {
             return Ok(None);
         }
-        Ok(Some(Detail { record, account }))
+        Ok(Some(Detail { repo: repo.to_owned(), record, account }))
     }
 
     /// A page of an author's eprints, newest first, starting after `after`.
@@ -358,7 +359,7 @@ impl<'a> EprintsReader<'a> {
         let mut hidden: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
         for (uri, row) in uris.iter().zip(crate::rows::rows_of(self.store, &records(v), &uris)?) {
             let Some(row) = row else { continue };
-            let repo = text(&row, "did").unwrap_or_default();
+            let repo = repo_of(uri);
             let is_hidden = match hidden.get(repo) {
                 Some(h) => *h,
                 None => {
