@@ -461,4 +461,29 @@ mod tests {
         assert_eq!(versions.get(&active), Some(&store::VersionState::Active));
         assert_ne!(versions.get(&mine), Some(&store::VersionState::Building), "{versions:?}");
     }
+
+    /// A search index an older svc built with another schema (its documents storing the
+    /// URI whole, say) is replaced at start by a new version, built from the log, and its
+    /// folder removed; an index of this schema is kept.
+    #[test]
+    fn a_search_index_of_another_schema_is_replaced_by_a_new_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ctx(dir.path());
+        let v = ensure_active(&ctx, search::MODEL).unwrap();
+        ctx.search.open(v).unwrap();
+        assert_eq!(ensure_active(&ctx, search::MODEL).unwrap(), v, "an index of this schema stays");
+
+        // What an older svc left: the version's folder holds an index of its schema.
+        let old = search::index_dir(ctx.search.root(), v);
+        ctx.search.remove(v).unwrap();
+        let mut b = tantivy::schema::Schema::builder();
+        b.add_text_field("uri", tantivy::schema::STRING | tantivy::schema::STORED);
+        std::fs::create_dir_all(&old).unwrap();
+        tantivy::Index::create_in_dir(&old, b.build()).unwrap();
+        let new = ensure_active(&ctx, search::MODEL).unwrap();
+        assert_ne!(new, v);
+        assert_eq!(ctx.store.active_version(search::MODEL).unwrap(), Some(new));
+        assert!(!old.exists(), "the old index's folder is removed");
+        assert!(ctx.search.is_current(new).unwrap());
+    }
 }

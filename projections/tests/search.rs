@@ -70,6 +70,42 @@ fn like_finds_uris_and_field_codes_and_keeps_them_only_for_the_commit_it_searche
     assert_eq!(found(&["quasars"]), more);
 }
 
+/// A document stores its URI as the eprints model's keys hold it (its DID's key, a did:plc's
+/// in 16 bytes, and its record key), and hits give it back whole, for any DID.
+#[test]
+fn hits_give_back_the_uris_their_documents_store_compact() {
+    use tantivy::schema::Value as _;
+    let env = env();
+    let (plc, web) = ("did:plc:ffffffffffffffffffffffff", "did:web:lab.example.org");
+    env.log
+        .append(&[
+            write(plc, "3f0", "3r000", submission("Compact keys of quasars", &[("F", plc)], 1), false),
+            write(web, "3f1", "3r000", submission("Whole keys of quasars", &[("W", web)], 2), false),
+        ])
+        .unwrap();
+    project_all(&env);
+    let (hits, total) = search_all(&env, "quasars", SortOrder::Date, 10);
+    let uris: Vec<&str> = hits.iter().map(|h| h["uri"].as_str().unwrap()).collect();
+    let uri = |did: &str, rkey: &str| format!("at://{did}/{}/{rkey}", lexicons::SUBMISSION);
+    assert_eq!((uris, total), (vec![uri(web, "3f1").as_str(), uri(plc, "3f0").as_str()], 2));
+
+    let version = env.ctx.store.active_version("search").unwrap().unwrap();
+    let index = tantivy::Index::open_in_dir(projections::search::index_dir(env.ctx.search.root(), version)).unwrap();
+    let searcher = index.reader().unwrap().searcher();
+    let key = index.schema().get_field("key").unwrap();
+    let mut stored: Vec<usize> = Vec::new();
+    for segment in searcher.segment_readers() {
+        let docs = segment.get_store_reader(1).unwrap();
+        for doc in 0..segment.max_doc() {
+            let doc: tantivy::TantivyDocument = docs.get(doc).unwrap();
+            assert!(doc.get_first(index.schema().get_field("uri").unwrap()).is_none(), "the URI is not stored whole");
+            stored.push(doc.get_first(key).and_then(|v| v.as_bytes()).unwrap().len());
+        }
+    }
+    stored.sort();
+    assert_eq!(stored, [20, format!("{web}/3f1").len()], "a did:plc's URI in 20 bytes, another DID's as its text and record key");
+}
+
 #[test]
 fn words_in_the_title_rank_first() {
     let env = env();

@@ -262,6 +262,7 @@ impl SearchProjection {
         let f = self.index.fields;
         let mut doc = TantivyDocument::default();
         doc.add_text(f.uri, uri);
+        doc.add_bytes(f.key, &crate::eprints::key_uri(uri, crate::eprints::UriForm::Compact));
         doc.add_text(f.rev, &source.rev);
         doc.add_text(f.title, &s.title);
         doc.add_text(f.all, &s.title);

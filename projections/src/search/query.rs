@@ -409,7 +409,8 @@ impl SearchIndex {
     /// The URI of the hit at `addr`.
     fn hit_doc(&self, searcher: &Searcher, addr: DocAddress) -> Result<HitDoc, ProjectionError> {
         let doc: TantivyDocument = searcher.doc(addr)?;
-        Ok(HitDoc { uri: doc.get_first(self.fields.uri).and_then(|v| v.as_str()).map(str::to_owned).unwrap_or_default() })
+        let key = doc.get_first(self.fields.key).and_then(|v| v.as_bytes()).unwrap_or_default();
+        Ok(HitDoc { uri: crate::eprints::uri_of_key(key).unwrap_or_default() })
     }
 
     /// The summaries of hits, in their order: the eprints model's, in one read of its

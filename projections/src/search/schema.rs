@@ -7,6 +7,10 @@ use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextO
 pub struct SearchFields {
     /// The record URI (exact; the key for replacing and deleting documents).
     pub uri: Field,
+    /// The record URI as the eprints model's keys hold it ([`crate::eprints::key_uri`],
+    /// compact: its DID's key and its record key), stored: what a hit is read as. (The
+    /// URI itself, stored, took twice the doc store's bytes.)
+    pub key: Field,
     /// The repository revision that wrote the document (exact, stored).
     pub rev: Field,
     /// The title, stemmed: for `title:` queries and the title boost.
@@ -30,10 +34,6 @@ pub struct SearchFields {
     /// The log position (`Position::ordinal`) of the event that indexed the document: the
     /// stable tie-breaker, unique across partitions.
     pub seq: Field,
-    /// No longer written (search format 4): the summary returned with hits is kept with
-    /// the document's source in the node's store. Documents of versions built before hold
-    /// it here, and their hits are read from it.
-    pub summary: Field,
     /// Identifiers, exact and normalized ([`super::ids::normalize`]): the arXiv id without
     /// its version, the DOI, lower-cased. An identifier typed as the query finds its eprint.
     pub ids: Field,
@@ -44,10 +44,6 @@ pub struct SearchFields {
     /// The eprint's facet and topic node codes (`facetUris`, `topicUris`: their record
     /// keys), exact, for faceted browsing and facet counts.
     pub facet: Field,
-    /// No longer written (search format 3): what a document is made from is kept in the
-    /// node's store instead. The field stays so that the schema of existing indexes is
-    /// unchanged.
-    pub source: Field,
 }
 
 fn text(tokenizer: &str) -> TextOptions {
@@ -59,7 +55,8 @@ fn text(tokenizer: &str) -> TextOptions {
 pub(crate) fn build() -> (Schema, SearchFields) {
     let mut b = Schema::builder();
     let fields = SearchFields {
-        uri: b.add_text_field("uri", STRING | STORED),
+        uri: b.add_text_field("uri", STRING),
+        key: b.add_bytes_field("key", STORED),
         rev: b.add_text_field("rev", STRING | STORED),
         title: b.add_text_field("title", text(super::stem::EN_FOLD)),
         authors: b.add_text_field("authors", text(super::stem::NAMES_FOLD)),
@@ -70,11 +67,9 @@ pub(crate) fn build() -> (Schema, SearchFields) {
         created: b.add_i64_field("created", INDEXED | FAST),
         citations: b.add_u64_field("citations", FAST),
         seq: b.add_u64_field("seq", FAST),
-        summary: b.add_text_field("summary", STORED),
         ids: b.add_text_field("ids", STRING),
         abstract_words: b.add_u64_field("abstract_words", FAST),
         tag: b.add_text_field("tag", STRING | FAST),
-        source: b.add_text_field("source", STORED),
         facet: b.add_text_field("facet", STRING | FAST),
     };
     (b.build(), fields)
