@@ -69,7 +69,7 @@ pub fn open_store(data: &DataArgs) -> anyhow::Result<Arc<dyn Store>> {
         let store = ScyllaStore::connect(&config).with_context(|| format!("failed to open the ScyllaDB store at {url}"))?;
         return Ok(Arc::new(store));
     }
-    let store = EmbeddedStore::open(&data.data_dir)
+    let store = EmbeddedStore::open_with(&data.data_dir, data.caches())
         .with_context(|| format!("failed to open the store in {} (is another svc using it?)", data.data_dir.display()))?;
     Ok(Arc::new(store))
 }
@@ -85,7 +85,7 @@ pub fn open_context(data: &DataArgs, with_node_models: bool) -> anyhow::Result<C
     if data.store_url.is_none() || !with_node_models {
         return Ok(Context::single(store, &search_root));
     }
-    let node = EmbeddedStore::open(&data.data_dir)
+    let node = EmbeddedStore::open_with(&data.data_dir, data.caches())
         .with_context(|| format!("failed to open this node's store in {} (is another svc using it?)", data.data_dir.display()))?;
     Ok(Context::with_node(store, Arc::new(node), &search_root))
 }

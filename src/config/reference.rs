@@ -127,6 +127,7 @@ mod tests {
             "lib",
             "doc",
             "example",
+            "bench",
             "bin",
             "tests",
             "all-targets",

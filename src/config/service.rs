@@ -36,6 +36,32 @@ pub struct DataArgs {
     /// the data directory either way (each query node keeps its own).
     #[arg(long = "store", env = "SVC_STORE")]
     pub store_url: Option<String>,
+
+    /// The embedded store's page cache for `store.redb`, in MiB (each model version's file
+    /// has its own of `--version-page-cache-mib`). Both fill as pages are read and stay
+    /// full: with the row cache they bound what the store keeps in memory.
+    #[arg(long, env = "SVC_PAGE_CACHE_MIB", default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub page_cache_mib: u64,
+
+    /// The embedded store's page cache for each model version's file, in MiB.
+    #[arg(long, env = "SVC_VERSION_PAGE_CACHE_MIB", default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub version_page_cache_mib: u64,
+
+    /// The embedded store's row cache (rows read recently, kept exact under writes), in MiB.
+    #[arg(long, env = "SVC_ROW_CACHE_MIB", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub row_cache_mib: u64,
+}
+
+impl DataArgs {
+    /// The embedded store's cache sizes these arguments ask for.
+    pub fn caches(&self) -> store::CacheSizes {
+        let mib = |n: u64| n << 20;
+        store::CacheSizes {
+            store_pages: mib(self.page_cache_mib) as usize,
+            version_pages: mib(self.version_page_cache_mib) as usize,
+            rows: mib(self.row_cache_mib),
+        }
+    }
 }
 
 /// When the embedded log acknowledges an append (`--log-ack`).

@@ -43,7 +43,8 @@ pub const VERSIONS_DIR: &str = "versions";
 /// system's file cache keeps the rest (docs/performance.md, "Memory after catch-up").
 const PAGE_CACHE_BYTES: usize = 256 * 1024 * 1024;
 
-/// redb's page cache for each version's file: a node has a dozen models' files open.
+/// redb's page cache for each version's file by default (a node has a dozen models' files
+/// open), and for the copies `svc compact` makes.
 const VERSION_PAGE_CACHE_BYTES: usize = 32 * 1024 * 1024;
 
 /// The longest a deferred batch ([`Batch::deferred`]) waits to be made durable: the first
@@ -53,8 +54,28 @@ const VERSION_PAGE_CACHE_BYTES: usize = 32 * 1024 * 1024;
 /// as it went (docs/performance.md, "Replay against live projection").
 const MAX_DEFERRAL: Duration = Duration::from_secs(10);
 
-/// The row cache's size: about 64 MiB of rows (a detail row is ~3 KB: some 20,000 of them).
+/// The row cache's size by default: about 64 MiB of rows (a detail row is ~3 KB: some
+/// 20,000 of them).
 const ROW_CACHE_BYTES: u64 = 64 << 20;
+
+/// How much memory the embedded store's caches may hold ([`EmbeddedStore::open_with`]).
+/// Each fills as pages and rows are read and stays full: together they bound what the store
+/// keeps in memory beyond a batch being written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheSizes {
+    /// redb's page cache for `store.redb` (256 MiB by default).
+    pub store_pages: usize,
+    /// redb's page cache for each version's file (32 MiB by default).
+    pub version_pages: usize,
+    /// The row cache (64 MiB by default).
+    pub rows: u64,
+}
+
+impl Default for CacheSizes {
+    fn default() -> CacheSizes {
+        CacheSizes { store_pages: PAGE_CACHE_BYTES, version_pages: VERSION_PAGE_CACHE_BYTES, rows: ROW_CACHE_BYTES }
+    }
+}
 
 /// The embedded [`Store`] on redb files.
 ///
@@ -75,12 +96,15 @@ pub struct EmbeddedStore {
     active: RwLock<HashMap<String, u32>>,
     /// Rows read recently, exact under writes (see [`RowCache`]).
     rows: RowCache,
+    /// The caches' sizes it was opened with (new version files take theirs).
+    caches: CacheSizes,
 }
 
 /// One redb file of the store, with its own write transaction and durability.
 struct StoreFile {
     db: ReopenableDb,
-    open: fn(&Path) -> Result<Database, StoreError>,
+    /// The size of its page cache, when it is opened again.
+    cache_bytes: usize,
     /// When the last durable commit was made, and since when a deferred commit is not
     /// durable yet (`None`: every commit is).
     durability: Mutex<Durable>,
@@ -97,8 +121,8 @@ struct Durable {
 }
 
 impl StoreFile {
-    fn open(path: PathBuf, open: fn(&Path) -> Result<Database, StoreError>) -> Result<StoreFile, StoreError> {
-        let db = open(&path)?;
+    fn open(path: PathBuf, cache_bytes: usize) -> Result<StoreFile, StoreError> {
+        let db = open_db(&path, cache_bytes)?;
         let txn = db.begin_write()?;
         let fresh = txn.list_tables()?.next().is_none();
         let form = {
@@ -114,7 +138,7 @@ impl StoreFile {
         };
         txn.commit()?;
         let durability = Mutex::new(Durable { last: Instant::now(), deferred_since: None });
-        Ok(StoreFile { db: ReopenableDb::new(db, path), open, durability, gate: Arc::default(), form })
+        Ok(StoreFile { db: ReopenableDb::new(db, path), cache_bytes, durability, gate: Arc::default(), form })
     }
 
     /// Writes `ops` (of this file's tables and checkpoints) in one transaction, made
@@ -308,13 +332,9 @@ fn partition_end(partition: &str) -> String {
     format!("{partition}\0")
 }
 
-/// Opens (or creates) the store's file.
-fn open_main(path: &Path) -> Result<Database, StoreError> {
-    Ok(redb::Builder::new().set_cache_size(PAGE_CACHE_BYTES).create(path)?)
-}
-
-fn open_version(path: &Path) -> Result<Database, StoreError> {
-    Ok(redb::Builder::new().set_cache_size(VERSION_PAGE_CACHE_BYTES).create(path)?)
+/// Opens (or creates) one of the store's files with a page cache of `cache_bytes`.
+fn open_db(path: &Path, cache_bytes: usize) -> Result<Database, StoreError> {
+    Ok(redb::Builder::new().set_cache_size(cache_bytes).create(path)?)
 }
 
 /// Rows copied per transaction by [`copy_tables`]: the copy's memory stays bounded.
@@ -446,8 +466,16 @@ impl EmbeddedStore {
     /// # Errors
     /// [`StoreError::Unavailable`] when a file cannot be opened.
     pub fn open(dir: &Path) -> Result<EmbeddedStore, StoreError> {
+        EmbeddedStore::open_with(dir, CacheSizes::default())
+    }
+
+    /// Opens the store in `dir` as [`EmbeddedStore::open`] does, its caches of `caches`.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when a file cannot be opened.
+    pub fn open_with(dir: &Path, caches: CacheSizes) -> Result<EmbeddedStore, StoreError> {
         std::fs::create_dir_all(dir).map_err(|e| io_failed("create", dir, e))?;
-        let main = StoreFile::open(dir.join(STORE_FILE), open_main)?;
+        let main = StoreFile::open(dir.join(STORE_FILE), caches.store_pages)?;
         let mut active = HashMap::new();
         let mut live = std::collections::HashSet::new();
         {
@@ -474,7 +502,7 @@ impl EmbeddedStore {
             let Some((model, version)) = version_of_file(&path) else { continue };
             let name = consumer_name(&model, version);
             if live.contains(&name) {
-                files.insert(name, Arc::new(StoreFile::open(path, open_version)?));
+                files.insert(name, Arc::new(StoreFile::open(path, caches.version_pages)?));
             } else {
                 std::fs::remove_file(&path).map_err(|e| io_failed("remove", &path, e))?;
             }
@@ -484,7 +512,8 @@ impl EmbeddedStore {
             main: Arc::new(main),
             files: RwLock::new(files),
             active: RwLock::new(active),
-            rows: RowCache::new(ROW_CACHE_BYTES),
+            rows: RowCache::new(caches.rows),
+            caches,
         })
     }
 
@@ -514,7 +543,7 @@ impl EmbeddedStore {
         let partial = path.with_extension("redb.partial");
         std::fs::copy(file, &partial).map_err(|e| io_failed(&format!("copy {} to", file.display()), &partial, e))?;
         std::fs::rename(&partial, &path).map_err(|e| io_failed("rename", &partial, e))?;
-        let adopted = Arc::new(StoreFile::open(path, open_version)?);
+        let adopted = Arc::new(StoreFile::open(path, self.caches.version_pages)?);
         let _write = self.rows.begin_write_all();
         let mut cached = self.active.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         let db = self.main.db.get()?;
@@ -785,7 +814,7 @@ impl Store for EmbeddedStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(io_failed("remove", &path, e)),
         }
-        let file = StoreFile::open(path, open_version)?;
+        let file = StoreFile::open(path, self.caches.version_pages)?;
         txn.commit()?;
         self.files.write().unwrap_or_else(std::sync::PoisonError::into_inner).insert(name, Arc::new(file));
         Ok(version)
@@ -852,7 +881,7 @@ impl Store for EmbeddedStore {
     fn release_caches(&self) -> Result<(), StoreError> {
         let mut write = self.rows.begin_write_all();
         write.touch_all();
-        self.all_files().iter().try_for_each(|file| file.db.reopen(file.open))
+        self.all_files().iter().try_for_each(|file| file.db.reopen(|path| open_db(path, file.cache_bytes)))
     }
 
     fn cache_bytes(&self) -> u64 {
@@ -868,7 +897,7 @@ impl Store for EmbeddedStore {
     fn compact(&self) -> Result<(), StoreError> {
         self.main.db.compact()?;
         let versions: Vec<_> = self.files.read().unwrap_or_else(std::sync::PoisonError::into_inner).values().cloned().collect();
-        versions.iter().try_for_each(|file| file.db.replace(repack, file.open))
+        versions.iter().try_for_each(|file| file.db.replace(repack, |path| open_db(path, file.cache_bytes)))
     }
 
     fn copy_version(&self, model: &str, version: u32, to: &Path, frozen: &mut dyn FnMut()) -> Result<Option<u64>, StoreError> {
@@ -1095,6 +1124,47 @@ mod tests {
         batch.put(&table, "after", Vec::new(), value(1), 1);
         store.apply(batch).unwrap();
         assert_eq!(store.get(&table, "after", &[]).unwrap(), Some(value(1)), "the repacked file takes writes");
+    }
+
+    /// The caches hold no more than the store was opened with, however much is read: redb's
+    /// page caches (every file's) and the row cache; a version made after the open and the
+    /// files opened again by a compaction take the same sizes.
+    #[test]
+    fn the_caches_stay_within_the_sizes_the_store_was_opened_with() {
+        use crate::Store as _;
+        let dir = tempfile::tempdir().unwrap();
+        let caches = CacheSizes { store_pages: 1 << 20, version_pages: 256 << 10, rows: 128 << 10 };
+        let store = EmbeddedStore::open_with(dir.path(), caches).unwrap();
+        let models = ["m", "n"];
+        let value = |i: u64| Columns::from([("v".to_owned(), crate::Value::Text(format!("{i:x}").repeat(100)))]);
+        for model in models {
+            let version = store.create_version(model).unwrap();
+            let table = TableRef::new(model, version, "t");
+            for chunk in 0..10u64 {
+                let mut batch = Batch::default();
+                for i in chunk * 500..(chunk + 1) * 500 {
+                    batch.put(&table, &format!("p{i}"), Vec::new(), value(i), i);
+                }
+                store.apply(batch).unwrap();
+            }
+        }
+        let bound = (caches.store_pages + models.len() * caches.version_pages) as u64;
+        let read_all = || {
+            for model in models {
+                let table = TableRef::new(model, store.versions(model).unwrap().into_keys().next().unwrap(), "t");
+                for i in 0..5_000u64 {
+                    assert_eq!(store.get(&table, &format!("p{i}"), &[]).unwrap(), Some(value(i)));
+                }
+            }
+            assert!(store.page_cache_bytes() <= bound, "{} bytes of pages, {bound} at most", store.page_cache_bytes());
+            assert!(store.cache_bytes() <= caches.rows, "{} bytes of rows, {} at most", store.cache_bytes(), caches.rows);
+        };
+        read_all();
+        // Both fill (the rows read are some 12 MB: with redb's default sizes every page would stay).
+        assert!(store.cache_bytes() > caches.rows / 2, "the row cache fills: {} bytes", store.cache_bytes());
+        assert!(store.page_cache_bytes() > (models.len() * caches.version_pages / 2) as u64, "{}", store.page_cache_bytes());
+        store.compact().unwrap();
+        read_all();
     }
 
     #[test]

@@ -43,7 +43,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub use batch::{Batch, Op};
-pub use embedded::{store_files, EmbeddedStore, STORE_FILE, VERSIONS_DIR};
+pub use embedded::{store_files, CacheSizes, EmbeddedStore, STORE_FILE, VERSIONS_DIR};
 pub use error::{StoreError, EARLIER_WRITE_FAILED};
 pub use scylla::{ScyllaConfig, ScyllaStore, DEFAULT_KEYSPACE};
 pub use value::{Columns, Value};

@@ -48,7 +48,7 @@ impl ReopenableDb {
 
     /// Closes the database once no transaction is open (new ones wait), then opens it
     /// again with `open`.
-    pub fn reopen(&self, open: fn(&Path) -> Result<Database, StoreError>) -> Result<(), StoreError> {
+    pub fn reopen(&self, open: impl FnOnce(&Path) -> Result<Database, StoreError>) -> Result<(), StoreError> {
         let mut db = self.db.write().unwrap_or_else(PoisonError::into_inner);
         if let Some(open_db) = db.take() {
             open_db.close().map_err(|e| StoreError::Unavailable(format!("could not close {}: {e}", self.path.display())))?;
@@ -79,7 +79,7 @@ impl ReopenableDb {
     pub fn replace(
         &self,
         write: impl FnOnce(&Database, &Path) -> Result<(), StoreError>,
-        open: fn(&Path) -> Result<Database, StoreError>,
+        open: impl FnOnce(&Path) -> Result<Database, StoreError>,
     ) -> Result<(), StoreError> {
         let mut db = self.db.write().unwrap_or_else(PoisonError::into_inner);
         let Some(open_db) = db.as_ref() else { return Ok(()) };
