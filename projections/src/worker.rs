@@ -35,7 +35,8 @@ pub struct WorkerConfig {
     pub max_retry_delay: Duration,
     /// Under a stream, batches start at most this often: after a batch of at least
     /// [`WorkerConfig::pace_from`] events that took all there was, the worker waits until
-    /// this long after that batch began before it reads again ([`pause_after`]). A batch's
+    /// this long after that batch began before it reads again, and at least as long as the
+    /// batch took ([`pause_after`]). A batch's
     /// work per eprint, per account, per row it rewrites is the same for two events as for
     /// two hundred, so batches applied back to back as fast as events come take a core
     /// whatever the rate; spaced, they leave it to the requests. 500 ms by default: under
@@ -224,10 +225,16 @@ fn next_batch_size(config: &WorkerConfig, current: usize, last: Read) -> usize {
 }
 
 /// How long after a batch that began at `started` and read `last` the worker waits before it
-/// reads again: until `started + pace` after a batch of a stream (at least `pace_from`
-/// events, none left behind), not at all otherwise.
+/// reads again: after a batch of a stream (at least `pace_from` events, none left behind),
+/// until `started + pace`, and at least as long as the batch took (so under a stream the
+/// worker works at most half the time, however long its batches grow); not at all otherwise.
 fn pause_after(config: &WorkerConfig, started: Instant, last: Read) -> Option<Instant> {
-    (!last.more_to_come && last.events >= config.pace_from).then(|| started + config.pace).filter(|until| *until > Instant::now())
+    if last.more_to_come || last.events < config.pace_from {
+        return None;
+    }
+    let now = Instant::now();
+    let until = (started + config.pace).max(now + now.duration_since(started));
+    (until > now).then_some(until)
 }
 
 /// Applies every event appended so far, then flushes. For rebuilds and tests; returns the
@@ -546,9 +553,11 @@ mod tests {
         assert_eq!(pause(1_000, false), Some(started + Duration::from_millis(250)));
         assert_eq!(pause(999, false), None, "a trickle is applied at once");
         assert_eq!(pause(32_768, true), None, "a worker behind reads on");
-        // A batch that took longer than the pace: no wait.
+        // A batch that took longer than the pace: a pause as long as it took.
         let long_ago = Instant::now() - Duration::from_secs(1);
-        assert_eq!(pause_after(&config, long_ago, Read { events: 5_000, more_to_come: false }), None);
+        let until = pause_after(&config, long_ago, Read { events: 5_000, more_to_come: false }).unwrap();
+        let rest = until.duration_since(Instant::now());
+        assert!(rest > Duration::from_millis(900) && rest < Duration::from_millis(1_100), "{rest:?}");
     }
 
     /// A projection that keeps its checkpoints in memory and counts events and batches.
