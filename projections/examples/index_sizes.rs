@@ -12,11 +12,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for segment in usage["segments"].as_array().into_iter().flatten() {
         for part in ["termdict", "postings", "positions", "fast_fields", "fieldnorms"] {
             for (field, u) in segment[part]["fields"].as_object().into_iter().flatten() {
-                let name = field.parse::<u32>().map(|f| schema.get_field_name(tantivy::schema::Field::from_field_id(f)).to_owned()).unwrap_or(field.clone());
+                let name = field
+                    .parse::<u32>()
+                    .map(|f| schema.get_field_name(tantivy::schema::Field::from_field_id(f)).to_owned())
+                    .unwrap_or(field.clone());
                 *rows.entry((name, part.to_owned())).or_default() += u["num_bytes"].as_u64().unwrap_or(0);
             }
         }
-        *rows.entry(("(doc store)".into(), "store".into())).or_default() += segment["store"]["data"].as_u64().unwrap_or(0) + segment["store"]["offsets"].as_u64().unwrap_or(0);
+        *rows.entry(("(doc store)".into(), "store".into())).or_default() +=
+            segment["store"]["data"].as_u64().unwrap_or(0) + segment["store"]["offsets"].as_u64().unwrap_or(0);
     }
     println!("| field | part | MB |\n|---|---|---|");
     for ((field, part), bytes) in rows {

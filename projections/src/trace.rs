@@ -62,7 +62,7 @@ pub fn record_rows(store: &dyn Store, uri: &str) -> Result<Vec<RecordRow>, Store
 /// indexed): the revision it was made from and the log position of the event that wrote
 /// that revision (`seq`, and its `offset` in its partition).
 pub fn search_document(index: &search::SearchIndex, uri: &str) -> Result<Option<serde_json::Value>, crate::ProjectionError> {
-    Ok(index.document(uri)?.map(|(rev, seq)| {
-        serde_json::json!({"rev": rev, "seq": seq, "offset": event_schema::Position::from_ordinal(seq).offset})
-    }))
+    Ok(index
+        .document(uri)?
+        .map(|(rev, seq)| serde_json::json!({"rev": rev, "seq": seq, "offset": event_schema::Position::from_ordinal(seq).offset})))
 }

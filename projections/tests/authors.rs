@@ -227,7 +227,8 @@ fn listings_keyed_by_earlier_forms_of_the_uri_are_read_and_replaced() {
     let (ada, adam) = (did(1), did(2));
     let uri = format!("at://{ada}/pub.svc.eprint.submission/3p1");
     let compact = [projections::did_key::encode(&ada).as_slice(), b"/3p1"].concat();
-    let forms = [(compact.clone(), Some("compactKeys")), (format!("{ada}/3p1").into_bytes(), Some("shortKeys")), (uri.clone().into_bytes(), None)];
+    let forms =
+        [(compact.clone(), Some("compactKeys")), (format!("{ada}/3p1").into_bytes(), Some("shortKeys")), (uri.clone().into_bytes(), None)];
     for (older, flag) in forms {
         let label = format!("{flag:?}");
         let env = env();

@@ -191,7 +191,13 @@ fn eprint_of(uri: &str, row: &Columns) -> Option<Eprint> {
         return None;
     }
     let text = |k: &str| text(row, k).unwrap_or_default().to_owned();
-    Some(Eprint { uri: uri.to_owned(), did: repo_of(uri).to_owned(), cid: text("cid"), record: text("record"), indexed_at: text("indexedAt") })
+    Some(Eprint {
+        uri: uri.to_owned(),
+        did: repo_of(uri).to_owned(),
+        cid: text("cid"),
+        record: text("record"),
+        indexed_at: text("indexedAt"),
+    })
 }
 
 /// The account in an account row (an absent row is the default account).
