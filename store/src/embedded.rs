@@ -440,6 +440,28 @@ pub fn store_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// Removes what an interrupted compaction or adoption left in the versions' folder of
+/// `dir`: the copies beside a version's file (`.redb.new`, `.redb.partial`), never renamed
+/// over it, so the file beside them is as it was. Only a process holding the store makes
+/// them, and it is the one opening it now.
+fn remove_unfinished_copies(dir: &Path) -> Result<(), StoreError> {
+    let folder = dir.join(VERSIONS_DIR);
+    let entries = match std::fs::read_dir(&folder) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_failed("list", &folder, e)),
+    };
+    for entry in entries {
+        let path = entry.map_err(|e| io_failed("list", &folder, e))?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if name.ends_with(".redb.new") || name.ends_with(".redb.partial") {
+            tracing::warn!(file = %path.display(), "removing the copy an interrupted compaction or adoption left");
+            std::fs::remove_file(&path).map_err(|e| io_failed("remove", &path, e))?;
+        }
+    }
+    Ok(())
+}
+
 /// The versions' files in the data directory `dir`, by name.
 fn version_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
@@ -461,7 +483,8 @@ fn version_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 
 impl EmbeddedStore {
     /// Opens the store in `dir`, creating it if needed. A version file whose version was
-    /// dropped (or whose creation never committed) is deleted.
+    /// dropped (or whose creation never committed) is deleted, and so are the copies an
+    /// interrupted compaction or adoption left beside the files.
     ///
     /// # Errors
     /// [`StoreError::Unavailable`] when a file cannot be opened.
@@ -497,6 +520,7 @@ impl EmbeddedStore {
                 }
             }
         }
+        remove_unfinished_copies(dir)?;
         let mut files = HashMap::new();
         for path in version_files(dir).map_err(|e| io_failed("list", &dir.join(VERSIONS_DIR), e))? {
             let Some((model, version)) = version_of_file(&path) else { continue };
@@ -1124,6 +1148,31 @@ mod tests {
         batch.put(&table, "after", Vec::new(), value(1), 1);
         store.apply(batch).unwrap();
         assert_eq!(store.get(&table, "after", &[]).unwrap(), Some(value(1)), "the repacked file takes writes");
+    }
+
+    /// A compaction killed while it copied a file (`svc compact` stopped, a full disk) leaves
+    /// the copy beside it: the next open removes it and keeps the file as it was.
+    #[test]
+    fn copies_an_interrupted_compaction_left_are_removed_at_the_next_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let (table, path) = {
+            let store = EmbeddedStore::open(dir.path()).unwrap();
+            let version = store.create_version("m").unwrap();
+            let table = TableRef::new("m", version, "t");
+            let mut batch = Batch::default();
+            batch.put(&table, "p", Vec::new(), Columns::from([("v".to_owned(), crate::Value::Int(1))]), 1);
+            store.apply(batch).unwrap();
+            (table, store.version_file("m", version).unwrap())
+        };
+        let leftovers = [path.with_extension("redb.new"), path.with_extension("redb.redb.partial"), path.with_extension("redb.partial")];
+        for leftover in &leftovers {
+            std::fs::write(leftover, b"half a copy").unwrap();
+        }
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        for leftover in &leftovers {
+            assert!(!leftover.exists(), "{} is left", leftover.display());
+        }
+        assert_eq!(store.get(&table, "p", &[]).unwrap(), Some(Columns::from([("v".to_owned(), crate::Value::Int(1))])));
     }
 
     /// The caches hold no more than the store was opened with, however much is read: redb's
