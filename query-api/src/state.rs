@@ -81,6 +81,9 @@ pub struct Shared {
     /// Where `pub.svc.admin.createSnapshot` writes, and the worker it holds; `None` on a
     /// node that builds no search index of its own.
     pub snapshots: Option<Arc<SnapshotSettings>>,
+    /// The answers this node keeps per state of the store, for the methods whose answers
+    /// are kept (`--kept-answers-mib`).
+    pub kept_answers: Arc<crate::xrpc::kept::KeptAnswers>,
 }
 
 /// What `pub.svc.admin.createSnapshot` needs on a node.

@@ -225,6 +225,7 @@ impl Supervisor {
             tap,
             workers,
             snapshots: Some(Arc::new(SnapshotSettings { dir: args.snapshot_dir(), worker: search_worker })),
+            kept_answers: Arc::new(args.http.kept_answers()),
         });
         let admins = args.auth.admins();
         if !admins.is_empty() {

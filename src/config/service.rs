@@ -519,6 +519,11 @@ pub struct HttpArgs {
     /// The longest request URI accepted, in bytes (longer: 414).
     #[arg(long, env = "SVC_MAX_URI_BYTES", default_value_t = 8192, value_parser = clap::value_parser!(u64).range(256..))]
     pub max_uri_bytes: u64,
+    /// The answers a node keeps per state of the embedded store (eprint details, listings:
+    /// computed once, served until a write), in MiB for all its methods together; 0 keeps
+    /// none. With the store's caches this bounds what a node holds in memory.
+    #[arg(long, env = "SVC_KEPT_ANSWERS_MIB", default_value_t = 64, value_parser = clap::value_parser!(u64).range(0..=1 << 20))]
+    pub kept_answers_mib: u64,
 }
 
 impl HttpArgs {
@@ -530,6 +535,11 @@ impl HttpArgs {
             max_connections: self.max_connections as usize,
             max_uri_bytes: self.max_uri_bytes as usize,
         }
+    }
+
+    /// The kept answers these flags make room for.
+    pub fn kept_answers(&self) -> query_api::xrpc::kept::KeptAnswers {
+        query_api::xrpc::kept::KeptAnswers::new(self.kept_answers_mib << 20)
     }
 
     pub(super) fn validate(&self) -> Result<(), ConfigError> {

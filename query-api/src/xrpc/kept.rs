@@ -15,10 +15,6 @@ use axum::body::Bytes;
 
 use crate::body::Body;
 
-/// What a node keeps, in bytes, for all its kept methods together (some 20,000 eprint
-/// details, or 4,000 pages of 10 imports).
-const KEPT_BYTES: u64 = 64 << 20;
-
 /// Answers at least this long are kept gzipped too, for clients that accept it.
 const GZIP_FROM: usize = 1024;
 
@@ -52,23 +48,25 @@ fn gzip(bytes: &[u8]) -> Option<Bytes> {
 }
 
 /// The kept answers of a node's methods, by method and query string.
-pub(crate) struct KeptAnswers {
+pub struct KeptAnswers {
     answers: Cache<String, Kept, AnswerWeight>,
 }
 
 impl KeptAnswers {
-    /// Room for [`KEPT_BYTES`] of answers.
-    pub fn new() -> KeptAnswers {
-        KeptAnswers { answers: Cache::with_weighter((KEPT_BYTES / 2048) as usize, KEPT_BYTES, AnswerWeight) }
+    /// Room for `bytes` of answers, for all the node's kept methods together (64 MiB hold
+    /// some 20,000 eprint details, or 4,000 pages of 10 imports). Answers of 2 KB are
+    /// expected: the number of entries is sized for them.
+    pub fn new(bytes: u64) -> KeptAnswers {
+        KeptAnswers { answers: Cache::with_weighter((bytes / 2048).max(1) as usize, bytes, AnswerWeight) }
     }
 
     /// The answer to `query` kept at the state `mark`, if any.
-    pub fn get(&self, query: &str, mark: u64) -> Option<Kept> {
+    pub(crate) fn get(&self, query: &str, mark: u64) -> Option<Kept> {
         self.answers.get(query).filter(|k| k.mark == mark)
     }
 
     /// Keeps the answer to `query` computed at the state `mark`.
-    pub fn keep(&self, query: String, mark: u64, body: Body) {
+    pub(crate) fn keep(&self, query: String, mark: u64, body: Body) {
         self.answers.insert(query, Kept { mark, body, gzip: None });
         self.record_size();
     }
@@ -82,7 +80,7 @@ impl KeptAnswers {
     /// client that accepts gzip is sent it again: compressed once per state of the store,
     /// and only answers asked for more than once are. `None` for an answer too short to be
     /// worth it.
-    pub fn gzipped(&self, query: &str, answer: Kept) -> Option<Kept> {
+    pub(crate) fn gzipped(&self, query: &str, answer: Kept) -> Option<Kept> {
         if answer.gzip.is_some() {
             return Some(answer);
         }
@@ -103,7 +101,7 @@ mod tests {
 
     #[test]
     fn an_answer_is_served_only_at_the_state_it_was_computed_at() {
-        let kept = KeptAnswers::new();
+        let kept = KeptAnswers::new(1 << 20);
         kept.keep("uri=at://a".into(), 7, Body::json(&1).unwrap());
         assert_eq!(kept.get("uri=at://a", 7).map(|k| k.body.as_bytes().to_vec()), Some(b"1".to_vec()));
         assert!(kept.get("uri=at://a", 8).is_none(), "another state");
@@ -114,9 +112,27 @@ mod tests {
     }
 
     #[test]
+    fn a_node_given_no_room_keeps_nothing() {
+        let kept = KeptAnswers::new(0);
+        kept.keep("uri=at://a".into(), 7, Body::json(&1).unwrap());
+        assert!(kept.get("uri=at://a", 7).is_none());
+    }
+
+    #[test]
+    fn answers_beyond_the_room_given_are_let_go() {
+        let kept = KeptAnswers::new(64 << 10);
+        let answer = Body::json(&"x".repeat(1000)).unwrap();
+        for i in 0..1000 {
+            kept.keep(format!("uri=at://{i}"), 1, answer.clone());
+        }
+        assert!(kept.answers.weight() <= 64 << 10, "{} bytes kept", kept.answers.weight());
+        assert!((0..1000).filter(|i| kept.get(&format!("uri=at://{i}"), 1).is_some()).count() < 70);
+    }
+
+    #[test]
     fn a_long_answer_is_kept_gzipped_too() {
         use std::io::Read;
-        let kept = KeptAnswers::new();
+        let kept = KeptAnswers::new(1 << 20);
         let long = Body::json(&vec!["an abstract of a paper"; 100]).unwrap();
         kept.keep("q=x".into(), 1, long.clone());
         assert!(kept.get("q=x", 1).unwrap().gzip.is_none(), "not compressed before it is asked for again");

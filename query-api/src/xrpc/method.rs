@@ -115,9 +115,9 @@ enum Handler {
     /// Answers from the read models at once, on the request's task.
     Read(fn(&Call) -> Answer),
     /// As [`Handler::Read`], for an answer that is a function of the query string and the
-    /// read models alone: kept per state of the store, in the node's [`KeptAnswers`] (given
-    /// when the router is made; until then answered as [`Handler::Read`]).
-    Kept(fn(&Call) -> Answer, Option<Arc<KeptAnswers>>),
+    /// read models alone: kept per state of the store, in the node's [`KeptAnswers`]
+    /// ([`crate::state::Shared::kept_answers`]).
+    Kept(fn(&Call) -> Answer),
     /// Awaits something (a search slot, a repository host, the log).
     Async(BoxedHandler),
     /// Takes over the connection once the upgrade to a WebSocket is answered.
@@ -187,15 +187,15 @@ impl Method {
     /// Answers a request.
     pub async fn answer(&self, state: AppState, request: Request) -> Response {
         match &self.handler {
-            Handler::Kept(f, Some(kept)) => return self.answer_kept(*f, kept, state, request).await,
+            Handler::Kept(f) => return self.answer_kept(*f, state, request).await,
             Handler::Subscribe(f) => return self.subscribe(*f, state, request).await,
             _ => {}
         }
         let result = match self.prepare(state, request).await {
             Ok(call) => match &self.handler {
-                Handler::Read(f) | Handler::Kept(f, _) => f(&call),
+                Handler::Read(f) => f(&call),
                 Handler::Async(f) => f(call).await,
-                Handler::Subscribe(_) => unreachable!("answered above"),
+                Handler::Kept(_) | Handler::Subscribe(_) => unreachable!("answered above"),
             },
             Err(e) => Err(e),
         };
@@ -233,7 +233,9 @@ impl Method {
     /// query string at the store's present state, else a new one, kept if no write began
     /// while it was computed. (Errors are not kept.) A method that needs a caller checks
     /// the caller's credential before anything kept is served.
-    async fn answer_kept(&self, f: fn(&Call) -> Answer, kept: &KeptAnswers, state: AppState, request: Request) -> Response {
+    async fn answer_kept(&self, f: fn(&Call) -> Answer, state: AppState, request: Request) -> Response {
+        let kept = state.kept_answers.clone();
+        let kept = kept.as_ref();
         let read = request.method() == HttpMethod::GET || request.method() == HttpMethod::HEAD;
         let mark = if read { state.store.state_mark() } else { None };
         // Methods share the node's kept answers: each query string under its method's NSID.
@@ -400,7 +402,7 @@ impl Routes {
             last.nsid
         );
         let Handler::Read(f) = last.handler else { panic!("{}: only a query answered at once can be kept", last.nsid) };
-        last.handler = Handler::Kept(f, None);
+        last.handler = Handler::Kept(f);
         self
     }
 
@@ -427,14 +429,9 @@ impl Routes {
         &self.0
     }
 
-    /// One static route per method, `/xrpc/<nsid>`; the kept methods share one
-    /// [`KeptAnswers`].
+    /// One static route per method, `/xrpc/<nsid>`.
     pub fn into_router(self) -> Router<AppState> {
-        let kept = Arc::new(KeptAnswers::new());
-        self.0.into_iter().fold(Router::new(), |router, mut method| {
-            if let Handler::Kept(_, answers) = &mut method.handler {
-                *answers = Some(kept.clone());
-            }
+        self.0.into_iter().fold(Router::new(), |router, method| {
             let method = Arc::new(method);
             let path = format!("/xrpc/{}", method.nsid);
             router.route(

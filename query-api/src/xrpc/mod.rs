@@ -24,7 +24,7 @@ mod eprint;
 pub mod governance;
 mod graph;
 mod import;
-mod kept;
+pub mod kept;
 mod log;
 pub mod method;
 mod metrics;

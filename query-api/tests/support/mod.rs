@@ -185,6 +185,7 @@ impl Fixture {
             tap: Arc::new(query_api::tap::Tap::new(log.clone(), Default::default())),
             workers: Vec::new(),
             snapshots: None,
+            kept_answers: Arc::new(query_api::xrpc::kept::KeptAnswers::new(64 << 20)),
         });
         let app = query_api::app(state.clone());
         let progress = Arc::new(progress);
