@@ -11,8 +11,8 @@ use tracing::warn;
 use super::recent::{Kind, Recent};
 use super::sketch::Viewers;
 use super::{
-    day_key, day_of, history_key, hour_key, hour_of, ln_add, parse_bucket_key, ranking_key, ranking_partition, table, zero_key, Window,
-    MODEL, SITE,
+    day_key, day_of, history_key, hour_key, hour_of, ln_add, parse_bucket_key, ranking_key, ranking_partition, table, zero_key, Point,
+    Window, MODEL, SITE,
 };
 use crate::catalog::Mode;
 use crate::eprints::read::{self as eprints_read, EprintsReader, Written};
@@ -49,6 +49,8 @@ struct Eprint {
     seen: Option<Recent>,
     /// Its new `before` row, once a counted use opened a day.
     before: Option<Columns>,
+    /// The points of its history the batch's counted uses add, in order.
+    points: Vec<Point>,
     /// The log position of the last event that changed it, once one has.
     position: Option<u64>,
 }
@@ -130,7 +132,7 @@ impl UsageProjection {
         if !t.contains_key(uri) {
             let Some(row) = st.get(self.store.as_ref(), &table(self.version, "papers"), uri, &[])? else { return Ok(None) };
             let ranked_as = Ranked::of(uri, &row);
-            t.insert(uri.to_owned(), Eprint { row, ranked_as, seen: None, before: None, position: None });
+            t.insert(uri.to_owned(), Eprint { row, ranked_as, seen: None, before: None, points: Vec::new(), position: None });
         }
         Ok(t.get_mut(uri))
     }
@@ -172,7 +174,7 @@ impl UsageProjection {
                 row.insert("fields".into(), Value::Text(serde_json::to_string(&s.fields).unwrap_or_default()));
             }
             let ranked_as = Ranked::of(uri, &row);
-            t.eprints.insert((*uri).to_owned(), Eprint { row, ranked_as, seen: None, before: None, position: None });
+            t.eprints.insert((*uri).to_owned(), Eprint { row, ranked_as, seen: None, before: None, points: Vec::new(), position: None });
         }
         Ok(())
     }
@@ -331,14 +333,7 @@ impl UsageProjection {
             let kept = ln_add(float(&e.row, window.column()), window.exponent(at));
             e.row.insert(window.column().into(), Value::Float(kept));
         }
-        let mut point = Columns::new();
-        for k in ["views", "downloads"] {
-            point.insert(k.into(), Value::Int(int(&e.row, k)));
-        }
-        for window in Window::ALL {
-            point.insert(window.column().into(), Value::Float(float(&e.row, window.column())));
-        }
-        st.put(&table(self.version, "history"), &u.uri, history_key(at, position), point, position);
+        e.points.push(Point::after(at, position, &e.row));
         // The eprint's first counted use of a day: what the days before add up to.
         if e.row.get("day").and_then(Value::as_int) != Some(day_of(at)) {
             let previous = match e.before.take() {
@@ -388,6 +383,10 @@ impl UsageProjection {
             }
             if let Some(before) = e.before {
                 st.put(&table(self.version, "before"), &uri, Vec::new(), before, position);
+            }
+            if let Some(first) = e.points.first() {
+                let key = history_key(first.at, first.ordinal);
+                st.put(&table(self.version, "history"), &uri, key, Point::row(&e.points), position);
             }
             st.put(&table(self.version, "papers"), &uri, Vec::new(), e.row, position);
         }

@@ -37,8 +37,11 @@
 //!   day). Written when a counted use opens a day, so that `getMetrics` merges one day's
 //!   sketch with these instead of thirty, and the distinct viewers of all time are this
 //!   row's with the day's, never rewritten by a batch within the day.
-//! - `history`: eprint URI → time (µs) ‖ log ordinal: the totals and decayed sums after
-//!   each counted view or download.
+//! - `history`: eprint URI → time (µs) ‖ log ordinal of a batch's first counted view or
+//!   download of the eprint: `points`, the totals and decayed sums after each of the
+//!   batch's counted uses of it, with its time and ordinal ([`Point`]). One row a batch, not
+//!   one a use: a live batch under load writes a thousand rows, not fourteen thousand. (Rows
+//!   of earlier builds hold one point, as columns: `views`, `downloads` and the decayed sums.)
 //! - `daily`: eprint URI → UTC day number: `views`, `downloads`, `viewers` (sketch); and
 //!   [`SITE`] → day: `views`, `downloads` of every eprint.
 //! - `hourly`: eprint URI, and [`SITE`] → hours since the epoch: `views`, `downloads`.
@@ -59,7 +62,8 @@ pub mod sketch;
 
 pub use apply::UsageProjection;
 
-use store::TableRef;
+use data_encoding::BASE64_NOPAD;
+use store::{Columns, TableRef, Value};
 
 /// The model name.
 pub const MODEL: &str = "usage";
@@ -191,6 +195,81 @@ pub(crate) fn history_after(at: i64) -> Vec<u8> {
     history_key(at.saturating_add(1), 0)
 }
 
+/// One point of an eprint's history: its running totals and decayed sums after a counted
+/// use at `at` (µs), the use's log ordinal.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Point {
+    pub at: i64,
+    pub ordinal: u64,
+    pub views: i64,
+    pub downloads: i64,
+    /// The decayed sums, in the order of [`Window::ALL`].
+    pub decayed: [f64; 3],
+}
+
+/// The bytes of a [`Point`] in a `history` row's `points`.
+const POINT_BYTES: usize = 56;
+
+impl Point {
+    /// The point an eprint's `papers` row `c` stands at after its counted use at `at`.
+    pub(crate) fn after(at: i64, ordinal: u64, c: &Columns) -> Point {
+        let int = |k: &str| c.get(k).and_then(Value::as_int).unwrap_or(0);
+        let float = |k: &str| c.get(k).and_then(Value::as_float).unwrap_or(f64::NEG_INFINITY);
+        Point { at, ordinal, views: int("views"), downloads: int("downloads"), decayed: Window::ALL.map(|w| float(w.column())) }
+    }
+
+    /// The `history` row of `points`, a batch's counted uses of one eprint in order (keyed
+    /// by the first): each point's eight-byte fields, big-endian, in base64.
+    pub(crate) fn row(points: &[Point]) -> Columns {
+        let mut bytes = Vec::with_capacity(points.len() * POINT_BYTES);
+        for p in points {
+            bytes.extend_from_slice(&p.at.to_be_bytes());
+            bytes.extend_from_slice(&p.ordinal.to_be_bytes());
+            bytes.extend_from_slice(&p.views.to_be_bytes());
+            bytes.extend_from_slice(&p.downloads.to_be_bytes());
+            p.decayed.iter().for_each(|d| bytes.extend_from_slice(&d.to_bits().to_be_bytes()));
+        }
+        Columns::from([("points".to_owned(), Value::Text(BASE64_NOPAD.encode(&bytes)))])
+    }
+
+    /// The last point of the `history` row `c` (keyed `key`) at or before `at` (µs): of its
+    /// `points`, or the one point a row of an earlier build holds as columns.
+    pub(crate) fn last_of_row(key: &[u8], c: &Columns, at: i64) -> Option<Point> {
+        let Some(points) = c.get("points").and_then(Value::as_text) else {
+            let (time, ordinal) = parse_history_key(key)?;
+            return Some(Point::after(time, ordinal, c)).filter(|p| p.at <= at);
+        };
+        let bytes = BASE64_NOPAD.decode(points.as_bytes()).ok()?;
+        let field = |chunk: &[u8], i: usize| u64::from_be_bytes(chunk[8 * i..8 * i + 8].try_into().expect("eight bytes"));
+        bytes
+            .chunks_exact(POINT_BYTES)
+            .map(|p| Point {
+                at: field(p, 0) as i64,
+                ordinal: field(p, 1),
+                views: field(p, 2) as i64,
+                downloads: field(p, 3) as i64,
+                decayed: [0, 1, 2].map(|i| f64::from_bits(field(p, 4 + i))),
+            })
+            .take_while(|p| p.at <= at)
+            .last()
+    }
+
+    /// The columns a reader takes of it: `views`, `downloads` and the decayed sums.
+    pub(crate) fn columns(&self) -> Columns {
+        let mut c = Columns::from([("views".to_owned(), Value::Int(self.views)), ("downloads".to_owned(), Value::Int(self.downloads))]);
+        for (window, d) in Window::ALL.iter().zip(self.decayed) {
+            c.insert(window.column().into(), Value::Float(d));
+        }
+        c
+    }
+}
+
+/// The time (µs) and log ordinal of a `history` key.
+pub(crate) fn parse_history_key(key: &[u8]) -> Option<(i64, u64)> {
+    let time = u64::from_be_bytes(key.get(..8)?.try_into().ok()?) ^ (1 << 63);
+    Some((time as i64, u64::from_be_bytes(key.get(8..16)?.try_into().ok()?)))
+}
+
 /// The UTC day (days since the epoch) of a time in µs.
 pub fn day_of(at: i64) -> i64 {
     at.div_euclid(86_400_000_000)
@@ -235,6 +314,24 @@ mod tests {
         let back: Vec<f64> = keys.iter().map(|k| parse_ranking_key(k).unwrap().0).collect();
         assert_eq!(back, sums);
         assert_eq!(parse_ranking_key(&ranking_key(1.25, "at://did:plc:a/c/r")).unwrap(), (1.25, "at://did:plc:a/c/r"));
+    }
+
+    #[test]
+    fn a_history_row_gives_back_its_last_point_at_or_before_a_time() {
+        let point =
+            |at: i64, views: i64| Point { at, ordinal: at as u64 + 7, views, downloads: 1, decayed: [0.5, -1.25, f64::NEG_INFINITY] };
+        let points = [point(100, 1), point(200, 2), point(200, 3), point(300, 4)];
+        let row = Point::row(&points);
+        let key = history_key(100, 107);
+        assert_eq!(Point::last_of_row(&key, &row, 99), None);
+        assert_eq!(Point::last_of_row(&key, &row, 100), Some(points[0].clone()));
+        assert_eq!(Point::last_of_row(&key, &row, 299), Some(points[2].clone()));
+        assert_eq!(Point::last_of_row(&key, &row, i64::MAX), Some(points[3].clone()));
+        // A row of an earlier build: one point, as columns, at its key.
+        let old = points[1].columns();
+        assert_eq!(Point::last_of_row(&history_key(200, 207), &old, 250), Some(points[1].clone()));
+        assert_eq!(Point::last_of_row(&history_key(200, 207), &old, 199), None);
+        assert_eq!(parse_history_key(&history_key(-5, 9)), Some((-5, 9)));
     }
 
     #[test]

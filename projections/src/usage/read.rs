@@ -10,7 +10,8 @@ use store::{Columns, Scan, Store, Value};
 
 use super::sketch::Viewers;
 use super::{
-    day_key, day_of, history_after, hour_key, hour_of, parse_bucket_key, parse_ranking_key, ranking_partition, table, Window, MODEL, SITE,
+    day_key, day_of, history_after, hour_key, hour_of, parse_bucket_key, parse_ranking_key, ranking_partition, table, Point, Window, MODEL,
+    SITE,
 };
 use crate::ProjectionError;
 
@@ -207,10 +208,12 @@ impl<'a> UsageReader<'a> {
         Ok(Totals { views: int(&c, "views"), downloads: int(&c, "downloads") })
     }
 
-    /// The running totals of `uri` at `at` (µs): its last `history` row at or before then.
+    /// The running totals of `uri` at `at` (µs): the last point at or before then, of the
+    /// last `history` row keyed at or before then.
     fn point(&self, v: u32, uri: &str, at: i64) -> Result<Option<Columns>, ProjectionError> {
         let scan = Scan { after: Some(history_after(at)), limit: 1, reverse: true };
-        Ok(self.store.scan(&table(v, "history"), uri, &scan)?.rows.into_iter().next().map(|r| r.columns))
+        let row = self.store.scan(&table(v, "history"), uri, &scan)?.rows.into_iter().next();
+        Ok(row.and_then(|r| Point::last_of_row(&r.clustering, &r.columns, at)).map(|p| p.columns()))
     }
 
     /// The usage of `uri` as of `at` (µs), now included.
