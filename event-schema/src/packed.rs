@@ -36,8 +36,10 @@ const LEVEL: i32 = 3;
 const SMALL_LEVEL: i32 = 9;
 /// A thread keeps its compression context while it is at most this big: contexts grow to
 /// fit the largest value they compressed, and a thread that once packed a large one should
-/// not hold that much for good.
-const KEPT_CONTEXT_BYTES: usize = 256 * 1024;
+/// not hold that much for good. Big enough for the log's blocks (about 45 KB of events
+/// each, a context of about 590 KB): the log's flusher, which packs nothing else, keeps
+/// its context instead of building one per block.
+const KEPT_CONTEXT_BYTES: usize = 1024 * 1024;
 /// The largest value a frame may claim to hold (a damaged header must not allocate more).
 const MAX_UNPACKED: u64 = 1 << 30;
 
@@ -266,6 +268,14 @@ mod tests {
         assert!(packed.len() < event.len() * 3 / 4, "with the dictionary: {} of {}", packed.len(), event.len());
         assert_eq!(unpack(&packed).unwrap(), event.as_slice());
         assert_eq!(pack(event[..40].to_vec(), EVENT_THRESHOLD), event[..40], "below the events' threshold: as it is");
+    }
+
+    #[test]
+    fn a_thread_keeps_its_context_after_packing_a_log_block() {
+        // About what a block of the log's events holds before it is compressed.
+        let block: Vec<u8> = (0..45_000u32).map(|i| (i.wrapping_mul(7919) % 251) as u8 ^ (i / 13) as u8).collect();
+        pack(block, EVENT_THRESHOLD);
+        assert!(COMPRESSOR.with_borrow(Option::is_some), "the context is kept for the next block");
     }
 
     #[test]
