@@ -462,7 +462,8 @@ fn delete_tag(did: &str, rkey: &str, rev: &str) -> NewEvent {
 }
 
 /// A kept answer is served only to the same search of the same commit: after a commit
-/// that hides an account or adds a paper, the same search finds what the commit holds.
+/// that hides an account or adds a paper, the same search finds what the commit holds, and
+/// the answers of the commits before are let go.
 #[test]
 fn kept_answers_follow_every_commit() {
     let env = env();
@@ -490,6 +491,7 @@ fn kept_answers_follow_every_commit() {
     assert_eq!((titles(&first), first.results.total), (vec!["Kept Answers Too".to_owned(), "Kept Answers".to_owned()], 2));
     let again = index.found(&req, &facets, false).expect("kept for the same search of the same commit");
     assert!(std::sync::Arc::ptr_eq(&first, &again));
+    assert_eq!(index.kept_answers().0, 1);
     assert!(index.found(&req, &[], false).is_none(), "another set of facets is another search");
     assert!(index.found(&SearchRequest { limit: 1, ..req.clone() }, &facets, false).is_none(), "another page is another search");
 
@@ -504,6 +506,7 @@ fn kept_answers_follow_every_commit() {
     let hidden = index.find(&req, &facets, false).unwrap();
     assert_eq!((titles(&hidden), hidden.results.total), (vec!["Kept Answers".to_owned()], 1));
     assert_eq!(hidden.facets.as_ref().unwrap()["author"].as_array().unwrap().len(), 1, "the counts follow the commit too");
+    assert_eq!(index.kept_answers().0, 1, "the first answer of a new commit lets go of the older commits' answers");
 
     env.log.append(&[write(a, "3p3", "3r02", submission("Kept Answers Three", &[("A", a)], 3), false)]).unwrap();
     project_all(&env);

@@ -163,6 +163,9 @@ fn refresh_gauges(state: &AppState) {
     }
     metrics::gauge!("svc_cache_bytes", "cache" => "rows").set(rows as f64);
     metrics::gauge!("svc_cache_bytes", "cache" => "pages").set(pages as f64);
+    if let Ok(Some(index)) = state.search_index() {
+        metrics::gauge!("svc_cache_bytes", "cache" => "search_answers").set(index.kept_answers().1 as f64);
+    }
     if let Some(bytes) = crate::process::ProcessStatus::read().resident_bytes() {
         metrics::gauge!("svc_memory_resident_bytes").set(bytes as f64);
     }

@@ -192,6 +192,7 @@ async fn roles_are_granted_by_admins_only_and_rebuilt_by_a_replay() {
         let bytes = text.lines().find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok());
         assert!(bytes.is_some_and(|bytes| bytes > 0.0), "{name}: {text}");
     }
+    assert!(text.contains("svc_cache_bytes{cache=\"search_answers\"}"), "the search index's kept answers: {text}");
     let (_, endpoints) = f.get_as("/xrpc/pub.svc.admin.getEndpointMetrics", &admin_token).await;
     let roles_metric =
         endpoints["metrics"].as_array().unwrap().iter().find(|m| m["path"] == "/xrpc/pub.svc.actor.getMyRoles").cloned().unwrap();

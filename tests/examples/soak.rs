@@ -85,6 +85,7 @@ async fn memory_parts(svc: &Service) -> Vec<(&'static str, f64)> {
         ("row cache", "svc_cache_bytes{cache=\"rows\"}"),
         ("page caches", "svc_cache_bytes{cache=\"pages\"}"),
         ("kept answers", "svc_cache_bytes{cache=\"answers\"}"),
+        ("search answers", "svc_cache_bytes{cache=\"search_answers\"}"),
     ]
     .into_iter()
     .map(|(label, name)| (label, sample(name)))

@@ -3,9 +3,12 @@
 //! A key names the searcher generation it was computed at, and every reload of the index
 //! (after a commit) makes a new generation: an answer is only ever served to a search of
 //! the commit it was computed from, so the cache is exact without being cleared. Entries
-//! of older generations are never asked for again and age out. Author names are not part
+//! of older generations are never asked for again: the first answer kept for a newer
+//! generation lets them go ([`Newest`]), so under a stream of commits the cache holds the
+//! answers of the last one, not its whole capacity of dead ones. Author names are not part
 //! of a kept answer (the API adds them from the accounts on every request).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use quick_cache::sync::Cache;
@@ -68,12 +71,42 @@ impl Weighter<AnswerKey, Arc<Found>> for AnswerWeight {
 }
 
 /// The kept answers of one index version.
-pub(super) struct Answers(Cache<AnswerKey, Arc<Found>, AnswerWeight>);
+pub(super) struct Answers {
+    cache: Cache<AnswerKey, Arc<Found>, AnswerWeight>,
+    newest: Newest,
+}
 
 impl Answers {
     /// Keeps about `capacity_bytes` of answers.
     pub(super) fn new(capacity_bytes: u64) -> Answers {
-        Answers(Cache::with_weighter((capacity_bytes / 16_384).max(16) as usize, capacity_bytes.max(1), AnswerWeight))
+        Answers {
+            cache: Cache::with_weighter((capacity_bytes / 16_384).max(16) as usize, capacity_bytes.max(1), AnswerWeight),
+            newest: Newest::default(),
+        }
+    }
+
+    /// Keeps `found` under `key`, unless a newer generation's answers are kept already.
+    fn keep(&self, key: AnswerKey, found: Arc<Found>) {
+        if self.newest.admit(key.generation, || self.cache.retain(|k, _| k.generation >= key.generation)) {
+            self.cache.insert(key, found);
+        }
+    }
+}
+
+/// The newest searcher generation a per-commit cache has kept an entry for.
+#[derive(Default)]
+pub(super) struct Newest(AtomicU64);
+
+impl Newest {
+    /// Whether an entry of `generation` is worth keeping (none of a newer one is kept yet).
+    /// The first entry of a newer generation calls `forget` first, which lets go of the
+    /// older generations' entries: no search asks for them again.
+    pub(super) fn admit(&self, generation: u64, forget: impl FnOnce()) -> bool {
+        let newest = self.0.fetch_max(generation, Ordering::AcqRel);
+        if generation > newest {
+            forget();
+        }
+        generation >= newest
     }
 }
 
@@ -86,7 +119,7 @@ impl SearchIndex {
     /// What `request` found at the visible commit, if a search of this commit already
     /// asked for the same (the same words, filters, order, page, facets and highlighting).
     pub fn found(&self, request: &SearchRequest, facets: &[Facet], highlight: bool) -> Option<Arc<Found>> {
-        self.answers.0.get(&AnswerKeyRef { generation: self.generation(), request, facets, highlight })
+        self.answers.cache.get(&AnswerKeyRef { generation: self.generation(), request, facets, highlight })
     }
 
     /// Runs `request` with its facet counts and highlights (when asked for), or answers from
@@ -99,7 +132,7 @@ impl SearchIndex {
         // answer newer than its key, and searches of the older commit may see the newer
         // answer, never the reverse.
         let generation = self.generation();
-        if let Some(found) = self.answers.0.get(&AnswerKeyRef { generation, request, facets, highlight }) {
+        if let Some(found) = self.answers.cache.get(&AnswerKeyRef { generation, request, facets, highlight }) {
             return Ok(found);
         }
         let collector = (!facets.is_empty()).then(|| self.facet_collector(facets));
@@ -109,8 +142,13 @@ impl SearchIndex {
         let found = Arc::new(Found { results, facets: facet_counts, highlights });
         if !found.results.partial {
             let key = AnswerKey { generation, request: request.clone(), facets: facets.to_vec(), highlight };
-            self.answers.0.insert(key, found.clone());
+            self.answers.keep(key, found.clone());
         }
         Ok(found)
+    }
+
+    /// How many answers this version keeps, and about how many bytes they hold.
+    pub fn kept_answers(&self) -> (usize, u64) {
+        (self.answers.cache.len(), self.answers.cache.weight())
     }
 }

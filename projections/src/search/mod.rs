@@ -67,6 +67,8 @@ pub struct SearchIndex {
     answers: answers::Answers,
     /// What [`SearchIndex::like`] found recently, per commit (a generation in its key).
     likes: quick_cache::sync::Cache<(u64, Vec<String>, usize), Arc<Vec<query::LikeHit>>>,
+    /// The newest generation `likes` kept an answer for (older ones are let go).
+    likes_newest: answers::Newest,
     /// Merges of its segments running in the background ([`SearchIndexes::merging`]).
     merging: std::sync::atomic::AtomicUsize,
     /// The shared store: a hit's summary is read from the eprints model's record row there.
@@ -274,6 +276,7 @@ impl SearchIndexes {
             facet_values: Arc::new(facets::FacetValues::new(FACET_VALUES_CACHED, FACET_TERMS_DECODED_BYTES)),
             answers: answers::Answers::new(ANSWERS_CACHED_BYTES),
             likes: quick_cache::sync::Cache::new(LIKES_CACHED),
+            likes_newest: answers::Newest::default(),
             merging: Default::default(),
             shared: self.shared.clone(),
             people,
