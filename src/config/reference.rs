@@ -164,6 +164,10 @@ mod tests {
             "list",
             "format",
             "report-time",
+            // jeprof's (docs/operator-guide.md, "Memory").
+            "text",
+            "lines",
+            "base",
         ];
         let mut unknown = Vec::new();
         let mut docs: Vec<std::path::PathBuf> = vec![root().join("README.md")];
