@@ -4,7 +4,7 @@
 //! (after a commit) makes a new generation: an answer is only ever served to a search of
 //! the commit it was computed from, so the cache is exact without being cleared. Entries
 //! of older generations are never asked for again: the first answer kept for a newer
-//! generation lets them go ([`Newest`]), so under a stream of commits the cache holds the
+//! generation lets them go ([`PerCommit`]), so under a stream of commits the cache holds the
 //! answers of the last one, not its whole capacity of dead ones. Author names are not part
 //! of a kept answer (the API adds them from the accounts on every request).
 
@@ -30,7 +30,7 @@ pub struct Found {
 
 /// A search as asked at one generation of the index.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct AnswerKey {
+pub(super) struct AnswerKey {
     generation: u64,
     request: SearchRequest,
     facets: Vec<Facet>,
@@ -54,7 +54,7 @@ impl quick_cache::Equivalent<AnswerKey> for AnswerKeyRef<'_> {
 }
 
 #[derive(Clone)]
-struct AnswerWeight;
+pub(super) struct AnswerWeight;
 
 impl Weighter<AnswerKey, Arc<Found>> for AnswerWeight {
     /// Approximate bytes: the hits' text, the highlights' text, a guess per facet value.
@@ -71,42 +71,52 @@ impl Weighter<AnswerKey, Arc<Found>> for AnswerWeight {
 }
 
 /// The kept answers of one index version.
-pub(super) struct Answers {
-    cache: Cache<AnswerKey, Arc<Found>, AnswerWeight>,
-    newest: Newest,
+pub(super) type Answers = PerCommit<AnswerKey, Arc<Found>, AnswerWeight>;
+
+/// Keeps about `capacity_bytes` of answers.
+pub(super) fn answers(capacity_bytes: u64) -> Answers {
+    PerCommit::new(Cache::with_weighter((capacity_bytes / 16_384).max(16) as usize, capacity_bytes.max(1), AnswerWeight), |key| {
+        key.generation
+    })
 }
 
-impl Answers {
-    /// Keeps about `capacity_bytes` of answers.
-    pub(super) fn new(capacity_bytes: u64) -> Answers {
-        Answers {
-            cache: Cache::with_weighter((capacity_bytes / 16_384).max(16) as usize, capacity_bytes.max(1), AnswerWeight),
-            newest: Newest::default(),
-        }
-    }
-
-    /// Keeps `found` under `key`, unless a newer generation's answers are kept already.
-    fn keep(&self, key: AnswerKey, found: Arc<Found>) {
-        if self.newest.admit(key.generation, || self.cache.retain(|k, _| k.generation >= key.generation)) {
-            self.cache.insert(key, found);
-        }
-    }
+/// A cache of what searches found, per commit: each key names the searcher generation it
+/// was computed at. The first entry kept for a newer generation lets go of the older ones,
+/// which no search asks for again.
+pub(super) struct PerCommit<K, V, W = quick_cache::UnitWeighter> {
+    cache: Cache<K, V, W>,
+    /// The newest generation an entry was kept for.
+    newest: AtomicU64,
+    generation_of: fn(&K) -> u64,
 }
 
-/// The newest searcher generation a per-commit cache has kept an entry for.
-#[derive(Default)]
-pub(super) struct Newest(AtomicU64);
+impl<K: Eq + std::hash::Hash + Clone, V: Clone, W: Weighter<K, V> + Clone> PerCommit<K, V, W> {
+    /// `cache`, keyed by what `generation_of` says of each key.
+    pub(super) fn new(cache: Cache<K, V, W>, generation_of: fn(&K) -> u64) -> PerCommit<K, V, W> {
+        PerCommit { cache, newest: AtomicU64::new(0), generation_of }
+    }
 
-impl Newest {
-    /// Whether an entry of `generation` is worth keeping (none of a newer one is kept yet).
-    /// The first entry of a newer generation calls `forget` first, which lets go of the
-    /// older generations' entries: no search asks for them again.
-    pub(super) fn admit(&self, generation: u64, forget: impl FnOnce()) -> bool {
-        let newest = self.0.fetch_max(generation, Ordering::AcqRel);
+    /// The entry kept under `key`.
+    pub(super) fn get<Q: std::hash::Hash + quick_cache::Equivalent<K> + ?Sized>(&self, key: &Q) -> Option<V> {
+        self.cache.get(key)
+    }
+
+    /// Keeps `value` under `key`, unless a newer generation's entries are kept already.
+    pub(super) fn keep(&self, key: K, value: V) {
+        let generation = (self.generation_of)(&key);
+        let newest = self.newest.fetch_max(generation, Ordering::AcqRel);
         if generation > newest {
-            forget();
+            let of = self.generation_of;
+            self.cache.retain(|k, _| of(k) >= generation);
         }
-        generation >= newest
+        if generation >= newest {
+            self.cache.insert(key, value);
+        }
+    }
+
+    /// How many entries are kept, and their weight.
+    pub(super) fn size(&self) -> (usize, u64) {
+        (self.cache.len(), self.cache.weight())
     }
 }
 
@@ -119,7 +129,7 @@ impl SearchIndex {
     /// What `request` found at the visible commit, if a search of this commit already
     /// asked for the same (the same words, filters, order, page, facets and highlighting).
     pub fn found(&self, request: &SearchRequest, facets: &[Facet], highlight: bool) -> Option<Arc<Found>> {
-        self.answers.cache.get(&AnswerKeyRef { generation: self.generation(), request, facets, highlight })
+        self.answers.get(&AnswerKeyRef { generation: self.generation(), request, facets, highlight })
     }
 
     /// Runs `request` with its facet counts and highlights (when asked for), or answers from
@@ -132,7 +142,7 @@ impl SearchIndex {
         // answer newer than its key, and searches of the older commit may see the newer
         // answer, never the reverse.
         let generation = self.generation();
-        if let Some(found) = self.answers.cache.get(&AnswerKeyRef { generation, request, facets, highlight }) {
+        if let Some(found) = self.answers.get(&AnswerKeyRef { generation, request, facets, highlight }) {
             return Ok(found);
         }
         let collector = (!facets.is_empty()).then(|| self.facet_collector(facets));
@@ -149,6 +159,6 @@ impl SearchIndex {
 
     /// How many answers this version keeps, and about how many bytes they hold.
     pub fn kept_answers(&self) -> (usize, u64) {
-        (self.answers.cache.len(), self.answers.cache.weight())
+        self.answers.size()
     }
 }

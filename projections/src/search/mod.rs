@@ -66,9 +66,7 @@ pub struct SearchIndex {
     /// Answers of recent searches of the visible commit.
     answers: answers::Answers,
     /// What [`SearchIndex::like`] found recently, per commit (a generation in its key).
-    likes: quick_cache::sync::Cache<(u64, Vec<String>, usize), Arc<Vec<query::LikeHit>>>,
-    /// The newest generation `likes` kept an answer for (older ones are let go).
-    likes_newest: answers::Newest,
+    likes: answers::PerCommit<(u64, Vec<String>, usize), Arc<Vec<query::LikeHit>>>,
     /// Merges of its segments running in the background ([`SearchIndexes::merging`]).
     merging: std::sync::atomic::AtomicUsize,
     /// The shared store: a hit's summary is read from the eprints model's record row there.
@@ -274,9 +272,8 @@ impl SearchIndexes {
             fields,
             hidden: RwLock::new(Arc::new(hidden)),
             facet_values: Arc::new(facets::FacetValues::new(FACET_VALUES_CACHED, FACET_TERMS_DECODED_BYTES)),
-            answers: answers::Answers::new(ANSWERS_CACHED_BYTES),
-            likes: quick_cache::sync::Cache::new(LIKES_CACHED),
-            likes_newest: answers::Newest::default(),
+            answers: answers::answers(ANSWERS_CACHED_BYTES),
+            likes: answers::PerCommit::new(quick_cache::sync::Cache::new(LIKES_CACHED), |key| key.0),
             merging: Default::default(),
             shared: self.shared.clone(),
             people,

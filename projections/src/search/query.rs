@@ -352,10 +352,7 @@ impl SearchIndex {
             return Ok(hits);
         }
         let hits = Arc::new(self.like_terms(&searcher, &key.1, n)?);
-        let generation = key.0;
-        if self.likes_newest.admit(generation, || self.likes.retain(|k, _| k.0 >= generation)) {
-            self.likes.insert(key, hits.clone());
-        }
+        self.likes.keep(key, hits.clone());
         Ok(hits)
     }
 
