@@ -107,7 +107,7 @@ pub type Columns = BTreeMap<String, Value>;
 pub(crate) fn encode_columns(columns: &Columns) -> Result<Vec<u8>, StoreError> {
     let mut out = Vec::with_capacity(256);
     ciborium::into_writer(columns, &mut out).map_err(|e| StoreError::Unavailable(format!("failed to encode row: {e}")))?;
-    Ok(packed::pack(out, packed::ROW_THRESHOLD))
+    Ok(packed::pack_row(out, packed::ROW_THRESHOLD))
 }
 
 /// Rows of at least this many bytes are compressed when a file is repacked
