@@ -8,7 +8,7 @@ use lexicons::{Lexicons, SUBMISSION};
 use store::{consumer_name, Columns, Scan, Store, Value};
 use tracing::warn;
 
-use super::recent::{Kind, Recent};
+use super::recent::{Kind, Seen, SeenWrites};
 use super::sketch::Viewers;
 use super::{
     day_key, day_of, history_key, hour_key, hour_of, ln_add, parse_bucket_key, ranking_key, ranking_partition, table, zero_key, Point,
@@ -45,8 +45,8 @@ struct Eprint {
     row: Columns,
     /// Its places in the rankings when the batch first read it.
     ranked_as: Ranked,
-    /// Its recent uses (its `seen` row), once a use needed them.
-    seen: Option<Recent>,
+    /// Its recent uses (its `seen` rows), once a use needed them.
+    seen: Option<Seen>,
     /// Its new `before` row, once a counted use opened a day.
     before: Option<Columns>,
     /// The points of its history the batch's counted uses add, in order.
@@ -92,6 +92,10 @@ struct Touched {
     eprints: BTreeMap<String, Eprint>,
     days: BTreeMap<(String, Vec<u8>), Day>,
 }
+
+/// The most `seen` rows an eprint can have: the 4 slots of 30 s, and one of an earlier
+/// build's form; far more, to read every row however they came to be.
+const SEEN_ROWS: usize = 64;
 
 fn int(c: &Columns, k: &str) -> i64 {
     c.get(k).and_then(Value::as_int).unwrap_or(0)
@@ -179,11 +183,13 @@ impl UsageProjection {
         Ok(())
     }
 
-    /// The recent uses of `uri` (its `seen` row), read on its first use.
-    fn seen<'e>(&self, st: &mut Staged, e: &'e mut Eprint, uri: &str) -> Result<&'e mut Recent, ProjectionError> {
+    /// The recent uses of `uri` (its `seen` rows), read on its first use. The batch writes
+    /// them at its end, so the store's are those before it.
+    fn seen<'e>(&self, e: &'e mut Eprint, uri: &str) -> Result<&'e mut Seen, ProjectionError> {
         if e.seen.is_none() {
-            let row = st.get(self.store.as_ref(), &table(self.version, "seen"), uri, &[])?.unwrap_or_default();
-            e.seen = Some(Recent::from_text(row.get("recent").and_then(Value::as_text)));
+            let rows = self.store.scan(&table(self.version, "seen"), uri, &Scan { after: None, limit: SEEN_ROWS, reverse: false })?.rows;
+            e.seen =
+                Some(Seen::from_rows(rows.iter().map(|r| (r.clustering.as_slice(), r.columns.get("recent").and_then(Value::as_text)))));
         }
         Ok(e.seen.as_mut().expect("read"))
     }
@@ -314,7 +320,7 @@ impl UsageProjection {
         if let UsageAction::SearchDownload { .. } = u.action {
             add(&mut e.row, "searchDownloads", 1);
         }
-        if self.seen(st, e, &u.uri)?.double_click(&u.viewer, kind, at) {
+        if self.seen(e, &u.uri)?.double_click(&u.viewer, kind, at) {
             add(&mut e.row, "doubleClicks", 1);
             return Ok(());
         }
@@ -377,9 +383,14 @@ impl UsageProjection {
                     st.put(&ranking, &place.0, place.1.clone(), now.0.clone(), position);
                 }
             }
-            if let Some(recent) = e.seen {
-                let seen = Columns::from([("recent".to_owned(), Value::Text(recent.to_text()))]);
-                st.put(&table(self.version, "seen"), &uri, Vec::new(), seen, position);
+            if let Some(seen) = e.seen {
+                let SeenWrites { puts, deletes } = seen.into_rows();
+                for key in deletes {
+                    st.delete(&table(self.version, "seen"), &uri, key, position);
+                }
+                for (key, recent) in puts {
+                    st.put(&table(self.version, "seen"), &uri, key, Columns::from([("recent".to_owned(), Value::Text(recent))]), position);
+                }
             }
             if let Some(before) = e.before {
                 st.put(&table(self.version, "before"), &uri, Vec::new(), before, position);

@@ -29,8 +29,10 @@
 //!   `searchDownloads`, `dwells`, `dwellMs`), its decayed sums (`decay24h`, `decay7d`,
 //!   `decay30d`), `lastAt` (µs) and `day`, the day of its newest `daily` row. Small:
 //!   `getSubmission` reads it.
-//! - `seen`: eprint URI → ∅: `recent`, the uses of the last 30 s, for the double-click rule
-//!   ([`recent`]): rewritten by every batch that uses the eprint, so it holds nothing else.
+//! - `seen`: eprint URI → slot (10 s since the epoch): `recent`, the uses of that slot, for
+//!   the double-click rule ([`recent`]); a batch rewrites the slots its uses fall in and
+//!   deletes those older than 30 s before its newest use. (Rows of earlier builds: one per
+//!   eprint, of an empty key, holding every use of the last 30 s.)
 //! - `before`: eprint URI → ∅: what the days before its newest `daily` row (`day`) add up
 //!   to: `before7d`, `before30d` and `beforeAll` (the sketches of the 6 and 29 days before
 //!   and of every day before, merged) and `days` (the views of the 29 days before, per
