@@ -61,6 +61,12 @@ pub trait EventLog: Send + Sync {
         true
     }
 
+    /// Bytes of the log's pages this process holds in memory (0 for a log that keeps none
+    /// here, as a broker's).
+    fn page_cache_bytes(&self) -> u64 {
+        0
+    }
+
     /// Appends events durably, in order, and returns their positions.
     ///
     /// # Errors

@@ -156,7 +156,8 @@ fn refresh_gauges(state: &AppState) {
     for (partition, end) in ends.iter().flatten().enumerate() {
         metrics::gauge!("svc_log_end_offset", "partition" => partition.to_string()).set(*end as f64);
     }
-    let (mut rows, mut pages) = (state.store.cache_bytes(), state.store.page_cache_bytes());
+    // Pages: of the store's files, the node's, and the log's (a capped 4 MiB).
+    let (mut rows, mut pages) = (state.store.cache_bytes(), state.store.page_cache_bytes() + state.log.page_cache_bytes());
     if !Arc::ptr_eq(&state.store, &state.node) {
         rows += state.node.cache_bytes();
         pages += state.node.page_cache_bytes();

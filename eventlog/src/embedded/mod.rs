@@ -615,6 +615,14 @@ impl EventLog for EmbeddedLog {
         self.ack == LogAck::Synced
     }
 
+    fn page_cache_bytes(&self) -> u64 {
+        let stats = match self.db.as_ref() {
+            Handle::Writer(db) => db.cache_stats(),
+            Handle::Reader(db) => db.cache_stats(),
+        };
+        stats.used_bytes() as u64
+    }
+
     fn append(&self, events: &[NewEvent]) -> Result<Vec<Position>, LogError> {
         if events.is_empty() {
             return Ok(Vec::new());
@@ -869,6 +877,8 @@ mod tests {
         drop(log);
         let log = EmbeddedLog::open(dir.path(), 4).unwrap();
         assert_counts(&log, "reopened");
+        let held = log.page_cache_bytes();
+        assert!(held > 0 && held <= PAGE_CACHE_BYTES as u64, "the pages read are held, within the cap: {held}");
         drop(log);
         assert_counts(&EmbeddedLog::open_read_only(dir.path()).unwrap(), "read only");
     }
