@@ -34,7 +34,8 @@ const LEVEL: i32 = 3;
 /// zstd's level for rows written live ([`pack_row`]): a busy eprint's usage rows (its
 /// viewers' sketch, its recent viewers: kilobytes each) are rewritten at every batch, and
 /// at level 3 packing them was a quarter of the usage model's time. Level 1 packs them in
-/// about half the time, some 10 % larger; a repack ([`pack_small`]) shrinks them again.
+/// 55–85 % of the time (records 13–21 % larger: the `pack_rows` example); a repack
+/// ([`pack_small`]) shrinks them again.
 const ROW_LEVEL: i32 = 1;
 /// zstd's level for values rewritten offline ([`pack_small`]): about 4 times slower to
 /// compress than [`LEVEL`], some 7 % smaller on the log's blocks, as fast to decompress.
