@@ -62,7 +62,7 @@ struct Prepared {
 }
 
 static PREPARED: LazyLock<Prepared> = LazyLock::new(|| Prepared {
-    encoder: EncoderDictionary::copy(DICTIONARIES.last().expect("a dictionary is built in"), LEVEL),
+    encoder: newest_prepared(LEVEL),
     decoders: DICTIONARIES
         .iter()
         .map(|d| (zstd::zstd_safe::get_dict_id_from_dict(d).expect("a trained dictionary has an id"), DecoderDictionary::copy(d)))
@@ -70,12 +70,15 @@ static PREPARED: LazyLock<Prepared> = LazyLock::new(|| Prepared {
 });
 
 /// The newest dictionary prepared for [`ROW_LEVEL`].
-static PREPARED_ROW: LazyLock<EncoderDictionary<'static>> =
-    LazyLock::new(|| EncoderDictionary::copy(DICTIONARIES.last().expect("a dictionary is built in"), ROW_LEVEL));
+static PREPARED_ROW: LazyLock<EncoderDictionary<'static>> = LazyLock::new(|| newest_prepared(ROW_LEVEL));
 
 /// The newest dictionary prepared for [`SMALL_LEVEL`].
-static PREPARED_SMALL: LazyLock<EncoderDictionary<'static>> =
-    LazyLock::new(|| EncoderDictionary::copy(DICTIONARIES.last().expect("a dictionary is built in"), SMALL_LEVEL));
+static PREPARED_SMALL: LazyLock<EncoderDictionary<'static>> = LazyLock::new(|| newest_prepared(SMALL_LEVEL));
+
+/// The newest built-in dictionary, prepared for compressing at `level`.
+fn newest_prepared(level: i32) -> EncoderDictionary<'static> {
+    EncoderDictionary::copy(DICTIONARIES.last().expect("a dictionary is built in"), level)
+}
 
 thread_local! {
     // One context per thread, reused: creating one costs more than packing a row (a

@@ -89,9 +89,9 @@ impl Seen {
                 None => {
                     seen.stale.push(key.to_vec());
                     for u in uses.0 {
-                        let slot = seen.slots.entry(slot_of(u.2)).or_default();
-                        slot.0.push(u);
-                        seen.changed.insert(slot_of(u.2));
+                        let slot = slot_of(u.2);
+                        seen.slots.entry(slot).or_default().0.push(u);
+                        seen.changed.insert(slot);
                     }
                 }
             }
