@@ -4,8 +4,10 @@
 # without fields) and recordView (through the log: each answer waits for the read models),
 # and how long after the last recordView the counters have caught up; getSimilar's latency
 # on the same papers.
-# Usage: scripts/loadtest/usage.sh DATA_DIR [DURATION] [CONNECTIONS]
+# Usage: scripts/loadtest/usage.sh DATA_DIR [DURATION] [CONNECTIONS] [ROUNDS]
 #   DATA_DIR: a data directory seeded with `svc seed --social` (60 days of generated usage).
+#   ROUNDS: how many times every target is measured, in turn (default 3): each ratio is
+#   taken within a round, and their median reported.
 #   (SVC_BIN: the svc to run; by default a release build.)
 # Needs: wrk, python3, curl. Sends traffic to 127.0.0.1 only.
 # Load tests measure the service, not its rate limiter: limits (and the per-viewer limit) are off.
@@ -15,6 +17,7 @@ cd "$(dirname "$0")/../.."
 DATA=$1
 DURATION=${2:-10s}
 CONNS=${3:-32}
+ROUNDS=${4:-3}
 PORT=${SVC_LOADTEST_PORT:-3313}
 . scripts/loadtest/prelude.sh
 lag() {
@@ -37,46 +40,43 @@ open(f"{work}/views.txt", "w").write("\n".join(uris) + "\n")
 open(f"{work}/similar.txt", "w").write("".join(f"/xrpc/pub.svc.discovery.getSimilar?uri={q(u)}&limit=10\n" for u in uris))
 PY
 . scripts/loadtest/wrk.sh
-echo "## usage metrics under wrk (-t2 -c$CONNS -d$DURATION, same machine as the server)"
-echo
-echo "| target | requests/s | p50 ms | p99 ms | non-2xx |"
-echo "|---|---|---|---|---|"
-run_wrk getSubmission "$PORT" "$WORK/get.txt"
-run_wrk metrics.getMetrics "$PORT" "$WORK/metrics.txt"
-run_wrk metrics.getTrending "$PORT" "$WORK/trending.txt"
-run_wrk discovery.getSimilar "$PORT" "$WORK/similar.txt"
 # recordView: POSTs through the log, from one viewer (nearly every view a double click of
 # its last one: the paper's row alone is rewritten), then each from another viewer (every
-# view counted: all its rows written).
+# view counted: all its rows written). Keeps how long after the last answer the usage model
+# had applied every view in $WORK/NAME.caught.
 record_views() {
   WRK_PATHS="$WORK/views.txt" wrk -t2 -c"$CONNS" -d"$DURATION" --latency -s scripts/loadtest/post.lua "http://127.0.0.1:$PORT" >"$WORK/$1.wrk"
   ended=$(date +%s.%N)
   until [ "$(lag)" = 0 ]; do sleep 0.02; done
   caught=$(date +%s.%N)
-  python3 - "$1" "$WORK/$1.wrk" <<'PY'
-import re, sys
-name, text = sys.argv[1], open(sys.argv[2]).read()
-rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
-def pct(p):
-    m = re.search(rf"\s{p}%\s+([\d.]+)(us|ms|s)", text)
-    v, u = float(m.group(1)), m.group(2)
-    return v / 1000 if u == "us" else v * 1000 if u == "s" else v
-non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-print(f"| {name} | {rps:,.0f} | {pct(50):.2f} | {pct(99):.2f} | {non2xx.group(1) if non2xx else 0} |")
-open(sys.argv[2] + ".rps", "w").write(str(rps))
-PY
+  table_row "$1" "$WORK/$1.wrk"
   echo "$caught - $ended" | python3 -c 'import sys; a, b = sys.stdin.read().split(" - "); print(float(a) - float(b))' >"$WORK/$1.caught"
 }
-record_views metrics.recordView
-WRK_DISTINCT_VIEWERS=1 record_views "metrics.recordView (distinct viewers)"
-python3 - "$WORK" <<'PY'
-import sys
-w = sys.argv[1]
-rps = lambda n: float(open(f"{w}/{n}.wrk.rps").read())
-g = rps("getSubmission")
-print()
+# Each round measures every target once, getSubmission first: a ratio compares two runs a
+# minute apart at most, and the median over rounds is reported (a shared host's speed
+# drifts by more than the differences being measured).
+for round in $(seq 1 "$ROUNDS"); do
+  echo "## usage metrics under wrk (-t2 -c$CONNS -d$DURATION, same machine as the server), round $round of $ROUNDS"
+  echo
+  echo "| target | requests/s | p50 ms | p99 ms | non-2xx |"
+  echo "|---|---|---|---|---|"
+  run_wrk "$round.getSubmission" "$PORT" "$WORK/get.txt"
+  run_wrk "$round.metrics.getMetrics" "$PORT" "$WORK/metrics.txt"
+  run_wrk "$round.metrics.getTrending" "$PORT" "$WORK/trending.txt"
+  run_wrk "$round.discovery.getSimilar" "$PORT" "$WORK/similar.txt"
+  record_views "$round.metrics.recordView"
+  WRK_DISTINCT_VIEWERS=1 record_views "$round.metrics.recordView (distinct viewers)"
+  echo
+done
+python3 - "$WORK" "$ROUNDS" <<'PY'
+import statistics, sys
+w, rounds = sys.argv[1], int(sys.argv[2])
+rps = lambda r, n: float(open(f"{w}/{r}.{n}.wrk.rps").read())
+print(f"Of getSubmission's requests/s in the same round (rounds: {rounds}; median, then each round):")
 for n in ["metrics.getMetrics", "metrics.getTrending", "discovery.getSimilar", "metrics.recordView", "metrics.recordView (distinct viewers)"]:
-    print(f"- {n} at {100 * rps(n) / g:.0f}% of getSubmission's requests/s")
+    shares = [100 * rps(r, n) / rps(r, "getSubmission") for r in range(1, rounds + 1)]
+    print(f"- {n} at {statistics.median(shares):.0f}% ({', '.join(f'{s:.0f}' for s in shares)})")
 for n in ["metrics.recordView", "metrics.recordView (distinct viewers)"]:
-    print(f"- {n}: the usage model had applied every view {float(open(f'{w}/{n}.caught').read()):.2f} s after the last answer")
+    caught = [float(open(f"{w}/{r}.{n}.caught").read()) for r in range(1, rounds + 1)]
+    print(f"- {n}: the usage model had applied every view {max(caught):.2f} s after the last answer at most ({', '.join(f'{c:.2f}' for c in caught)})")
 PY

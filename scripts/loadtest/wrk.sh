@@ -4,7 +4,13 @@
 # $WORK/NAME.wrk.rps. Needs $WORK, $DURATION and $CONNS set by the caller.
 run_wrk() {
   WRK_PATHS="$3" wrk -t2 -c"${4:-$CONNS}" -d"$DURATION" --latency -s scripts/loadtest/paths.lua "http://127.0.0.1:$2" >"$WORK/$1.wrk"
-  python3 - "$1" "$WORK/$1.wrk" <<'PY'
+  table_row "$1" "$WORK/$1.wrk"
+}
+
+# `table_row NAME WRK_OUTPUT`: the table row of a wrk run's output (run with --latency), its
+# rate kept in WRK_OUTPUT.rps.
+table_row() {
+  python3 - "$1" "$2" <<'PY'
 import re, sys
 name, text = sys.argv[1], open(sys.argv[2]).read()
 rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
