@@ -1,6 +1,7 @@
 """Writes the load test's request mixes into DIR, from a running svc on 127.0.0.1:PORT:
-get.txt (getSubmission of the 1,000 newest eprints) and search.txt (searchSubmissions of the
-first three words of each of their titles). Used by run.sh and ab.sh.
+get.txt (getSubmission of the 1,000 newest eprints), views.txt (their URIs, the bodies of
+post.lua's recordViews) and search.txt (searchSubmissions of the first three words of each of
+their titles). Used by run.sh and ab.sh.
 
 Usage: python3 scripts/loadtest/mixes.py PORT DIR
 """
@@ -24,6 +25,8 @@ while len(uris) < 1000:
 with open(f"{work}/get.txt", "w") as f:
     for u in uris:
         f.write("/xrpc/pub.svc.eprint.getSubmission?uri=" + urllib.parse.quote(u, safe="") + "\n")
+with open(f"{work}/views.txt", "w") as f:
+    f.write("".join(u + "\n" for u in uris))
 with open(f"{work}/search.txt", "w") as f:
     for w in words:
         f.write("/xrpc/pub.svc.eprint.searchSubmissions?query=" + urllib.parse.quote(w, safe="") + "\n")

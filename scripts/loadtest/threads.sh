@@ -21,12 +21,6 @@ PORT=${SVC_LOADTEST_PORT:-3314}
 . scripts/loadtest/serve.sh
 serve "$DATA" "$PORT"
 python3 scripts/loadtest/mixes.py "$PORT" "$WORK"
-python3 - "$WORK" <<'PY'
-import sys, urllib.parse
-work = sys.argv[1]
-uris = [urllib.parse.unquote(l.strip().split("uri=", 1)[1]) for l in open(f"{work}/get.txt")]
-open(f"{work}/views.txt", "w").write("\n".join(uris) + "\n")
-PY
 behind() {
   curl -sf "http://127.0.0.1:$PORT/health/readiness" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(p["lag"] for p in d["projections"]))'
 }

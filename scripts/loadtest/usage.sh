@@ -36,7 +36,6 @@ fields = ["cs.LG", "cs.CV", "cs.CL", "math.CO", "quant-ph", "hep-th", "astro-ph.
 trending = [f"/xrpc/pub.svc.metrics.getTrending?window={w}&limit={n}" for w in ["24h", "7d", "30d"] for n in [10, 20, 50]]
 trending += [f"/xrpc/pub.svc.metrics.getTrending?window=7d&limit=20&fieldUris={f}" for f in fields]
 open(f"{work}/trending.txt", "w").write("\n".join(trending) + "\n")
-open(f"{work}/views.txt", "w").write("\n".join(uris) + "\n")
 open(f"{work}/similar.txt", "w").write("".join(f"/xrpc/pub.svc.discovery.getSimilar?uri={q(u)}&limit=10\n" for u in uris))
 PY
 . scripts/loadtest/wrk.sh
