@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use event_schema::{AdminAction, AdminCommand, Payload, SearchImpression, UsageAction, UsageEvent};
 use lexicons::{Lexicons, SUBMISSION};
-use store::{consumer_name, Columns, Scan, Store, Value};
+use store::{consumer_name, Columns, Scan, Store, TableRef, Value};
 use tracing::warn;
 
 use super::recent::{Kind, Seen, SeenWrites};
@@ -53,6 +53,8 @@ struct Eprint {
     points: Vec<Point>,
     /// The log position of the last event that changed it, once one has.
     position: Option<u64>,
+    /// What the batch's counted uses add to its `hourly` rows, by hour.
+    hours: BTreeMap<i64, Tally>,
 }
 
 /// A day of one eprint: its counts and its viewers' sketch.
@@ -86,11 +88,47 @@ impl Ranked {
     }
 }
 
-/// The eprints and days a batch has read, by URI (in order, so a batch's writes are too).
+/// The eprints and days a batch has read, by URI (in order, so a batch's writes are too),
+/// and what its counted uses add to the site's buckets.
 #[derive(Default)]
 struct Touched {
     eprints: BTreeMap<String, Eprint>,
     days: BTreeMap<(String, Vec<u8>), Day>,
+    site_days: BTreeMap<i64, Tally>,
+    site_hours: BTreeMap<i64, Tally>,
+}
+
+/// What a batch's counted uses add to one `daily` or `hourly` bucket: read and written once,
+/// at the batch's end, however many uses fall in it.
+#[derive(Default)]
+struct Tally {
+    views: i64,
+    downloads: i64,
+    /// The log position of the last use counted in it.
+    position: u64,
+}
+
+impl Tally {
+    /// Counts one use toward `total` (`views` or `downloads`).
+    fn count(&mut self, total: &str, position: u64) {
+        match total {
+            "views" => self.views += 1,
+            _ => self.downloads += 1,
+        }
+        self.position = position;
+    }
+
+    /// Adds the tally to the bucket `partition`/`key` of `name`, as the store has it.
+    fn add_to(&self, st: &mut Staged, store: &dyn Store, name: TableRef, partition: &str, key: Vec<u8>) -> Result<(), ProjectionError> {
+        let mut bucket = st.get(store, &name, partition, &key)?.unwrap_or_default();
+        for (column, by) in [("views", self.views), ("downloads", self.downloads)] {
+            if by != 0 {
+                add(&mut bucket, column, by);
+            }
+        }
+        st.put(&name, partition, key, bucket, self.position);
+        Ok(())
+    }
 }
 
 /// The most `seen` rows an eprint can have: the 4 slots of 30 s, and one of an earlier
@@ -136,7 +174,10 @@ impl UsageProjection {
         if !t.contains_key(uri) {
             let Some(row) = st.get(self.store.as_ref(), &table(self.version, "papers"), uri, &[])? else { return Ok(None) };
             let ranked_as = Ranked::of(uri, &row);
-            t.insert(uri.to_owned(), Eprint { row, ranked_as, seen: None, before: None, points: Vec::new(), position: None });
+            t.insert(
+                uri.to_owned(),
+                Eprint { row, ranked_as, seen: None, before: None, points: Vec::new(), position: None, hours: BTreeMap::new() },
+            );
         }
         Ok(t.get_mut(uri))
     }
@@ -178,7 +219,10 @@ impl UsageProjection {
                 row.insert("fields".into(), Value::Text(serde_json::to_string(&s.fields).unwrap_or_default()));
             }
             let ranked_as = Ranked::of(uri, &row);
-            t.eprints.insert((*uri).to_owned(), Eprint { row, ranked_as, seen: None, before: None, points: Vec::new(), position: None });
+            t.eprints.insert(
+                (*uri).to_owned(),
+                Eprint { row, ranked_as, seen: None, before: None, points: Vec::new(), position: None, hours: BTreeMap::new() },
+            );
         }
         Ok(())
     }
@@ -357,20 +401,21 @@ impl UsageProjection {
         if matches!(counted, Counted::View) {
             d.viewers.get_or_insert_with(|| Viewers::in_column(&d.row, "viewers")).insert(&u.viewer);
         }
-        let hour = hour_key(hour_of(at));
-        for (name, partition, key) in [("daily", SITE, &day), ("hourly", SITE, &hour), ("hourly", u.uri.as_str(), &hour)] {
-            let mut bucket = st.get(self.store.as_ref(), &table(self.version, name), partition, key)?.unwrap_or_default();
-            add(&mut bucket, total, 1);
-            st.put(&table(self.version, name), partition, key.clone(), bucket, position);
-        }
+        e.hours.entry(hour_of(at)).or_default().count(total, position);
+        t.site_days.entry(day_of(at)).or_default().count(total, position);
+        t.site_hours.entry(hour_of(at)).or_default().count(total, position);
         Ok(())
     }
 
     /// Writes what the batch changed of its eprints and days: each row once, and an
     /// eprint's rankings moved from where it stood before the batch to where it stands after.
-    fn write(&self, st: &mut Staged, t: Touched) {
+    fn write(&self, st: &mut Staged, t: Touched) -> Result<(), ProjectionError> {
+        let store = self.store.as_ref();
         for (uri, e) in t.eprints {
             let Some(position) = e.position else { continue };
+            for (hour, tally) in &e.hours {
+                tally.add_to(st, store, table(self.version, "hourly"), &uri, hour_key(*hour))?;
+            }
             let now = Ranked::of(&uri, &e.row);
             if now != e.ranked_as {
                 let ranking = table(self.version, "ranking");
@@ -407,6 +452,13 @@ impl UsageProjection {
             }
             st.put(&table(self.version, "daily"), &uri, day, d.row, d.position);
         }
+        for (day, tally) in &t.site_days {
+            tally.add_to(st, store, table(self.version, "daily"), SITE, day_key(*day))?;
+        }
+        for (hour, tally) in &t.site_hours {
+            tally.add_to(st, store, table(self.version, "hourly"), SITE, hour_key(*hour))?;
+        }
+        Ok(())
     }
 }
 
@@ -509,7 +561,7 @@ impl Projection for UsageProjection {
                 _ => {}
             }
         }
-        self.write(&mut st, touched);
+        self.write(&mut st, touched)?;
         st.commit(self.store.as_ref(), &consumer_name(MODEL, self.version), batch.next())?;
         Ok(())
     }
