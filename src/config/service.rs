@@ -26,8 +26,8 @@ pub struct DataArgs {
 
     /// When the embedded log acknowledges an append: `written`, once the kernel holds its
     /// journal write (it survives svc being killed; a power loss may lose the last few
-    /// milliseconds), or `synced`, once that write is on the disk (an `fdatasync` per
-    /// append, which concurrent procedures share). Kafka acknowledges as its `acks` say.
+    /// milliseconds), or `synced`, once that write is on the disk (an `msync` of its pages
+    /// per append, which concurrent procedures share). Kafka acknowledges as its `acks` say.
     #[arg(long, env = "SVC_LOG_ACK", value_enum, default_value_t = LogAckArg::Written)]
     pub log_ack: LogAckArg,
 

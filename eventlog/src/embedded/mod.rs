@@ -610,7 +610,7 @@ impl EventLog for EmbeddedLog {
     }
 
     /// Only when each append waits for the disk ([`LogAck::Synced`]): otherwise an append is a
-    /// journal write the kernel takes in microseconds. (An append also waits while the
+    /// copy into the journal's mapped segment, taking a microsecond or two. (An append also waits while the
     /// flusher is 32 MB behind (`PENDING_MAX_BYTES`), which a seed or an import reaches and a
     /// server's procedures, a few hundred bytes each, do not.)
     fn appends_block(&self) -> bool {
