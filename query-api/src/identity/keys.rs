@@ -8,7 +8,7 @@ use std::path::Path;
 
 use aes_gcm::aead::{Aead, KeyInit};
 use aes_gcm::{Aes256Gcm, Nonce};
-use data_encoding::BASE64URL_NOPAD;
+use data_encoding::{BASE64URL_NOPAD, HEXLOWER};
 use hmac::{Hmac, Mac};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use p256::pkcs8::{DecodePrivateKey, EncodePrivateKey, LineEnding};
@@ -71,8 +71,9 @@ pub enum TokenError {
 pub struct KeySet {
     signing: Vec<SigningKey>,
     seal: Aes256Gcm,
-    /// The key of viewers' pseudonyms, derived from the seal key.
-    pseudonyms: [u8; 32],
+    /// HMAC-SHA-256 keyed with the key of viewers' pseudonyms (derived from the seal key),
+    /// ready for a message: each pseudonym starts from a copy.
+    pseudonyms: Hmac<Sha256>,
 }
 
 impl KeySet {
@@ -141,7 +142,8 @@ impl KeySet {
         }
         let raw = BASE64URL_NOPAD.decode(file.seal.as_bytes()).map_err(|e| bad(&e))?;
         let seal = Aes256Gcm::new_from_slice(&raw).map_err(|_| KeyError::Invalid("the seal key is not 32 bytes".into()))?;
-        let pseudonyms = Sha256::new().chain_update(b"svc viewer pseudonyms\0").chain_update(&raw).finalize().into();
+        let key = Sha256::new().chain_update(b"svc viewer pseudonyms\0").chain_update(&raw).finalize();
+        let pseudonyms = <Hmac<Sha256> as Mac>::new_from_slice(&key).expect("HMAC takes any key length");
         Ok(KeySet { signing, seal, pseudonyms })
     }
 
@@ -182,13 +184,13 @@ impl KeySet {
         }
     }
 
-    /// A pseudonym of `who` (32 hex digits): HMAC-SHA-256 under a key derived from the seal
-    /// key, so it is stable on every node sharing the keys file and cannot be reversed or
-    /// recomputed without it.
-    pub fn pseudonym(&self, who: &[u8]) -> String {
-        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.pseudonyms).expect("HMAC takes any key length");
-        mac.update(who);
-        mac.finalize().into_bytes()[..16].iter().map(|b| format!("{b:02x}")).collect()
+    /// A pseudonym of `who`, the concatenation of its parts (32 hex digits): HMAC-SHA-256
+    /// under a key derived from the seal key, so it is stable on every node sharing the keys
+    /// file and cannot be reversed or recomputed without it.
+    pub fn pseudonym(&self, who: &[&[u8]]) -> String {
+        let mut mac = self.pseudonyms.clone();
+        who.iter().for_each(|part| mac.update(part));
+        HEXLOWER.encode(&mac.finalize().into_bytes()[..16])
     }
 
     /// `plain` encrypted and authenticated with the seal key (AES-256-GCM), base64url.
@@ -265,6 +267,22 @@ mod tests {
         sub: String,
         aud: String,
         exp: i64,
+    }
+
+    #[test]
+    fn a_pseudonym_is_the_hmac_of_its_parts_under_the_derived_key_and_stays_so() {
+        let raw = [7u8; 32];
+        let file = KeyFile { signing: vec![new_key().unwrap()], seal: BASE64URL_NOPAD.encode(&raw) };
+        let keys = KeySet::from_file(&file).unwrap();
+        // Computed apart, as the first builds did: rows written then hold these.
+        let key = Sha256::new().chain_update(b"svc viewer pseudonyms\0").chain_update(raw).finalize();
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&key).unwrap();
+        mac.update(b"client 192.0.2.1 Firefox");
+        let expected: String = mac.finalize().into_bytes()[..16].iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(keys.pseudonym(&[b"client ", b"192.0.2.1", b" ", b"Firefox"]), expected);
+        assert_eq!(keys.pseudonym(&[b"client 192.0.2.1 Firefox"]), expected);
+        assert_ne!(keys.pseudonym(&[b"client 192.0.2.1 Chrome"]), expected);
+        assert_eq!(expected.len(), 32);
     }
 
     #[test]

@@ -56,10 +56,10 @@ impl Viewers {
     /// user agent.
     pub fn pseudonym(keys: &KeySet, caller: Option<&str>, ip: Option<IpAddr>, user_agent: Option<&str>) -> String {
         match caller {
-            Some(did) => keys.pseudonym(format!("did {did}").as_bytes()),
+            Some(did) => keys.pseudonym(&[b"did ", did.as_bytes()]),
             None => {
                 let ip = ip.map(|i| i.to_string()).unwrap_or_default();
-                keys.pseudonym(format!("client {ip} {}", user_agent.unwrap_or_default()).as_bytes())
+                keys.pseudonym(&[b"client ", ip.as_bytes(), b" ", user_agent.unwrap_or_default().as_bytes()])
             }
         }
     }
