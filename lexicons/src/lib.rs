@@ -54,6 +54,8 @@ pub struct Lexicons {
     docs: BTreeMap<String, Value>,
     /// The `parameters` definition of every method that has one, compiled once at load.
     params: HashMap<String, params::ParamsSchema>,
+    /// The input schema of every procedure that has one, found once at load.
+    inputs: HashMap<String, Value>,
 }
 
 impl Lexicons {
@@ -80,7 +82,8 @@ impl Lexicons {
             .iter()
             .filter_map(|(nsid, d)| Some((nsid.clone(), params::ParamsSchema::compile(d.pointer("/defs/main/parameters")?))))
             .collect();
-        Ok(Lexicons { docs: map, params })
+        let inputs = map.iter().filter_map(|(nsid, d)| Some((nsid.clone(), d.pointer("/defs/main/input/schema")?.clone()))).collect();
+        Ok(Lexicons { docs: map, params, inputs })
     }
 
     /// The document of an NSID.
@@ -150,11 +153,7 @@ impl Lexicons {
     /// [`LexiconError::UnknownLexicon`] for a method without a JSON input schema,
     /// [`LexiconError::Invalid`] naming the first offending path.
     pub fn validate_input(&self, nsid: &str, body: &Value) -> Result<(), LexiconError> {
-        let schema = self
-            .docs
-            .get(nsid)
-            .and_then(|d| d.pointer("/defs/main/input/schema"))
-            .ok_or_else(|| LexiconError::UnknownLexicon(nsid.to_owned()))?;
+        let schema = self.inputs.get(nsid).ok_or_else(|| LexiconError::UnknownLexicon(nsid.to_owned()))?;
         validate::Validator { lexicons: self, integral_floats: true }.value(nsid, schema, body, "").map_err(Into::into)
     }
 
