@@ -39,6 +39,12 @@ open(f"{work}/trending.txt", "w").write("\n".join(trending) + "\n")
 open(f"{work}/similar.txt", "w").write("".join(f"/xrpc/pub.svc.discovery.getSimilar?uri={q(u)}&limit=10\n" for u in uris))
 PY
 . scripts/loadtest/wrk.sh
+# A started svc's first seconds under load are slower, whatever is asked (docs/performance.md,
+# forty-seventh session: getSubmission's p99 503 ms, getSimilar's 152 ms in a first round):
+# 3 s of getSubmission and 3 s of getSimilar, unmeasured, before the first round.
+for warm in get similar; do
+  WRK_PATHS="$WORK/$warm.txt" wrk -t2 -c"$CONNS" -d3s -s scripts/loadtest/paths.lua "http://127.0.0.1:$PORT" >/dev/null
+done
 # recordView: POSTs through the log, from one viewer (nearly every view a double click of
 # its last one: the paper's row alone is rewritten), then each from another viewer (every
 # view counted: all its rows written). Keeps how long after the last answer the usage model
