@@ -269,7 +269,7 @@ fn create_segment(dir: &Path, path: &Path, size: u64) -> Result<MmapMut, LogErro
         Ok(()) => {}
         // A file system without allocation: the file is made as long, its blocks taken
         // when written.
-        Err(e) if e.kind() == io::ErrorKind::Unsupported || e.raw_os_error() == Some(95) => {
+        Err(e) if e.kind() == io::ErrorKind::Unsupported || e.raw_os_error() == Some(libc::EOPNOTSUPP) => {
             file.set_len(size).map_err(|e| io_error(path, e))?
         }
         Err(e) => {

@@ -109,11 +109,12 @@ struct Tally {
 }
 
 impl Tally {
-    /// Counts one use toward `total` (`views` or `downloads`).
-    fn count(&mut self, total: &str, position: u64) {
-        match total {
-            "views" => self.views += 1,
-            _ => self.downloads += 1,
+    /// Counts one use (a view or a download: other uses are in no bucket).
+    fn count(&mut self, counted: &Counted, position: u64) {
+        match counted {
+            Counted::View => self.views += 1,
+            Counted::Download => self.downloads += 1,
+            Counted::Other => return,
         }
         self.position = position;
     }
@@ -401,9 +402,9 @@ impl UsageProjection {
         if matches!(counted, Counted::View) {
             d.viewers.get_or_insert_with(|| Viewers::in_column(&d.row, "viewers")).insert(&u.viewer);
         }
-        e.hours.entry(hour_of(at)).or_default().count(total, position);
-        t.site_days.entry(day_of(at)).or_default().count(total, position);
-        t.site_hours.entry(hour_of(at)).or_default().count(total, position);
+        e.hours.entry(hour_of(at)).or_default().count(&counted, position);
+        t.site_days.entry(day_of(at)).or_default().count(&counted, position);
+        t.site_hours.entry(hour_of(at)).or_default().count(&counted, position);
         Ok(())
     }
 
