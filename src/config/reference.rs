@@ -168,6 +168,8 @@ mod tests {
             "text",
             "lines",
             "base",
+            // perf's (docs/testing.md, profiling the request path).
+            "call-graph",
         ];
         let mut unknown = Vec::new();
         let mut docs: Vec<std::path::PathBuf> = vec![root().join("README.md")];
