@@ -293,6 +293,30 @@ fn ten_thousand_views_from_one_viewer_count_by_the_double_click_rule() {
 }
 
 #[test]
+fn counts_as_of_any_instant_are_exact_when_a_minute_holds_many_history_rows() {
+    let mut m = Models::live();
+    let store = m.store.clone();
+    let mut log = Log::default();
+    log.paper(T0 - DAY, "p5", &["cs.LG"]);
+    // Twelve counted views in one minute, each applied in a batch of its own: twelve
+    // history rows in the minute, more than one page of a point's lookup.
+    let minute = 60 * SECOND;
+    let start = T0 - T0.rem_euclid(minute) + minute;
+    for i in 0..12 {
+        log.view(start + i * 5 * SECOND, "p5", &format!("reader{i}"));
+    }
+    log.apply_in(&mut m.both(), 0, 1);
+    let r = UsageReader::new(store.as_ref()).unwrap();
+    let views_by = |at: i64| (0..12).filter(|i| start + i * 5 * SECOND <= at).count() as u64;
+    for at in [start - 1, start, start + 1, start + 4 * SECOND, start + 30 * SECOND, start + 55 * SECOND - 1, start + 55 * SECOND] {
+        // As of the instant itself, and as of a day later (the 24 h window then starts there).
+        assert_eq!(r.usage(&uri("p5"), at).unwrap().views, views_by(at), "views as of {at}");
+        let later = r.usage(&uri("p5"), at + DAY).unwrap();
+        assert_eq!(later.views_in[0], 12 - views_by(at), "views in the 24 h up to {}", at + DAY);
+    }
+}
+
+#[test]
 fn distinct_viewers_over_days_read_from_the_days_kept_match_the_days_merged() {
     let mut m = Models::live();
     let (store, ctx) = (m.store.clone(), m.ctx.clone());

@@ -152,6 +152,11 @@ fn int(c: &Columns, k: &str) -> u64 {
     c.get(k).and_then(Value::as_int).unwrap_or(0).max(0) as u64
 }
 
+/// A point of an eprint's history is looked up from the end of the minute that holds it
+/// (µs), [`POINT_SCAN_ROWS`] rows at a time ([`UsageReader::point`]).
+const POINT_SCAN_SPAN: i64 = 60_000_000;
+const POINT_SCAN_ROWS: usize = 4;
+
 /// A cursor of a trending list: `0` then a ranking key (in the fields asked), `1` then a
 /// ranking key (the rest), or `2` then a count of entries given (as of a past time).
 const IN_FIELDS: u8 = 0;
@@ -210,9 +215,25 @@ impl<'a> UsageReader<'a> {
 
     /// The running totals of `uri` at `at` (µs): the last point at or before then, of the
     /// last `history` row keyed at or before then.
+    ///
+    /// The rows are read back from the end of `at`'s minute, a few at a time, and those
+    /// after `at` skipped: every read within a minute asks the same page of the partition,
+    /// which the store's row cache then answers (a window's start moves with the clock, so
+    /// a scan from `at` itself would be asked once and cached for nothing). Only when a
+    /// minute holds more rows than that page does a second scan start from `at`.
     fn point(&self, v: u32, uri: &str, at: i64) -> Result<Option<Columns>, ProjectionError> {
-        let scan = Scan { after: Some(history_after(at)), limit: 1, reverse: true };
-        let row = self.store.scan(&table(v, "history"), uri, &scan)?.rows.into_iter().next();
+        let minute_end = at - at.rem_euclid(POINT_SCAN_SPAN) + (POINT_SCAN_SPAN - 1);
+        let scan = Scan { after: Some(history_after(minute_end)), limit: POINT_SCAN_ROWS, reverse: true };
+        let page = self.store.scan(&table(v, "history"), uri, &scan)?.rows;
+        let (full, bound) = (page.len() == POINT_SCAN_ROWS, history_after(at));
+        let row = match page.into_iter().find(|r| r.clustering < bound) {
+            Some(row) => Some(row),
+            None if !full => None,
+            None => {
+                let scan = Scan { after: Some(bound), limit: 1, reverse: true };
+                self.store.scan(&table(v, "history"), uri, &scan)?.rows.into_iter().next()
+            }
+        };
         Ok(row.and_then(|r| Point::last_of_row(&r.clustering, &r.columns, at)).map(|p| p.columns()))
     }
 
