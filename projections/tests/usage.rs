@@ -293,6 +293,34 @@ fn ten_thousand_views_from_one_viewer_count_by_the_double_click_rule() {
 }
 
 #[test]
+fn a_projector_that_takes_back_a_partition_another_applied_meanwhile_reads_its_rows_again() {
+    // Two projectors of one model version, as two `svc project` of a group: `a` applies the
+    // first batch of the partition, `b` (which took it over) the second, `a` the third. What
+    // `a` kept of p1 after its first batch is stale by then: the third batch must read the
+    // rows `b` wrote, or Ana's view at 45 s would count (45 s after her first, but 25 s
+    // after the one `b` applied).
+    let mut m = Models::live();
+    let (store, ctx) = (m.store.clone(), m.ctx.clone());
+    let version = store.active_version(MODEL).unwrap().unwrap();
+    let mut b = catalog::open(&ctx, MODEL, version, Mode::Live).unwrap();
+    let mut log = Log::default();
+    log.paper(T0 - DAY, "p1", &["cs.LG"]);
+    log.view(T0, "p1", "ana");
+    log.apply_in(&mut m.both(), 0, log.events.len());
+    let second = log.events.len();
+    log.view(T0 + 20 * SECOND, "p1", "ana");
+    log.view(T0 + 21 * SECOND, "p1", "ben");
+    log.apply_in(&mut [m.eprints.as_mut(), b.as_mut()], second, 2);
+    let third = log.events.len();
+    log.view(T0 + 45 * SECOND, "p1", "ana");
+    log.view(T0 + 46 * SECOND, "p1", "cy");
+    log.apply_in(&mut m.both(), third, 2);
+    let p1 = UsageReader::new(store.as_ref()).unwrap().usage(&uri("p1"), T0 + DAY / 2).unwrap();
+    assert_eq!((p1.views, p1.double_clicks, p1.unique_views), (3, 2, 3), "{p1:?}");
+    assert_eq!(p1.daily_views, vec![(projections::usage::day_of(T0), 3)]);
+}
+
+#[test]
 fn counts_as_of_any_instant_are_exact_when_a_minute_holds_many_history_rows() {
     let mut m = Models::live();
     let store = m.store.clone();

@@ -1,6 +1,6 @@
 //! Applying events to the usage read model.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use event_schema::{AdminAction, AdminCommand, Payload, SearchImpression, UsageAction, UsageEvent};
@@ -10,6 +10,7 @@ use tracing::warn;
 
 use super::recent::{Kind, Seen, SeenWrites};
 use super::sketch::Viewers;
+use super::warm::Warm;
 use super::{
     day_key, day_of, history_key, hour_key, hour_of, ln_add, parse_bucket_key, ranking_key, ranking_partition, table, zero_key, Point,
     Window, MODEL, SITE,
@@ -27,6 +28,8 @@ pub struct UsageProjection {
     version: u32,
     /// Rebuild mode: the flush makes every batch durable ([`crate::staged::settle`]).
     rebuild: bool,
+    /// What the last batches left of their eprints' recent uses and days, decoded.
+    warm: Warm,
 }
 
 /// What a use adds to an eprint's totals.
@@ -57,8 +60,9 @@ struct Eprint {
     hours: BTreeMap<i64, Tally>,
 }
 
-/// A day of one eprint: its counts and its viewers' sketch.
-struct Day {
+/// A day of one eprint: its counts and its viewers' sketch (once decoded, the row holds
+/// no `viewers` column after its batch is written).
+pub(super) struct Day {
     row: Columns,
     viewers: Option<Viewers>,
     position: u64,
@@ -96,6 +100,8 @@ struct Touched {
     days: BTreeMap<(String, Vec<u8>), Day>,
     site_days: BTreeMap<i64, Tally>,
     site_hours: BTreeMap<i64, Tally>,
+    /// What earlier batches left, taken from as the batch needs it.
+    warm: Warm,
 }
 
 /// What a batch's counted uses add to one `daily` or `hourly` bucket: read and written once,
@@ -161,7 +167,7 @@ fn ranked(c: &Columns) -> bool {
 impl UsageProjection {
     /// A projection that builds `version` of the model in `store`.
     pub fn new(store: Arc<dyn Store>, lexicons: Arc<Lexicons>, version: u32, mode: Mode) -> UsageProjection {
-        UsageProjection { store, lexicons, version, rebuild: mode == Mode::Rebuild }
+        UsageProjection { store, lexicons, version, rebuild: mode == Mode::Rebuild, warm: Warm::default() }
     }
 
     /// The eprint `uri` as the batch has it, read on its first use: `None` while the model
@@ -228,9 +234,12 @@ impl UsageProjection {
         Ok(())
     }
 
-    /// The recent uses of `uri` (its `seen` rows), read on its first use. The batch writes
-    /// them at its end, so the store's are those before it.
-    fn seen<'e>(&self, e: &'e mut Eprint, uri: &str) -> Result<&'e mut Seen, ProjectionError> {
+    /// The recent uses of `uri` (its `seen` rows), as the last batch left them or read on
+    /// its first use. The batch writes them at its end, so the store's are those before it.
+    fn seen<'e>(&self, e: &'e mut Eprint, warm: &mut Warm, uri: &str) -> Result<&'e mut Seen, ProjectionError> {
+        if e.seen.is_none() {
+            e.seen = warm.seen.remove(uri);
+        }
         if e.seen.is_none() {
             let rows = self.store.scan(&table(self.version, "seen"), uri, &Scan { after: None, limit: SEEN_ROWS, reverse: false })?.rows;
             e.seen =
@@ -298,18 +307,27 @@ impl UsageProjection {
         Ok(before)
     }
 
-    /// The day `day` of `uri` as the batch has it, read on its first use.
+    /// The day `day` of `uri` as the batch has it: as the last batch left it, or read on
+    /// its first use.
     fn day<'t>(
         &self,
         st: &mut Staged,
         t: &'t mut BTreeMap<(String, Vec<u8>), Day>,
+        warm: &mut Warm,
         uri: &str,
         day: Vec<u8>,
     ) -> Result<&'t mut Day, ProjectionError> {
         let key = (uri.to_owned(), day);
         if !t.contains_key(&key) {
-            let row = st.get(self.store.as_ref(), &table(self.version, "daily"), uri, &key.1)?.unwrap_or_default();
-            t.insert(key.clone(), Day { row, viewers: None, position: 0 });
+            let d = match warm.days.remove(&key) {
+                Some(d) => d,
+                None => Day {
+                    row: st.get(self.store.as_ref(), &table(self.version, "daily"), uri, &key.1)?.unwrap_or_default(),
+                    viewers: None,
+                    position: 0,
+                },
+            };
+            t.insert(key.clone(), d);
         }
         Ok(t.get_mut(&key).expect("inserted"))
     }
@@ -365,7 +383,7 @@ impl UsageProjection {
         if let UsageAction::SearchDownload { .. } = u.action {
             add(&mut e.row, "searchDownloads", 1);
         }
-        if self.seen(e, &u.uri)?.double_click(&u.viewer, kind, at) {
+        if self.seen(e, &mut t.warm, &u.uri)?.double_click(&u.viewer, kind, at) {
             add(&mut e.row, "doubleClicks", 1);
             return Ok(());
         }
@@ -396,7 +414,7 @@ impl UsageProjection {
         }
         // The eprint's and the site's buckets; distinct viewers of the day.
         let day = day_key(day_of(at));
-        let d = self.day(st, &mut t.days, &u.uri, day.clone())?;
+        let d = self.day(st, &mut t.days, &mut t.warm, &u.uri, day.clone())?;
         d.position = position;
         add(&mut d.row, total, 1);
         if matches!(counted, Counted::View) {
@@ -410,10 +428,15 @@ impl UsageProjection {
 
     /// Writes what the batch changed of its eprints and days: each row once, and an
     /// eprint's rankings moved from where it stood before the batch to where it stands after.
-    fn write(&self, st: &mut Staged, t: Touched) -> Result<(), ProjectionError> {
+    /// Returns what to keep for the next batches ([`Warm`]).
+    fn write(&self, st: &mut Staged, t: Touched, batch: &EventBatch) -> Result<Warm, ProjectionError> {
         let store = self.store.as_ref();
+        let mut seen_kept = HashMap::default();
         for (uri, e) in t.eprints {
-            let Some(position) = e.position else { continue };
+            let Some(position) = e.position else {
+                seen_kept.extend(e.seen.map(|seen| (uri, seen)));
+                continue;
+            };
             for (hour, tally) in &e.hours {
                 tally.add_to(st, store, table(self.version, "hourly"), &uri, hour_key(*hour))?;
             }
@@ -429,14 +452,15 @@ impl UsageProjection {
                     st.put(&ranking, &place.0, place.1.clone(), now.0.clone(), position);
                 }
             }
-            if let Some(seen) = e.seen {
-                let SeenWrites { puts, deletes } = seen.into_rows();
+            if let Some(mut seen) = e.seen {
+                let SeenWrites { puts, deletes } = seen.written();
                 for key in deletes {
                     st.delete(&table(self.version, "seen"), &uri, key, position);
                 }
                 for (key, recent) in puts {
                     st.put(&table(self.version, "seen"), &uri, key, Columns::from([("recent".to_owned(), Value::Text(recent))]), position);
                 }
+                seen_kept.insert(uri.clone(), seen);
             }
             if let Some(before) = e.before {
                 st.put(&table(self.version, "before"), &uri, Vec::new(), before, position);
@@ -447,11 +471,16 @@ impl UsageProjection {
             }
             st.put(&table(self.version, "papers"), &uri, Vec::new(), e.row, position);
         }
+        let mut days_kept = Vec::with_capacity(t.days.len());
         for ((uri, day), mut d) in t.days {
-            if let Some(viewers) = d.viewers {
-                d.row.insert("viewers".into(), Value::Text(viewers.to_text()));
+            let mut row = d.row.clone();
+            if let Some(viewers) = &d.viewers {
+                // Kept decoded: the kept row holds the counts alone.
+                d.row.remove("viewers");
+                row.insert("viewers".into(), Value::Text(viewers.to_text()));
             }
-            st.put(&table(self.version, "daily"), &uri, day, d.row, d.position);
+            st.put(&table(self.version, "daily"), &uri, day.clone(), row, d.position);
+            days_kept.push(((uri, day), Day { row: d.row, viewers: d.viewers, position: 0 }));
         }
         for (day, tally) in &t.site_days {
             tally.add_to(st, store, table(self.version, "daily"), SITE, day_key(*day))?;
@@ -459,7 +488,7 @@ impl UsageProjection {
         for (hour, tally) in &t.site_hours {
             tally.add_to(st, store, table(self.version, "hourly"), SITE, hour_key(*hour))?;
         }
-        Ok(())
+        Ok(t.warm.after(batch, seen_kept, days_kept))
     }
 }
 
@@ -538,7 +567,9 @@ impl Projection for UsageProjection {
 
     fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError> {
         let mut st = Staged::default();
-        let mut touched = Touched::default();
+        // Taken: a batch that fails leaves nothing kept (see `Warm`).
+        let warm = std::mem::take(&mut self.warm).for_batch(&self.checkpoints()?, batch);
+        let mut touched = Touched { warm, ..Touched::default() };
         self.first_uses(&mut st, &mut touched, batch)?;
         for event in batch.iter() {
             let e = event.envelope;
@@ -562,8 +593,9 @@ impl Projection for UsageProjection {
                 _ => {}
             }
         }
-        self.write(&mut st, touched)?;
+        let warm = self.write(&mut st, touched, batch)?;
         st.commit(self.store.as_ref(), &consumer_name(MODEL, self.version), batch.next())?;
+        self.warm = warm;
         Ok(())
     }
 

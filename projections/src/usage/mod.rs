@@ -20,6 +20,8 @@
 //! A batch reads each eprint's rows once and writes them once, at its end: a busy eprint's
 //! sketches and recent uses are decoded and encoded once per batch, not once per use, and
 //! its rankings move once from where they stood before the batch to where they stand after.
+//! Its recent uses and its days are not even read again by its next batch: the model keeps
+//! them decoded while its batches follow on from one another ([`warm`]).
 //!
 //! Tables of model `usage` (partition key → clustering key: columns):
 //! - `papers`: eprint URI → ∅, from the eprint's first use on (its first use reads it from
@@ -29,10 +31,10 @@
 //!   `searchDownloads`, `dwells`, `dwellMs`), its decayed sums (`decay24h`, `decay7d`,
 //!   `decay30d`), `lastAt` (µs) and `day`, the day of its newest `daily` row. Small:
 //!   `getSubmission` reads it.
-//! - `seen`: eprint URI → slot (10 s since the epoch): `recent`, the uses of that slot, for
+//! - `seen`: eprint URI → slot (2 s since the epoch): `recent`, the uses of that slot, for
 //!   the double-click rule ([`recent`]); a batch rewrites the slots its uses fall in and
 //!   deletes those older than 30 s before its newest use. (Rows of earlier builds: one per
-//!   eprint, of an empty key, holding every use of the last 30 s.)
+//!   eprint, of an empty key, holding every use of the last 30 s; or slots of 10 s.)
 //! - `before`: eprint URI → ∅: what the days before its newest `daily` row (`day`) add up
 //!   to: `before7d`, `before30d` and `beforeAll` (the sketches of the 6 and 29 days before
 //!   and of every day before, merged) and `days` (the views of the 29 days before, per
@@ -61,6 +63,7 @@ mod apply;
 pub mod read;
 mod recent;
 pub mod sketch;
+mod warm;
 
 pub use apply::UsageProjection;
 
