@@ -47,6 +47,12 @@ pub struct DataArgs {
     #[arg(long, env = "SVC_VERSION_PAGE_CACHE_MIB", default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     pub version_page_cache_mib: u64,
 
+    /// The embedded store's page cache for the usage model's files instead, in MiB: a batch
+    /// of a stream of views rewrites tens of MB of their pages, and half of this cache must
+    /// hold them (docs/performance.md, fifty-third session). It fills as the model is written.
+    #[arg(long, env = "SVC_USAGE_PAGE_CACHE_MIB", default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub usage_page_cache_mib: u64,
+
     /// The embedded store's row cache (rows read recently, kept exact under writes), in MiB.
     #[arg(long, env = "SVC_ROW_CACHE_MIB", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     pub row_cache_mib: u64,
@@ -59,6 +65,8 @@ impl DataArgs {
         store::CacheSizes {
             store_pages: mib(self.page_cache_mib) as usize,
             version_pages: mib(self.version_page_cache_mib) as usize,
+            streamed_models: &[projections::usage::MODEL],
+            streamed_pages: mib(self.usage_page_cache_mib) as usize,
             rows: mib(self.row_cache_mib),
         }
     }

@@ -67,13 +67,38 @@ pub struct CacheSizes {
     pub store_pages: usize,
     /// redb's page cache for each version's file (32 MiB by default).
     pub version_pages: usize,
+    /// The models whose versions' files get [`CacheSizes::streamed_pages`] instead (none by
+    /// default): those whose rows a stream of commands rewrites at every batch.
+    pub streamed_models: &'static [&'static str],
+    /// redb's page cache for the files of [`CacheSizes::streamed_models`]. Half of it holds
+    /// the pages a transaction dirtied (redb's write buffer): a batch that dirties more
+    /// writes the rest out during its commit and drops them, and the next batch reads them
+    /// back.
+    pub streamed_pages: usize,
     /// The row cache (64 MiB by default).
     pub rows: u64,
 }
 
 impl Default for CacheSizes {
     fn default() -> CacheSizes {
-        CacheSizes { store_pages: PAGE_CACHE_BYTES, version_pages: VERSION_PAGE_CACHE_BYTES, rows: ROW_CACHE_BYTES }
+        CacheSizes {
+            store_pages: PAGE_CACHE_BYTES,
+            version_pages: VERSION_PAGE_CACHE_BYTES,
+            streamed_models: &[],
+            streamed_pages: VERSION_PAGE_CACHE_BYTES,
+            rows: ROW_CACHE_BYTES,
+        }
+    }
+}
+
+impl CacheSizes {
+    /// redb's page cache for a version's file of `model`.
+    fn version_pages_of(&self, model: &str) -> usize {
+        if self.streamed_models.contains(&model) {
+            self.streamed_pages
+        } else {
+            self.version_pages
+        }
     }
 }
 
@@ -526,7 +551,7 @@ impl EmbeddedStore {
             let Some((model, version)) = version_of_file(&path) else { continue };
             let name = consumer_name(&model, version);
             if live.contains(&name) {
-                files.insert(name, Arc::new(StoreFile::open(path, caches.version_pages)?));
+                files.insert(name, Arc::new(StoreFile::open(path, caches.version_pages_of(&model))?));
             } else {
                 std::fs::remove_file(&path).map_err(|e| io_failed("remove", &path, e))?;
             }
@@ -567,7 +592,7 @@ impl EmbeddedStore {
         let partial = path.with_extension("redb.partial");
         std::fs::copy(file, &partial).map_err(|e| io_failed(&format!("copy {} to", file.display()), &partial, e))?;
         std::fs::rename(&partial, &path).map_err(|e| io_failed("rename", &partial, e))?;
-        let adopted = Arc::new(StoreFile::open(path, self.caches.version_pages)?);
+        let adopted = Arc::new(StoreFile::open(path, self.caches.version_pages_of(model))?);
         let _write = self.rows.begin_write_all();
         let mut cached = self.active.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         let db = self.main.db.get()?;
@@ -838,7 +863,7 @@ impl Store for EmbeddedStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(io_failed("remove", &path, e)),
         }
-        let file = StoreFile::open(path, self.caches.version_pages)?;
+        let file = StoreFile::open(path, self.caches.version_pages_of(model))?;
         txn.commit()?;
         self.files.write().unwrap_or_else(std::sync::PoisonError::into_inner).insert(name, Arc::new(file));
         Ok(version)
@@ -1182,7 +1207,7 @@ mod tests {
     fn the_caches_stay_within_the_sizes_the_store_was_opened_with() {
         use crate::Store as _;
         let dir = tempfile::tempdir().unwrap();
-        let caches = CacheSizes { store_pages: 1 << 20, version_pages: 256 << 10, rows: 128 << 10 };
+        let caches = CacheSizes { store_pages: 1 << 20, version_pages: 256 << 10, rows: 128 << 10, ..CacheSizes::default() };
         let store = EmbeddedStore::open_with(dir.path(), caches).unwrap();
         let models = ["m", "n"];
         let value = |i: u64| Columns::from([("v".to_owned(), crate::Value::Text(format!("{i:x}").repeat(100)))]);
