@@ -21,8 +21,9 @@ use super::recent::Seen;
 use super::DOUBLE_CLICK_MICROS;
 use crate::{Checkpoints, EventBatch};
 
-/// The most eprints kept: those of the last batch first, then those used within 30 s. A
-/// busy eprint's are some 25 KB (its 30 s of uses, indexed; its day's sketch).
+/// The most eprints kept: those of the last batch first, then those used within 30 s. An
+/// eprint's are some 60 bytes a use of its last 30 s (its uses, indexed) and its day's
+/// sketch (up to 4 KB): some 60 KB for one viewed 30 times a second.
 const KEPT_EPRINTS: usize = 10_000;
 
 /// The rows kept decoded between batches (see the module docs).
