@@ -18,15 +18,11 @@ DATA=$1
 shift
 PAIRS=${PAIRS:-3}
 PORT=${SVC_LOADTEST_PORT:-3315}
-command -v wrk >/dev/null || { echo "wrk not found: apt-get install wrk" >&2; exit 1; }
-WORK=$(mktemp -d)
-cleanup() {
-  if [ -n "${SVC_PID:-}" ] && kill "$SVC_PID" 2>/dev/null; then wait "$SVC_PID" 2>/dev/null || true; fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+# prelude.sh: WORK, and stopping the svc started last on exit; SVC_BIN keeps it from building.
+SVC_BIN=${1%%,*}
+. scripts/loadtest/prelude.sh
+. scripts/loadtest/serve.sh
 base="http://127.0.0.1:$PORT"
-caught_up() { curl -sf "$base/health/readiness" | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if all(p["caughtUp"] for p in d["projections"]) else 1)'; }
 behind() { curl -sf "$base/health/readiness" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(p["lag"] for p in d["projections"]))'; }
 # CPU ticks (1/100 s) per thread name, without its number (projection-0 and -1 are one).
 ticks() {
@@ -36,14 +32,11 @@ ticks() {
 views() { WRK_DISTINCT_VIEWERS=1 WRK_PATHS="$WORK/views.txt" wrk -t2 -c32 -d"$1" -s scripts/loadtest/post.lua "$base"; }
 gets() { WRK_PATHS="$WORK/get.txt" wrk -t2 -c32 -d"$1" -s scripts/loadtest/paths.lua "$base"; }
 for config in "$@"; do
-  bin=${config%%,*}
+  SVC=${config%%,*}
   settings=$(echo "$config" | cut -s -d, -f2- | tr , ' ')
   # shellcheck disable=SC2086
-  env $settings RUST_LOG=warn "$bin" up --data-dir "$DATA" --listen "127.0.0.1:$PORT" 2>>"$WORK/svc.log" & SVC_PID=$!
-  until caught_up 2>/dev/null; do
-    kill -0 "$SVC_PID" 2>/dev/null || { echo "svc exited:" >&2; tail -n 5 "$WORK/svc.log" >&2; exit 1; }
-    sleep 0.2
-  done
+  [ -z "$settings" ] || export $settings
+  serve "$DATA" "$PORT"
   [ -f "$WORK/views.txt" ] || python3 scripts/loadtest/mixes.py "$PORT" "$WORK"
   gets 3s >/dev/null
   views 3s >/dev/null
@@ -84,4 +77,6 @@ PY
   kill "$SVC_PID"
   wait "$SVC_PID" 2>/dev/null || true
   SVC_PID=
+  # shellcheck disable=SC2046
+  [ -z "$settings" ] || unset $(echo "$settings" | sed 's/=[^ ]*//g')
 done

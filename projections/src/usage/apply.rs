@@ -433,10 +433,8 @@ impl UsageProjection {
         let store = self.store.as_ref();
         let mut seen_kept = HashMap::default();
         for (uri, e) in t.eprints {
-            let Some(position) = e.position else {
-                seen_kept.extend(e.seen.map(|seen| (uri, seen)));
-                continue;
-            };
+            // An eprint's recent uses are read only by a use, which gives it a position.
+            let Some(position) = e.position else { continue };
             for (hour, tally) in &e.hours {
                 tally.add_to(st, store, table(self.version, "hourly"), &uri, hour_key(*hour))?;
             }
@@ -473,10 +471,12 @@ impl UsageProjection {
         }
         let mut days_kept = Vec::with_capacity(t.days.len());
         for ((uri, day), mut d) in t.days {
+            // Kept decoded: the kept row holds the counts alone.
+            if d.viewers.is_some() {
+                d.row.remove("viewers");
+            }
             let mut row = d.row.clone();
             if let Some(viewers) = &d.viewers {
-                // Kept decoded: the kept row holds the counts alone.
-                d.row.remove("viewers");
                 row.insert("viewers".into(), Value::Text(viewers.to_text()));
             }
             st.put(&table(self.version, "daily"), &uri, day.clone(), row, d.position);

@@ -71,7 +71,7 @@ impl Recent {
 /// An eprint's uses of the last 30 s, by slot: what its `seen` rows hold (clustering key:
 /// the slot, [`day_key`]'s form; column `recent`). Rows of earlier builds hold every recent
 /// use in one row of an empty key: read into the slots, and deleted at the next write.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub(crate) struct Seen {
     slots: BTreeMap<i64, Recent>,
     /// The time of each viewer's last use of each kind (hash, kind), over every slot.
@@ -85,10 +85,16 @@ pub(crate) struct Seen {
     newest: i64,
 }
 
+impl Default for Seen {
+    fn default() -> Seen {
+        Seen { slots: BTreeMap::new(), last: HashMap::default(), changed: BTreeSet::new(), stale: Vec::new(), newest: i64::MIN }
+    }
+}
+
 impl Seen {
     /// The uses held by an eprint's `seen` rows: (clustering key, `recent` text) each.
     pub(crate) fn from_rows<'r>(rows: impl IntoIterator<Item = (&'r [u8], Option<&'r str>)>) -> Seen {
-        let mut seen = Seen { newest: i64::MIN, ..Seen::default() };
+        let mut seen = Seen::default();
         for (key, text) in rows {
             let uses = Recent::from_text(text);
             match parse_bucket_key(key).filter(|slot| uses.0.iter().all(|u| slot_of(u.2) == *slot)) {
