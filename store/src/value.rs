@@ -3,14 +3,13 @@ use std::collections::BTreeMap;
 
 use event_schema::packed;
 use serde::de::{self, Deserializer, Visitor};
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::StoreError;
 
 /// A column value. The set is small on purpose: each maps onto a CQL type
-/// (`boolean`, `bigint`, `double`, `text`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(untagged)]
+/// (`boolean`, `bigint`, `double`, `text`, `blob`).
+#[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     /// No value.
     Null,
@@ -22,6 +21,9 @@ pub enum Value {
     Float(f64),
     /// A string; JSON documents are stored as text.
     Text(String),
+    /// Bytes, for values made to be read by a program alone (a sketch, packed numbers):
+    /// stored as they are, not in base64.
+    Bytes(Vec<u8>),
 }
 
 impl Value {
@@ -29,6 +31,14 @@ impl Value {
     pub fn as_text(&self) -> Option<&str> {
         match self {
             Value::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The bytes, if this is a bytes value.
+    pub fn as_bytes(&self) -> Option<&[u8]> {
+        match self {
+            Value::Bytes(b) => Some(b),
             _ => None,
         }
     }
@@ -59,6 +69,21 @@ impl Value {
     }
 }
 
+/// Each value as its own type: null, a boolean, an integer, a float, a string or bytes
+/// (CBOR's byte string in the stored form).
+impl Serialize for Value {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Value::Null => serializer.serialize_unit(),
+            Value::Bool(b) => serializer.serialize_bool(*b),
+            Value::Int(i) => serializer.serialize_i64(*i),
+            Value::Float(f) => serializer.serialize_f64(*f),
+            Value::Text(s) => serializer.serialize_str(s),
+            Value::Bytes(b) => serializer.serialize_bytes(b),
+        }
+    }
+}
+
 /// Decodes by the type the data says it is. (An untagged derive would try each variant in
 /// turn and format an error for every miss, which costs more than the decoding itself.)
 impl<'de> Deserialize<'de> for Value {
@@ -68,7 +93,7 @@ impl<'de> Deserialize<'de> for Value {
             type Value = Value;
 
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("null, a boolean, an integer, a float or a string")
+                f.write_str("null, a boolean, an integer, a float, a string or bytes")
             }
             fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
                 Ok(Value::Null)
@@ -93,6 +118,12 @@ impl<'de> Deserialize<'de> for Value {
             }
             fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
                 Ok(Value::Text(v))
+            }
+            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Value, E> {
+                Ok(Value::Bytes(v.to_vec()))
+            }
+            fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<Value, E> {
+                Ok(Value::Bytes(v))
             }
         }
         deserializer.deserialize_any(ValueVisitor)
@@ -186,6 +217,9 @@ mod tests {
             Value::Text(String::new()),
             Value::Text("at://did:plc:abc/pub.svc.eprint.submission/3k".into()),
             Value::Text(long.clone()),
+            Value::Bytes(Vec::new()),
+            Value::Bytes(vec![0, 1, 255]),
+            Value::Bytes((0..5000).map(|i| (i % 7) as u8).collect()),
         ] {
             let mut row = Columns::new();
             row.insert("a".into(), value.clone());
