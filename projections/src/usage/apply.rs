@@ -242,8 +242,7 @@ impl UsageProjection {
         }
         if e.seen.is_none() {
             let rows = self.store.scan(&table(self.version, "seen"), uri, &Scan { after: None, limit: SEEN_ROWS, reverse: false })?.rows;
-            e.seen =
-                Some(Seen::from_rows(rows.iter().map(|r| (r.clustering.as_slice(), r.columns.get("recent").and_then(Value::as_text)))));
+            e.seen = Some(Seen::from_rows(rows.iter().map(|r| (r.clustering.as_slice(), r.columns.get("recent")))));
         }
         Ok(e.seen.as_mut().expect("read"))
     }
@@ -300,9 +299,9 @@ impl UsageProjection {
         }
         let mut before = Columns::new();
         before.insert("day".into(), Value::Int(day));
-        before.insert("beforeAll".into(), Value::Text(all.to_text()));
-        before.insert("before7d".into(), Value::Text(week.to_text()));
-        before.insert("before30d".into(), Value::Text(month.to_text()));
+        before.insert("beforeAll".into(), all.to_value());
+        before.insert("before7d".into(), week.to_value());
+        before.insert("before30d".into(), month.to_value());
         before.insert("days".into(), Value::Text(serde_json::to_string(&views).unwrap_or_default()));
         Ok(before)
     }
@@ -456,7 +455,7 @@ impl UsageProjection {
                     st.delete(&table(self.version, "seen"), &uri, key, position);
                 }
                 for (key, recent) in puts {
-                    st.put(&table(self.version, "seen"), &uri, key, Columns::from([("recent".to_owned(), Value::Text(recent))]), position);
+                    st.put(&table(self.version, "seen"), &uri, key, Columns::from([("recent".to_owned(), recent)]), position);
                 }
                 seen_kept.insert(uri.clone(), seen);
             }
@@ -477,7 +476,7 @@ impl UsageProjection {
             }
             let mut row = d.row.clone();
             if let Some(viewers) = &d.viewers {
-                row.insert("viewers".into(), Value::Text(viewers.to_text()));
+                row.insert("viewers".into(), viewers.to_value());
             }
             st.put(&table(self.version, "daily"), &uri, day.clone(), row, d.position);
             days_kept.push(((uri, day), Day { row: d.row, viewers: d.viewers, position: 0 }));

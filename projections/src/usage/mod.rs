@@ -67,11 +67,23 @@ mod warm;
 
 pub use apply::UsageProjection;
 
+use std::borrow::Cow;
+
 use data_encoding::BASE64_NOPAD;
 use store::{Columns, TableRef, Value};
 
 /// The model name.
 pub const MODEL: &str = "usage";
+
+/// The bytes a packed column holds (a sketch, recent uses, history points): stored as bytes,
+/// or as base64 text by builds before 2026-12 (read alike, rewritten as bytes).
+pub(crate) fn packed_bytes(value: Option<&Value>) -> Option<Cow<'_, [u8]>> {
+    match value? {
+        Value::Bytes(bytes) => Some(Cow::Borrowed(bytes)),
+        Value::Text(text) => BASE64_NOPAD.decode(text.as_bytes()).ok().map(Cow::Owned),
+        _ => None,
+    }
+}
 
 /// The tables of the model, for dropping a version.
 pub const TABLES: &[&str] = &["papers", "seen", "before", "history", "daily", "hourly", "ranking", "searches", "impressions", "zero"];
@@ -224,7 +236,7 @@ impl Point {
     }
 
     /// The `history` row of `points`, a batch's counted uses of one eprint in order (keyed
-    /// by the first): each point's eight-byte fields, big-endian, in base64.
+    /// by the first): each point's eight-byte fields, big-endian.
     pub(crate) fn row(points: &[Point]) -> Columns {
         let mut bytes = Vec::with_capacity(points.len() * POINT_BYTES);
         for p in points {
@@ -234,17 +246,17 @@ impl Point {
             bytes.extend_from_slice(&p.downloads.to_be_bytes());
             p.decayed.iter().for_each(|d| bytes.extend_from_slice(&d.to_bits().to_be_bytes()));
         }
-        Columns::from([("points".to_owned(), Value::Text(BASE64_NOPAD.encode(&bytes)))])
+        Columns::from([("points".to_owned(), Value::Bytes(bytes))])
     }
 
     /// The last point of the `history` row `c` (keyed `key`) at or before `at` (µs): of its
     /// `points`, or the one point a row of an earlier build holds as columns.
     pub(crate) fn last_of_row(key: &[u8], c: &Columns, at: i64) -> Option<Point> {
-        let Some(points) = c.get("points").and_then(Value::as_text) else {
+        let Some(points) = c.get("points") else {
             let (time, ordinal) = parse_history_key(key)?;
             return Some(Point::after(time, ordinal, c)).filter(|p| p.at <= at);
         };
-        let bytes = BASE64_NOPAD.decode(points.as_bytes()).ok()?;
+        let bytes = packed_bytes(Some(points))?;
         let field = |chunk: &[u8], i: usize| u64::from_be_bytes(chunk[8 * i..8 * i + 8].try_into().expect("eight bytes"));
         bytes
             .chunks_exact(POINT_BYTES)
@@ -332,7 +344,10 @@ mod tests {
         assert_eq!(Point::last_of_row(&key, &row, 100), Some(points[0].clone()));
         assert_eq!(Point::last_of_row(&key, &row, 299), Some(points[2].clone()));
         assert_eq!(Point::last_of_row(&key, &row, i64::MAX), Some(points[3].clone()));
-        // A row of an earlier build: one point, as columns, at its key.
+        // Rows of earlier builds: the points as base64 text; one point, as columns, at its key.
+        let text = Value::Text(BASE64_NOPAD.encode(row["points"].as_bytes().expect("bytes")));
+        let text_row = Columns::from([("points".to_owned(), text)]);
+        assert_eq!(Point::last_of_row(&key, &text_row, 299), Some(points[2].clone()));
         let old = points[1].columns();
         assert_eq!(Point::last_of_row(&history_key(200, 207), &old, 250), Some(points[1].clone()));
         assert_eq!(Point::last_of_row(&history_key(200, 207), &old, 199), None);

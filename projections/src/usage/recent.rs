@@ -1,5 +1,6 @@
-//! The uses of an eprint in the last 30 s, for COUNTER's double-click rule, kept packed as
-//! text: 17 bytes a use (the viewer's 64-bit hash, the kind of use, its time in µs), base64.
+//! The uses of an eprint in the last 30 s, for COUNTER's double-click rule, kept packed: 17
+//! bytes a use (the viewer's 64-bit hash, the kind of use, its time in µs; base64 text in
+//! rows of builds before 2026-12).
 //! A busy eprint holds hundreds of them, so their form is what a view costs: they are kept
 //! in slots of 2 s, a `seen` row each ([`Seen`]), so that a batch rewrites the slots its uses
 //! fall in, not every use of the last 30 s (a row of 9 KB per busy eprint per batch, which
@@ -12,11 +13,11 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use data_encoding::BASE64_NOPAD;
 use rustc_hash::FxBuildHasher;
+use store::Value;
 
 use super::sketch::viewer_hash;
-use super::{day_key, parse_bucket_key, DOUBLE_CLICK_MICROS};
+use super::{day_key, packed_bytes, parse_bucket_key, DOUBLE_CLICK_MICROS};
 
 const USE_BYTES: usize = 17;
 
@@ -41,9 +42,9 @@ pub(crate) enum Kind {
 pub(crate) struct Recent(Vec<(u64, u8, i64)>);
 
 impl Recent {
-    /// The uses held in `text`; none when absent or unreadable.
-    pub(crate) fn from_text(text: Option<&str>) -> Recent {
-        let bytes = text.and_then(|t| BASE64_NOPAD.decode(t.as_bytes()).ok()).unwrap_or_default();
+    /// The uses held in `value` (a `seen` row's `recent`); none when absent or unreadable.
+    pub(crate) fn from_value(value: Option<&Value>) -> Recent {
+        let bytes = packed_bytes(value).unwrap_or_default();
         Recent(
             bytes
                 .chunks_exact(USE_BYTES)
@@ -56,15 +57,15 @@ impl Recent {
         )
     }
 
-    /// The uses as text.
-    pub(crate) fn to_text(&self) -> String {
+    /// The uses' stored form.
+    pub(crate) fn to_value(&self) -> Value {
         let mut bytes = Vec::with_capacity(self.0.len() * USE_BYTES);
         for (viewer, kind, at) in &self.0 {
             bytes.extend_from_slice(&viewer.to_be_bytes());
             bytes.push(*kind);
             bytes.extend_from_slice(&at.to_be_bytes());
         }
-        BASE64_NOPAD.encode(&bytes)
+        Value::Bytes(bytes)
     }
 }
 
@@ -92,11 +93,11 @@ impl Default for Seen {
 }
 
 impl Seen {
-    /// The uses held by an eprint's `seen` rows: (clustering key, `recent` text) each.
-    pub(crate) fn from_rows<'r>(rows: impl IntoIterator<Item = (&'r [u8], Option<&'r str>)>) -> Seen {
+    /// The uses held by an eprint's `seen` rows: (clustering key, `recent`) each.
+    pub(crate) fn from_rows<'r>(rows: impl IntoIterator<Item = (&'r [u8], Option<&'r Value>)>) -> Seen {
         let mut seen = Seen::default();
-        for (key, text) in rows {
-            let uses = Recent::from_text(text);
+        for (key, value) in rows {
+            let uses = Recent::from_value(value);
             match parse_bucket_key(key).filter(|slot| uses.0.iter().all(|u| slot_of(u.2) == *slot)) {
                 Some(slot) => {
                     seen.slots.insert(slot, uses);
@@ -154,7 +155,7 @@ impl Seen {
         deletes.extend(self.slots.keys().map(|slot| day_key(*slot)));
         self.slots = kept;
         for slot in changed.range(kept_from..) {
-            puts.push((day_key(*slot), self.slots[slot].to_text()));
+            puts.push((day_key(*slot), self.slots[slot].to_value()));
         }
         let oldest = self.newest.saturating_sub(DOUBLE_CLICK_MICROS);
         self.last.retain(|_, at| *at >= oldest);
@@ -164,8 +165,8 @@ impl Seen {
 
 /// What a batch does to an eprint's `seen` rows.
 pub(crate) struct SeenWrites {
-    /// The rows to write: key, `recent` text.
-    pub puts: Vec<(Vec<u8>, String)>,
+    /// The rows to write: key, `recent`.
+    pub puts: Vec<(Vec<u8>, Value)>,
     /// The keys of the rows to delete: slots older than 30 s before the newest use, rows of
     /// an earlier build's form.
     pub deletes: Vec<Vec<u8>>,
@@ -179,13 +180,13 @@ mod tests {
     /// reading the rows back before each use, as a batch does on an eprint's first use, and
     /// keeping the `Seen` the last write left, as the model does while its batches follow
     /// on. Both must agree on every use and write the same rows; returns the last write.
-    fn run(uses: &[(&str, Kind, i64, bool)], rows: &mut BTreeMap<Vec<u8>, String>) -> SeenWrites {
+    fn run(uses: &[(&str, Kind, i64, bool)], rows: &mut BTreeMap<Vec<u8>, Value>) -> SeenWrites {
         let start = rows.clone();
-        let mut kept = Seen::from_rows(rows.iter().map(|(k, v)| (k.as_slice(), Some(v.as_str()))));
+        let mut kept = Seen::from_rows(rows.iter().map(|(k, v)| (k.as_slice(), Some(v))));
         let mut kept_rows = start;
         let mut last = None;
         for (i, &(viewer, kind, at, double)) in uses.iter().enumerate() {
-            let mut reread = Seen::from_rows(rows.iter().map(|(k, v)| (k.as_slice(), Some(v.as_str()))));
+            let mut reread = Seen::from_rows(rows.iter().map(|(k, v)| (k.as_slice(), Some(v))));
             assert_eq!(reread.double_click(viewer, kind, at), double, "use {i} (rows read back)");
             assert_eq!(kept.double_click(viewer, kind, at), double, "use {i} (kept)");
             let (a, b) = (reread.written(), kept.written());
@@ -198,7 +199,12 @@ mod tests {
         last.expect("a use")
     }
 
-    fn write(rows: &mut BTreeMap<Vec<u8>, String>, w: &SeenWrites) {
+    /// Uses in the form builds before 2026-12 wrote them: base64 text.
+    fn as_text(uses: &Recent) -> Value {
+        Value::Text(data_encoding::BASE64_NOPAD.encode(uses.to_value().as_bytes().expect("bytes")))
+    }
+
+    fn write(rows: &mut BTreeMap<Vec<u8>, Value>, w: &SeenWrites) {
         rows.extend(w.puts.iter().cloned());
         for key in &w.deletes {
             rows.remove(key);
@@ -224,16 +230,16 @@ mod tests {
         let last = run(&[(a, Kind::View, 88_000_001, false)], &mut rows);
         // Only the slots of the last 30 s are kept: the one of 29 s goes (those of b's use
         // and a's download went at 58 s), the one of 58 s stays as it was.
-        assert_eq!(last.puts, vec![(day_key(44), Recent(vec![(viewer_hash(a), 0, 88_000_001)]).to_text())]);
+        assert_eq!(last.puts, vec![(day_key(44), Recent(vec![(viewer_hash(a), 0, 88_000_001)]).to_value())]);
         assert_eq!(last.deletes, vec![day_key(14)]);
-        assert_eq!(Recent::from_text(Some("not base64!")), Recent::default());
+        assert_eq!(Recent::from_value(Some(&Value::Text("not base64!".into()))), Recent::default());
     }
 
     #[test]
     fn a_row_of_every_recent_use_is_read_into_slots_and_deleted() {
         let a = "0123456789abcdef0000";
         let old = Recent(vec![(viewer_hash(a), Kind::View as u8, 5_000_000), (viewer_hash("b"), Kind::View as u8, 12_000_000)]);
-        let mut rows = BTreeMap::from([(Vec::new(), old.to_text())]);
+        let mut rows = BTreeMap::from([(Vec::new(), as_text(&old))]);
         let last = run(&[(a, Kind::View, 20_000_000, true)], &mut rows);
         assert_eq!(last.deletes, vec![Vec::<u8>::new()], "the earlier build's uses still count");
         assert_eq!(last.puts.iter().map(|(k, _)| parse_bucket_key(k).unwrap()).collect::<Vec<_>>(), vec![2, 6, 10]);
@@ -244,7 +250,7 @@ mod tests {
         let a = "0123456789abcdef0000";
         // A slot of 10 s (an earlier build's): its key says slot 1, its uses are at 12 and 15 s.
         let old = Recent(vec![(viewer_hash("b"), Kind::View as u8, 12_000_000), (viewer_hash(a), Kind::View as u8, 15_000_000)]);
-        let mut rows = BTreeMap::from([(day_key(1), old.to_text())]);
+        let mut rows = BTreeMap::from([(day_key(1), as_text(&old))]);
         let last = run(&[(a, Kind::View, 40_000_000, true)], &mut rows);
         assert_eq!(last.deletes, vec![day_key(1)]);
         assert_eq!(rows.keys().map(|k| parse_bucket_key(k).unwrap()).collect::<Vec<_>>(), vec![6, 7, 20]);

@@ -8,12 +8,13 @@
 //! is dense. Up to [`SPARSE_MAX`] viewers it is sparse: the viewers' 25-bit hash codes, exact
 //! but for their collisions (linear counting over 2^25).
 //!
-//! Stored form, made to be read fast (`getMetrics` merges several per request): base64 of
-//! one tag byte, then either the sparse codes (`u32`, little-endian, ascending) or the 4,096
-//! registers (one byte each).
+//! Stored form, made to be read fast (`getMetrics` merges several per request): bytes (base64
+//! text in rows of builds before 2026-12), one tag byte, then either the sparse codes (`u32`,
+//! little-endian, ascending) or the 4,096 registers (one byte each).
 
-use data_encoding::BASE64_NOPAD;
 use store::{Columns, Value};
+
+use super::packed_bytes;
 
 /// Registers: 2^12.
 const PRECISION: u32 = 12;
@@ -154,10 +155,10 @@ fn tau(mut x: f64) -> f64 {
 }
 
 impl Viewers {
-    /// The sketch held in `text` (as [`Viewers::to_text`] wrote it); empty when absent or
-    /// unreadable.
-    pub fn from_text(text: Option<&str>) -> Viewers {
-        text.and_then(|t| BASE64_NOPAD.decode(t.as_bytes()).ok()).and_then(|b| Viewers::from_bytes(&b)).unwrap_or_default()
+    /// The sketch held in `value` (as [`Viewers::to_value`] wrote it, or an earlier build's
+    /// text); empty when absent or unreadable.
+    pub fn from_value(value: Option<&Value>) -> Viewers {
+        packed_bytes(value).and_then(|b| Viewers::from_bytes(&b)).unwrap_or_default()
     }
 
     fn from_bytes(bytes: &[u8]) -> Option<Viewers> {
@@ -172,13 +173,13 @@ impl Viewers {
         }
     }
 
-    /// The sketch a row holds in `column` (see [`Viewers::from_text`]).
+    /// The sketch a row holds in `column` (see [`Viewers::from_value`]).
     pub fn in_column(row: &Columns, column: &str) -> Viewers {
-        Viewers::from_text(row.get(column).and_then(Value::as_text))
+        Viewers::from_value(row.get(column))
     }
 
-    /// The sketch as text (see the module docs).
-    pub fn to_text(&self) -> String {
+    /// The sketch's stored form (see the module docs).
+    pub fn to_value(&self) -> Value {
         let mut bytes = Vec::new();
         match self {
             Viewers::Sparse(codes) => {
@@ -191,7 +192,7 @@ impl Viewers {
                 bytes.extend_from_slice(&registers[..]);
             }
         }
-        BASE64_NOPAD.encode(&bytes)
+        Value::Bytes(bytes)
     }
 
     /// Adds the viewer whose pseudonym is `viewer` (see [`viewer_hash`]).
@@ -285,20 +286,24 @@ mod tests {
     }
 
     #[test]
-    fn small_sets_are_exact_large_ones_within_the_error_and_sketches_merge_and_survive_text() {
+    fn small_sets_are_exact_large_ones_within_the_error_and_sketches_merge_and_survive_their_stored_forms() {
         let mut few = Viewers::default();
         for i in 0..100 {
             few.insert(&pseudonym(i % 37));
         }
         assert_eq!(few.count(), 37);
         let (day1, day2) = (of(0..60_000), of(40_000..100_000));
-        let mut both = Viewers::from_text(Some(&day1.to_text()));
-        both.merge(&Viewers::from_text(Some(&day2.to_text())));
+        let mut both = Viewers::from_value(Some(&day1.to_value()));
+        both.merge(&Viewers::from_value(Some(&day2.to_value())));
         let n = both.count() as f64;
         assert!((n - 100_000.0).abs() / 100_000.0 < 0.05, "{n}");
-        assert!(day1.to_text().len() < 6_000, "{}", day1.to_text().len());
-        assert_eq!(Viewers::from_text(Some("not a sketch")).count(), 0);
-        assert_eq!(Viewers::from_text(None).count(), 0);
+        assert_eq!(day1.to_value().as_bytes().map(<[u8]>::len), Some(1 + REGISTERS));
+        // An earlier build's text reads as the same sketch.
+        let text = Value::Text(data_encoding::BASE64_NOPAD.encode(day1.to_value().as_bytes().unwrap()));
+        assert!(Viewers::from_value(Some(&text)) == day1);
+        assert_eq!(Viewers::from_value(Some(&Value::Text("not a sketch".into()))).count(), 0);
+        assert_eq!(Viewers::from_value(Some(&Value::Bytes(vec![9, 9]))).count(), 0);
+        assert_eq!(Viewers::from_value(None).count(), 0);
     }
 
     #[test]
@@ -339,7 +344,7 @@ mod tests {
         assert!(matches!(dense, Viewers::Dense(_)));
         let n = dense.count() as f64;
         assert!((n - 1_025.0).abs() / 1_025.0 < 0.05, "{n}");
-        assert_eq!(Viewers::from_text(Some(&dense.to_text())), dense);
-        assert_eq!(Viewers::from_text(Some(&sparse.to_text())), sparse);
+        assert_eq!(Viewers::from_value(Some(&dense.to_value())), dense);
+        assert_eq!(Viewers::from_value(Some(&sparse.to_value())), sparse);
     }
 }
