@@ -371,6 +371,9 @@ async fn a_hidden_accounts_eprints_leave_trending_and_the_pages_stay_full() {
         Payload::Account(AccountChange { did: ALICE.into(), active: false, status: Some(AccountStatus::Takendown) }),
     )]);
     f.settled("eprints").await;
+    // Her papers were found shown at their views before (and kept so, per state of the
+    // store): a view of one now finds none.
+    assert_eq!(view(&f, "p1", FIREFOX).await, StatusCode::NOT_FOUND);
     let page = get(&f, "/xrpc/pub.svc.metrics.getTrending?window=24h&limit=2").await;
     assert_eq!((titles(&page), &page["hasMore"]), (vec!["Bob's Second".to_owned(), "Bob's First".to_owned()], &json!(false)), "{page}");
     let mine = get(&f, "/xrpc/pub.svc.metrics.getTrending?window=24h&fieldUris=math.CO").await;

@@ -23,6 +23,7 @@ use crate::error::ApiError;
 use crate::identity::viewers::{is_robot, Viewers};
 use crate::params::parse_record_uri;
 use crate::reads::blocking;
+use crate::state::AppState;
 use crate::xrpc::Auth;
 
 /// How far ahead of this node's clock a client's `asOf` may be.
@@ -132,15 +133,29 @@ fn rfc3339(micros: i64) -> String {
 fn shown_eprint(c: &Call, uri: &str) -> Result<(), ApiError> {
     parse_record_uri("uri", uri)?;
     let eprint = lexicons::formats::parse_at_uri(uri).and_then(|u| u.collection) == Some(lexicons::SUBMISSION);
-    let shown = eprint
-        && blocking(&c.state, || -> Result<bool, ApiError> {
-            Ok(EprintsReader::new(c.state.store.as_ref())?.detail(uri)?.is_some_and(|d| !d.hidden()))
-        })?;
-    if shown {
+    if eprint && shown(&c.state, uri)? {
         Ok(())
     } else {
         Err(ApiError::not_found(format!("svc indexes no eprint at {uri}")))
     }
+}
+
+/// Whether svc shows the eprint at `uri`, kept per state of the store beside the kept
+/// answers (`super::kept`, exact in the same way): a stream of views of a busy eprint reads
+/// its rows once per state of the store, not once a view.
+fn shown(state: &AppState, uri: &str) -> Result<bool, ApiError> {
+    let key = format!("shown {uri}");
+    let mark = state.store.state_mark();
+    if let Some(kept) = mark.and_then(|mark| state.kept_answers.get(&key, mark)) {
+        return Ok(kept.body.as_bytes() == b"true");
+    }
+    let shown = blocking(state, || -> Result<bool, ApiError> {
+        Ok(EprintsReader::new(state.store.as_ref())?.detail(uri)?.is_some_and(|d| !d.hidden()))
+    })?;
+    if let Some(mark) = mark.filter(|mark| state.store.unchanged_since(*mark)) {
+        state.kept_answers.keep(key, mark, Body::json(&shown)?);
+    }
+    Ok(shown)
 }
 
 /// `getMetrics {uri, asOf?}`: the contract's fields, the reference's, and svc's own (see
