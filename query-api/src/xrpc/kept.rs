@@ -6,7 +6,8 @@
 //! Exact under writes, as the store's row cache is: an answer is kept only if no write
 //! began while it was computed, and served only while no write has begun since
 //! ([`store::Store::state_mark`]). Where the store cannot tell (ScyllaDB, written by other
-//! processes), nothing is kept.
+//! processes), nothing is kept. The `record*` calls of `pub.svc.metrics` keep here, the
+//! same way, whether svc shows the eprint they name (under `shown <uri>`).
 
 use quick_cache::sync::Cache;
 use quick_cache::Weighter;
