@@ -27,6 +27,11 @@ use cpu::cpu_seconds;
 
 const EPRINTS: usize = 1_000;
 
+/// svc's allocator: the model's batches allocate and free heavily, and glibc's malloc would
+/// cost them differently than a live node pays.
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() {
     let args: Vec<usize> = std::env::args().skip(1).map(|a| a.parse().expect("a number of views")).collect();
     let (warm_up, measured) = (args.first().copied().unwrap_or(300_000), args.get(1).copied().unwrap_or(200_000));
