@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use event_schema::{AdminAction, AdminCommand, Payload, SearchImpression, UsageAction, UsageEvent};
 use lexicons::{Lexicons, SUBMISSION};
+use rustc_hash::FxBuildHasher;
 use store::{consumer_name, Columns, Scan, Store, TableRef, Value};
 use tracing::warn;
 
@@ -92,11 +93,13 @@ impl Ranked {
     }
 }
 
-/// The eprints and days a batch has read, by URI (in order, so a batch's writes are too),
-/// and what its counted uses add to the site's buckets.
+/// The eprints and days a batch has read, by URI (eprints hashed: each event looks its
+/// eprint up; days in order, for the range of an eprint's days), and what its counted uses
+/// add to the site's buckets. The store writes a batch in key order whatever order its
+/// writes come in.
 #[derive(Default)]
 struct Touched {
-    eprints: BTreeMap<String, Eprint>,
+    eprints: HashMap<String, Eprint, FxBuildHasher>,
     days: BTreeMap<(String, Vec<u8>), Day>,
     site_days: BTreeMap<i64, Tally>,
     site_hours: BTreeMap<i64, Tally>,
@@ -175,7 +178,7 @@ impl UsageProjection {
     fn eprint<'t>(
         &self,
         st: &mut Staged,
-        t: &'t mut BTreeMap<String, Eprint>,
+        t: &'t mut HashMap<String, Eprint, FxBuildHasher>,
         uri: &str,
     ) -> Result<Option<&'t mut Eprint>, ProjectionError> {
         if !t.contains_key(uri) {
