@@ -95,8 +95,8 @@ impl Ranked {
 
 /// The eprints and days a batch has read, by URI (eprints hashed: each event looks its
 /// eprint up; days in order, for the range of an eprint's days), and what its counted uses
-/// add to the site's buckets. The store writes a batch in key order whatever order its
-/// writes come in.
+/// add to the site's buckets. The order eprints are written in does not matter: each
+/// writes rows of its own.
 #[derive(Default)]
 struct Touched {
     eprints: HashMap<String, Eprint, FxBuildHasher>,
