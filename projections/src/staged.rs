@@ -71,6 +71,12 @@ impl Staged {
         Ok(v)
     }
 
+    /// Treats `table` as read from (its writes are decision rows, see the type's docs), for a
+    /// projection that holds its rows from an earlier batch instead of reading them.
+    pub fn read_from(&mut self, table: &TableRef) {
+        self.start_reading(table);
+    }
+
     /// Marks `table` as read from; on its first read, remembers the writes staged to it so far.
     fn start_reading(&mut self, table: &TableRef) {
         if self.read_tables.contains(table) {

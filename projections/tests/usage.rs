@@ -321,6 +321,38 @@ fn a_projector_that_takes_back_a_partition_another_applied_meanwhile_reads_its_r
 }
 
 #[test]
+fn a_projector_reads_an_eprints_row_again_once_another_applied_a_change_to_it_from_another_partition() {
+    // `a` applies p1's record and a view of it in partition 0, and keeps p1's row; `b`, a
+    // second projector of the version, applies p1's deletion, which came in partition 1 (a
+    // repository's records and an eprint's uses are keyed apart); `a` then applies another
+    // view in partition 0. It must read the row `b` wrote: the row it kept says p1 is live,
+    // and written back it would put a deleted eprint in trending again.
+    let mut m = Models::live();
+    let (store, ctx) = (m.store.clone(), m.ctx.clone());
+    let version = store.active_version(MODEL).unwrap().unwrap();
+    let mut b = catalog::open(&ctx, MODEL, version, Mode::Live).unwrap();
+    let mut log = Log::default();
+    log.paper(T0 - DAY, "p1", &["cs.LG"]);
+    log.view(T0, "p1", "ana");
+    log.apply_in(&mut m.both(), 0, log.events.len());
+    let mut deletion = Log::default();
+    deletion.delete(T0 + SECOND, "p1");
+    let mut deleted = deletion.events.pop().unwrap();
+    deleted.position = Position { partition: 1, offset: 0 };
+    let in_partition_1 = EventBatch::new(vec![deleted], [(1, 1)].into());
+    for p in [m.eprints.as_mut(), b.as_mut()] {
+        p.apply_batch(&in_partition_1).unwrap();
+        p.flush().unwrap();
+    }
+    let third = log.events.len();
+    log.view(T0 + 60 * SECOND, "p1", "ben");
+    log.apply_in(&mut [m.usage.as_mut()], third, 1);
+    let r = UsageReader::new(store.as_ref()).unwrap();
+    let page = r.trending(Window::Day, Some(T0 + 120 * SECOND), &[], 10, None, &every).unwrap();
+    assert!(page.entries.is_empty(), "a deleted eprint is trending: {:?}", ranked(&page.entries));
+}
+
+#[test]
 fn counts_as_of_any_instant_are_exact_when_a_minute_holds_many_history_rows() {
     let mut m = Models::live();
     let store = m.store.clone();

@@ -11,7 +11,7 @@ use tracing::warn;
 
 use super::recent::{Kind, Seen, SeenWrites};
 use super::sketch::Viewers;
-use super::warm::Warm;
+use super::warm::{Leftover, Warm};
 use super::{
     day_key, day_of, history_key, hour_key, hour_of, ln_add, parse_bucket_key, ranking_key, ranking_partition, table, zero_key, Point,
     Window, MODEL, SITE,
@@ -130,14 +130,19 @@ impl Tally {
 
     /// Adds the tally to the bucket `partition`/`key` of `name`, as the store has it.
     fn add_to(&self, st: &mut Staged, store: &dyn Store, name: TableRef, partition: &str, key: Vec<u8>) -> Result<(), ProjectionError> {
-        let mut bucket = st.get(store, &name, partition, &key)?.unwrap_or_default();
+        let bucket = self.added_to(st.get(store, &name, partition, &key)?.unwrap_or_default());
+        st.put(&name, partition, key, bucket, self.position);
+        Ok(())
+    }
+
+    /// The bucket `bucket` with the tally added.
+    fn added_to(&self, mut bucket: Columns) -> Columns {
         for (column, by) in [("views", self.views), ("downloads", self.downloads)] {
             if by != 0 {
                 add(&mut bucket, column, by);
             }
         }
-        st.put(&name, partition, key, bucket, self.position);
-        Ok(())
+        bucket
     }
 }
 
@@ -179,10 +184,22 @@ impl UsageProjection {
         &self,
         st: &mut Staged,
         t: &'t mut HashMap<String, Eprint, FxBuildHasher>,
+        warm: &mut Warm,
         uri: &str,
     ) -> Result<Option<&'t mut Eprint>, ProjectionError> {
         if !t.contains_key(uri) {
-            let Some(row) = st.get(self.store.as_ref(), &table(self.version, "papers"), uri, &[])? else { return Ok(None) };
+            let papers = table(self.version, "papers");
+            let row = match warm.papers.remove(uri) {
+                Some(row) => {
+                    // Written as a row read from: as if the batch had read it.
+                    st.read_from(&papers);
+                    row
+                }
+                None => {
+                    let Some(row) = st.get(self.store.as_ref(), &papers, uri, &[])? else { return Ok(None) };
+                    row
+                }
+            };
             let ranked_as = Ranked::of(uri, &row);
             t.insert(
                 uri.to_owned(),
@@ -203,7 +220,7 @@ impl UsageProjection {
         let mut first: BTreeMap<String, u64> = BTreeMap::new();
         for event in batch.events() {
             let Payload::Usage(u) = &event.payload else { continue };
-            if first.contains_key(&u.uri) || self.eprint(st, &mut t.eprints, &u.uri)?.is_some() {
+            if first.contains_key(&u.uri) || self.eprint(st, &mut t.eprints, &mut t.warm, &u.uri)?.is_some() {
                 continue;
             }
             first.insert(u.uri.clone(), event.position.ordinal());
@@ -345,7 +362,7 @@ impl UsageProjection {
         position: u64,
     ) -> Result<(), ProjectionError> {
         // An eprint never used has no row: its first use reads it from the eprints model.
-        let Some(e) = self.eprint(st, &mut t.eprints, uri)? else { return Ok(()) };
+        let Some(e) = self.eprint(st, &mut t.eprints, &mut t.warm, uri)? else { return Ok(()) };
         if is_stale(Some(&e.row).filter(|c| c.contains_key("rev")), rev) {
             return Ok(());
         }
@@ -360,7 +377,7 @@ impl UsageProjection {
 
     /// One use of an eprint at `time` (µs), counted by the rules of the module docs.
     fn used(&self, st: &mut Staged, t: &mut Touched, u: &UsageEvent, time: i64, position: u64) -> Result<(), ProjectionError> {
-        let Some(e) = self.eprint(st, &mut t.eprints, &u.uri)? else {
+        let Some(e) = self.eprint(st, &mut t.eprints, &mut t.warm, &u.uri)? else {
             return Err(ProjectionError::Corrupt(format!("no row of {} after its first use was read", u.uri)));
         };
         e.position = Some(position);
@@ -433,12 +450,23 @@ impl UsageProjection {
     /// Returns what to keep for the next batches ([`Warm`]).
     fn write(&self, st: &mut Staged, t: Touched, batch: &EventBatch) -> Result<Warm, ProjectionError> {
         let store = self.store.as_ref();
-        let mut seen_kept = HashMap::default();
+        let mut warm = t.warm;
+        let mut kept = Leftover::default();
+        let hourly = table(self.version, "hourly");
         for (uri, e) in t.eprints {
             // An eprint's recent uses are read only by a use, which gives it a position.
             let Some(position) = e.position else { continue };
             for (hour, tally) in &e.hours {
-                tally.add_to(st, store, table(self.version, "hourly"), &uri, hour_key(*hour))?;
+                let row = match warm.hours.remove(&(uri.clone(), *hour)) {
+                    Some(row) => {
+                        st.read_from(&hourly);
+                        row
+                    }
+                    None => st.get(store, &hourly, &uri, &hour_key(*hour))?.unwrap_or_default(),
+                };
+                let row = tally.added_to(row);
+                st.put(&hourly, &uri, hour_key(*hour), row.clone(), tally.position);
+                kept.hours.push(((uri.clone(), *hour), row));
             }
             let now = Ranked::of(&uri, &e.row);
             if now != e.ranked_as {
@@ -460,7 +488,7 @@ impl UsageProjection {
                 for (key, recent) in puts {
                     st.put(&table(self.version, "seen"), &uri, key, Columns::from([("recent".to_owned(), recent)]), position);
                 }
-                seen_kept.insert(uri.clone(), seen);
+                kept.seen.insert(uri.clone(), seen);
             }
             if let Some(before) = e.before {
                 st.put(&table(self.version, "before"), &uri, Vec::new(), before, position);
@@ -469,9 +497,9 @@ impl UsageProjection {
                 let key = history_key(first.at, first.ordinal);
                 st.put(&table(self.version, "history"), &uri, key, Point::row(&e.points), position);
             }
-            st.put(&table(self.version, "papers"), &uri, Vec::new(), e.row, position);
+            st.put(&table(self.version, "papers"), &uri, Vec::new(), e.row.clone(), position);
+            kept.papers.push((uri, e.row));
         }
-        let mut days_kept = Vec::with_capacity(t.days.len());
         for ((uri, day), mut d) in t.days {
             // Kept decoded: the kept row holds the counts alone.
             if d.viewers.is_some() {
@@ -482,7 +510,7 @@ impl UsageProjection {
                 row.insert("viewers".into(), viewers.to_value());
             }
             st.put(&table(self.version, "daily"), &uri, day.clone(), row, d.position);
-            days_kept.push(((uri, day), Day { row: d.row, viewers: d.viewers, position: 0 }));
+            kept.days.push(((uri, day), Day { row: d.row, viewers: d.viewers, position: 0 }));
         }
         for (day, tally) in &t.site_days {
             tally.add_to(st, store, table(self.version, "daily"), SITE, day_key(*day))?;
@@ -490,7 +518,7 @@ impl UsageProjection {
         for (hour, tally) in &t.site_hours {
             tally.add_to(st, store, table(self.version, "hourly"), SITE, hour_key(*hour))?;
         }
-        Ok(t.warm.after(batch, seen_kept, days_kept))
+        Ok(warm.after(batch, kept))
     }
 }
 

@@ -20,8 +20,9 @@
 //! A batch reads each eprint's rows once and writes them once, at its end: a busy eprint's
 //! sketches and recent uses are decoded and encoded once per batch, not once per use, and
 //! its rankings move once from where they stood before the batch to where they stand after.
-//! Its recent uses and its days are not even read again by its next batch: the model keeps
-//! them decoded while its batches follow on from one another ([`warm`]).
+//! Its recent uses, its days, its hours and its `papers` row are not even read again by its
+//! next batch: the model keeps them decoded while its batches follow on from one another
+//! ([`warm`]).
 //!
 //! Tables of model `usage` (partition key → clustering key: columns):
 //! - `papers`: eprint URI → ∅, from the eprint's first use on (its first use reads it from
