@@ -15,7 +15,7 @@ use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinitio
 use crate::partition_key::KeyForm;
 use crate::reopenable::ReopenableDb;
 use crate::row_cache::{CachedRow, Gate, PartitionKeyRef, RowCache, RowKeyRef, Ticket, WriteGuard};
-use crate::value::{decode_columns, encode_columns};
+use crate::value::{decode_columns, encode_row};
 use crate::{consumer_name, Batch, Columns, Op, Page, Row, Scan, Store, StoreError, TableRef, VersionState};
 
 type RangeEntry<'a> = (redb::AccessGuard<'a, (&'static str, &'static [u8])>, redb::AccessGuard<'a, &'static [u8]>);
@@ -201,8 +201,8 @@ impl StoreFile {
                         (name.to_owned(), partition.to_owned(), clustering.to_vec())
                     });
                     match op {
-                        Op::Put { partition, clustering, columns, .. } => {
-                            let bytes = encode_columns(columns)?;
+                        Op::Put { table, partition, clustering, columns, .. } => {
+                            let bytes = encode_row(table, columns)?;
                             t.insert((&*self.form.partition(partition), clustering.as_slice()), bytes.as_slice())?;
                         }
                         Op::Delete { partition, clustering, .. } => {
@@ -976,6 +976,7 @@ impl Store for EmbeddedStore {
 mod tests {
     use super::*;
     use crate::row_cache::CACHED_PAGE_ROWS;
+    use crate::value::encode_columns;
 
     crate::store_test_suite!(embedded, {
         let dir = tempfile::tempdir().unwrap();
@@ -1173,6 +1174,50 @@ mod tests {
         batch.put(&table, "after", Vec::new(), value(1), 1);
         store.apply(batch).unwrap();
         assert_eq!(store.get(&table, "after", &[]).unwrap(), Some(value(1)), "the repacked file takes writes");
+    }
+
+    /// A table whose rows are rewritten often stores them uncompressed, where any other
+    /// compresses a large row; a repack compresses both; each reads alike in either form.
+    #[test]
+    fn rows_of_a_table_rewritten_often_are_stored_as_they_are_until_a_repack() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        let version = store.create_version("m").unwrap();
+        let path = store.version_file("m", version).unwrap();
+        let often = TableRef::new("m", version, "often").rewritten_often();
+        let other = TableRef::new("m", version, "other");
+        assert_eq!(often, TableRef::new("m", version, "often"), "the same table, however it is named");
+        let row = Columns::from([("text".to_owned(), crate::Value::Text("an abstract that repeats itself ".repeat(40)))]);
+        let mut batch = Batch::default();
+        batch.put(&often, "p", Vec::new(), row.clone(), 1);
+        batch.put(&other, "p", Vec::new(), row.clone(), 1);
+        store.apply(batch).unwrap();
+        // Whether each table's row is stored compressed, read from the file itself.
+        let packed_in = |path: &Path| -> Vec<bool> {
+            let db = Database::open(path).unwrap();
+            let txn = db.begin_read().unwrap();
+            [&often, &other]
+                .iter()
+                .map(|t| {
+                    let rows = txn.open_table(RowTable::new(t.physical_name())).unwrap();
+                    let (_, value) = rows.iter().unwrap().next().unwrap().unwrap();
+                    event_schema::packed::is_packed(value.value())
+                })
+                .collect()
+        };
+        drop(store);
+        assert_eq!(packed_in(&path), [false, true], "as they are, and compressed");
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        for t in [&often, &other] {
+            assert_eq!(store.get(t, "p", &[]).unwrap(), Some(row.clone()), "{}", t.name());
+        }
+        store.compact().unwrap();
+        drop(store);
+        assert_eq!(packed_in(&path), [true, true], "a repack compresses both");
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        for t in [&often, &other] {
+            assert_eq!(store.get(t, "p", &[]).unwrap(), Some(row.clone()), "{} after the repack", t.name());
+        }
     }
 
     /// A compaction killed while it copied a file (`svc compact` stopped, a full disk) leaves

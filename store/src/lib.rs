@@ -50,13 +50,30 @@ pub use value::{Columns, Value};
 
 /// A table of one version of one read model. It is made once with its physical name, which
 /// every store operation uses as the table's key (and which is not formatted per read).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// Two refs are the same table when their physical names are.
+#[derive(Debug, Clone)]
 pub struct TableRef {
     /// `<model>.v<version>.<name>`.
     physical: String,
     model_len: usize,
     name_start: usize,
     version: u32,
+    /// Its rows are rewritten often ([`TableRef::rewritten_often`]).
+    rewritten_often: bool,
+}
+
+impl PartialEq for TableRef {
+    fn eq(&self, other: &TableRef) -> bool {
+        self.physical == other.physical
+    }
+}
+
+impl Eq for TableRef {}
+
+impl std::hash::Hash for TableRef {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.physical.hash(state);
+    }
 }
 
 impl TableRef {
@@ -69,7 +86,23 @@ impl TableRef {
         physical.push('.');
         let name_start = physical.len();
         physical.push_str(name);
-        TableRef { physical, model_len: model.len(), name_start, version }
+        TableRef { physical, model_len: model.len(), name_start, version, rewritten_often: false }
+    }
+
+    /// The same table, its rows rewritten often (a busy eprint's day of usage, rewritten by
+    /// every batch that counts a view of it): they are stored as they are, not compressed,
+    /// since a row rewritten within the second is not worth compressing (its compression
+    /// was an eighth of the usage model's time under a stream of views); a repack (`svc
+    /// compact`, the end of `svc replay`) compresses them like any other. Every ref to the
+    /// table that writes rows should say so.
+    pub fn rewritten_often(mut self) -> TableRef {
+        self.rewritten_often = true;
+        self
+    }
+
+    /// Whether its rows are rewritten often ([`TableRef::rewritten_often`]).
+    pub fn is_rewritten_often(&self) -> bool {
+        self.rewritten_often
     }
 
     /// The read model, e.g. `eprints`.

@@ -5,7 +5,7 @@ use event_schema::packed;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::StoreError;
+use crate::{StoreError, TableRef};
 
 /// A column value. The set is small on purpose: each maps onto a CQL type
 /// (`boolean`, `bigint`, `double`, `text`, `blob`).
@@ -136,9 +136,24 @@ pub type Columns = BTreeMap<String, Value>;
 /// Encodes a row's columns as CBOR, compressed when large ([`packed`]): the stored form of a
 /// row in every backend.
 pub(crate) fn encode_columns(columns: &Columns) -> Result<Vec<u8>, StoreError> {
+    Ok(packed::pack_row(cbor(columns)?, packed::ROW_THRESHOLD))
+}
+
+/// The stored form of a row of `table`: [`encode_columns`], or its CBOR as it is for a table
+/// whose rows are rewritten often ([`TableRef::rewritten_often`]), which a repack
+/// ([`kept_form`]) compresses like any other. [`decode_columns`] reads either.
+pub(crate) fn encode_row(table: &TableRef, columns: &Columns) -> Result<Vec<u8>, StoreError> {
+    if table.is_rewritten_often() {
+        cbor(columns)
+    } else {
+        encode_columns(columns)
+    }
+}
+
+fn cbor(columns: &Columns) -> Result<Vec<u8>, StoreError> {
     let mut out = Vec::with_capacity(256);
     ciborium::into_writer(columns, &mut out).map_err(|e| StoreError::Unavailable(format!("failed to encode row: {e}")))?;
-    Ok(packed::pack_row(out, packed::ROW_THRESHOLD))
+    Ok(out)
 }
 
 /// Rows of at least this many bytes are compressed when a file is repacked

@@ -12,7 +12,7 @@ use scylla::statement::prepared::PreparedStatement;
 
 use super::schema::{self, RowStatements};
 use super::{state_from, state_name, table_name, unavailable, TABLES_TTL};
-use crate::value::{decode_columns, encode_columns};
+use crate::value::{decode_columns, encode_row};
 use crate::{Columns, Op, Row, Scan, StoreError, TableRef, VersionState};
 
 /// The session and what it has learned: prepared statements and the tables that exist.
@@ -210,7 +210,7 @@ impl Db {
             Op::Put { table, partition, clustering, columns, position } => {
                 let name = table_name(table)?;
                 let stmt = self.prepare(RowStatements::put(&self.keyspace, &name)).await?;
-                let bound = stmt.bind(&(partition, clustering, encode_columns(columns)?)).map_err(unavailable)?;
+                let bound = stmt.bind(&(partition, clustering, encode_row(table, columns)?)).map_err(unavailable)?;
                 (bound, *position)
             }
             Op::Delete { table, partition, clustering, position } => {
