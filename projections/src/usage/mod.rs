@@ -95,8 +95,19 @@ pub const AGGREGATES: &[&str] = &["papers", "seen", "before", "daily", "hourly",
 /// The partition of `daily` and `hourly` that counts every eprint (no URI starts with `*`).
 pub const SITE: &str = "*";
 
+/// Tables whose rows every batch that uses their eprint rewrites, stored uncompressed
+/// ([`TableRef::rewritten_often`]): an eprint's day (its counts and its viewers' sketch,
+/// packed already: [`sketch`]) and its recent uses (their viewers' hashes, which compress
+/// no shorter).
+const REWRITTEN_OFTEN: &[&str] = &["daily", "seen"];
+
 pub(crate) fn table(version: u32, name: &'static str) -> TableRef {
-    TableRef::new(MODEL, version, name)
+    let table = TableRef::new(MODEL, version, name);
+    if REWRITTEN_OFTEN.contains(&name) {
+        table.rewritten_often()
+    } else {
+        table
+    }
 }
 
 /// The landmark of the decayed sums: 2020-01-01T00:00:00Z, in seconds.

@@ -8,9 +8,16 @@
 //! is dense. Up to [`SPARSE_MAX`] viewers it is sparse: the viewers' 25-bit hash codes, exact
 //! but for their collisions (linear counting over 2^25).
 //!
-//! Stored form, made to be read fast (`getMetrics` merges several per request): bytes (base64
-//! text in rows of builds before 2026-12), one tag byte, then either the sparse codes (`u32`,
-//! little-endian, ascending) or the 4,096 registers (one byte each).
+//! Stored form, made to be read fast (`getMetrics` merges several per request) and written
+//! fast (a busy eprint's day is rewritten by every batch): bytes (base64 text in rows of builds
+//! before 2026-12), one tag byte, then either the sparse codes (`u32`, little-endian,
+//! ascending) or the registers packed: the lowest register, then each register's excess over
+//! it in four bits (two a byte, the lower register in the low bits), 15 for an excess of 15 or
+//! more, whose registers follow, each as its index (`u16`, little-endian) and its value, in
+//! order. Registers of one sketch sit within a few ranks of one another (about log2 of the
+//! viewers a register), so a dense sketch takes some 2 KB, in a few microseconds, where
+//! zstd took 16 (docs/performance.md, fifty-seventh session). (Sketches of builds before
+//! 2026-12-05: the 4,096 registers, one byte each.)
 
 use store::{Columns, Value};
 
@@ -28,7 +35,12 @@ const SPARSE_MAX: usize = REGISTERS / 4;
 const REMAINDER: u32 = 64 - PRECISION;
 
 const SPARSE_TAG: u8 = 1;
+/// Registers one byte each (builds before 2026-12-05: read, no longer written).
 const DENSE_TAG: u8 = 2;
+/// Registers packed in four bits each (see the module docs).
+const PACKED_TAG: u8 = 3;
+/// The four bits of a register whose excess is at least this: its value follows the nibbles.
+const ESCAPE: u8 = 15;
 
 /// The 64-bit hash of a viewer's pseudonym (hex): its first 16 digits (pseudonyms are keyed
 /// hashes, already uniform, and stable across builds, so sketches written by any svc merge),
@@ -120,6 +132,45 @@ fn merge_codes(a: &[u32], b: &[u32]) -> Vec<u32> {
     out
 }
 
+/// Appends the packed form of `registers` to `out` (see the module docs).
+fn pack_registers(registers: &[u8; REGISTERS], out: &mut Vec<u8>) {
+    let base = registers.iter().copied().min().unwrap_or(0);
+    out.reserve(1 + REGISTERS / 2);
+    out.push(base);
+    let excess = |r: u8| (r - base).min(ESCAPE);
+    out.extend(registers.chunks_exact(2).map(|pair| excess(pair[0]) | excess(pair[1]) << 4));
+    for (i, &r) in registers.iter().enumerate().filter(|(_, &r)| r - base >= ESCAPE) {
+        out.extend_from_slice(&(i as u16).to_le_bytes());
+        out.push(r);
+    }
+}
+
+/// The registers packed in `body` (after the tag); `None` unless it is whole and exact:
+/// every escaped register's value given once, in order, and nothing more.
+fn unpack_registers(body: &[u8]) -> Option<Box<[u8; REGISTERS]>> {
+    let (&base, rest) = body.split_first()?;
+    let (nibbles, escaped) = rest.split_at_checked(REGISTERS / 2)?;
+    let nibble = |i: usize| if i % 2 == 0 { nibbles[i / 2] & 0x0f } else { nibbles[i / 2] >> 4 };
+    let mut registers = Box::new([0u8; REGISTERS]);
+    for (i, r) in registers.iter_mut().enumerate() {
+        *r = base.checked_add(nibble(i))?;
+    }
+    if escaped.len() % 3 != 0 || escaped.len() / 3 != (0..REGISTERS).filter(|&i| nibble(i) == ESCAPE).count() {
+        return None;
+    }
+    let mut after = 0;
+    for entry in escaped.chunks_exact(3) {
+        let (i, value) = (usize::from(u16::from_le_bytes([entry[0], entry[1]])), entry[2]);
+        let exact = i >= after && i < REGISTERS && nibble(i) == ESCAPE && value >= registers[i] && u32::from(value) <= REMAINDER + 1;
+        if !exact {
+            return None;
+        }
+        registers[i] = value;
+        after = i + 1;
+    }
+    Some(registers)
+}
+
 /// Ertl's σ (2017, algorithm 6).
 fn sigma(mut x: f64) -> f64 {
     if x == 1.0 {
@@ -169,6 +220,7 @@ impl Viewers {
                 codes.windows(2).all(|w| w[0] >> 6 < w[1] >> 6).then_some(Viewers::Sparse(codes))
             }
             DENSE_TAG => Some(Viewers::Dense(Box::new(body.try_into().ok()?))),
+            PACKED_TAG => unpack_registers(body).map(Viewers::Dense),
             _ => None,
         }
     }
@@ -188,8 +240,8 @@ impl Viewers {
                 codes.iter().for_each(|c| bytes.extend_from_slice(&c.to_le_bytes()));
             }
             Viewers::Dense(registers) => {
-                bytes.push(DENSE_TAG);
-                bytes.extend_from_slice(&registers[..]);
+                bytes.push(PACKED_TAG);
+                pack_registers(registers, &mut bytes);
             }
         }
         Value::Bytes(bytes)
@@ -297,13 +349,41 @@ mod tests {
         both.merge(&Viewers::from_value(Some(&day2.to_value())));
         let n = both.count() as f64;
         assert!((n - 100_000.0).abs() / 100_000.0 < 0.05, "{n}");
-        assert_eq!(day1.to_value().as_bytes().map(<[u8]>::len), Some(1 + REGISTERS));
+        assert!(day1.to_value().as_bytes().map(<[u8]>::len) < Some(2 + REGISTERS / 2 + 3 * 8), "packed in four bits a register");
         // An earlier build's text reads as the same sketch.
         let text = Value::Text(data_encoding::BASE64_NOPAD.encode(day1.to_value().as_bytes().unwrap()));
         assert!(Viewers::from_value(Some(&text)) == day1);
         assert_eq!(Viewers::from_value(Some(&Value::Text("not a sketch".into()))).count(), 0);
         assert_eq!(Viewers::from_value(Some(&Value::Bytes(vec![9, 9]))).count(), 0);
         assert_eq!(Viewers::from_value(None).count(), 0);
+    }
+
+    #[test]
+    fn registers_packed_read_back_whole_with_their_escapes_and_the_earlier_form_reads_alike() {
+        for n in [1_025, 5_000, 300_000, 2_000_000] {
+            let Viewers::Dense(mut registers) = of(0..n) else { panic!("{n} viewers make a dense sketch") };
+            // Registers far above the rest, as a viewer whose hash begins with many zeros
+            // makes: escaped, first, last and in between.
+            for (i, r) in [(0, 40), (1, 53), (2_047, 30), (4_095, 52)] {
+                registers[i] = r;
+            }
+            let sketch = Viewers::Dense(registers.clone());
+            let stored = sketch.to_value();
+            let bytes = stored.as_bytes().unwrap();
+            assert_eq!(bytes[0], PACKED_TAG);
+            assert_eq!(Viewers::from_value(Some(&stored)), sketch, "{n} viewers");
+            let mut earlier = vec![DENSE_TAG];
+            earlier.extend_from_slice(&registers[..]);
+            assert_eq!(Viewers::from_value(Some(&Value::Bytes(earlier))), sketch, "one byte a register, as builds before wrote");
+            // Cut short, an escape dropped or added, a value below its escape: not a sketch.
+            let broken = |bytes: Vec<u8>| Viewers::from_value(Some(&Value::Bytes(bytes))).count();
+            assert_eq!(broken(bytes[..bytes.len() - 1].to_vec()), 0);
+            assert_eq!(broken(bytes[..bytes.len() - 3].to_vec()), 0);
+            assert_eq!(broken([bytes, &[4, 0, 60]].concat()), 0);
+            let mut low = bytes.to_vec();
+            *low.last_mut().unwrap() = 1;
+            assert_eq!(broken(low), 0);
+        }
     }
 
     #[test]
