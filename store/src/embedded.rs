@@ -706,6 +706,16 @@ impl Store for EmbeddedStore {
         self.rows.unchanged_since_mark(mark)
     }
 
+    /// The mark of the file `table` is in: moved by writes to that file and by those that
+    /// may change any (versions made, made active, dropped; every file reopened).
+    fn state_mark_of(&self, table: &TableRef) -> Option<u64> {
+        self.rows.file_mark(&self.file(table.version_name()).gate)
+    }
+
+    fn unchanged_since_of(&self, table: &TableRef, mark: u64) -> bool {
+        self.rows.file_unchanged_since(&self.file(table.version_name()).gate, mark)
+    }
+
     /// Reads come from redb's page cache or the local file: microseconds, cheaper than a
     /// hand-off to a blocking thread.
     fn reads_block(&self) -> bool {
@@ -1048,6 +1058,29 @@ mod tests {
             assert_eq!(store.main.form, form);
             assert_eq!(store.get(&t, &uri, &[]).unwrap(), Some(value(3)), "{form:?}: after a compaction");
         }
+    }
+
+    #[test]
+    fn a_files_state_mark_moves_with_writes_to_it_and_to_every_file_not_with_another_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        let (a, b) = (store.create_version("a").unwrap(), store.create_version("b").unwrap());
+        let (ta, tb) = (TableRef::new("a", a, "t"), TableRef::new("b", b, "t"));
+        let write = |t: &TableRef| {
+            let mut batch = Batch::default();
+            batch.put(t, "p", Vec::new(), Columns::new(), 1);
+            store.apply(batch).unwrap();
+        };
+        let first = store.state_mark_of(&ta).expect("no write under way");
+        write(&tb);
+        assert!(store.unchanged_since_of(&ta, first), "another version's file");
+        assert!(!store.unchanged_since(store.state_mark().unwrap() - 1), "the store's own mark moved");
+        assert_eq!(store.state_mark_of(&ta), Some(first));
+        write(&ta);
+        assert!(!store.unchanged_since_of(&ta, first), "its own file");
+        let second = store.state_mark_of(&ta).unwrap();
+        store.set_active_version("b", b).unwrap();
+        assert!(!store.unchanged_since_of(&ta, second), "a version made active: any file may have changed");
     }
 
     #[test]

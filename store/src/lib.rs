@@ -334,6 +334,21 @@ pub trait Store: Send + Sync {
     fn unchanged_since(&self, _mark: u64) -> bool {
         false
     }
+
+    /// As [`Store::state_mark`], for the rows of `table` and of the tables kept with it (the
+    /// embedded store: the tables of its model version's file): moved only by the writes
+    /// that may change them, not by every write to the store. An answer read from those
+    /// tables alone can be kept while another model writes. Marks of different versions of
+    /// a model are not comparable: keep the version beside the mark.
+    fn state_mark_of(&self, _table: &TableRef) -> Option<u64> {
+        None
+    }
+
+    /// Whether no write that may change the rows of `table` began since `mark` was taken
+    /// ([`Store::state_mark_of`]).
+    fn unchanged_since_of(&self, _table: &TableRef, _mark: u64) -> bool {
+        false
+    }
 }
 
 /// The consumer name under which a version of a model keeps its checkpoints.

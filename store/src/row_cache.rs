@@ -216,6 +216,19 @@ impl RowCache {
         self.marks.unchanged_since(mark)
     }
 
+    /// The writes begun on the file `file` guards and on the whole store, if none is under
+    /// way: a mark of the state of that file's rows (both counters only grow, so their sum
+    /// moves with either).
+    pub fn file_mark(&self, file: &Gate) -> Option<u64> {
+        Some(self.whole.idle()? + file.idle()?)
+    }
+
+    /// Whether no write to the file `file` guards, nor to the whole store, started since the
+    /// state `mark` ([`RowCache::file_mark`]).
+    pub fn file_unchanged_since(&self, file: &Gate, mark: u64) -> bool {
+        self.whole.started.load(Ordering::SeqCst) + file.started.load(Ordering::SeqCst) == mark
+    }
+
     /// The cached row at `key`: `None` on a miss, `Some(None)` for a cached absence.
     pub fn get(&self, key: RowKeyRef<'_>) -> Option<CachedRow> {
         self.rows.load().get(&key)

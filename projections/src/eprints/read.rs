@@ -223,6 +223,22 @@ impl<'a> EprintsReader<'a> {
         Ok(EprintsReader { store, version: store.active_version(MODEL)? })
     }
 
+    /// A mark of the state of the rows this reader reads (its version's,
+    /// [`Store::state_mark_of`]), with the version: an answer read from them alone stays
+    /// right while [`EprintsReader::unchanged_since`] holds, whatever other models write.
+    /// `None` while a write to them is under way, where the store cannot tell, or before the
+    /// model has a version.
+    pub fn state_mark(&self) -> Option<(u32, u64)> {
+        let v = self.version?;
+        Some((v, self.store.state_mark_of(&records(v))?))
+    }
+
+    /// Whether no write that may change the rows read under `mark` began since
+    /// ([`EprintsReader::state_mark`]).
+    pub fn unchanged_since(&self, (version, mark): (u32, u64)) -> bool {
+        self.store.unchanged_since_of(&records(version), mark)
+    }
+
     /// A reader once the model's active version has applied the events at `ordinals` (log
     /// ordinals), looking every 20 ms for up to `wait`, and whether it had. A model that
     /// takes an eprint from these rows when one of its own events needs it (the inbox, the

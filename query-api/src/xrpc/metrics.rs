@@ -140,19 +140,19 @@ fn shown_eprint(c: &Call, uri: &str) -> Result<(), ApiError> {
     }
 }
 
-/// Whether svc shows the eprint at `uri`, kept per state of the store beside the kept
-/// answers (`super::kept`, exact in the same way): a stream of views of a busy eprint reads
-/// its rows once per state of the store, not once a view.
+/// Whether svc shows the eprint at `uri`, kept per state of the eprints model's rows beside
+/// the kept answers (`super::kept`, exact in the same way, [`EprintsReader::state_mark`]): a
+/// stream of views of a busy eprint reads its rows once per state of that model, not once a
+/// view, and the usage model's writes of those views do not move it.
 fn shown(state: &AppState, uri: &str) -> Result<bool, ApiError> {
-    let key = format!("shown {uri}");
-    let mark = state.store.state_mark();
-    if let Some(kept) = mark.and_then(|mark| state.kept_answers.get(&key, mark)) {
+    let reader = EprintsReader::new(state.store.as_ref())?;
+    let mark = reader.state_mark();
+    let key = mark.map(|(version, _)| format!("shown {version} {uri}"));
+    if let Some(kept) = key.as_deref().zip(mark).and_then(|(key, (_, mark))| state.kept_answers.get(key, mark)) {
         return Ok(kept.body.as_bytes() == b"true");
     }
-    let shown = blocking(state, || -> Result<bool, ApiError> {
-        Ok(EprintsReader::new(state.store.as_ref())?.detail(uri)?.is_some_and(|d| !d.hidden()))
-    })?;
-    if let Some(mark) = mark.filter(|mark| state.store.unchanged_since(*mark)) {
+    let shown = blocking(state, || -> Result<bool, ApiError> { Ok(reader.detail(uri)?.is_some_and(|d| !d.hidden())) })?;
+    if let Some((key, (_, mark))) = key.zip(mark.filter(|mark| reader.unchanged_since(*mark))) {
         state.kept_answers.keep(key, mark, Body::json(&shown)?);
     }
     Ok(shown)
