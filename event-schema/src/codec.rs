@@ -328,6 +328,55 @@ mod tests {
     }
 
     #[test]
+    fn every_source_and_usage_action_reads_back_and_a_missing_field_or_unknown_tag_is_refused() {
+        let sources = [
+            Source::Seed { file: "papers.jsonl.gz".into() },
+            Source::Firehose { url: "wss://relay.test".into(), seq: 42 },
+            Source::Jetstream { url: "wss://jetstream.test".into(), time_us: 1_750_000_000_000_000 },
+            Source::Backfill { host: "https://pds.test".into() },
+            Source::Command { nsid: "pub.svc.metrics.recordView".into(), caller: "anonymous".into(), host: "https://svc.test".into() },
+            Source::Manual { note: "a test".into() },
+        ];
+        let actions = [
+            crate::UsageAction::View { source: None },
+            crate::UsageAction::View { source: Some("search".into()) },
+            crate::UsageAction::Download { format: Some("pdf".into()) },
+            crate::UsageAction::SearchClick { impression_id: None, query: Some("q".into()), position: 0 },
+            crate::UsageAction::SearchDownload { impression_id: "i1".into() },
+            crate::UsageAction::DwellTime { impression_id: Some("i1".into()), duration_ms: 4_000 },
+        ];
+        for (source, action) in sources.iter().zip(actions.iter().cycle()) {
+            let payload = Payload::Usage(UsageEvent {
+                viewer: "ab".repeat(16),
+                robot: false,
+                uri: "at://x".into(),
+                action: action.clone(),
+                at: None,
+            });
+            let event = NewEvent { key: "at://x".into(), source: source.clone(), payload };
+            let back = decode(Position { partition: 0, offset: 0 }, &encode(&event, at()).unwrap()).unwrap();
+            assert_eq!((&back.source, &back.payload), (&event.source, &event.payload));
+            // The JSON view (the live tap, `svc log`) reads the same.
+            let json = serde_json::to_string(&(source, action)).unwrap();
+            assert_eq!(serde_json::from_str::<(Source, crate::UsageAction)>(&json).unwrap(), (source.clone(), action.clone()), "{json}");
+        }
+        for action in &actions[1..] {
+            let json = serde_json::to_string(action).unwrap();
+            assert_eq!(&serde_json::from_str::<crate::UsageAction>(&json).unwrap(), action);
+        }
+        let refused =
+            [r#"{"type": "firehose", "url": "wss://relay.test"}"#, r#"{"type": "carrier pigeon", "note": "x"}"#, r#"{"note": "no type"}"#];
+        for json in refused {
+            assert!(serde_json::from_str::<Source>(json).is_err(), "{json}");
+        }
+        let ignored = serde_json::from_str::<Source>(r#"{"type": "manual", "note": "x", "added": 1}"#).unwrap();
+        assert_eq!(ignored, Source::Manual { note: "x".into() }, "unknown fields are ignored, as before");
+        for json in [r#"{"action": "dwellTime"}"#, r#"{"action": "searchDownload"}"#, r#"{"action": "stare"}"#] {
+            assert!(serde_json::from_str::<crate::UsageAction>(json).is_err(), "{json}");
+        }
+    }
+
+    #[test]
     fn rejects_garbage_and_future_versions() {
         assert!(matches!(decode(Position { partition: 0, offset: 0 }, b"\xff\x00"), Err(CodecError::Decode(_))));
         let err = upcast(99, "repo.identity", ciborium::Value::Null).unwrap_err();

@@ -27,8 +27,8 @@ pub struct UsageEvent {
     pub at: Option<DateTime<Utc>>,
 }
 
-/// The actions of [`UsageEvent`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The actions of [`UsageEvent`]. Read in one pass ([`UsageAction::deserialize`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "action", rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum UsageAction {
     /// `recordView`: the eprint's page was shown.
@@ -67,6 +67,52 @@ pub enum UsageAction {
         /// Milliseconds.
         duration_ms: u64,
     },
+}
+
+/// Reads the form serde's `tag = "action"` writes in one pass over the map, as
+/// [`crate::Source`] is read (the derived reader buffers the map first; a stream of views
+/// is read event by event). Unknown fields are ignored, as the derived reader ignores them.
+impl<'de> Deserialize<'de> for UsageAction {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<UsageAction, D::Error> {
+        use serde::de::Error;
+
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        enum Kind {
+            View,
+            Download,
+            SearchClick,
+            SearchDownload,
+            DwellTime,
+        }
+
+        /// Every action's fields.
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Fields {
+            action: Kind,
+            source: Option<String>,
+            format: Option<String>,
+            impression_id: Option<String>,
+            query: Option<String>,
+            position: Option<u32>,
+            duration_ms: Option<u64>,
+        }
+
+        fn given<T, E: Error>(value: Option<T>, field: &'static str) -> Result<T, E> {
+            value.ok_or_else(|| E::missing_field(field))
+        }
+        let f = Fields::deserialize(deserializer)?;
+        Ok(match f.action {
+            Kind::View => UsageAction::View { source: f.source },
+            Kind::Download => UsageAction::Download { format: f.format },
+            Kind::SearchClick => {
+                UsageAction::SearchClick { impression_id: f.impression_id, query: f.query, position: given(f.position, "position")? }
+            }
+            Kind::SearchDownload => UsageAction::SearchDownload { impression_id: given(f.impression_id, "impressionId")? },
+            Kind::DwellTime => UsageAction::DwellTime { impression_id: f.impression_id, duration_ms: given(f.duration_ms, "durationMs")? },
+        })
+    }
 }
 
 impl UsageAction {
