@@ -1,5 +1,5 @@
 //! What packing a row costs, at the log's level ([`packed::pack`]) and at the level rows are
-//! written with live ([`packed::pack_row`]): the rows a busy eprint's usage rewrites at every
+//! written with live ([`packed::pack_live`]): the rows a busy eprint's usage rewrites at every
 //! batch (its viewers' dense sketch, its recent viewers) and eprints' records from the
 //! committed sample. Between two packs it touches 16 MB of other memory, as a projection does
 //! between rows, so zstd's tables and the dictionary are cold as they are in svc.
@@ -44,7 +44,7 @@ fn main() {
     println!("|---|---|---|---|---|---|");
     for (name, row) in &rows {
         let mut figures = Vec::new();
-        for pack in [packed::pack as fn(Vec<u8>, usize) -> Vec<u8>, packed::pack_row] {
+        for pack in [packed::pack as fn(Vec<u8>, usize) -> Vec<u8>, packed::pack_live] {
             let (mut seconds, mut bytes) = (0.0, 0);
             for round in 0..ROUNDS {
                 other.iter_mut().step_by(64).for_each(|b| *b = b.wrapping_add(round as u8));

@@ -29,14 +29,17 @@ pub const ROW_THRESHOLD: usize = 512;
 pub const EVENT_THRESHOLD: usize = 64;
 /// The first byte of a compressed value.
 const MARK: u8 = 0;
-/// zstd's level for the log's events: its default, several hundred MB/s on one core.
+/// zstd's default level, several hundred MB/s on one core ([`pack`]).
 const LEVEL: i32 = 3;
-/// zstd's level for rows written live ([`pack_row`]): a busy eprint's usage rows (its
-/// viewers' sketch, its recent viewers: kilobytes each) are rewritten at every batch, and
-/// at level 3 packing them was a quarter of the usage model's time. Level 1 packs them in
-/// 55–85 % of the time (records 13–21 % larger: the `pack_rows` example); a repack
-/// ([`pack_small`]) shrinks them again.
-const ROW_LEVEL: i32 = 1;
+/// zstd's level for what is written live ([`pack_live`]): rows and the log's blocks. A
+/// busy eprint's usage rows (its recent viewers, its history: kilobytes each) are rewritten
+/// at every batch, and at level 3 packing them was a quarter of the usage model's time.
+/// Level 1 packs them in 55–85 % of the time (records 13–21 % larger: the `pack_rows`
+/// example). The log's blocks of views pack 3.3 times as fast and 3 % smaller than at level
+/// 3, blocks of arXiv records 1.7 times as fast and 10 % larger (`zstd -b` with the
+/// dictionary on 45 KB blocks, docs/performance.md, fifty-seventh session). A repack
+/// ([`pack_small`]) shrinks both again.
+const LIVE_LEVEL: i32 = 1;
 /// zstd's level for values rewritten offline ([`pack_small`]): about 4 times slower to
 /// compress than [`LEVEL`], some 7 % smaller on the log's blocks, as fast to decompress.
 const SMALL_LEVEL: i32 = 9;
@@ -69,8 +72,8 @@ static PREPARED: LazyLock<Prepared> = LazyLock::new(|| Prepared {
         .collect(),
 });
 
-/// The newest dictionary prepared for [`ROW_LEVEL`].
-static PREPARED_ROW: LazyLock<EncoderDictionary<'static>> = LazyLock::new(|| newest_prepared(ROW_LEVEL));
+/// The newest dictionary prepared for [`LIVE_LEVEL`].
+static PREPARED_LIVE: LazyLock<EncoderDictionary<'static>> = LazyLock::new(|| newest_prepared(LIVE_LEVEL));
 
 /// The newest dictionary prepared for [`SMALL_LEVEL`].
 static PREPARED_SMALL: LazyLock<EncoderDictionary<'static>> = LazyLock::new(|| newest_prepared(SMALL_LEVEL));
@@ -84,7 +87,7 @@ thread_local! {
     // One context per thread, reused: creating one costs more than packing a row (a
     // profile of `recordView` had 10 % of svc's time in zstd's context constructors).
     static COMPRESSOR: RefCell<Option<Compressor<'static>>> = const { RefCell::new(None) };
-    static ROW_COMPRESSOR: RefCell<Option<Compressor<'static>>> = const { RefCell::new(None) };
+    static LIVE_COMPRESSOR: RefCell<Option<Compressor<'static>>> = const { RefCell::new(None) };
     static SMALL_COMPRESSOR: RefCell<Option<Compressor<'static>>> = const { RefCell::new(None) };
     /// Per dictionary id (0: none), the thread's decompression context.
     static DECOMPRESSORS: RefCell<Vec<(u32, Decompressor<'static>)>> = const { RefCell::new(Vec::new()) };
@@ -96,9 +99,10 @@ pub fn pack(bytes: Vec<u8>, threshold: usize) -> Vec<u8> {
     pack_with(bytes, threshold, &COMPRESSOR, &PREPARED.encoder)
 }
 
-/// As [`pack`], compressed faster (zstd's level 1 instead of 3): for rows written live.
-pub fn pack_row(bytes: Vec<u8>, threshold: usize) -> Vec<u8> {
-    pack_with(bytes, threshold, &ROW_COMPRESSOR, &PREPARED_ROW)
+/// As [`pack`], compressed faster (zstd's level 1 instead of 3): for what is written live,
+/// rows and the log's blocks ([`LIVE_LEVEL`]).
+pub fn pack_live(bytes: Vec<u8>, threshold: usize) -> Vec<u8> {
+    pack_with(bytes, threshold, &LIVE_COMPRESSOR, &PREPARED_LIVE)
 }
 
 /// As [`pack`], compressed harder (zstd's level 9 instead of 3): for values written once by
@@ -209,7 +213,7 @@ mod tests {
         assert!(packed.len() < text.len() / 4, "{} of {}", packed.len(), text.len());
         assert_eq!(unpack(&packed).unwrap(), text.as_slice());
         assert_eq!(unpack(&small).unwrap(), small.as_slice(), "a value stored before: as it is");
-        let row = pack_row(text.clone(), ROW_THRESHOLD);
+        let row = pack_live(text.clone(), ROW_THRESHOLD);
         assert!(row[0] == MARK && row.len() < text.len() / 4, "a row packed fast: {} of {}", row.len(), text.len());
         assert_eq!(unpack(&row).unwrap(), text.as_slice());
         let mut state = 0x9E37_79B9_7F4A_7C15u64;

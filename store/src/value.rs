@@ -136,7 +136,7 @@ pub type Columns = BTreeMap<String, Value>;
 /// Encodes a row's columns as CBOR, compressed when large ([`packed`]): the stored form of a
 /// row in every backend.
 pub(crate) fn encode_columns(columns: &Columns) -> Result<Vec<u8>, StoreError> {
-    Ok(packed::pack_row(cbor(columns)?, packed::ROW_THRESHOLD))
+    Ok(packed::pack_live(cbor(columns)?, packed::ROW_THRESHOLD))
 }
 
 /// The stored form of a row of `table`: [`encode_columns`], or its CBOR as it is for a table

@@ -14,7 +14,7 @@
 //! (docs/performance.md, "recordView through the journal").
 //!
 //! The journal and the memory hold events as encoded; the flusher packs each one
-//! ([`packed::pack`]: compressed with the built-in dictionary) as it moves a batch into
+//! ([`packed::pack_live`]: compressed with the built-in dictionary) as it moves a batch into
 //! redb. Packed one after another, a batch's events find the dictionary's tables in the
 //! cache; packed by each append, between requests, a small event cost some 7 µs instead of
 //! 2 (docs/performance.md, "recordView: events packed by the flusher, batches paced,
@@ -439,7 +439,7 @@ fn flush(db: &Handle, pending: &Pending) {
 }
 
 /// Writes journaled events (sorted by partition, then offset) into the events table: each
-/// partition's consecutive events in [`block`]s, an event alone packed ([`packed::pack`]).
+/// partition's consecutive events in [`block`]s, an event alone packed ([`packed::pack_live`]).
 fn insert_events<'e>(table: &mut redb::Table<(u32, u64), &[u8]>, entries: impl IntoIterator<Item = &'e Entry>) -> Result<(), LogError> {
     let mut writer = BlockWriter::default();
     for entry in entries {
@@ -466,7 +466,7 @@ struct BlockWriter {
 impl Default for BlockWriter {
     fn default() -> BlockWriter {
         // About what the arXiv sample's events come to.
-        BlockWriter { partition: 0, events: Vec::new(), bytes: 0, ratio: 0.35, pack: packed::pack }
+        BlockWriter { partition: 0, events: Vec::new(), bytes: 0, ratio: 0.35, pack: packed::pack_live }
     }
 }
 
