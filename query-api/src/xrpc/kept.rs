@@ -6,11 +6,12 @@
 //! Exact under writes, as the store's row cache is: an answer is kept only if no write
 //! began while it was computed, and served only while no write has begun since
 //! ([`store::Store::state_mark`]). Where the store cannot tell (ScyllaDB, written by other
-//! processes), nothing is kept. The `record*` calls of `pub.svc.metrics` keep here, the
-//! same way, whether svc shows the eprint they name (under `shown <uri>`).
+//! processes), nothing is kept. The `record*` calls of `pub.svc.metrics` keep here, apart
+//! and by URI, whether svc shows the eprint they name, per state of the eprints model's rows
+//! ([`store::Store::state_mark_of`]).
 
 use quick_cache::sync::Cache;
-use quick_cache::Weighter;
+use quick_cache::{UnitWeighter, Weighter};
 
 use axum::body::Bytes;
 
@@ -48,17 +49,46 @@ fn gzip(bytes: &[u8]) -> Option<Bytes> {
     encoder.finish().ok().map(Bytes::from)
 }
 
-/// The kept answers of a node's methods, by method and query string.
+/// The kept answers of a node's methods, by method and query string; and whether svc shows
+/// an eprint, for the `record*` calls of `pub.svc.metrics` (by URI).
 pub struct KeptAnswers {
     answers: Cache<String, Kept, AnswerWeight>,
+    shown: Cache<String, Shown, UnitWeighter>,
 }
+
+/// Whether svc shows an eprint, as of a state of the eprints model's rows: its version and
+/// that version's state mark (`EprintsReader::state_mark`).
+#[derive(Clone, Copy)]
+struct Shown {
+    version: u32,
+    mark: u64,
+    shown: bool,
+}
+
+/// The eprints whose being shown is kept (none on a node given no room for answers): a URI
+/// and a few bytes each, some 10 MB at most.
+const SHOWN_EPRINTS: usize = 65_536;
 
 impl KeptAnswers {
     /// Room for `bytes` of answers, for all the node's kept methods together (64 MiB hold
     /// some 20,000 eprint details, or 4,000 pages of 10 imports). Answers of 2 KB are
     /// expected: the number of entries is sized for them.
     pub fn new(bytes: u64) -> KeptAnswers {
-        KeptAnswers { answers: Cache::with_weighter((bytes / 2048).max(1) as usize, bytes, AnswerWeight) }
+        KeptAnswers {
+            answers: Cache::with_weighter((bytes / 2048).max(1) as usize, bytes, AnswerWeight),
+            shown: Cache::with_weighter(SHOWN_EPRINTS, if bytes == 0 { 0 } else { SHOWN_EPRINTS as u64 }, UnitWeighter),
+        }
+    }
+
+    /// Whether svc shows the eprint at `uri`, as kept at `mark` of the eprints model's
+    /// `version`, if it is: looked up by the URI alone (no key to format, a cache of its own).
+    pub(crate) fn shown(&self, uri: &str, (version, mark): (u32, u64)) -> Option<bool> {
+        self.shown.get(uri).filter(|s| s.version == version && s.mark == mark).map(|s| s.shown)
+    }
+
+    /// Keeps whether svc shows the eprint at `uri`, found at `mark` of `version`.
+    pub(crate) fn keep_shown(&self, uri: &str, (version, mark): (u32, u64), shown: bool) {
+        self.shown.insert(uri.to_owned(), Shown { version, mark, shown });
     }
 
     /// The answer to `query` kept at the state `mark`, if any.
@@ -113,10 +143,24 @@ mod tests {
     }
 
     #[test]
+    fn whether_an_eprint_is_shown_is_served_only_at_the_version_and_state_it_was_found_at() {
+        let kept = KeptAnswers::new(1 << 20);
+        kept.keep_shown("at://a", (1, 7), true);
+        assert_eq!(kept.shown("at://a", (1, 7)), Some(true));
+        assert_eq!(kept.shown("at://a", (1, 8)), None, "another state");
+        assert_eq!(kept.shown("at://a", (2, 7)), None, "another version");
+        assert_eq!(kept.shown("at://b", (1, 7)), None, "another eprint");
+        kept.keep_shown("at://a", (1, 8), false);
+        assert_eq!(kept.shown("at://a", (1, 8)), Some(false));
+    }
+
+    #[test]
     fn a_node_given_no_room_keeps_nothing() {
         let kept = KeptAnswers::new(0);
         kept.keep("uri=at://a".into(), 7, Body::json(&1).unwrap());
         assert!(kept.get("uri=at://a", 7).is_none());
+        kept.keep_shown("at://a", (1, 7), true);
+        assert_eq!(kept.shown("at://a", (1, 7)), None);
     }
 
     #[test]

@@ -147,13 +147,12 @@ fn shown_eprint(c: &Call, uri: &str) -> Result<(), ApiError> {
 fn shown(state: &AppState, uri: &str) -> Result<bool, ApiError> {
     let reader = EprintsReader::new(state.store.as_ref())?;
     let mark = reader.state_mark();
-    let key = mark.map(|(version, _)| format!("shown {version} {uri}"));
-    if let Some(kept) = key.as_deref().zip(mark).and_then(|(key, (_, mark))| state.kept_answers.get(key, mark)) {
-        return Ok(kept.body.as_bytes() == b"true");
+    if let Some(shown) = mark.and_then(|mark| state.kept_answers.shown(uri, mark)) {
+        return Ok(shown);
     }
     let shown = blocking(state, || -> Result<bool, ApiError> { Ok(reader.detail(uri)?.is_some_and(|d| !d.hidden())) })?;
-    if let Some((key, (_, mark))) = key.zip(mark.filter(|mark| reader.unchanged_since(*mark))) {
-        state.kept_answers.keep(key, mark, Body::json(&shown)?);
+    if let Some(mark) = mark.filter(|mark| reader.unchanged_since(*mark)) {
+        state.kept_answers.keep_shown(uri, mark, shown);
     }
     Ok(shown)
 }
