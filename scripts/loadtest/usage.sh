@@ -57,19 +57,24 @@ record_views() {
   table_row "$1" "$WORK/$1.wrk"
   echo "$caught - $ended" | python3 -c 'import sys; a, b = sys.stdin.read().split(" - "); print(float(a) - float(b))' >"$WORK/$1.caught"
 }
-# Each round measures every target once, getSubmission first: a ratio compares two runs a
-# minute apart at most, and the median over rounds is reported (a shared host's speed
-# drifts by more than the differences being measured).
+# Each round measures every target once, each right after a run of getSubmission of its
+# own: a ratio compares two adjacent runs, and the median over rounds is reported (a shared
+# host's speed drifts by more than the differences being measured: by a tenth within
+# minutes, docs/performance.md, fifty-seventh session).
 for round in $(seq 1 "$ROUNDS"); do
   echo "## usage metrics under wrk (-t2 -c$CONNS -d$DURATION, same machine as the server), round $round of $ROUNDS"
   echo
   echo "| target | requests/s | p50 ms | p99 ms | non-2xx |"
   echo "|---|---|---|---|---|"
-  run_wrk "$round.getSubmission" "$PORT" "$WORK/get.txt"
+  run_wrk "$round.getSubmission.1" "$PORT" "$WORK/get.txt"
   run_wrk "$round.metrics.getMetrics" "$PORT" "$WORK/metrics.txt"
+  run_wrk "$round.getSubmission.2" "$PORT" "$WORK/get.txt"
   run_wrk "$round.metrics.getTrending" "$PORT" "$WORK/trending.txt"
+  run_wrk "$round.getSubmission.3" "$PORT" "$WORK/get.txt"
   run_wrk "$round.discovery.getSimilar" "$PORT" "$WORK/similar.txt"
+  run_wrk "$round.getSubmission.4" "$PORT" "$WORK/get.txt"
   record_views "$round.metrics.recordView"
+  run_wrk "$round.getSubmission.5" "$PORT" "$WORK/get.txt"
   WRK_DISTINCT_VIEWERS=1 record_views "$round.metrics.recordView (distinct viewers)"
   echo
 done
@@ -77,9 +82,10 @@ python3 - "$WORK" "$ROUNDS" <<'PY'
 import statistics, sys
 w, rounds = sys.argv[1], int(sys.argv[2])
 rps = lambda r, n: float(open(f"{w}/{r}.{n}.wrk.rps").read())
-print(f"Of getSubmission's requests/s in the same round (rounds: {rounds}; median, then each round):")
-for n in ["metrics.getMetrics", "metrics.getTrending", "discovery.getSimilar", "metrics.recordView", "metrics.recordView (distinct viewers)"]:
-    shares = [100 * rps(r, n) / rps(r, "getSubmission") for r in range(1, rounds + 1)]
+print(f"Of getSubmission's requests/s in the run just before (rounds: {rounds}; median, then each round):")
+targets = ["metrics.getMetrics", "metrics.getTrending", "discovery.getSimilar", "metrics.recordView", "metrics.recordView (distinct viewers)"]
+for i, n in enumerate(targets, 1):
+    shares = [100 * rps(r, n) / rps(r, f"getSubmission.{i}") for r in range(1, rounds + 1)]
     print(f"- {n} at {statistics.median(shares):.0f}% ({', '.join(f'{s:.0f}' for s in shares)})")
 for n in ["metrics.recordView", "metrics.recordView (distinct viewers)"]:
     caught = [float(open(f"{w}/{r}.{n}.caught").read()) for r in range(1, rounds + 1)]
