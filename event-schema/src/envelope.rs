@@ -83,7 +83,7 @@ pub enum Source {
 /// derived reader ignores them.
 impl<'de> Deserialize<'de> for Source {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Source, D::Error> {
-        use serde::de::Error;
+        use crate::given;
 
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
@@ -112,9 +112,6 @@ impl<'de> Deserialize<'de> for Source {
             note: Option<String>,
         }
 
-        fn given<T, E: Error>(value: Option<T>, field: &'static str) -> Result<T, E> {
-            value.ok_or_else(|| E::missing_field(field))
-        }
         let f = Fields::deserialize(deserializer)?;
         Ok(match f.kind {
             Kind::Seed => Source::Seed { file: given(f.file, "file")? },

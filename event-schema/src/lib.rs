@@ -32,3 +32,9 @@ pub use events::{
 
 /// The schema version this build writes.
 pub const CURRENT_SCHEMA_VERSION: u16 = 1;
+
+/// A field of a variant read from a map of every variant's fields (`Source`, `UsageAction`):
+/// `missing_field` when the variant's field is absent.
+pub(crate) fn given<T, E: serde::de::Error>(value: Option<T>, field: &'static str) -> Result<T, E> {
+    value.ok_or_else(|| E::missing_field(field))
+}

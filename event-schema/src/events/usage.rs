@@ -74,7 +74,7 @@ pub enum UsageAction {
 /// is read event by event). Unknown fields are ignored, as the derived reader ignores them.
 impl<'de> Deserialize<'de> for UsageAction {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<UsageAction, D::Error> {
-        use serde::de::Error;
+        use crate::given;
 
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
@@ -99,9 +99,6 @@ impl<'de> Deserialize<'de> for UsageAction {
             duration_ms: Option<u64>,
         }
 
-        fn given<T, E: Error>(value: Option<T>, field: &'static str) -> Result<T, E> {
-            value.ok_or_else(|| E::missing_field(field))
-        }
         let f = Fields::deserialize(deserializer)?;
         Ok(match f.action {
             Kind::View => UsageAction::View { source: f.source },
