@@ -7,14 +7,14 @@ use projections::rows::is_listing_key;
 
 use crate::error::ApiError;
 
-/// Checks that `uri` is the AT URI of a record, naming its repository by DID.
-pub fn parse_record_uri(field: &str, uri: &str) -> Result<(), ApiError> {
+/// Checks that `uri` is the AT URI of a record, naming its repository by DID: its parts.
+pub fn parse_record_uri<'a>(field: &str, uri: &'a str) -> Result<formats::AtUri<'a>, ApiError> {
     match formats::parse_at_uri(uri) {
         Some(u) if u.collection.is_some() && u.rkey.is_some() => {
             if !formats::is_did(u.authority) {
                 return Err(ApiError::invalid_param(field, "the AT URI must name its repository by DID"));
             }
-            Ok(())
+            Ok(u)
         }
         Some(_) => Err(ApiError::invalid_param(field, "the AT URI must name a collection and a record key")),
         None => Err(ApiError::invalid_param(field, "must be a valid AT URI (at://did/collection/rkey)")),

@@ -196,10 +196,8 @@ impl StoreFile {
                 ops.sort_by(|a, b| row_key(a).cmp(&row_key(b)));
                 let mut t = txn.open_table(RowTable::new(name))?;
                 for op in ops {
-                    write.touch(|| {
-                        let (partition, clustering) = row_key(op);
-                        (name.to_owned(), partition.to_owned(), clustering.to_vec())
-                    });
+                    let (partition, clustering) = row_key(op);
+                    write.touch(RowKeyRef(name, partition, clustering));
                     match op {
                         Op::Put { table, partition, clustering, columns, .. } => {
                             let bytes = encode_row(table, columns)?;

@@ -150,7 +150,7 @@ fn pack_registers(registers: &[u8; REGISTERS], out: &mut Vec<u8>) {
 fn unpack_registers(body: &[u8]) -> Option<Box<[u8; REGISTERS]>> {
     let (&base, rest) = body.split_first()?;
     let (nibbles, escaped) = rest.split_at_checked(REGISTERS / 2)?;
-    let nibble = |i: usize| if i % 2 == 0 { nibbles[i / 2] & 0x0f } else { nibbles[i / 2] >> 4 };
+    let nibble = |i: usize| if i.is_multiple_of(2) { nibbles[i / 2] & 0x0f } else { nibbles[i / 2] >> 4 };
     let mut registers = Box::new([0u8; REGISTERS]);
     for (i, r) in registers.iter_mut().enumerate() {
         *r = base.checked_add(nibble(i))?;

@@ -131,8 +131,7 @@ fn rfc3339(micros: i64) -> String {
 /// Checks that `uri` names an eprint svc shows: `NotFound` otherwise (a record of another
 /// collection included: svc indexes no eprint there).
 fn shown_eprint(c: &Call, uri: &str) -> Result<(), ApiError> {
-    parse_record_uri("uri", uri)?;
-    let eprint = lexicons::formats::parse_at_uri(uri).and_then(|u| u.collection) == Some(lexicons::SUBMISSION);
+    let eprint = parse_record_uri("uri", uri)?.collection == Some(lexicons::SUBMISSION);
     if eprint && shown(&c.state, uri)? {
         Ok(())
     } else {
