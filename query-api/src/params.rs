@@ -7,7 +7,8 @@ use projections::rows::is_listing_key;
 
 use crate::error::ApiError;
 
-/// Checks that `uri` is the AT URI of a record, naming its repository by DID: its parts.
+/// Checks that `uri` is the AT URI of a record, naming its repository by DID, and returns its
+/// parts.
 pub fn parse_record_uri<'a>(field: &str, uri: &'a str) -> Result<formats::AtUri<'a>, ApiError> {
     match formats::parse_at_uri(uri) {
         Some(u) if u.collection.is_some() && u.rkey.is_some() => {
