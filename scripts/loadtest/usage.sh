@@ -83,6 +83,7 @@ import statistics, sys
 w, rounds = sys.argv[1], int(sys.argv[2])
 rps = lambda r, n: float(open(f"{w}/{r}.{n}.wrk.rps").read())
 print(f"Of getSubmission's requests/s in the run just before (rounds: {rounds}; median, then each round):")
+# In the order a round runs them: target i comes right after getSubmission.i.
 targets = ["metrics.getMetrics", "metrics.getTrending", "discovery.getSimilar", "metrics.recordView", "metrics.recordView (distinct viewers)"]
 for i, n in enumerate(targets, 1):
     shares = [100 * rps(r, n) / rps(r, f"getSubmission.{i}") for r in range(1, rounds + 1)]
