@@ -82,6 +82,9 @@ impl Store for ByStamp {
     fn set_active_version(&self, model: &str, version: u32) -> Result<(), StoreError> {
         self.inner.set_active_version(model, version)
     }
+    fn retire_version(&self, model: &str, version: u32) -> Result<(), StoreError> {
+        self.inner.retire_version(model, version)
+    }
     fn drop_version(&self, model: &str, version: u32, tables: &[&str]) -> Result<(), StoreError> {
         self.inner.drop_version(model, version, tables)
     }

@@ -314,6 +314,9 @@ impl store::Store for CutShort {
     fn set_active_version(&self, model: &str, version: u32) -> Result<(), store::StoreError> {
         self.inner.set_active_version(model, version)
     }
+    fn retire_version(&self, model: &str, version: u32) -> Result<(), store::StoreError> {
+        self.inner.retire_version(model, version)
+    }
     fn drop_version(&self, model: &str, version: u32, tables: &[&str]) -> Result<(), store::StoreError> {
         self.inner.drop_version(model, version, tables)
     }

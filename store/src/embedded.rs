@@ -902,6 +902,23 @@ impl Store for EmbeddedStore {
         Ok(())
     }
 
+    fn retire_version(&self, model: &str, version: u32) -> Result<(), StoreError> {
+        let db = self.main.db.get()?;
+        let txn = db.begin_write()?;
+        {
+            let mut versions = txn.open_table(VERSIONS)?;
+            let state = versions.get((model, version))?.and_then(|code| state_from(code.value()));
+            match state {
+                Some(VersionState::Building) => {}
+                Some(_) => return Err(StoreError::NotBuilding { model: model.to_owned(), version }),
+                None => return Err(StoreError::UnknownVersion { model: model.to_owned(), version }),
+            }
+            versions.insert((model, version), state_code(VersionState::Retired))?;
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
     /// Unregisters the version, then closes and deletes its file (a file left by a crash
     /// between the two is deleted on the next open); a version kept in `store.redb` has its
     /// tables deleted there.

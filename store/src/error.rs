@@ -31,13 +31,23 @@ pub enum StoreError {
         /// The version asked for.
         version: u32,
     },
+    /// A version named as one being built is active or retired.
+    #[error("version {version} of read model {model} is not being built")]
+    NotBuilding {
+        /// The read model.
+        model: String,
+        /// The version named.
+        version: u32,
+    },
 }
 
 impl ClassifiedError for StoreError {
     fn error_class(&self) -> ErrorClass {
         match self {
             StoreError::Unavailable(_) | StoreError::Io(_) => ErrorClass::Unavailable,
-            StoreError::Corrupt { .. } | StoreError::UnknownVersion { .. } | StoreError::Config(_) => ErrorClass::Internal,
+            StoreError::Corrupt { .. } | StoreError::UnknownVersion { .. } | StoreError::NotBuilding { .. } | StoreError::Config(_) => {
+                ErrorClass::Internal
+            }
         }
     }
 }

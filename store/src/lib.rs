@@ -272,6 +272,13 @@ pub trait Store: Send + Sync {
     /// active version becomes [`VersionState::Retired`].
     fn set_active_version(&self, model: &str, version: u32) -> Result<(), StoreError>;
 
+    /// Retires a version being built that will not be swapped in (its rebuild stopped or
+    /// failed): one quick write, so that the rebuild can end at once and the version's
+    /// tables be dropped afterwards, by whoever drops retired versions (a crash in between
+    /// leaves it retired, not building for ever). A version that is not being built is
+    /// refused: [`StoreError::UnknownVersion`], or [`StoreError::NotBuilding`].
+    fn retire_version(&self, model: &str, version: u32) -> Result<(), StoreError>;
+
     /// Deletes every table, row and checkpoint of one version of a model.
     fn drop_version(&self, model: &str, version: u32, tables: &[&str]) -> Result<(), StoreError>;
 

@@ -33,6 +33,7 @@ macro_rules! store_test_suite {
                 batch_is_atomic_with_checkpoints,
                 versions_swap_atomically,
                 dropping_a_version_removes_it,
+                an_abandoned_version_is_retired,
                 later_ops_on_a_row_win,
             ]
         );
@@ -64,6 +65,7 @@ pub const ALL: &[(&str, Test)] = &[
     ("batch_is_atomic_with_checkpoints", batch_is_atomic_with_checkpoints),
     ("versions_swap_atomically", versions_swap_atomically),
     ("dropping_a_version_removes_it", dropping_a_version_removes_it),
+    ("an_abandoned_version_is_retired", an_abandoned_version_is_retired),
     ("later_ops_on_a_row_win", later_ops_on_a_row_win),
 ];
 
@@ -213,6 +215,29 @@ pub fn dropping_a_version_removes_it(store: &dyn Store) {
     assert!(!store.versions("m").unwrap().contains_key(&v2));
     assert_eq!(store.active_version("m").unwrap(), Some(v1));
     assert!(store.create_version("m").unwrap() > v2);
+}
+
+/// A version being built that a stopped rebuild abandons is retired, and the active one
+/// stays; only a version being built can be retired.
+pub fn an_abandoned_version_is_retired(store: &dyn Store) {
+    let v1 = store.create_version("m").unwrap();
+    store.set_active_version("m", v1).unwrap();
+    let v2 = store.create_version("m").unwrap();
+    let mut b = Batch::default();
+    b.put(&TableRef::new("m", v2, "t"), "p", b"k".to_vec(), cols(5), 1);
+    b.checkpoint(&crate::consumer_name("m", v2), 0, 3);
+    store.apply(b).unwrap();
+    store.retire_version("m", v2).unwrap();
+    let versions = store.versions("m").unwrap();
+    assert_eq!((versions[&v1], versions[&v2]), (VersionState::Active, VersionState::Retired));
+    assert_eq!(store.active_version("m").unwrap(), Some(v1));
+    assert!(matches!(store.retire_version("m", v1), Err(crate::StoreError::NotBuilding { .. })));
+    assert!(matches!(store.retire_version("m", v2), Err(crate::StoreError::NotBuilding { .. })));
+    assert!(matches!(store.retire_version("m", 99), Err(crate::StoreError::UnknownVersion { .. })));
+    assert_eq!(store.get(&TableRef::new("m", v2, "t"), "p", b"k").unwrap(), Some(cols(5)), "kept until dropped");
+    store.drop_version("m", v2, &["t"]).unwrap();
+    assert!(!store.versions("m").unwrap().contains_key(&v2));
+    assert_eq!(store.active_version("m").unwrap(), Some(v1));
 }
 
 /// Within one batch, the last op on a row wins, a delete followed by a put of the same row

@@ -346,6 +346,17 @@ impl Store for ScyllaStore {
         })
     }
 
+    fn retire_version(&self, model: &str, version: u32) -> Result<(), StoreError> {
+        let model = model.to_owned();
+        self.run(move |db| async move {
+            match db.versions(&model).await?.get(&version) {
+                Some(Some(VersionState::Building)) => db.set_state(&model, version, state_name(VersionState::Retired)).await,
+                Some(Some(_)) => Err(StoreError::NotBuilding { model, version }),
+                Some(None) | None => Err(StoreError::UnknownVersion { model, version }),
+            }
+        })
+    }
+
     fn drop_version(&self, model: &str, version: u32, tables: &[&str]) -> Result<(), StoreError> {
         let model = model.to_owned();
         let names = tables.iter().map(|t| table_name(&TableRef::new(&model, version, t))).collect::<Result<Vec<_>, _>>()?;
