@@ -12,8 +12,10 @@
 //! the API's writes wait for (docs/performance.md, "Reindex: live writes and the rebuild's
 //! threads"). With nothing else to run, they run as fast as before.
 
-use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
+use std::time::Duration;
 
 use eventlog::{EventLog, LogError};
 
@@ -23,6 +25,10 @@ use crate::{Checkpoints, EventBatch, Projection, ProjectionError};
 /// Batches read ahead of the slowest projection: enough to keep every thread busy, few
 /// enough to bound memory.
 const READ_AHEAD: usize = 2;
+
+/// How often the reader asks `on_read` again while it waits for a projection a full
+/// read-ahead behind: a cancel is seen within this, not after the slowest batch.
+const WAITING_ASKS_EVERY: Duration = Duration::from_millis(50);
 
 /// How many times a catch-up follows the head of the log after reaching it.
 const MAX_HEAD_MOVES: u32 = 8;
@@ -56,8 +62,10 @@ pub fn catch_up_all(log: &dyn EventLog, projections: Vec<&mut dyn Projection>, b
 }
 
 /// [`catch_up_all`], calling `on_read` with the number of events read so far after every
-/// batch (for progress displays); when it answers `false` the catch-up stops there and every
-/// projection fails with [`ProjectionError::Cancelled`].
+/// batch (for progress displays), and again every [`WAITING_ASKS_EVERY`] while the reader
+/// waits for the slowest projection; when it answers `false` the catch-up stops: each
+/// projection ends the batch it is applying, applies none of those read ahead, is not
+/// flushed, and fails with [`ProjectionError::Cancelled`].
 pub fn catch_up_all_reporting(
     log: &dyn EventLog,
     projections: Vec<&mut dyn Projection>,
@@ -81,23 +89,28 @@ pub fn catch_up_all_reporting(
     let reached = |head: &Option<Vec<u64>>, checkpoints: &Checkpoints| {
         head.as_ref().is_some_and(|ends| ends.iter().enumerate().all(|(p, end)| checkpoints.get(&(p as u32)).copied().unwrap_or(0) >= *end))
     };
+    // Set when the reader stops early (a cancel, a read error): the appliers then drop what
+    // is queued for them instead of applying it.
+    let stopped = AtomicBool::new(false);
     std::thread::scope(|scope| {
         let mut senders = Vec::new();
         let mut handles = Vec::new();
         for projection in projections {
             let (tx, rx) = sync_channel::<Arc<EventBatch>>(READ_AHEAD);
             senders.push(Some(tx));
+            let stopped = &stopped;
             handles.push(scope.spawn(move || {
                 lower_priority();
-                apply_all(projection, rx)
+                apply_all(projection, rx, stopped)
             }));
         }
         // The reader runs on a thread of its own too, so that the caller's (a pooled thread,
         // in a serving process) keeps its priority.
+        let stopped = &stopped;
         let reader = scope.spawn(move || {
             lower_priority();
             let (mut read, mut cancelled) = (0u64, false);
-            let read_error = loop {
+            let read_error = 'reading: loop {
                 let batch = match read_batch(log, &partitions, &checkpoints, batch_size) {
                     Ok(Some(batch)) => Arc::new(batch),
                     Ok(None) => break None,
@@ -110,9 +123,15 @@ pub fn catch_up_all_reporting(
                     break None;
                 }
                 for sender in &mut senders {
-                    // A projection that failed has dropped its receiver: stop feeding it.
-                    if sender.as_ref().is_some_and(|tx| tx.send(batch.clone()).is_err()) {
-                        *sender = None;
+                    let Some(tx) = sender else { continue };
+                    match send(tx, &batch, &|| on_read(read)) {
+                        Sent::Queued => {}
+                        // A projection that failed has dropped its receiver: stop feeding it.
+                        Sent::Gone => *sender = None,
+                        Sent::Stopped => {
+                            cancelled = true;
+                            break 'reading None;
+                        }
                     }
                 }
                 if senders.iter().all(Option::is_none) {
@@ -127,6 +146,9 @@ pub fn catch_up_all_reporting(
                     head_moves += 1;
                 }
             };
+            if cancelled || read_error.is_some() {
+                stopped.store(true, Ordering::Relaxed);
+            }
             drop(senders);
             (read_error, cancelled)
         });
@@ -146,12 +168,48 @@ pub fn catch_up_all_reporting(
     })
 }
 
-fn apply_all(projection: &mut dyn Projection, batches: Receiver<Arc<EventBatch>>) -> Result<u64, ProjectionError> {
+/// How [`send`] ended.
+enum Sent {
+    /// The batch is queued for the projection.
+    Queued,
+    /// The projection failed and takes no more.
+    Gone,
+    /// The caller asked to stop while the projection's queue was full.
+    Stopped,
+}
+
+/// Queues `batch` for one projection, asking `go_on` every [`WAITING_ASKS_EVERY`] while its
+/// queue is full.
+fn send(tx: &SyncSender<Arc<EventBatch>>, batch: &Arc<EventBatch>, go_on: &dyn Fn() -> bool) -> Sent {
+    let mut batch = batch.clone();
+    loop {
+        match tx.try_send(batch) {
+            Ok(()) => return Sent::Queued,
+            Err(TrySendError::Disconnected(_)) => return Sent::Gone,
+            Err(TrySendError::Full(back)) => {
+                std::thread::sleep(WAITING_ASKS_EVERY);
+                if !go_on() {
+                    return Sent::Stopped;
+                }
+                batch = back;
+            }
+        }
+    }
+}
+
+/// Applies the batches as they come and flushes at their end; once `stopped` is set it
+/// applies no more and does not flush (what it built is dropped).
+fn apply_all(projection: &mut dyn Projection, batches: Receiver<Arc<EventBatch>>, stopped: &AtomicBool) -> Result<u64, ProjectionError> {
     let mut applied = 0u64;
     for batch in batches {
+        if stopped.load(Ordering::Relaxed) {
+            return Ok(applied);
+        }
         projection.apply_batch(&batch)?;
         applied += batch.len() as u64;
     }
-    projection.flush()?;
+    if !stopped.load(Ordering::Relaxed) {
+        projection.flush()?;
+    }
     Ok(applied)
 }

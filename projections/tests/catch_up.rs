@@ -147,3 +147,68 @@ fn a_catch_up_of_several_models_runs_at_a_lower_priority_than_its_caller() {
     // SAFETY: as above.
     assert_eq!(unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }, caller, "the caller's priority is its own");
 }
+
+/// Takes `per_batch` over each batch, and counts the batches and flushes.
+struct Slow {
+    following: Following,
+    per_batch: std::time::Duration,
+    batches: u32,
+    flushed: bool,
+}
+
+impl Projection for Slow {
+    fn model(&self) -> &'static str {
+        "slow"
+    }
+    fn version(&self) -> u32 {
+        1
+    }
+    fn checkpoints(&self) -> Result<Checkpoints, ProjectionError> {
+        self.following.checkpoints()
+    }
+    fn apply_batch(&mut self, batch: &EventBatch) -> Result<(), ProjectionError> {
+        std::thread::sleep(self.per_batch);
+        self.batches += 1;
+        self.following.apply_batch(batch)
+    }
+    fn flush(&mut self) -> Result<(), ProjectionError> {
+        self.flushed = true;
+        Ok(())
+    }
+}
+
+/// A cancel is seen while the reader waits for a slow projection, not after the batches it
+/// read ahead: each projection ends the batch it is applying, applies none of those queued,
+/// is not flushed, and fails `Cancelled`.
+#[test]
+fn a_cancelled_catch_up_stops_after_the_batch_being_applied() {
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let log = Growing::with(&dir, 200);
+    let per_batch = Duration::from_millis(400);
+    let (mut slow, mut fast) = (
+        Slow { following: Following::default(), per_batch, batches: 0, flushed: false },
+        Slow { following: Following::default(), per_batch: Duration::ZERO, batches: 0, flushed: false },
+    );
+    let (calls, cancel) = (AtomicU32::new(0), AtomicBool::new(false));
+    let asked = std::sync::Mutex::new(None::<Instant>);
+    let on_read = |_read: u64| {
+        // Cancelled with the fourth batch read: the slow projection applies the first, the
+        // second and third wait in its queue, and the reader waits to queue the fourth.
+        if calls.fetch_add(1, Ordering::Relaxed) == 3 {
+            cancel.store(true, Ordering::Relaxed);
+            *asked.lock().unwrap() = Some(Instant::now());
+            return true;
+        }
+        !cancel.load(Ordering::Relaxed)
+    };
+    let results = projections::catch_up_all_reporting(log.0.as_ref(), vec![&mut slow as &mut dyn Projection, &mut fast], 16, &on_read);
+    let took = asked.lock().unwrap().expect("cancelled").elapsed();
+
+    assert!(results.iter().all(|r| matches!(r, Err(ProjectionError::Cancelled))), "{results:?}");
+    assert!(took < per_batch * 2, "stopped {took:?} after the cancel, with {per_batch:?} batches");
+    assert_eq!(slow.batches, 1, "the slow projection applied none of the queued batches");
+    assert!(!slow.flushed && !fast.flushed, "what a cancelled catch-up built is not flushed");
+}
