@@ -113,6 +113,15 @@ fn begin(ctx: &Context, model: &'static str) -> Result<Build, ReplayError> {
     }
 }
 
+/// Drops the retired versions of each of `models`: those a stopped or failed rebuild
+/// abandoned, and old ones a rebuild could not drop. Not while a rebuild's grace period runs
+/// (it would drop the old versions early); every rebuild calls it as it begins.
+pub fn drop_retired_versions(ctx: &Context, models: &[&str]) {
+    for model in models {
+        drop_retired(ctx, model);
+    }
+}
+
 /// Drops the versions of `model` that an earlier rebuild retired but could not drop.
 fn drop_retired(ctx: &Context, model: &str) {
     let retired = match ctx.registry(model).versions(model) {
@@ -121,28 +130,39 @@ fn drop_retired(ctx: &Context, model: &str) {
     };
     for version in retired {
         match catalog::drop_version(ctx, model, version) {
-            Ok(()) => info!(model, version, "dropped a version left retired by an earlier rebuild"),
+            Ok(()) => info!(model, version, "dropped a retired version (abandoned by a stopped rebuild, or one a rebuild could not drop)"),
             Err(e) => warn!(model, version, error = %e, "could not drop a retired version; it stays retired"),
         }
     }
 }
 
-/// Swaps a built version in; a failed build is dropped instead.
+/// Swaps a built version in; a failed or cancelled build is abandoned instead.
 fn swap(ctx: &Context, build: Build, built: Result<u64, ProjectionError>, started: Instant) -> Result<RebuildReport, ReplayError> {
-    let Build { model, old_version, new_version, projection } = build;
-    drop(projection);
-    let wrap = |source| ReplayError::Projection { model: model.to_owned(), source };
+    let wrap = |source| ReplayError::Projection { model: build.model.to_owned(), source };
     let events = match built {
         Ok(n) => n,
         Err(e) => {
-            let _ = catalog::drop_version(ctx, model, new_version);
+            abandon(ctx, build);
             return Err(wrap(e));
         }
     };
+    let Build { model, old_version, new_version, projection } = build;
+    drop(projection);
     ctx.registry(model).set_active_version(model, new_version).map_err(|e| wrap(e.into()))?;
     let elapsed = started.elapsed();
     info!(model, new_version, events, elapsed_ms = elapsed.as_millis() as u64, "read model rebuilt and swapped in");
     Ok(RebuildReport { model: model.to_owned(), old_version, new_version, events, elapsed, old_dropped: false })
+}
+
+/// Retires a version that will not be swapped in (one write: its tables are dropped later,
+/// by [`drop_retired_versions`]); one that cannot be retired is dropped at once.
+fn abandon(ctx: &Context, build: Build) {
+    let Build { model, new_version, projection, .. } = build;
+    drop(projection);
+    if let Err(e) = ctx.registry(model).retire_version(model, new_version) {
+        warn!(model, version = new_version, error = %e, "could not retire an abandoned version; dropping it now");
+        let _ = catalog::drop_version(ctx, model, new_version);
+    }
 }
 
 /// After the grace period, drops the versions the swaps replaced. A failed drop leaves the
@@ -172,7 +192,11 @@ pub fn rebuild(log: &dyn EventLog, ctx: &Context, model: &str) -> Result<Rebuild
     let started = Instant::now();
     let mut build = begin(ctx, model)?;
     let built = catch_up(log, build.projection.as_mut(), REBUILD_BATCH);
-    let mut report = [swap(ctx, build, built, started)?];
+    let swapped = swap(ctx, build, built, started);
+    if swapped.is_err() {
+        drop_retired(ctx, model);
+    }
+    let mut report = [swapped?];
     drop_old(ctx, &mut report, Duration::ZERO);
     let [report] = report;
     Ok(report)
@@ -184,17 +208,25 @@ pub fn rebuild(log: &dyn EventLog, ctx: &Context, model: &str) -> Result<Rebuild
 ///
 /// # Errors
 /// The first failing rebuild; the models that succeeded stay swapped in (and their old
-/// versions are dropped).
+/// versions are dropped), the partial versions of the others are dropped.
 pub fn rebuild_all(log: &dyn EventLog, ctx: &Context, options: &RebuildOptions) -> Result<Vec<RebuildReport>, ReplayError> {
-    rebuild_all_reporting(log, ctx, options, &|_| true, NO_PAUSE)
+    let rebuilt = rebuild_all_reporting(log, ctx, options, &|_| true, NO_PAUSE);
+    if rebuilt.is_err() {
+        drop_retired_versions(ctx, &options.models);
+    }
+    rebuilt
 }
 
 /// [`rebuild_all`], calling `on_read` with the number of events replayed so far (for
-/// progress displays; the log's end offsets give the total). When `on_read` answers
-/// `false` the rebuild stops: every half-built version is dropped and the old ones stay
-/// active ([`ReplayError::Projection`] with [`ProjectionError::Cancelled`]). `pause` holds
-/// this process's live workers while the built versions are brought to the log's end and
-/// swapped in.
+/// progress displays; the log's end offsets give the total): with 0 before each model's new
+/// version is made, then after each batch read and while the slowest model applies one.
+/// When `on_read` answers `false` the rebuild stops within the batch being applied: the old
+/// versions stay active, and every half-built one is retired, for the caller to drop with
+/// [`drop_retired_versions`] once it has reported the end (the next rebuild drops them
+/// too), so that a stop does not wait for their tables to be dropped
+/// ([`ReplayError::Projection`] with [`ProjectionError::Cancelled`]). A failed rebuild
+/// retires them alike. `pause` holds this process's live workers while the built versions
+/// are brought to the log's end and swapped in.
 ///
 /// # Errors
 /// As [`rebuild_all`].
@@ -209,7 +241,20 @@ pub fn rebuild_all_reporting(
     let mut builds = Vec::new();
     for model in &options.models {
         let model = catalog::model(model).map_err(|source| ReplayError::Projection { model: (*model).to_owned(), source })?;
-        builds.push(begin(ctx, model)?);
+        // Making a version takes a few writes (schema changes, on ScyllaDB): a stop asked
+        // meanwhile is seen before the next.
+        let begun = if on_read(0) {
+            begin(ctx, model)
+        } else {
+            Err(ReplayError::Projection { model: model.to_owned(), source: ProjectionError::Cancelled })
+        };
+        match begun {
+            Ok(build) => builds.push(build),
+            Err(e) => {
+                builds.into_iter().for_each(|b| abandon(ctx, b));
+                return Err(e);
+            }
+        }
     }
     let results = catch_up_all_reporting(
         log,

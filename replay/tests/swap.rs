@@ -111,3 +111,49 @@ async fn an_online_rebuild_never_swaps_in_a_version_behind_the_one_it_replaces()
     cancel.cancel();
     running.await.unwrap().unwrap();
 }
+
+/// A stopped rebuild ends without waiting for its half-built versions to be dropped: they
+/// are retired, the old ones stay active, and `drop_retired_versions` drops them after; a
+/// stop asked before any version is made makes none.
+#[test]
+fn a_cancelled_rebuild_retires_what_it_built_and_the_caller_drops_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let log: Arc<dyn EventLog> = Arc::new(EmbeddedLog::open(&dir.path().join("log"), PARTITIONS).unwrap());
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir.path().join("store")).unwrap());
+    let ctx = Context::single(store.clone(), &dir.path().join("search"));
+    log.append(&events(0, 3_000)).unwrap();
+    let models = vec![MODEL, "inbox"];
+    let options = replay::RebuildOptions { models: models.clone(), grace: Duration::ZERO, batch_size: 500 };
+    let first = replay::rebuild_all(log.as_ref(), &ctx, &options).unwrap();
+    let active: Vec<u32> = first.iter().map(|r| r.new_version).collect();
+    let states = |model: &str| store.versions(model).unwrap().into_iter().collect::<Vec<_>>();
+    let cancelled = |r: Result<Vec<replay::RebuildReport>, replay::ReplayError>| {
+        matches!(r, Err(replay::ReplayError::Projection { source: projections::ProjectionError::Cancelled, .. }))
+    };
+
+    // Stopped after the first batch: every model's half-built version is retired.
+    let stopped = replay::rebuild_all_reporting(log.as_ref(), &ctx, &options, &|read| read == 0, replay::NO_PAUSE);
+    assert!(cancelled(stopped));
+    for (model, active) in models.iter().zip(&active) {
+        assert_eq!(store.active_version(model).unwrap(), Some(*active));
+        assert_eq!(states(model), vec![(*active, store::VersionState::Active), (active + 1, store::VersionState::Retired)], "{model}");
+    }
+    replay::drop_retired_versions(&ctx, &models);
+    for (model, active) in models.iter().zip(&active) {
+        assert_eq!(states(model), vec![(*active, store::VersionState::Active)], "{model}: the abandoned version is dropped");
+    }
+
+    // Stopped while the versions are being made: the first is retired, no other is made.
+    let asked = std::sync::atomic::AtomicU32::new(0);
+    let stopped =
+        replay::rebuild_all_reporting(log.as_ref(), &ctx, &options, &|_| asked.fetch_add(1, Ordering::Relaxed) == 0, replay::NO_PAUSE);
+    assert!(cancelled(stopped));
+    assert_eq!(states(MODEL), vec![(active[0], store::VersionState::Active), (active[0] + 2, store::VersionState::Retired)]);
+    assert_eq!(states("inbox"), vec![(active[1], store::VersionState::Active)], "no version made after the stop");
+
+    // The next rebuild drops what is left and swaps in.
+    let next = replay::rebuild_all(log.as_ref(), &ctx, &options).unwrap();
+    for (model, r) in models.iter().zip(&next) {
+        assert_eq!(states(model), vec![(r.new_version, store::VersionState::Active)], "{model}");
+    }
+}

@@ -168,16 +168,22 @@ pub fn replay(args: ReplayArgs) -> anyhow::Result<()> {
     let ctx = open_context(data, node_models)?;
     let total = log.events_behind(&Default::default())?;
     let progress = crate::progress::Progress::new("replaying", "events", total);
-    let reports = replay::rebuild_all_reporting(
+    let options = replay::RebuildOptions { models, grace, batch_size: replay::REBUILD_BATCH };
+    let rebuilt = replay::rebuild_all_reporting(
         log.as_ref(),
         &ctx,
-        &replay::RebuildOptions { models, grace, batch_size: replay::REBUILD_BATCH },
+        &options,
         &|read| {
             progress.set(read);
             true
         },
         replay::NO_PAUSE,
-    )?;
+    );
+    if rebuilt.is_err() {
+        // What the failed replay built is retired: nothing serves it.
+        replay::drop_retired_versions(&ctx, &options.models);
+    }
+    let reports = rebuilt?;
     progress.finish();
     // The dropped versions' pages go back to the file system (the embedded store's file
     // would otherwise keep twice the space of its models).

@@ -299,11 +299,14 @@ async fn scenario(pds: &Pds, alice: &Account, bob: &Account, carl: &Account, adm
     // Another, cancelled at once: the old versions serve on, the half-built ones are gone.
     let (_, started) = svc.post("/xrpc/pub.svc.admin.triggerFullReindex", Some(&token), &json!({})).await.unwrap();
     let id2 = started["operationId"].as_str().unwrap().to_owned();
+    let asked = Instant::now();
     let (_, cancelled) = svc.post("/xrpc/pub.svc.admin.cancelBackfill", Some(&token), &json!({"id": id2})).await.unwrap();
+    println!("{}: the cancel answered in {} ms", backend.name, asked.elapsed().as_millis());
     assert_eq!(cancelled, json!({"success": true, "id": id2, "status": "cancelled"}), "the cancel waits for the end and says how it ended");
     let last = follow(&svc, &token, &id2).await.pop().unwrap();
     assert_eq!(last["status"], "cancelled", "{last}");
-    // The cancelled rebuild's versions are dropped as it stops; wait for the old ones too.
+    // The cancelled rebuild's versions are retired as it stops and dropped after it has
+    // ended; wait for that, and for the old ones too.
     let settled = until(&svc, &token, "/xrpc/pub.svc.admin.getSystemHealth", "one version per model", |h| {
         h["readModels"].as_array().unwrap().iter().all(|m| m["versions"].as_array().unwrap().len() == 1)
     })

@@ -13,7 +13,8 @@
 //! - `triggerBackfill` starts the work of the type it names (the reference only records it).
 //!
 //! `cancelBackfill` appends a cancel request; the running node sees it within a second and
-//! stops (a cancelled reindex drops its half-built versions: the old ones go on serving).
+//! stops (a cancelled reindex stops within the batch it applies and retires its half-built
+//! versions, dropped once it has ended: the old ones go on serving).
 //! An operation whose node stopped (a crash, a restart) sends no heartbeat: after
 //! `--operation-stale-seconds` (60) it is reported failed, and the next status read ends it in
 //! the log.
@@ -43,7 +44,8 @@ const HEARTBEATS_PER_SPAN: u32 = 12;
 const SWAP_GRACE: Duration = Duration::from_secs(3);
 
 /// Events per batch of an online reindex: small enough to report progress and stop on a
-/// cancel within a fraction of a second, large enough to cost little over a rebuild's.
+/// cancel soon (a cancel waits for the batch each model is applying), large enough to cost
+/// little over a rebuild's (512 made live writes wait longer: docs/performance.md).
 const REINDEX_BATCH: usize = 2048;
 
 /// The operation types of the contract.
@@ -302,8 +304,9 @@ async fn history(c: Call) -> Answer {
 }
 
 /// How long `cancelBackfill` waits for a running operation to stop (a running one checks
-/// for a cancel about once a second, and between its batches).
-const CANCEL_WAIT: Duration = Duration::from_secs(10);
+/// for a cancel about once a second; a reindex stops once each model has applied the batch
+/// it is on: 7 s for 2,048 events on the CQL test server, under load).
+const CANCEL_WAIT: Duration = Duration::from_secs(30);
 
 /// `cancelBackfill`: `{success, id, status}`. It asks the operation to stop and waits for
 /// it to end: `success` is true only when it ended cancelled; a cancel that came too late
@@ -445,6 +448,12 @@ impl Runner {
         let me = self.clone();
         let _ = tokio::task::spawn_blocking(move || {
             me.report(AdminAction::OperationEnded { id: me.id.clone(), status: status.into(), processed, error });
+            // A reindex that stopped retired what it had built; its tables go now that the
+            // end is reported (a cancel waits for the end, not for them).
+            if kind == "fullReindex" && status != "completed" {
+                replay::drop_retired_versions(&me.state.context(), &catalog::MODELS);
+                info!(id = me.id, "the stopped reindex's versions are dropped");
+            }
         })
         .await;
     }
