@@ -138,7 +138,8 @@ fn drop_retired(ctx: &Context, model: &str) {
 
 /// Swaps a built version in; a failed or cancelled build is abandoned instead.
 fn swap(ctx: &Context, build: Build, built: Result<u64, ProjectionError>, started: Instant) -> Result<RebuildReport, ReplayError> {
-    let wrap = |source| ReplayError::Projection { model: build.model.to_owned(), source };
+    let model = build.model;
+    let wrap = |source| ReplayError::Projection { model: model.to_owned(), source };
     let events = match built {
         Ok(n) => n,
         Err(e) => {
@@ -146,7 +147,7 @@ fn swap(ctx: &Context, build: Build, built: Result<u64, ProjectionError>, starte
             return Err(wrap(e));
         }
     };
-    let Build { model, old_version, new_version, projection } = build;
+    let Build { old_version, new_version, projection, .. } = build;
     drop(projection);
     ctx.registry(model).set_active_version(model, new_version).map_err(|e| wrap(e.into()))?;
     let elapsed = started.elapsed();
@@ -238,9 +239,14 @@ pub fn rebuild_all_reporting(
     pause: Pause<'_>,
 ) -> Result<Vec<RebuildReport>, ReplayError> {
     let started = Instant::now();
+    // Every name is checked before any version is made: none is left building by a bad one.
+    let models = options
+        .models
+        .iter()
+        .map(|model| catalog::model(model).map_err(|source| ReplayError::Projection { model: (*model).to_owned(), source }))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut builds = Vec::new();
-    for model in &options.models {
-        let model = catalog::model(model).map_err(|source| ReplayError::Projection { model: (*model).to_owned(), source })?;
+    for model in models {
         // Making a version takes a few writes (schema changes, on ScyllaDB): a stop asked
         // meanwhile is seen before the next.
         let begun = if on_read(0) {
